@@ -1,0 +1,159 @@
+// Package units defines a unit (one YAML file in the units directory) and the
+// main configuration file hermes.yaml, and loads both with errors that name
+// file, line and column.
+//
+// Durations are time.Duration inside; seconds and "1m30s" strings exist only
+// at the YAML edge. Enums are typed and reject unknown values when parsed.
+package units
+
+import "time"
+
+// Ownership says whether a unit's group dies with its owner (SPEC §3).
+type Ownership string
+
+const (
+	// Owned groups die with their owner, by any death. The default.
+	Owned Ownership = "owned"
+	// Adoptable groups survive a gateway owner and are re-adopted by the
+	// next gateway; under a non-gateway owner they die with it.
+	Adoptable Ownership = "adoptable"
+	// PersistOnRelease groups survive any owner.
+	PersistOnRelease Ownership = "persist_on_release"
+)
+
+// Restart is a unit's restart policy.
+type Restart string
+
+const (
+	RestartNo        Restart = "no"
+	RestartOnFailure Restart = "on-failure"
+	RestartAlways    Restart = "always"
+)
+
+// Size is a number of bytes; YAML accepts 1048576, "10MiB", "512KB", ...
+type Size int64
+
+// Spec is one unit, parsed and validated. Paths are absolute, "~" expanded,
+// relative ones resolved against the unit file's directory.
+type Spec struct {
+	Name        string            // file name without .yaml/.yml
+	File        string            // absolute path of the unit file
+	Description string            //
+	Command     []string          // argv, no shell; exclusive with Shell
+	Shell       string            // run by /bin/sh -c; exclusive with Command
+	Workdir     string            // absolute; "" means the units directory
+	Env         map[string]string //
+	Ownership   Ownership         //
+	Reason      string            // required unless Ownership is Owned
+	Restart     Restart           //
+	RestartSec  time.Duration     // first backoff, doubles up to RestartMax
+	RestartMax  time.Duration     //
+	StartLimit  StartLimit        //
+	After       []string          // start order: wait until these are ready
+	Requires    []string          // stop this one when one of these stops or fails
+	Ready       Ready             //
+	Timeouts    Timeouts          //
+	StopSignal  Signal            //
+	Ports       []int             // checked free before start
+	Log         Log               //
+	Schedule    string            // 5-field cron; makes the unit a job (SPEC §9)
+	RunBudget   time.Duration     // jobs: run_budget_seconds
+	WrapupSig   Signal            // jobs: optional signal at 80 % of the budget
+	Provider    *Provider         // the unit serves an LLM endpoint (SPEC §10)
+}
+
+// StartLimit bounds restarts: more than Burst starts within Interval and the
+// unit is left failed.
+type StartLimit struct {
+	Burst    int
+	Interval time.Duration
+}
+
+// Ready says when a started unit counts as ready. At most one probe is set;
+// none means ready as soon as it runs.
+type Ready struct {
+	TCP    string // host:port that accepts a connection
+	HTTP   string // URL that answers 2xx
+	Notify bool   // READY=1 on NOTIFY_SOCKET
+	Log    string // regular expression matched against output lines
+}
+
+// Timeouts of a unit. Zero RuntimeMax and Watchdog mean none.
+type Timeouts struct {
+	Start      time.Duration
+	Stop       time.Duration // grace between the stop signal and KILL
+	RuntimeMax time.Duration
+	Watchdog   time.Duration
+}
+
+// Log is where a unit's stdout and stderr go, and how they rotate.
+type Log struct {
+	Path    string // absolute; "" means <state>/logs/<name>.log
+	MaxSize Size
+	Keep    int
+}
+
+// Signal is a signal number parsed from "TERM", "SIGTERM" or "15".
+type Signal int
+
+// Provider is an LLM endpoint: in hermes.yaml under providers.<id>, or a
+// unit's provider: block.
+type Provider struct {
+	ID           string
+	BaseURL      string
+	APIKeyEnv    string                   // name of the env var holding the API key
+	StaleTimeout time.Duration            // stale_timeout_seconds; 0 = implicit
+	Models       map[string]ProviderModel // per-model settings, keyed by model id
+	Tiers        []Tier                   // context tiers replacing the defaults
+	Floors       []Floor                  // extra model floors
+}
+
+// ProviderModel holds per-model settings.
+type ProviderModel struct {
+	StaleTimeout time.Duration // stale_timeout_seconds; 0 = implicit
+}
+
+// Tier raises implicit stale timeouts above a context size.
+type Tier struct {
+	AboveTokens int
+	Timeout     time.Duration
+}
+
+// Floor is a model floor: models whose slug matches get at least Timeout.
+type Floor struct {
+	Slug    string
+	Timeout time.Duration
+}
+
+// Config is the main configuration file, hermes.yaml.
+type Config struct {
+	File      string
+	Agent     Agent
+	Providers map[string]Provider
+	Gateway   Gateway
+	Defaults  Defaults
+}
+
+// Agent holds agent.* settings (SPEC §10).
+type Agent struct {
+	RunBudget               time.Duration // run_budget_seconds; 0 = none
+	LocalStreamStaleTimeout time.Duration // local_stream_stale_timeout
+	StaleTimeoutHardCap     time.Duration // stale_timeout_hard_cap; 0 = none
+	StreamDrainTimeout      time.Duration // stream_drain_timeout
+}
+
+// Gateway holds gateway.* settings.
+type Gateway struct {
+	Listen string // proxy address, default 127.0.0.1:7411
+}
+
+// Defaults are unit fields applied where a unit leaves them unset.
+type Defaults struct {
+	Restart    Restart
+	RestartSec time.Duration
+	RestartMax time.Duration
+	StartLimit StartLimit
+	Timeouts   Timeouts
+	StopSignal Signal
+	Log        Log
+}
