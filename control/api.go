@@ -1,0 +1,103 @@
+// Package control is hermesd's control API: HTTP+JSON over a Unix socket
+// (mode 0600 in a 0700 directory) that admits only the daemon's own uid or
+// root, checked with SO_PEERCRED. It holds the wire types, the Backend that a
+// daemon implements, the Server that serves a Backend, and the Client that
+// hermesctl uses.
+//
+// The JSON of Status is a stable contract (SPEC §8): fields are added, never
+// renamed or removed.
+package control
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Sentinel errors a Backend returns; the Server maps them to HTTP statuses
+// and the Client maps them back, so errors.Is works across the socket.
+var (
+	ErrUnknownUnit = errors.New("unknown unit")      // 404
+	ErrConflict    = errors.New("conflicting state") // 409: e.g. start of a unit whose file is invalid
+)
+
+// Status is the answer to `hermesctl status`.
+type Status struct {
+	Daemon       Daemon        `json:"daemon"`
+	Supervisor   Supervisor    `json:"supervisor"`
+	Units        []Unit        `json:"units"`
+	ConfigErrors []ConfigError `json:"config_errors"`
+}
+
+// Daemon describes hermesd itself.
+type Daemon struct {
+	PID     int       `json:"pid"`
+	Role    string    `json:"role"` // gateway | worker
+	Started time.Time `json:"started"`
+	Units   string    `json:"units_dir"`
+	State   string    `json:"state_dir"`
+}
+
+// Supervisor describes the death supervisor of the owner.
+type Supervisor struct {
+	PID    int    `json:"pid"`    // 0 while not started (lazy) or closed when idle
+	Groups int    `json:"groups"` // registered groups
+	Mode   string `json:"mode"`   // cgroup | pgroup
+	Health string `json:"health"` // ok | idle | restarting | failed: <why>
+}
+
+// Unit is one unit's state, or one adopted or released group.
+type Unit struct {
+	Name      string        `json:"name"`
+	State     string        `json:"state"` // inactive | starting | running | stopping | failed | exited | released | adopted
+	PID       int           `json:"pid"`
+	PGID      int           `json:"pgid"`
+	Cgroup    string        `json:"cgroup,omitempty"`
+	Ownership string        `json:"ownership"` // owned | adoptable | persist_on_release
+	Restarts  int           `json:"restarts"`
+	Adopted   bool          `json:"adopted"` // re-adopted from the ledger, or adopted with `hermesctl adopt`
+	Ready     bool          `json:"ready"`
+	Error     string        `json:"error"` // last error, "" if none
+	Uptime    time.Duration `json:"uptime_ns"`
+	Ports     []int         `json:"ports,omitempty"`
+	RSS       int64         `json:"rss_bytes"`
+	Log       string        `json:"log,omitempty"`
+	Job       *Job          `json:"job,omitempty"`
+}
+
+// Job is the schedule state of a unit with schedule: (SPEC §9).
+type Job struct {
+	Schedule string    `json:"schedule"`
+	Next     time.Time `json:"next"`
+	LastRun  string    `json:"last_run,omitempty"`
+	Result   string    `json:"result,omitempty"` // success | failed | budget exceeded
+}
+
+// ConfigError is a unit file or config file that did not load.
+type ConfigError struct {
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Column  int    `json:"column"`
+	Message string `json:"message"`
+}
+
+// Plan is what a reload does or would do.
+type Plan struct {
+	Start   []string      `json:"start"`
+	Stop    []string      `json:"stop"`
+	Restart []string      `json:"restart"`
+	Keep    []string      `json:"keep"`
+	Errors  []ConfigError `json:"errors"`
+}
+
+// Backend is what a daemon offers the control API. Every method is safe for
+// concurrent use. Stop returns once the unit's group is empty (or ctx ends).
+type Backend interface {
+	Status(ctx context.Context, units ...string) (Status, error)
+	Start(ctx context.Context, unit string) error
+	Stop(ctx context.Context, unit string) error
+	Restart(ctx context.Context, unit string) error
+	Reload(ctx context.Context, dryRun bool) (Plan, error)
+	// LogPath is the unit's current log file, for `hermesctl logs`.
+	LogPath(ctx context.Context, unit string) (string, error)
+}
