@@ -1,0 +1,217 @@
+// Package ledger keeps the spawn ledger: the on-disk record of every live
+// spawn (who started what, when, with which identity), shared by every owner
+// that uses the same state directory.
+//
+// The ledger is the file ledger.json in the state directory. Writers go
+// through Update, a read-modify-write under a cross-process lock (flock on
+// the separate file ledger.lock, held only for the read-modify-write) that
+// waits at most LockTimeout, so a stuck writer cannot freeze the others: they
+// fail with an error wrapping ErrLocked instead. Every write is atomic (a
+// temporary file in the same directory, fsync, rename, fsync of the
+// directory), so a reader never sees a half-written file and needs no lock.
+//
+// Every write prunes the entries whose process group is gone (see
+// Entry.Alive). A file that cannot be parsed, or that carries an unknown
+// version, is never silently dropped: it is moved aside as
+// ledger.json.corrupt-<timestamp> and the ledger is rebuilt from the live
+// processes that carry the environment tags (see EnvUnit) and lead their
+// process group.
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hermes-units/hermes/proc"
+)
+
+// ErrLocked reports that the ledger lock was not acquired within
+// LockTimeout: another writer holds it (or is stuck holding it).
+var ErrLocked = errors.New("ledger is locked by another writer")
+
+// LockTimeout bounds how long a writer waits for the ledger lock.
+const LockTimeout = 2 * time.Second
+
+// File names inside the state directory.
+const (
+	FileName = "ledger.json"
+	LockName = "ledger.lock"
+)
+
+// Entry records one spawn: a process group (and cgroup, where there is one)
+// that an owner started.
+type Entry struct {
+	Unit      string        `json:"unit"`
+	Leader    proc.Identity `json:"leader"`
+	PGID      int           `json:"pgid"`
+	Cgroup    string        `json:"cgroup,omitempty"` // absolute cgroup dir, "" in pgroup mode
+	Argv      []string      `json:"argv"`             // first tokens, secrets redacted (see Redact)
+	Owner     proc.Identity `json:"owner"`
+	Role      string        `json:"role"`      // owner's role: gateway | worker | run
+	Ownership string        `json:"ownership"` // owned | adoptable | persist_on_release
+	Reason    string        `json:"reason,omitempty"`
+	Log       string        `json:"log,omitempty"`
+	Spawned   time.Time     `json:"spawned"`
+	State     string        `json:"state,omitempty"` // "" live under its owner | "released" | "adopted"
+	Spawn     string        `json:"spawn,omitempty"` // spawn key, the value of EnvSpawn in the child's environment
+}
+
+// Ledger is one state directory's ledger. It holds no open file between
+// calls; it is safe for concurrent use by goroutines and by processes (each
+// Update takes the file lock on its own open file description).
+type Ledger struct {
+	dir  string
+	path string
+	lock string
+
+	mu       sync.Mutex
+	lastWait time.Duration // guarded by mu
+}
+
+// Open returns the ledger of stateDir, creating the directory (0700) if it is
+// missing. It does not read the file: errors in it surface at the first
+// Update or Entries.
+func Open(stateDir string) (*Ledger, error) {
+	if stateDir == "" {
+		return nil, errors.New("ledger: empty state directory: pass the --state directory")
+	}
+	dir, err := filepath.Abs(stateDir)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: state directory %q: %w", stateDir, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("ledger: create state directory: %w", err)
+	}
+	return &Ledger{dir: dir, path: filepath.Join(dir, FileName), lock: filepath.Join(dir, LockName)}, nil
+}
+
+// Path is the ledger file's path.
+func (l *Ledger) Path() string { return l.path }
+
+// LastLockWait is how long the most recent Update of this Ledger waited for
+// the lock (for measurements).
+func (l *Ledger) LastLockWait() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastWait
+}
+
+// Update is the read-modify-write: under the file lock it reads the file
+// (moving a corrupt one aside and rebuilding it from the live tagged
+// processes), drops the entries that are no longer alive, passes the rest to
+// fn and writes what fn returns atomically. fn runs with the lock held: it
+// must be quick and must not call back into the ledger. An error from fn
+// leaves the file untouched and is returned as is.
+//
+// It fails with an error wrapping ErrLocked when the lock is not acquired
+// within LockTimeout, and with ctx's error when ctx ends first.
+func (l *Ledger) Update(ctx context.Context, fn func([]Entry) ([]Entry, error)) error {
+	start := time.Now()
+	unlock, err := acquire(ctx, l.lock, LockTimeout)
+	l.mu.Lock()
+	l.lastWait = time.Since(start)
+	l.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("ledger %s: %w", l.path, err)
+	}
+	defer unlock()
+	return l.updateLocked(fn)
+}
+
+// updateLocked runs the read-modify-write; the caller holds the file lock.
+func (l *Ledger) updateLocked(fn func([]Entry) ([]Entry, error)) error {
+	removeStaleTemps(l.dir)
+	entries, err := l.readLocked()
+	if err != nil {
+		return err
+	}
+	entries = prune(entries)
+	out, err := fn(entries)
+	if err != nil {
+		return err
+	}
+	return writeAtomic(l.dir, l.path, out)
+}
+
+// readLocked reads the file; the caller holds the file lock. A corrupt file
+// is moved aside and replaced by what Rebuild finds alive.
+func (l *Ledger) readLocked() ([]Entry, error) {
+	b, err := os.ReadFile(l.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ledger: read %s: %w", l.path, err)
+	}
+	entries, perr := Parse(b)
+	if perr == nil {
+		return entries, nil
+	}
+	aside := fmt.Sprintf("%s.corrupt-%s", l.path, time.Now().UTC().Format("20060102T150405.000000000Z"))
+	if err := os.Rename(l.path, aside); err != nil {
+		return nil, fmt.Errorf("ledger: %s is corrupt (%v) and could not be moved aside: %w", l.path, perr, err)
+	}
+	rebuilt, err := Rebuild()
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %s was corrupt (moved to %s); rebuild from /proc failed: %w", l.path, aside, err)
+	}
+	return rebuilt, nil
+}
+
+// Add records entries. Their Argv is stored redacted (see Redact).
+func (l *Ledger) Add(ctx context.Context, es ...Entry) error {
+	add := make([]Entry, len(es))
+	for i, e := range es {
+		e.Argv = Redact(e.Argv)
+		add[i] = e
+	}
+	return l.Update(ctx, func(cur []Entry) ([]Entry, error) {
+		return append(cur, add...), nil
+	})
+}
+
+// Remove drops every entry for which match reports true.
+func (l *Ledger) Remove(ctx context.Context, match func(Entry) bool) error {
+	return l.Update(ctx, func(cur []Entry) ([]Entry, error) {
+		out := cur[:0]
+		for _, e := range cur {
+			if !match(e) {
+				out = append(out, e)
+			}
+		}
+		return out, nil
+	})
+}
+
+// Entries returns the entries as last written, without taking the lock: the
+// file is only ever replaced by rename, so this is a consistent snapshot. It
+// does not prune (dead entries go at the next write; use Entry.Alive). A
+// corrupt file is repaired through Update (moved aside, rebuilt) and the
+// result returned.
+func (l *Ledger) Entries(ctx context.Context) ([]Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(l.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ledger: read %s: %w", l.path, err)
+	}
+	entries, err := Parse(b)
+	if err == nil {
+		return entries, nil
+	}
+	var snap []Entry
+	err = l.Update(ctx, func(cur []Entry) ([]Entry, error) {
+		snap = append([]Entry(nil), cur...)
+		return cur, nil
+	})
+	return snap, err
+}

@@ -1,0 +1,123 @@
+package ledger
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hermes-units/hermes/proc"
+)
+
+// Rebuild returns an entry for every live process that carries the
+// environment tags and leads its process group (pid == pgid), in pid order.
+// It is how a corrupt ledger is replaced. What the tags do not carry is
+// left empty (Role, Reason, Log); Spawned is the leader's start time;
+// Cgroup is the leader's cgroup v2 directory when that is neither the root
+// nor the rebuilding process's own cgroup (a group spawned in pgroup mode
+// shares its owner's cgroup, which says nothing about the group).
+func Rebuild() ([]Entry, error) {
+	pids, err := proc.Pids()
+	if err != nil {
+		return nil, err
+	}
+	boot, err := proc.BootID()
+	if err != nil {
+		return nil, err
+	}
+	mount := cgroupMount()
+	own := cgroupOf(os.Getpid())
+	var out []Entry
+	for _, pid := range pids {
+		st, err := proc.ReadStat(pid)
+		if err != nil || st.Zombie() || st.PGID != pid {
+			continue
+		}
+		env, err := proc.Environ(pid)
+		if err != nil {
+			continue
+		}
+		t, ok := tags(env)
+		if !ok {
+			continue
+		}
+		e := Entry{
+			Unit:      t[EnvUnit],
+			Leader:    proc.Identity{PID: pid, StartTime: st.StartTime, BootID: boot},
+			PGID:      pid,
+			Ownership: t[EnvOwnership],
+			Spawn:     t[EnvSpawn],
+			Spawned:   startWallTime(st.StartTime),
+		}
+		if o, err := ParseOwner(t[EnvOwner]); err == nil {
+			e.Owner = o
+		}
+		if argv, err := proc.Cmdline(pid); err == nil {
+			e.Argv = Redact(argv)
+		}
+		if cg := cgroupOf(pid); mount != "" && cg != "" && cg != "/" && cg != own {
+			e.Cgroup = filepath.Join(mount, cg)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// cgroupMount finds the cgroup v2 mount point in /proc/self/mountinfo, or "".
+var cgroupMount = sync.OnceValue(func() string {
+	f, err := os.Open(proc.Root + "/self/mountinfo")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// id parent major:minor root mountpoint options [optional...] - fstype source superoptions
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		if !ok {
+			continue
+		}
+		if fs := strings.Fields(post); len(fs) > 0 && fs[0] == "cgroup2" {
+			if f := strings.Fields(pre); len(f) >= 5 {
+				return f[4]
+			}
+		}
+	}
+	return ""
+})
+
+// cgroupOf returns pid's cgroup v2 path ("0::/path"), or "".
+func cgroupOf(pid int) string {
+	b, err := os.ReadFile(proc.Root + "/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			return p
+		}
+	}
+	return ""
+}
+
+// startWallTime converts a start time in clock ticks since boot to wall
+// time. USER_HZ is 100 on every Linux the project supports.
+func startWallTime(ticks uint64) time.Time {
+	b, err := os.ReadFile(proc.Root + "/uptime")
+	if err != nil {
+		return time.Time{}
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return time.Time{}
+	}
+	up, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return time.Time{}
+	}
+	bootTime := time.Now().Add(-time.Duration(up * float64(time.Second)))
+	return bootTime.Add(time.Duration(ticks) * (time.Second / 100)).Round(time.Second)
+}
