@@ -1,0 +1,265 @@
+// Package notify serves a NOTIFY_SOCKET, so that programs written for
+// systemd's Type=notify (sd_notify(3), systemd-notify(1), go-systemd's
+// daemon.SdNotify) work unmodified under hermesd.
+//
+// The socket is a unixgram socket with SO_PASSCRED set: the kernel attaches
+// the sender's pid, uid and gid to every datagram, so the daemon can map a
+// message to the unit whose process group holds the sender. Any process of
+// the group may send (systemd-notify sends from its own pid, or as root from
+// its parent's); the pid is only a lookup key, checked against the group by
+// the caller.
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Message is one datagram received on the socket.
+type Message struct {
+	PID, UID, GID int               // the sender, from SCM_CREDENTIALS
+	Fields        map[string]string // KEY=VALUE lines; the last of a repeated key wins
+	Raw           string            // the datagram as received
+}
+
+// Well-known fields (sd_notify(3)).
+const (
+	FieldReady     = "READY"
+	FieldStatus    = "STATUS"
+	FieldWatchdog  = "WATCHDOG"
+	FieldMainPID   = "MAINPID"
+	FieldStopping  = "STOPPING"
+	FieldReloading = "RELOADING"
+	FieldErrno     = "ERRNO"
+)
+
+// Ready reports READY=1: the service finished starting up.
+func (m Message) Ready() bool { return m.Fields[FieldReady] == "1" }
+
+// Watchdog reports WATCHDOG=1: a keep-alive ping.
+func (m Message) Watchdog() bool { return m.Fields[FieldWatchdog] == "1" }
+
+// Stopping reports STOPPING=1.
+func (m Message) Stopping() bool { return m.Fields[FieldStopping] == "1" }
+
+// Reloading reports RELOADING=1.
+func (m Message) Reloading() bool { return m.Fields[FieldReloading] == "1" }
+
+// Status returns the STATUS= text and whether the message carried one.
+func (m Message) Status() (string, bool) {
+	s, ok := m.Fields[FieldStatus]
+	return s, ok
+}
+
+// MainPID returns the MAINPID= value when it is a valid pid.
+func (m Message) MainPID() (int, bool) { return positive(m.Fields[FieldMainPID]) }
+
+// Errno returns the ERRNO= value when it is a valid errno.
+func (m Message) Errno() (int, bool) { return positive(m.Fields[FieldErrno]) }
+
+func positive(s string) (int, bool) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		return 0, false
+	}
+	return n, true
+}
+
+// ParseFields parses a notification datagram: newline-separated KEY=VALUE
+// assignments. Keys are non-empty and made of A-Z, 0-9 and '_'; lines that
+// are not such an assignment (empty, no '=', a bad key, a NUL byte) are
+// ignored. The last of a repeated key wins.
+func ParseFields(raw string) map[string]string {
+	fields := make(map[string]string)
+	for line := range strings.SplitSeq(raw, "\n") {
+		key, value, ok := strings.Cut(line, "=")
+		if !ok || !validKey(key) || strings.IndexByte(value, 0) >= 0 {
+			continue
+		}
+		fields[key] = value
+	}
+	return fields
+}
+
+func validKey(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+// maxDatagram bounds a message; systemd itself accepts at most 4 KiB, so
+// larger datagrams are dropped as truncated.
+const maxDatagram = 64 << 10
+
+// ErrClosed reports that Run was called on a closed Server.
+var ErrClosed = errors.New("notify socket closed")
+
+// Server is a listening NOTIFY_SOCKET. Listen creates it; Run serves it
+// until ctx ends; Close releases it when Run is never called.
+type Server struct {
+	path string
+	conn *net.UnixConn
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Listen binds a NOTIFY_SOCKET at path (mode 0600, parent directories created
+// with mode 0700). A stale socket left at path by an earlier run is removed
+// first; any other kind of file there is an error. A path starting with '@'
+// names a socket in the abstract namespace, which has no file.
+func Listen(path string) (*Server, error) {
+	if path == "" {
+		return nil, errors.New("listen notify socket: empty path")
+	}
+	abstract := path[0] == '@'
+	if !abstract {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("listen notify socket: %w", err)
+		}
+		if fi, err := os.Lstat(path); err == nil {
+			if fi.Mode().Type() != fs.ModeSocket {
+				return nil, fmt.Errorf("listen notify socket: %s exists and is not a socket; remove it or choose another path", path)
+			}
+			if err := os.Remove(path); err != nil {
+				return nil, fmt.Errorf("listen notify socket: remove stale socket: %w", err)
+			}
+		}
+	}
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		return nil, fmt.Errorf("listen notify socket: %w", err)
+	}
+	s := &Server{path: path, conn: conn}
+	if err := s.setup(abstract); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("listen notify socket %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func (s *Server) setup(abstract bool) error {
+	if !abstract {
+		if err := os.Chmod(s.path, 0o600); err != nil {
+			return err
+		}
+	}
+	rc, err := s.conn.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PASSCRED, 1)
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return fmt.Errorf("set SO_PASSCRED: %w", serr)
+	}
+	return nil
+}
+
+// Path returns the address to put in a unit's NOTIFY_SOCKET.
+func (s *Server) Path() string { return s.path }
+
+// Close closes the socket and removes its file. It is safe to call more than
+// once and concurrently with Run, which then returns.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.closeErr = s.conn.Close()
+		if s.path[0] != '@' {
+			if err := os.Remove(s.path); err != nil && !errors.Is(err, fs.ErrNotExist) && s.closeErr == nil {
+				s.closeErr = err
+			}
+		}
+	})
+	return s.closeErr
+}
+
+// Run receives datagrams and calls deliver, on Run's goroutine and in the
+// order they arrived, for each one that carries the sender's credentials;
+// datagrams without credentials or truncated ones are dropped, and file
+// descriptors passed along (FDSTORE) are closed. deliver must not block for
+// long: the kernel queue behind it is bounded and senders then block or fail.
+//
+// Run returns nil once ctx ends, after closing the socket; it returns an
+// error if receiving fails for another reason (the socket is closed then
+// too). A Server is run once.
+func (s *Server) Run(ctx context.Context, deliver func(Message)) error {
+	defer s.Close()
+	stop := context.AfterFunc(ctx, func() { s.Close() })
+	defer stop()
+
+	buf := make([]byte, maxDatagram)
+	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred)+unix.CmsgSpace(4*253))
+	for {
+		n, oobn, flags, _, err := s.conn.ReadMsgUnix(buf, oob)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return ErrClosed
+			}
+			return fmt.Errorf("receive on notify socket %s: %w", s.path, err)
+		}
+		cred := credentials(oob[:oobn])
+		if cred == nil || flags&unix.MSG_TRUNC != 0 {
+			continue
+		}
+		raw := string(buf[:n])
+		deliver(Message{
+			PID:    int(cred.Pid),
+			UID:    int(cred.Uid),
+			GID:    int(cred.Gid),
+			Fields: ParseFields(raw),
+			Raw:    raw,
+		})
+	}
+}
+
+// credentials extracts SCM_CREDENTIALS from control messages and closes any
+// descriptors passed with SCM_RIGHTS, which the daemon never keeps.
+func credentials(oob []byte) *unix.Ucred {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var cred *unix.Ucred
+	for _, m := range msgs {
+		if m.Header.Level != unix.SOL_SOCKET {
+			continue
+		}
+		switch m.Header.Type {
+		case unix.SCM_CREDENTIALS:
+			if c, err := unix.ParseUnixCredentials(&m); err == nil {
+				cred = c
+			}
+		case unix.SCM_RIGHTS:
+			if fds, err := unix.ParseUnixRights(&m); err == nil {
+				for _, fd := range fds {
+					unix.Close(fd)
+				}
+			}
+		}
+	}
+	return cred
+}

@@ -1,0 +1,292 @@
+// Package watch tells the daemon, debounced, that the units directory or the
+// config file may have changed. It never says what changed: the reconciler is
+// level-based and rescans and diffs on every notification, so a spurious
+// notification costs a rescan and a missed one would cost correctness; the
+// rules below lean towards notifying.
+//
+// What counts:
+//   - in the units directory, any create, write, remove or rename of a name
+//     that Ignored does not reject; an editor's atomic save (write a temp
+//     file, rename it onto the unit's name) counts through the rename's
+//     arrival under the unit's name;
+//   - a chmod only when the permission bits really changed (a touch does not
+//     count; a file made unreadable does);
+//   - the units directory itself appearing, disappearing or being swapped for
+//     another directory (watched through its parent; the watch is re-added
+//     on the new directory);
+//   - the config file written, created, removed, or replaced by a rename
+//     (watched through its directory, filtered by name).
+//
+// Paths that do not exist yet are watched through their nearest existing
+// ancestor, so a units directory created after start is picked up.
+// Subdirectories of the units directory are not watched.
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// DefaultDebounce is the quiet time that ends a burst when Options.Debounce
+// is zero.
+const DefaultDebounce = 50 * time.Millisecond
+
+// Options says what to watch.
+type Options struct {
+	Dir      string        // the units directory; may not exist yet
+	Config   string        // the main config file; empty for none; may not exist yet
+	Debounce time.Duration // quiet time that ends a burst; 0 means DefaultDebounce
+}
+
+// Watcher watches the units directory and the config file. New sets up the
+// watches, so every change after New returns is reported once Run runs; Run
+// must then be called (or Close, if it never will be).
+type Watcher struct {
+	dir, config string // absolute and clean; config may be empty
+	fs          *fsnotify.Watcher
+	deb         *debouncer
+
+	// Owned by Run's goroutine after New returns.
+	watched map[string]fileID      // watched directory → its identity when added
+	modes   map[string]fs.FileMode // entry name in dir or config path → last seen mode
+}
+
+type fileID struct{ dev, ino uint64 }
+
+// New validates opts and starts watching. Dir is required.
+func New(opts Options) (*Watcher, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("watch: no units directory given")
+	}
+	if opts.Debounce < 0 {
+		return nil, fmt.Errorf("watch: debounce %v is negative", opts.Debounce)
+	}
+	if opts.Debounce == 0 {
+		opts.Debounce = DefaultDebounce
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("watch units directory: %w", err)
+	}
+	var config string
+	if opts.Config != "" {
+		if config, err = filepath.Abs(opts.Config); err != nil {
+			return nil, fmt.Errorf("watch config file: %w", err)
+		}
+	}
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, fmt.Errorf("watch units directory %s: %w (raise fs.inotify.max_user_instances if this is too many open inotify instances)", dir, err)
+	}
+	w := &Watcher{
+		dir:     dir,
+		config:  config,
+		fs:      fw,
+		deb:     newDebouncer(opts.Debounce),
+		watched: make(map[string]fileID),
+		modes:   make(map[string]fs.FileMode),
+	}
+	if _, err := w.sync(); err != nil {
+		fw.Close()
+		return nil, err
+	}
+	w.snapshotModes()
+	return w, nil
+}
+
+// Changes delivers one value per debounced burst of changes. It is buffered
+// (capacity 1) and coalescing: a burst that ends while a value is pending is
+// folded into it. It is never closed.
+func (w *Watcher) Changes() <-chan struct{} { return w.deb.out }
+
+// Close releases the watches of a Watcher whose Run is never called.
+func (w *Watcher) Close() error { return w.fs.Close() }
+
+// Run processes file system events until ctx ends, then closes the watches,
+// waits for its debouncer and returns nil. It returns an error only if the
+// event stream ends for another reason. Run is called once.
+func (w *Watcher) Run(ctx context.Context) error {
+	defer w.fs.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.deb.run(ctx)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-w.fs.Events:
+			if !ok {
+				return errors.New("watch: event stream closed")
+			}
+			if w.relevant(ev) {
+				w.deb.trigger()
+			}
+		case err, ok := <-w.fs.Errors:
+			if !ok {
+				return errors.New("watch: event stream closed")
+			}
+			// An overflow lost events, and another error may have too: the
+			// rescan a notification causes recovers either way.
+			_ = err
+			_, _ = w.sync()
+			w.deb.trigger()
+		}
+	}
+}
+
+// relevant classifies one event, re-adding watches when a watched directory
+// or an ancestor of a watched path came or went.
+func (w *Watcher) relevant(ev fsnotify.Event) bool {
+	name := filepath.Clean(ev.Name)
+	structural := ev.Has(fsnotify.Create) || ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)
+	changed := false
+	if structural && (isAncestorOrSelf(name, w.dir) || (w.config != "" && isAncestorOrSelf(name, filepath.Dir(w.config)))) {
+		// Errors leave a path unwatched until the next structural event
+		// above it. A watch that moved onto or off the units directory or
+		// the config's directory counts: files may have come or gone with
+		// it without an event of their own.
+		moved, _ := w.sync()
+		changed = moved || name == w.dir || (w.config != "" && isAncestorOrSelf(name, w.config))
+	}
+	if filepath.Dir(name) == w.dir && !Ignored(filepath.Base(name)) {
+		changed = changed || w.counts(ev, name)
+	}
+	if w.config != "" && name == w.config {
+		changed = changed || w.counts(ev, name)
+	}
+	return changed
+}
+
+// counts reports whether an event on a file of interest counts as a change:
+// everything but a chmod that left the permission bits as they were.
+func (w *Watcher) counts(ev fsnotify.Event, name string) bool {
+	fi, err := os.Stat(name)
+	if err != nil {
+		_, known := w.modes[name]
+		delete(w.modes, name)
+		return !ev.Has(fsnotify.Chmod) || known
+	}
+	old, known := w.modes[name]
+	w.modes[name] = fi.Mode()
+	if ev.Op == fsnotify.Chmod {
+		return !known || old != fi.Mode()
+	}
+	return true
+}
+
+// snapshotModes records the modes of the files of interest, so that a later
+// chmod can be told apart from a touch.
+func (w *Watcher) snapshotModes() {
+	if entries, err := os.ReadDir(w.dir); err == nil {
+		for _, e := range entries {
+			p := filepath.Join(w.dir, e.Name())
+			if fi, err := os.Stat(p); err == nil && !Ignored(e.Name()) {
+				w.modes[p] = fi.Mode()
+			}
+		}
+	}
+	if w.config != "" {
+		if fi, err := os.Stat(w.config); err == nil {
+			w.modes[w.config] = fi.Mode()
+		}
+	}
+}
+
+// sync makes the set of watched directories what the file system now calls
+// for: the units directory and its parent when it exists (else its nearest
+// existing ancestor), and the config file's directory (else its nearest
+// existing ancestor). A watched path whose directory was swapped for another
+// is re-added, since an inotify watch follows the old inode. It reports
+// whether the watch on the units directory or on the config's directory
+// itself was added or dropped.
+func (w *Watcher) sync() (moved bool, err error) {
+	want := make(map[string]fileID)
+	var errs []error
+	add := func(p string) {
+		for {
+			if id, ok := dirID(p); ok {
+				want[p] = id
+				return
+			}
+			parent := filepath.Dir(p)
+			if parent == p {
+				return
+			}
+			p = parent
+		}
+	}
+	add(w.dir)
+	if _, ok := want[w.dir]; ok {
+		add(filepath.Dir(w.dir))
+	}
+	if w.config != "" {
+		add(filepath.Dir(w.config))
+	}
+	for p, id := range w.watched {
+		if nid, ok := want[p]; !ok || nid != id {
+			_ = w.fs.Remove(p) // fails when the kernel already dropped it
+			delete(w.watched, p)
+			moved = moved || w.key(p)
+		}
+	}
+	for p, id := range want {
+		if _, ok := w.watched[p]; ok {
+			continue
+		}
+		if err := w.fs.Add(p); err != nil {
+			errs = append(errs, fmt.Errorf("watch %s: %w", p, err))
+			continue
+		}
+		w.watched[p] = id
+		moved = moved || w.key(p)
+		if p == w.dir {
+			// Files that appeared before the watch was in place.
+			w.snapshotModes()
+		}
+	}
+	return moved, errors.Join(errs...)
+}
+
+// key reports whether p is the units directory or the config's directory.
+func (w *Watcher) key(p string) bool {
+	return p == w.dir || (w.config != "" && p == filepath.Dir(w.config))
+}
+
+// Ignored reports whether a file name (not a path) in the units directory is
+// an editor's or a tool's scratch file rather than a unit: vim swap files and
+// its 4913 write probe, backups ending in '~', Emacs lock files (.#name),
+// other hidden files, and *.tmp files.
+func Ignored(name string) bool {
+	switch {
+	case name == "4913":
+		return true
+	case strings.HasPrefix(name, "."): // hidden, .#lock, .name.swp, .name.swx
+		return true
+	case strings.HasSuffix(name, "~"):
+		return true
+	case strings.HasSuffix(name, ".swp"), strings.HasSuffix(name, ".swx"), strings.HasSuffix(name, ".tmp"):
+		return true
+	case strings.HasPrefix(name, "#") && strings.HasSuffix(name, "#"): // Emacs auto-save
+		return true
+	}
+	return false
+}
+
+func isAncestorOrSelf(p, of string) bool {
+	return p == of || strings.HasPrefix(of, p+string(filepath.Separator)) || (p == "/" && strings.HasPrefix(of, "/"))
+}
