@@ -127,11 +127,24 @@ type Floor struct {
 
 // Config is the main configuration file, hermes.yaml.
 type Config struct {
-	File      string
+	File      string // absolute path; "" when no file was found (all defaults)
+	Daemon    Daemon
 	Agent     Agent
 	Providers map[string]Provider
 	Gateway   Gateway
 	Defaults  Defaults
+}
+
+// Daemon holds the settings hermesd also takes as flags and HERMES_* env
+// (top-level keys units, state, socket, role). Empty strings mean "not set
+// in the file"; hermesd layers flag > env > file > default over them.
+// Paths are absolute, "~" expanded, relative ones resolved against the
+// config file's directory.
+type Daemon struct {
+	Units  string
+	State  string
+	Socket string
+	Role   Role // "" when not set; else RoleGateway or RoleWorker
 }
 
 // Agent holds agent.* settings (SPEC §10).

@@ -1,0 +1,347 @@
+package units
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// DefaultListen is the provider proxy's default address (gateway.listen).
+const DefaultListen = "127.0.0.1:7411"
+
+// DefaultConfig is the configuration used when hermes.yaml does not exist:
+// built-in unit defaults, gateway.listen 127.0.0.1:7411, no providers, no
+// agent settings (the timeouts package applies its own defaults to zeros).
+func DefaultConfig() *Config {
+	return &Config{
+		Gateway:   Gateway{Listen: DefaultListen},
+		Defaults:  BuiltinDefaults(),
+		Providers: map[string]Provider{},
+	}
+}
+
+// LoadConfig reads hermes.yaml. A missing file is not an error: it returns
+// DefaultConfig() with File "" (the file is optional, SPEC §7). Any other
+// problem returns Errors, each with file:line:col.
+func LoadConfig(path string) (*Config, error) {
+	data, err := readFile(path, false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return DefaultConfig(), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	abs, _ := filepath.Abs(path)
+	return parseConfig(path, filepath.Dir(abs), data)
+}
+
+// ParseConfig decodes hermes.yaml content; file names it in errors and
+// relative paths resolve against dir.
+func ParseConfig(file, dir string, data []byte) (*Config, error) {
+	return parseConfig(file, dir, data)
+}
+
+func parseConfig(file, dir string, data []byte) (*Config, error) {
+	d := &decoder{file: file, dir: dir}
+	root := d.parseDocument(data, "config")
+	if root == nil {
+		return nil, d.errs.err()
+	}
+	c := DefaultConfig()
+	c.File = file
+	if abs, err := filepath.Abs(file); err == nil {
+		c.File = abs
+	}
+	for _, f := range d.mapping(root, "", configKeys) {
+		switch f.name {
+		case "units":
+			c.Daemon.Units = d.path(f)
+		case "state":
+			c.Daemon.State = d.path(f)
+		case "socket":
+			c.Daemon.Socket = d.path(f)
+		case "role":
+			if r, err := ParseRole(d.str(f)); err != nil {
+				d.errf(f.val, "role: %v", err)
+			} else {
+				c.Daemon.Role = r
+			}
+		case "agent":
+			d.agent(f, &c.Agent)
+		case "providers":
+			c.Providers = d.providers(f)
+		case "gateway":
+			for _, g := range d.mapping(f.val, f.path, gatewayKeys) {
+				c.Gateway.Listen = d.listen(g)
+			}
+		case "defaults":
+			d.defaults(f, &c.Defaults)
+		default:
+			d.errf(f.key, "key %q is known but not handled (a bug: please report it)", f.path)
+		}
+	}
+	if err := d.errs.err(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (d *decoder) listen(f field) string {
+	s := d.nonEmpty(f)
+	host, port, err := net.SplitHostPort(s)
+	n, perr := strconv.Atoi(port)
+	if s != "" && (err != nil || perr != nil || n < 0 || n > 65535) {
+		d.errf(f.val, "%s: %q is not host:port, like 127.0.0.1:7411", f.path, s)
+	}
+	_ = host
+	return s
+}
+
+func (d *decoder) agent(f field, a *Agent) {
+	for _, g := range d.mapping(f.val, f.path, agentKeys) {
+		switch g.name {
+		case "run_budget_seconds":
+			a.RunBudget = d.duration(g, durSeconds, true)
+		case "local_stream_stale_timeout":
+			a.LocalStreamStaleTimeout = d.duration(g, durEither, true)
+		case "stale_timeout_hard_cap":
+			a.StaleTimeoutHardCap = d.duration(g, durEither, true)
+		case "stream_drain_timeout":
+			a.StreamDrainTimeout = d.duration(g, durEither, true)
+		}
+	}
+}
+
+func (d *decoder) defaults(f field, def *Defaults) {
+	for _, g := range d.mapping(f.val, f.path, defaultsKeys) {
+		switch g.name {
+		case "restart":
+			def.Restart = d.restart(g, def.Restart)
+		case "restart_sec":
+			def.RestartSec = d.duration(g, durEither, false)
+		case "restart_max_sec":
+			def.RestartMax = d.duration(g, durEither, true)
+		case "start_limit":
+			d.startLimit(g, &def.StartLimit)
+		case "timeouts":
+			d.timeouts(g, &def.Timeouts)
+		case "stop_signal":
+			def.StopSignal = d.signal(g, def.StopSignal)
+		case "log":
+			d.log(g, &def.Log, defaultsLogKeys)
+		}
+	}
+}
+
+func (d *decoder) providers(f field) map[string]Provider {
+	out := map[string]Provider{}
+	n := f.val
+	if isNull(n) {
+		return out
+	}
+	if n.Kind != yaml.MappingNode {
+		d.errf(n, "providers: want a mapping of provider id to settings, got %s", kindName(n))
+		return out
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := resolve(n.Content[i])
+		if k.Kind != yaml.ScalarNode || strings.TrimSpace(k.Value) == "" {
+			d.errf(k, "providers: a provider id must be a non-empty name, got %s", kindName(k))
+			continue
+		}
+		if _, dup := out[k.Value]; dup {
+			d.errf(k, "providers: %q is defined twice", k.Value)
+			continue
+		}
+		p := d.provider(field{name: k.Value, path: "providers." + k.Value, key: k, val: resolve(n.Content[i+1])}, false)
+		p.ID = k.Value
+		out[k.Value] = p
+	}
+	return out
+}
+
+// provider decodes a provider block: providers.<id> in hermes.yaml
+// (inUnit false, the id is the key) or a unit's provider: (inUnit true,
+// id: and base_url: required).
+func (d *decoder) provider(f field, inUnit bool) Provider {
+	var p Provider
+	known := providerKeys
+	if inUnit {
+		known = unitProvKeys
+	}
+	var hasID, hasURL bool
+	for _, g := range d.mapping(f.val, f.path, known) {
+		switch g.name {
+		case "id":
+			hasID = true
+			p.ID = d.nonEmpty(g)
+		case "base_url":
+			hasURL = true
+			p.BaseURL = d.httpURL(g)
+		case "api_key_env":
+			p.APIKeyEnv = d.nonEmpty(g)
+			if strings.ContainsAny(p.APIKeyEnv, "= $") {
+				d.errf(g.val, "api_key_env: write the name of the variable holding the key (like OPENAI_API_KEY), not its value")
+			}
+		case "stale_timeout_seconds":
+			p.StaleTimeout = d.duration(g, durSeconds, true)
+		case "models":
+			p.Models = d.models(g)
+		case "tiers":
+			p.Tiers = d.tiers(g)
+		case "floors":
+			p.Floors = d.floors(g)
+		}
+	}
+	if inUnit && isMapping(f.val) {
+		if !hasID {
+			d.errf(f.val, "provider: id: is required (the provider id the proxy routes to)")
+		}
+		if !hasURL {
+			d.errf(f.val, "provider: base_url: is required (where this unit serves, like http://127.0.0.1:8080/v1)")
+		}
+	}
+	return p
+}
+
+func isMapping(n *yaml.Node) bool { return n.Kind == yaml.MappingNode }
+
+func (d *decoder) models(f field) map[string]ProviderModel {
+	out := map[string]ProviderModel{}
+	n := f.val
+	if isNull(n) {
+		return out
+	}
+	if n.Kind != yaml.MappingNode {
+		d.errf(n, "models: want a mapping of model id to settings, got %s", kindName(n))
+		return out
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := resolve(n.Content[i])
+		if k.Kind != yaml.ScalarNode || strings.TrimSpace(k.Value) == "" {
+			d.errf(k, "models: a model id must be a non-empty name, got %s", kindName(k))
+			continue
+		}
+		if _, dup := out[k.Value]; dup {
+			d.errf(k, "models: %q is defined twice", k.Value)
+			continue
+		}
+		var m ProviderModel
+		for _, g := range d.mapping(resolve(n.Content[i+1]), f.path+"."+k.Value, modelKeys) {
+			m.StaleTimeout = d.duration(g, durSeconds, true)
+		}
+		out[k.Value] = m
+	}
+	return out
+}
+
+func (d *decoder) list(f field, what string) []*yaml.Node {
+	if isNull(f.val) {
+		return nil
+	}
+	if f.val.Kind != yaml.SequenceNode {
+		d.errf(f.val, "%s: want a list of %s, got %s", f.path, what, kindName(f.val))
+		return nil
+	}
+	return f.val.Content
+}
+
+func (d *decoder) tiers(f field) []Tier {
+	var out []Tier
+	for i, it := range d.list(f, "{above_tokens: N, seconds: S}") {
+		var t Tier
+		for _, g := range d.mapping(it, fmt.Sprintf("%s[%d]", f.path, i), tierKeys) {
+			switch g.name {
+			case "above_tokens":
+				t.AboveTokens = d.count(g, 1)
+			case "seconds":
+				t.Timeout = d.duration(g, durSeconds, true)
+			}
+		}
+		if isMapping(resolve(it)) && (t.AboveTokens == 0 || t.Timeout == 0) {
+			d.errf(it, "tiers: each tier needs above_tokens: and seconds:, both above zero")
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func (d *decoder) floors(f field) []Floor {
+	var out []Floor
+	for i, it := range d.list(f, "{slug: NAME, seconds: S}") {
+		var fl Floor
+		for _, g := range d.mapping(it, fmt.Sprintf("%s[%d]", f.path, i), floorKeys) {
+			switch g.name {
+			case "slug":
+				fl.Slug = strings.ToLower(d.nonEmpty(g))
+			case "seconds":
+				fl.Timeout = d.duration(g, durSeconds, true)
+			}
+		}
+		if isMapping(resolve(it)) && (fl.Slug == "" || fl.Timeout == 0) {
+			d.errf(it, "floors: each floor needs slug: and seconds:")
+		}
+		out = append(out, fl)
+	}
+	return out
+}
+
+// readFile reads a unit or config file after the file checks: it must be
+// a regular file (symlinks followed; a dangling one is refused), at most
+// MaxFileSize bytes, and, when secure is set, neither writable by group or
+// others nor owned by another user (see checkOwner).
+func readFile(path string, secure bool) ([]byte, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, Errors{{File: path, Err: fmt.Errorf("%w: %w", ErrFile, fs.ErrNotExist), Msg: "no such file"}}
+		}
+		return nil, Errors{{File: path, Err: ErrFile, Msg: fmt.Sprintf("cannot read: %v", unwrapPath(err))}}
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		target, _ := os.Readlink(path)
+		fi, err = os.Stat(path)
+		if err != nil {
+			return nil, Errors{{File: path, Err: ErrFile, Msg: fmt.Sprintf("dangling symlink to %s: its target does not exist; fix or remove the link", target)}}
+		}
+	}
+	if fi.IsDir() {
+		return nil, Errors{{File: path, Err: ErrFile, Msg: "is a directory, not a file; give a .yaml file (or pass the directory where a directory is expected)"}}
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, Errors{{File: path, Err: ErrFile, Msg: fmt.Sprintf("is not a regular file (%s)", fi.Mode().Type())}}
+	}
+	if fi.Size() > MaxFileSize {
+		return nil, Errors{{File: path, Err: ErrFile, Msg: fmt.Sprintf("file is %d bytes, over the %d-byte limit; is it the right file?", fi.Size(), MaxFileSize)}}
+	}
+	if secure {
+		if e := checkOwner(path, fi, "file"); e != nil {
+			return nil, Errors{e}
+		}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, Errors{{File: path, Err: ErrFile, Msg: fmt.Sprintf("cannot read: %v", unwrapPath(err))}}
+	}
+	defer f.Close()
+	data := make([]byte, 0, fi.Size()+1)
+	buf := make([]byte, 32<<10)
+	for len(data) <= MaxFileSize {
+		n, err := f.Read(buf)
+		data = append(data, buf[:n]...)
+		if err != nil {
+			break
+		}
+	}
+	if len(data) > MaxFileSize {
+		return nil, Errors{{File: path, Err: ErrFile, Msg: fmt.Sprintf("file grew over the %d-byte limit while reading", MaxFileSize)}}
+	}
+	return data, nil
+}

@@ -1,0 +1,409 @@
+package units
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// MaxFileSize bounds a unit or config file: larger files are refused
+// before parsing, so that a stray log renamed to .yaml cannot stall a load.
+const MaxFileSize = 1 << 20
+
+// decoder maps YAML nodes onto Go values and collects errors with their
+// positions. It never stops at the first error: a file gets every problem
+// reported at once.
+type decoder struct {
+	file string // as given, for messages
+	dir  string // absolute directory of the file, for relative paths
+	errs Errors
+}
+
+func (d *decoder) errf(n *yaml.Node, format string, args ...any) {
+	line, col := 1, 1
+	if n != nil && n.Line > 0 {
+		line, col = n.Line, max(n.Column, 1)
+	}
+	d.errs = append(d.errs, &Error{File: d.file, Line: line, Column: col, Msg: fmt.Sprintf(format, args...), Err: ErrInvalid})
+}
+
+// field is one known key of a mapping, with the nodes of key and value.
+type field struct {
+	name string // the key
+	path string // the key with its block, for messages: "timeouts.start"
+	key  *yaml.Node
+	val  *yaml.Node
+}
+
+// yamlSyntax extracts the line from go.yaml.in/yaml/v3 syntax errors,
+// which are plain errors of the form "yaml: line N: message" (the package
+// exports no typed syntax error).
+var yamlSyntax = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// parseDocument checks the raw bytes (size, UTF-8, emptiness) and parses
+// exactly one YAML document whose root is a mapping. It returns nil after
+// recording an error.
+func (d *decoder) parseDocument(data []byte, what string) *yaml.Node {
+	if len(data) > MaxFileSize {
+		d.errs = append(d.errs, &Error{File: d.file, Line: 1, Column: 1, Err: ErrFile,
+			Msg: fmt.Sprintf("file is %d bytes, over the %d-byte limit for a %s; is it the right file?", len(data), MaxFileSize, what)})
+		return nil
+	}
+	if !utf8.Valid(data) {
+		line, col := invalidUTF8At(data)
+		d.errs = append(d.errs, &Error{File: d.file, Line: line, Column: col, Err: ErrInvalid,
+			Msg: "invalid UTF-8: save the file as UTF-8"})
+		return nil
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		d.errs = append(d.errs, &Error{File: d.file, Line: 1, Column: 1, Err: ErrInvalid,
+			Msg: fmt.Sprintf("empty file: a %s needs at least %s", what, map[string]string{"unit": "command: or shell:", "config": "one key, or no file at all"}[what])})
+		return nil
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		d.syntax(err)
+		return nil
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		d.errf(&extra, "a second YAML document: a %s file holds exactly one (remove the \"---\")", what)
+		return nil
+	} else if !errors.Is(err, io.EOF) {
+		d.syntax(err)
+		return nil
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode {
+		if len(root.Content) == 0 {
+			d.errf(root, "empty document: a %s needs at least one key", what)
+			return nil
+		}
+		root = root.Content[0]
+	}
+	root = resolve(root)
+	if root.Kind != yaml.MappingNode {
+		if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
+			d.errf(root, "empty document: a %s needs at least one key", what)
+			return nil
+		}
+		d.errf(root, "a %s file is a mapping of keys (key: value), not %s", what, kindName(root))
+		return nil
+	}
+	return root
+}
+
+func (d *decoder) syntax(err error) {
+	line, msg := 1, err.Error()
+	if m := yamlSyntax.FindStringSubmatch(msg); m != nil {
+		if n, e := strconv.Atoi(m[1]); e == nil && n > 0 {
+			line = n
+		}
+		msg = m[2]
+	} else {
+		msg = strings.TrimPrefix(msg, "yaml: ")
+	}
+	d.errs = append(d.errs, &Error{File: d.file, Line: line, Column: 1, Msg: "YAML syntax: " + msg, Err: ErrInvalid})
+}
+
+func invalidUTF8At(data []byte) (line, col int) {
+	line, col = 1, 1
+	for len(data) > 0 {
+		r, size := utf8.DecodeRune(data)
+		if r == utf8.RuneError && size <= 1 {
+			return line, col
+		}
+		if r == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+		data = data[size:]
+	}
+	return line, col
+}
+
+// resolve follows aliases (*name) to the anchored node.
+func resolve(n *yaml.Node) *yaml.Node {
+	for i := 0; n != nil && n.Kind == yaml.AliasNode && n.Alias != nil && i < 100; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		if n.ShortTag() == "!!null" {
+			return "empty"
+		}
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "an alias"
+}
+
+// mapping returns the fields of n in file order, after checking that n is
+// a mapping, that every key is a known one (with a "did you mean" for close
+// names) and that no key repeats. block names the mapping in messages.
+func (d *decoder) mapping(n *yaml.Node, block string, known []string) []field {
+	n = resolve(n)
+	prefix := ""
+	if block != "" {
+		prefix = block + ": "
+	}
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		return nil // "timeouts:" with nothing after it: no fields
+	}
+	if n.Kind != yaml.MappingNode {
+		d.errf(n, "%swant a mapping (key: value), got %s", prefix, kindName(n))
+		return nil
+	}
+	var out []field
+	seen := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := resolve(n.Content[i]), n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			d.errf(k, "%sa key must be a plain name, got %s", prefix, kindName(k))
+			continue
+		}
+		if prev, dup := seen[k.Value]; dup {
+			d.errf(k, "%skey %q is already set at line %d", prefix, k.Value, prev.Line)
+			continue
+		}
+		seen[k.Value] = k
+		if !slices.Contains(known, k.Value) {
+			msg := fmt.Sprintf("%sunknown key %q", prefix, k.Value)
+			if s := suggest(k.Value, known); s != "" {
+				msg += fmt.Sprintf("; did you mean %q?", s)
+			} else {
+				msg += fmt.Sprintf(" (known keys: %s)", strings.Join(known, ", "))
+			}
+			d.errf(k, "%s", msg)
+			continue
+		}
+		path := k.Value
+		if block != "" {
+			path = block + "." + k.Value
+		}
+		out = append(out, field{name: k.Value, path: path, key: k, val: resolve(v)})
+	}
+	return out
+}
+
+// suggest returns the known name closest to s, if it is close enough to be
+// a typo: within a third of the length (at least 1, at most 3 edits), or
+// the same name written in another case or with dashes for underscores.
+func suggest(s string, known []string) string {
+	norm := func(x string) string { return strings.ReplaceAll(strings.ToLower(x), "-", "_") }
+	best, bestD := "", 1<<30
+	for _, k := range known {
+		if norm(k) == norm(s) {
+			return k
+		}
+		if dist := editDistance(s, k); dist < bestD {
+			best, bestD = k, dist
+		}
+	}
+	limit := min(max(len(s)/3, 1), 3)
+	if bestD <= limit {
+		return best
+	}
+	return ""
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" }
+
+// str reads a scalar as text; an empty value ("key:") is "".
+func (d *decoder) str(f field) string {
+	if isNull(f.val) {
+		return ""
+	}
+	if f.val.Kind != yaml.ScalarNode {
+		d.errf(f.val, "%s: want a string, got %s", f.path, kindName(f.val))
+		return ""
+	}
+	return f.val.Value
+}
+
+// nonEmpty reads a string that must not be empty.
+func (d *decoder) nonEmpty(f field) string {
+	s := d.str(f)
+	if strings.TrimSpace(s) == "" && f.val.Kind == yaml.ScalarNode {
+		d.errf(f.val, "%s: must not be empty", f.path)
+	}
+	return s
+}
+
+func (d *decoder) int(f field) (int64, bool) {
+	if f.val.Kind != yaml.ScalarNode || f.val.ShortTag() != "!!int" {
+		d.errf(f.val, "%s: want a whole number, got %s", f.path, kindName(f.val))
+		return 0, false
+	}
+	var v int64
+	if err := f.val.Decode(&v); err != nil {
+		d.errf(f.val, "%s: %q is not a whole number in range", f.path, f.val.Value)
+		return 0, false
+	}
+	return v, true
+}
+
+// count reads an integer ≥ lo.
+func (d *decoder) count(f field, lo int64) int {
+	v, ok := d.int(f)
+	if !ok {
+		return 0
+	}
+	if v < lo || v > 1<<31 {
+		d.errf(f.val, "%s: %d is out of range (want %d or more)", f.path, v, lo)
+		return 0
+	}
+	return int(v)
+}
+
+func (d *decoder) bool(f field) bool {
+	if f.val.Kind != yaml.ScalarNode || f.val.ShortTag() != "!!bool" {
+		d.errf(f.val, "%s: want true or false, got %s", f.path, kindName(f.val))
+		return false
+	}
+	var b bool
+	if err := f.val.Decode(&b); err != nil {
+		d.errf(f.val, "%s: want true or false, got %q", f.path, f.val.Value)
+	}
+	return b
+}
+
+// strings reads a list of non-empty scalars.
+func (d *decoder) strings(f field) []string {
+	if isNull(f.val) {
+		return nil
+	}
+	if f.val.Kind != yaml.SequenceNode {
+		d.errf(f.val, "%s: want a list, like [a, b], got %s", f.path, kindName(f.val))
+		return nil
+	}
+	out := make([]string, 0, len(f.val.Content))
+	for _, it := range f.val.Content {
+		it = resolve(it)
+		if it.Kind != yaml.ScalarNode || isNull(it) {
+			d.errf(it, "%s: each item must be a string, got %s", f.path, kindName(it))
+			continue
+		}
+		out = append(out, it.Value)
+	}
+	return out
+}
+
+// durationForm says which spellings a duration key accepts.
+type durationForm int
+
+const (
+	// durText accepts Go duration strings only: "90s", "1m30s".
+	durText durationForm = iota
+	// durSeconds accepts whole seconds only: keys named *_seconds.
+	durSeconds
+	// durEither accepts both: keys named *_sec and the agent.* timeouts,
+	// documented in seconds.
+	durEither
+)
+
+// duration reads a non-negative duration; positive requires > 0.
+func (d *decoder) duration(f field, form durationForm, positive bool) time.Duration {
+	v := f.val
+	if v.Kind != yaml.ScalarNode || isNull(v) {
+		d.errf(v, "%s: want a duration, got %s", f.path, kindName(v))
+		return 0
+	}
+	var out time.Duration
+	switch {
+	case v.ShortTag() == "!!int" && form != durText:
+		var n int64
+		if err := v.Decode(&n); err != nil || n < 0 || n > int64(1<<62/time.Second) {
+			d.errf(v, "%s: %s is not a number of seconds in range", f.path, v.Value)
+			return 0
+		}
+		out = time.Duration(n) * time.Second
+	case form == durSeconds:
+		d.errf(v, "%s: want a whole number of seconds, like 900, got %s", f.path, kindName(v))
+		return 0
+	case v.ShortTag() == "!!int":
+		d.errf(v, "%s: %s has no unit; write a duration like \"%ss\"", f.path, v.Value, v.Value)
+		return 0
+	default:
+		p, err := time.ParseDuration(v.Value)
+		if err != nil {
+			d.errf(v, "%s: %q is not a duration; write one like \"90s\" or \"1m30s\"", f.path, v.Value)
+			return 0
+		}
+		out = p
+	}
+	if out < 0 {
+		d.errf(v, "%s: must not be negative", f.path)
+		return 0
+	}
+	if positive && out == 0 {
+		d.errf(v, "%s: must be more than zero", f.path)
+		return 0
+	}
+	return out
+}
+
+// path expands "~" and makes a relative path absolute against the file's
+// directory.
+func (d *decoder) path(f field) string {
+	p := d.nonEmpty(f)
+	if p == "" {
+		return ""
+	}
+	switch {
+	case p == "~" || strings.HasPrefix(p, "~/"):
+		home, err := os.UserHomeDir()
+		if err != nil {
+			d.errf(f.val, "%s: cannot expand ~: %v; set HOME or write an absolute path", f.path, err)
+			return ""
+		}
+		p = filepath.Join(home, p[1:])
+	case strings.HasPrefix(p, "~"):
+		d.errf(f.val, "%s: ~user is not supported; write ~/... or an absolute path", f.path)
+		return ""
+	case !filepath.IsAbs(p):
+		p = filepath.Join(d.dir, p)
+	}
+	return filepath.Clean(p)
+}

@@ -1,0 +1,313 @@
+package units
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Loader loads unit files. The zero value uses the built-in defaults and
+// the security checks; a Loader is not modified by loading and may be
+// shared.
+type Loader struct {
+	// Defaults fill the fields a unit leaves unset; nil means
+	// BuiltinDefaults(). Pass a Config's Defaults to honour hermes.yaml.
+	Defaults *Defaults
+	// Insecure skips the ownership and permission checks of unit files
+	// and the units directory (--insecure-units). The other file checks
+	// (directory, dangling symlink, size) still apply.
+	Insecure bool
+}
+
+func (l *Loader) defaults() Defaults {
+	if l == nil || l.Defaults == nil {
+		return BuiltinDefaults()
+	}
+	return *l.Defaults
+}
+
+// Load reads one unit file with the built-in defaults and the security
+// checks. See Loader.Load.
+func Load(path string) (*Spec, error) { return (&Loader{}).Load(path) }
+
+// LoadDir loads a units directory with the built-in defaults and the
+// security checks. See Loader.LoadDir.
+func LoadDir(dir string) (*Dir, error) { return (&Loader{}).LoadDir(dir) }
+
+// Load reads and validates one unit file. The file and its directory must
+// pass the security checks (unless Insecure). On failure the error is an
+// Errors holding every problem of the file, each an *Error with file, line
+// and column; errors.Is matches ErrInvalid, ErrInsecure or ErrFile.
+// Cross-unit rules (dependencies exist, no cycles) need the directory:
+// see LoadDir.
+func (l *Loader) Load(path string) (*Spec, error) {
+	if !l.Insecure {
+		if e := checkDir(filepath.Dir(path), true); e != nil && errors.Is(e, ErrInsecure) {
+			return nil, Errors{e}
+		}
+	}
+	s, _, errs := l.load(path)
+	return s, errs.err()
+}
+
+func (l *Loader) load(path string) (*Spec, refs, Errors) {
+	data, err := readFile(path, !l.Insecure)
+	if err != nil {
+		var es Errors
+		errors.As(err, &es)
+		return nil, refs{}, es
+	}
+	abs, aerr := filepath.Abs(path)
+	if aerr != nil {
+		abs = path
+	}
+	s, r, errs := parseUnit(path, filepath.Dir(abs), data, l.defaults())
+	if s != nil {
+		s.File = abs
+	}
+	return s, r, errs
+}
+
+// Parse decodes and validates unit content that was read elsewhere (an
+// editor buffer, a test, a fuzzer). file names the unit (its base name
+// without .yaml) and locates errors; relative paths resolve against its
+// directory. No file system checks are made.
+func (l *Loader) Parse(file string, data []byte) (*Spec, error) {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		abs = file
+	}
+	s, _, errs := parseUnit(file, filepath.Dir(abs), data, l.defaults())
+	if s != nil {
+		s.File = abs
+	}
+	return s, errs.err()
+}
+
+// Dir is a loaded units directory: the units that loaded, the errors of
+// those that did not, and a start order. A unit with any error (in its
+// file, or a cross-unit one: a missing dependency, a cycle, a port another
+// unit declares) is in Failed, not in Units; the reconciler keeps the last
+// good version of such a unit running (SPEC §6).
+type Dir struct {
+	Path   string            // the directory, as given
+	Units  map[string]*Spec  // valid units by name
+	Failed map[string]Errors // unit name -> its errors, sorted
+	order  []string
+}
+
+// Errors returns every error of the directory, sorted by file and position.
+func (d *Dir) Errors() Errors {
+	var all Errors
+	for _, es := range d.Failed {
+		all = append(all, es...)
+	}
+	all.Sort()
+	return all
+}
+
+// Order is the start order of Units: every unit comes after the units it
+// names in after: and requires: (those that loaded). Units with no order
+// between them are sorted by name, so the order is deterministic. Stop in
+// the reverse order.
+func (d *Dir) Order() []string { return slices.Clone(d.order) }
+
+// LoadDir loads every unit file of dir (see IsUnitFile: *.yaml and *.yml,
+// editor swap and backup files and hidden files ignored), keeps the good
+// ones and reports the bad ones in Dir.Failed, then checks the cross-unit
+// rules: after:/requires: name existing unit files, no dependency cycles
+// (the error names the cycle), no port declared by two units (the later
+// name in sort order fails). The returned error is non-nil only when the
+// directory itself cannot be used (missing, not a directory, insecure), as
+// an Errors of one *Error; file problems never make it fail.
+func (l *Loader) LoadDir(dir string) (*Dir, error) {
+	if e := checkDir(dir, !l.Insecure); e != nil {
+		return nil, Errors{e}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, Errors{{File: dir, Err: ErrFile, Msg: fmt.Sprintf("cannot list the units directory: %v", unwrapPath(err))}}
+	}
+	d := &Dir{Path: dir, Units: map[string]*Spec{}, Failed: map[string]Errors{}}
+	allRefs := map[string]refs{}
+	files := map[string]string{} // name -> file, every unit file found
+	for _, e := range entries {
+		name, ok := NameOf(e.Name())
+		if !ok {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		if other, dup := files[name]; dup {
+			d.Failed[name] = append(d.Failed[name], &Error{File: path, Err: ErrDependency,
+				Msg: fmt.Sprintf("unit %q is also defined by %s; keep one of the two files", name, other)})
+			delete(d.Units, name)
+			continue
+		}
+		files[name] = path
+		s, r, errs := l.load(path)
+		if len(errs) > 0 {
+			d.Failed[name] = errs
+			continue
+		}
+		d.Units[name] = s
+		allRefs[name] = r
+	}
+	d.checkDeps(files, allRefs)
+	d.checkPorts(allRefs)
+	d.checkCycles(allRefs)
+	d.order = d.sortOrder()
+	return d, nil
+}
+
+func (d *Dir) fail(name string, e *Error) {
+	d.Failed[name] = append(d.Failed[name], e)
+	d.Failed[name].Sort()
+	delete(d.Units, name)
+}
+
+func (d *Dir) checkDeps(files map[string]string, allRefs map[string]refs) {
+	for _, name := range sortedKeys(d.Units) {
+		s := d.Units[name]
+		r := allRefs[name]
+		for _, kind := range []string{"after", "requires"} {
+			deps := s.After
+			if kind == "requires" {
+				deps = s.Requires
+			}
+			for _, dep := range deps {
+				if _, ok := files[dep]; ok {
+					continue
+				}
+				n := r.deps[kind+":"+dep]
+				msg := fmt.Sprintf("%s: no unit %q in %s", kind, dep, d.Path)
+				if sug := suggest(dep, sortedKeys(files)); sug != "" {
+					msg += fmt.Sprintf("; did you mean %q?", sug)
+				} else {
+					msg += fmt.Sprintf(" (add %s.yaml, or remove it from %s:)", dep, kind)
+				}
+				d.fail(name, &Error{File: s.File, Line: n.Line, Column: n.Column, Err: ErrDependency, Msg: msg})
+			}
+		}
+	}
+}
+
+func (d *Dir) checkPorts(allRefs map[string]refs) {
+	owner := map[int]string{}
+	for _, name := range sortedKeys(d.Units) {
+		s := d.Units[name]
+		for _, p := range s.Ports {
+			if other, taken := owner[p]; taken {
+				n := allRefs[name].ports[p]
+				d.fail(name, &Error{File: s.File, Line: n.Line, Column: n.Column, Err: ErrDependency,
+					Msg: fmt.Sprintf("ports: %d is also declared by unit %q; two units cannot hold one port", p, other)})
+				continue
+			}
+			owner[p] = name
+		}
+	}
+}
+
+// checkCycles finds dependency cycles among the loaded units (edges from
+// after: and requires:) and fails every unit on one, naming the cycle.
+func (d *Dir) checkCycles(allRefs map[string]refs) {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := map[string]int{}
+	var stack []string
+	var cycles [][]string
+	var visit func(n string)
+	visit = func(n string) {
+		color[n] = grey
+		stack = append(stack, n)
+		for _, m := range d.deps(n) {
+			switch color[m] {
+			case white:
+				visit(m)
+			case grey:
+				i := slices.Index(stack, m)
+				cycles = append(cycles, slices.Clone(stack[i:]))
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[n] = black
+	}
+	for _, n := range sortedKeys(d.Units) {
+		if color[n] == white {
+			visit(n)
+		}
+	}
+	for _, c := range cycles {
+		path := strings.Join(append(slices.Clone(c), c[0]), " -> ")
+		for i, name := range c {
+			s := d.Units[name]
+			if s == nil {
+				continue // already failed by an earlier cycle
+			}
+			next := c[(i+1)%len(c)]
+			n := allRefs[name].deps["after:"+next]
+			if n == nil {
+				n = allRefs[name].deps["requires:"+next]
+			}
+			d.fail(name, &Error{File: s.File, Line: n.Line, Column: n.Column, Err: ErrDependency,
+				Msg: fmt.Sprintf("dependency cycle: %s; remove one of these after:/requires: entries", path)})
+		}
+	}
+}
+
+// deps are the loaded units that name must start after.
+func (d *Dir) deps(name string) []string {
+	s := d.Units[name]
+	var out []string
+	for _, dep := range slices.Concat(s.After, s.Requires) {
+		if _, ok := d.Units[dep]; ok && !slices.Contains(out, dep) {
+			out = append(out, dep)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// sortOrder is Kahn's algorithm, taking the smallest ready name first.
+func (d *Dir) sortOrder() []string {
+	indeg := map[string]int{}
+	users := map[string][]string{}
+	for name := range d.Units {
+		for _, dep := range d.deps(name) {
+			indeg[name]++
+			users[dep] = append(users[dep], name)
+		}
+	}
+	var ready, out []string
+	for _, name := range sortedKeys(d.Units) {
+		if indeg[name] == 0 {
+			ready = append(ready, name)
+		}
+	}
+	for len(ready) > 0 {
+		slices.Sort(ready)
+		n := ready[0]
+		ready = ready[1:]
+		out = append(out, n)
+		for _, u := range users[n] {
+			if indeg[u]--; indeg[u] == 0 {
+				ready = append(ready, u)
+			}
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,450 @@
+package units
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	"go.yaml.in/yaml/v3"
+)
+
+// BuiltinDefaults are the unit defaults when hermes.yaml sets none (or
+// there is no hermes.yaml): restart on-failure after 1s doubling up to 30s,
+// at most 5 starts in 60s, 90s to start, 3s between the stop signal and
+// KILL, stop with TERM, logs rotated at 10MiB keeping 3.
+func BuiltinDefaults() Defaults {
+	return Defaults{
+		Restart:    RestartOnFailure,
+		RestartSec: time.Second,
+		RestartMax: 30 * time.Second,
+		StartLimit: StartLimit{Burst: 5, Interval: 60 * time.Second},
+		Timeouts:   Timeouts{Start: 90 * time.Second, Stop: 3 * time.Second},
+		StopSignal: Signal(syscall.SIGTERM),
+		Log:        Log{MaxSize: 10 << 20, Keep: 3},
+	}
+}
+
+// Argv is the command line to execute: Command, or /bin/sh -c Shell.
+func (s *Spec) Argv() []string {
+	if s.Shell != "" {
+		return []string{"/bin/sh", "-c", s.Shell}
+	}
+	return slices.Clone(s.Command)
+}
+
+// IsJob reports whether the unit runs on a schedule (SPEC §9).
+func (s *Spec) IsJob() bool { return s.Schedule != "" }
+
+// cronParser accepts exactly the five standard fields, no descriptors and
+// no seconds field, so that what validates here is what the scheduler runs.
+var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow)
+
+// ParseSchedule parses a unit's schedule: a 5-field cron expression.
+func ParseSchedule(expr string) (cron.Schedule, error) { return cronParser.Parse(expr) }
+
+// NameOf is the unit name of a unit file: its base name without .yaml or
+// .yml. ok is false for a file that is not a unit file (see IsUnitFile).
+func NameOf(path string) (name string, ok bool) {
+	base := filepath.Base(path)
+	if !IsUnitFile(base) {
+		return "", false
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(base, ".yaml"), ".yml"), true
+}
+
+// IsUnitFile reports whether a directory entry's base name is a unit file:
+// *.yaml or *.yml, not hidden, and not an editor's swap, backup or probe
+// file (.name.swp, name~, 4913, .#name). The reconciler filters fsnotify
+// events with it.
+func IsUnitFile(base string) bool {
+	switch {
+	case base == "" || strings.HasPrefix(base, ".") || strings.HasSuffix(base, "~") || base == "4913":
+		return false
+	case strings.HasSuffix(base, ".swp") || strings.HasSuffix(base, ".swx"):
+		return false
+	}
+	return (strings.HasSuffix(base, ".yaml") && len(base) > len(".yaml")) ||
+		(strings.HasSuffix(base, ".yml") && len(base) > len(".yml"))
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]*$`)
+
+func validName(s string) bool { return nameRE.MatchString(s) && len(s) <= 200 }
+
+// refs records where cross-unit references were written, for the
+// directory checks (missing dependencies, cycles, shared ports).
+type refs struct {
+	deps  map[string]*yaml.Node // "after:x" / "requires:x" -> item node
+	ports map[int]*yaml.Node
+}
+
+// parseUnit decodes and validates one unit file's content. file is the
+// path used in messages and to derive the name; dir is the absolute
+// directory relative paths resolve against.
+func parseUnit(file, dir string, data []byte, def Defaults) (*Spec, refs, Errors) {
+	d := &decoder{file: file, dir: dir}
+	r := refs{deps: map[string]*yaml.Node{}, ports: map[int]*yaml.Node{}}
+	name, ok := NameOf(file)
+	if !ok {
+		d.errs = append(d.errs, &Error{File: file, Err: ErrFile, Msg: "not a unit file name: want NAME.yaml or NAME.yml"})
+		return nil, r, d.errs
+	}
+	if !validName(name) {
+		d.errs = append(d.errs, &Error{File: file, Err: ErrInvalid,
+			Msg: fmt.Sprintf("unit name %q (from the file name) must start with a letter or digit and hold only letters, digits and . _ @ -; rename the file", name)})
+	}
+	root := d.parseDocument(data, "unit")
+	if root == nil {
+		return nil, r, d.errs
+	}
+	s := &Spec{
+		Name: name, File: file, Ownership: Owned,
+		Restart: def.Restart, RestartSec: def.RestartSec, RestartMax: def.RestartMax,
+		StartLimit: def.StartLimit, Timeouts: def.Timeouts, StopSignal: def.StopSignal,
+		Log: Log{MaxSize: def.Log.MaxSize, Keep: def.Log.Keep},
+	}
+	var cmdF, shellF, ownF, restartF, budgetF, wrapF, rsecF, rmaxF *field
+	for _, f := range d.mapping(root, "", unitKeys) {
+		switch f.name {
+		case "description":
+			s.Description = d.str(f)
+		case "command":
+			cmdF = &f
+			s.Command = d.strings(f)
+			if f.val.Kind == yaml.SequenceNode && len(f.val.Content) == 0 || isNull(f.val) {
+				d.errf(f.val, "command: must not be empty: write the program and its arguments, like [python3, -m, http.server]")
+			} else if len(s.Command) > 0 && s.Command[0] == "" {
+				d.errf(f.val, "command: the program name (first item) must not be empty")
+			}
+		case "shell":
+			shellF = &f
+			s.Shell = d.nonEmpty(f)
+		case "workdir":
+			s.Workdir = d.path(f)
+		case "env":
+			s.Env = d.env(f)
+		case "ownership":
+			ownF = &f
+			if o, err := ParseOwnership(d.str(f)); err != nil {
+				d.errf(f.val, "ownership: %v", err)
+			} else {
+				s.Ownership = o
+			}
+		case "reason":
+			s.Reason = d.str(f)
+		case "restart":
+			restartF = &f
+			s.Restart = d.restart(f, s.Restart)
+		case "restart_sec":
+			rsecF = &f
+			s.RestartSec = d.duration(f, durEither, false)
+		case "restart_max_sec":
+			rmaxF = &f
+			s.RestartMax = d.duration(f, durEither, true)
+		case "start_limit":
+			d.startLimit(f, &s.StartLimit)
+		case "after":
+			s.After = d.deps(f, name, r)
+		case "requires":
+			s.Requires = d.deps(f, name, r)
+		case "ready":
+			s.Ready = d.ready(f)
+		case "timeouts":
+			d.timeouts(f, &s.Timeouts)
+		case "stop_signal":
+			s.StopSignal = d.signal(f, s.StopSignal)
+		case "ports":
+			s.Ports = d.ports(f, r)
+		case "log":
+			d.log(f, &s.Log, logKeys)
+		case "schedule":
+			s.Schedule = d.nonEmpty(f)
+			if s.Schedule != "" {
+				if _, err := ParseSchedule(s.Schedule); err != nil {
+					d.errf(f.val, "schedule: %q is not a 5-field cron expression (minute hour day-of-month month day-of-week, like \"*/15 * * * *\"): %v", s.Schedule, err)
+				}
+			}
+		case "run_budget_seconds":
+			budgetF = &f
+			s.RunBudget = d.duration(f, durSeconds, true)
+		case "wrapup_signal":
+			wrapF = &f
+			s.WrapupSig = d.signal(f, 0)
+		case "provider":
+			p := d.provider(f, true)
+			s.Provider = &p
+		default:
+			d.errf(f.key, "key %q is known but not handled (a bug: please report it)", f.path)
+		}
+	}
+
+	switch {
+	case cmdF != nil && shellF != nil:
+		d.errf(shellF.key, "both command: and shell: are set; keep one (command: is an argv list run directly, shell: a line run by /bin/sh -c)")
+	case cmdF == nil && shellF == nil:
+		d.errf(root, "no command: or shell: — a unit needs one (command: [prog, arg...] runs it directly, shell: \"...\" runs it by /bin/sh -c)")
+	}
+	if s.Ownership != Owned && strings.TrimSpace(s.Reason) == "" {
+		d.errf(ownF.val, "ownership: %s needs a non-empty reason: — every survivor has a written reason; add reason: \"why it must outlive its owner\"", s.Ownership)
+	}
+	if s.Schedule != "" {
+		if s.Restart == RestartAlways {
+			if restartF != nil {
+				d.errf(restartF.val, "restart: always cannot go with schedule: (a job is not restarted on success); use on-failure or no")
+			} else {
+				s.Restart = RestartOnFailure // the default is for services; a job never restarts on success
+			}
+		}
+	} else if budgetF != nil {
+		d.errf(budgetF.key, "run_budget_seconds: only a job has a run budget; add schedule: or remove it")
+	}
+	if wrapF != nil && budgetF == nil {
+		d.errf(wrapF.key, "wrapup_signal: is sent at 80%% of run_budget_seconds, which is not set; set both, or remove it")
+	}
+	if s.RestartMax > 0 && s.RestartSec > s.RestartMax {
+		at := rsecF
+		if rmaxF != nil {
+			at = rmaxF
+		}
+		if at != nil {
+			d.errf(at.val, "restart_max_sec (%v) is below restart_sec (%v); the backoff starts at restart_sec and doubles up to restart_max_sec", s.RestartMax, s.RestartSec)
+		}
+	}
+	if len(d.errs) > 0 {
+		d.errs.Sort()
+		return nil, r, d.errs
+	}
+	return s, r, nil
+}
+
+func (d *decoder) restart(f field, def Restart) Restart {
+	r, err := ParseRestart(d.str(f))
+	if err != nil {
+		d.errf(f.val, "restart: %v", err)
+		return def
+	}
+	return r
+}
+
+func (d *decoder) signal(f field, def Signal) Signal {
+	if f.val.Kind != yaml.ScalarNode || isNull(f.val) {
+		d.errf(f.val, "%s: want a signal like TERM, SIGINT or 15, got %s", f.path, kindName(f.val))
+		return def
+	}
+	sig, err := ParseSignal(f.val.Value)
+	if err != nil {
+		d.errf(f.val, "%s: %v", f.path, err)
+		return def
+	}
+	return sig
+}
+
+// env reads a mapping of variable names to scalar values; numbers and
+// booleans are kept as written ("0", "true"), an empty value is "".
+func (d *decoder) env(f field) map[string]string {
+	n := f.val
+	if isNull(n) {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		d.errf(n, "env: want a mapping of NAME: value, got %s", kindName(n))
+		return nil
+	}
+	out := make(map[string]string, len(n.Content)/2)
+	lines := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := resolve(n.Content[i]), resolve(n.Content[i+1])
+		switch {
+		case k.Kind != yaml.ScalarNode || k.Value == "" || strings.ContainsAny(k.Value, "=\x00"):
+			d.errf(k, "env: %s is not a variable name (no '=', not empty)", kindName(k))
+			continue
+		case lines[k.Value] != 0:
+			d.errf(k, "env: %s is already set at line %d", k.Value, lines[k.Value])
+			continue
+		case v.Kind != yaml.ScalarNode:
+			d.errf(v, "env: %s: want a string value, got %s", k.Value, kindName(v))
+			continue
+		case strings.ContainsRune(v.Value, 0):
+			d.errf(v, "env: %s: a value cannot hold a NUL byte", k.Value)
+			continue
+		}
+		lines[k.Value] = k.Line
+		if !isNull(v) {
+			out[k.Value] = v.Value
+		} else {
+			out[k.Value] = ""
+		}
+	}
+	return out
+}
+
+func (d *decoder) startLimit(f field, sl *StartLimit) {
+	for _, g := range d.mapping(f.val, f.path, startLimitKeys) {
+		switch g.name {
+		case "burst":
+			sl.Burst = d.count(g, 1)
+		case "interval":
+			sl.Interval = d.duration(g, durText, true)
+		}
+	}
+}
+
+func (d *decoder) timeouts(f field, t *Timeouts) {
+	for _, g := range d.mapping(f.val, f.path, timeoutsKeys) {
+		switch g.name {
+		case "start":
+			t.Start = d.duration(g, durText, true)
+		case "stop":
+			t.Stop = d.duration(g, durText, false)
+		case "runtime_max":
+			t.RuntimeMax = d.duration(g, durText, false)
+		case "watchdog":
+			t.Watchdog = d.duration(g, durText, false)
+		}
+	}
+}
+
+func (d *decoder) log(f field, l *Log, known []string) {
+	for _, g := range d.mapping(f.val, f.path, known) {
+		switch g.name {
+		case "path":
+			l.Path = d.path(g)
+		case "max_size":
+			l.MaxSize = d.size(g)
+		case "keep":
+			l.Keep = d.count(g, 0)
+		}
+	}
+}
+
+func (d *decoder) size(f field) Size {
+	if f.val.Kind != yaml.ScalarNode || isNull(f.val) {
+		d.errf(f.val, "%s: want a size like 10MiB, got %s", f.path, kindName(f.val))
+		return 0
+	}
+	sz, err := ParseSize(f.val.Value)
+	if err != nil {
+		d.errf(f.val, "%s: %v", f.path, err)
+		return 0
+	}
+	if sz <= 0 {
+		d.errf(f.val, "%s: must be more than zero", f.path)
+	}
+	return sz
+}
+
+func (d *decoder) deps(f field, self string, r refs) []string {
+	var out []string
+	if isNull(f.val) {
+		return nil
+	}
+	if f.val.Kind != yaml.SequenceNode {
+		d.errf(f.val, "%s: want a list of unit names, like [db], got %s", f.path, kindName(f.val))
+		return nil
+	}
+	for _, it := range f.val.Content {
+		it = resolve(it)
+		switch {
+		case it.Kind != yaml.ScalarNode || isNull(it):
+			d.errf(it, "%s: each item must be a unit name, got %s", f.path, kindName(it))
+		case !validName(it.Value):
+			d.errf(it, "%s: %q is not a unit name (a unit file's name without .yaml)", f.path, it.Value)
+		case it.Value == self:
+			d.errf(it, "%s: a unit cannot depend on itself", f.path)
+		case slices.Contains(out, it.Value):
+			d.errf(it, "%s: %q is listed twice", f.path, it.Value)
+		default:
+			out = append(out, it.Value)
+			r.deps[f.name+":"+it.Value] = it
+		}
+	}
+	return out
+}
+
+func (d *decoder) ports(f field, r refs) []int {
+	var out []int
+	if isNull(f.val) {
+		return nil
+	}
+	if f.val.Kind != yaml.SequenceNode {
+		d.errf(f.val, "ports: want a list of port numbers, like [8080], got %s", kindName(f.val))
+		return nil
+	}
+	for _, it := range f.val.Content {
+		it = resolve(it)
+		n, err := strconv.Atoi(it.Value)
+		switch {
+		case it.Kind != yaml.ScalarNode || it.ShortTag() != "!!int" || err != nil:
+			d.errf(it, "ports: each item must be a port number, got %s", kindName(it))
+		case n < 1 || n > 65535:
+			d.errf(it, "ports: %d is not a port (1..65535)", n)
+		case r.ports[n] != nil:
+			d.errf(it, "ports: %d is listed twice", n)
+		default:
+			out = append(out, n)
+			r.ports[n] = it
+		}
+	}
+	return out
+}
+
+func (d *decoder) ready(f field) Ready {
+	var rd Ready
+	var first *field
+	for _, g := range d.mapping(f.val, f.path, readyKeys) {
+		set := true
+		switch g.name {
+		case "tcp":
+			rd.TCP = d.hostPort(g)
+		case "http":
+			rd.HTTP = d.httpURL(g)
+		case "notify":
+			rd.Notify = d.bool(g)
+			set = rd.Notify
+		case "log":
+			rd.Log = d.nonEmpty(g)
+			if _, err := regexp.Compile(rd.Log); err != nil {
+				d.errf(g.val, "ready.log: %q is not a regular expression: %v", rd.Log, err)
+			}
+		}
+		if set && first != nil {
+			d.errf(g.key, "ready: %s and %s are both set; a unit has at most one readiness probe", first.path, g.path)
+		} else if set {
+			first = &g
+		}
+	}
+	return rd
+}
+
+func (d *decoder) hostPort(f field) string {
+	s := d.nonEmpty(f)
+	if s == "" {
+		return ""
+	}
+	host, port, err := net.SplitHostPort(s)
+	n, perr := strconv.Atoi(port)
+	if err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+		d.errf(f.val, "%s: %q is not host:port, like 127.0.0.1:8080 or [::1]:8080", f.path, s)
+	}
+	return s
+}
+
+func (d *decoder) httpURL(f field) string {
+	s := d.nonEmpty(f)
+	if s == "" {
+		return ""
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		d.errf(f.val, "%s: %q is not an http:// or https:// URL with a host", f.path, s)
+	}
+	return s
+}
