@@ -1,0 +1,322 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hermes-units/hermes/ledger"
+	"github.com/hermes-units/hermes/proc"
+)
+
+// findLocked returns the registration of g: same leader identity and pgid.
+func (o *Owner) findLocked(g Group) *reg {
+	for _, r := range o.regs {
+		if r.g.PGID == g.PGID && r.g.Leader.PID == g.Leader.PID && r.g.Leader.StartTime == g.Leader.StartTime {
+			return r
+		}
+	}
+	return nil
+}
+
+// safeLocked refuses groups the supervisor must never kill.
+func (o *Owner) safeLocked(g Group) error {
+	switch {
+	case g.PGID <= 1:
+		return fmt.Errorf("group %d of %s: pgid must be > 1: %w", g.PGID, g.Unit, ErrUnsafe)
+	case g.PGID == o.pgid || g.PGID == o.self.PID:
+		return fmt.Errorf("group %d of %s is the owner's own group: %w", g.PGID, g.Unit, ErrUnsafe)
+	case o.pipe != nil && g.PGID == o.pipe.PID():
+		return fmt.Errorf("group %d of %s is the supervisor's: %w", g.PGID, g.Unit, ErrUnsafe)
+	}
+	return nil
+}
+
+// Own registers groups that something else started (a previous gateway, an
+// adopt command): they now die with this owner. Each group must be safe
+// (pgid > 1, not the owner's or the supervisor's) and still have members;
+// its ledger entry (matched by leader identity, or added) is marked
+// "adopted" under this owner. A cgroup outside the hermes hierarchy is not
+// used: the group is then contained as a process group.
+func (o *Owner) Own(ctx context.Context, groups ...Group) error {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return ErrClosed
+	}
+	var added []Group
+	for _, g := range groups {
+		if err := o.safeLocked(g); err != nil {
+			o.mu.Unlock()
+			return err
+		}
+		if o.findLocked(g) != nil {
+			continue
+		}
+		if g.Cgroup != "" && (o.tree == nil || !strings.HasPrefix(g.Cgroup, o.tree.base+"/")) {
+			g.Cgroup = ""
+		}
+		if groupEmpty(g) {
+			o.mu.Unlock()
+			return fmt.Errorf("own group %d of %s: %w", g.PGID, g.Unit, proc.ErrGone)
+		}
+		r := &reg{id: fmt.Sprintf("a%d", o.nextLocked()), g: g}
+		if err := o.registerLocked(r); err != nil {
+			o.mu.Unlock()
+			return fmt.Errorf("own group %d of %s: %w", g.PGID, g.Unit, err)
+		}
+		added = append(added, g)
+	}
+	o.mu.Unlock()
+	if o.led == nil || len(added) == 0 {
+		return nil
+	}
+	return o.led.Update(ctx, func(es []ledger.Entry) ([]ledger.Entry, error) {
+		for _, g := range added {
+			found := false
+			for i := range es {
+				if es[i].Leader.PID == g.Leader.PID && es[i].Leader.StartTime == g.Leader.StartTime {
+					es[i].Owner, es[i].Role, es[i].State, found = o.self, o.opts.Role, "adopted", true
+				}
+			}
+			if !found {
+				es = append(es, ledger.Entry{Unit: g.Unit, Leader: g.Leader, PGID: g.PGID, Cgroup: g.Cgroup,
+					Owner: o.self, Role: o.opts.Role, Ownership: "owned", Spawned: time.Now().UTC(), State: "adopted"})
+			}
+		}
+		return es, nil
+	})
+}
+
+// Release unregisters groups: they outlive the owner. Their ledger entries
+// are marked "released". A group not registered here fails with ErrUnknown
+// (the others are still released).
+func (o *Owner) Release(ctx context.Context, groups ...Group) error {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return ErrClosed
+	}
+	var errs []error
+	var done []Group
+	for _, g := range groups {
+		r := o.findLocked(g)
+		if r == nil {
+			errs = append(errs, fmt.Errorf("release group %d of %s: %w", g.PGID, g.Unit, ErrUnknown))
+			continue
+		}
+		o.unregisterLocked(r)
+		done = append(done, g)
+	}
+	o.mu.Unlock()
+	if o.led != nil && len(done) > 0 {
+		errs = append(errs, o.led.Update(ctx, func(es []ledger.Entry) ([]ledger.Entry, error) {
+			for _, g := range done {
+				for i := range es {
+					if es[i].Leader == g.Leader || es[i].Leader.PID == g.Leader.PID && es[i].Leader.StartTime == g.Leader.StartTime {
+						es[i].State = "released"
+					}
+				}
+			}
+			return es, nil
+		}))
+	}
+	return errors.Join(errs...)
+}
+
+// ReleaseOnceEmpty unregisters g once nothing is left in it (at once if it
+// is empty now, else when the janitor sees it empty), then removes its
+// ledger entry and its cgroup. It does not block.
+func (o *Owner) ReleaseOnceEmpty(ctx context.Context, g Group) error {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return ErrClosed
+	}
+	r := o.findLocked(g)
+	if r == nil {
+		o.mu.Unlock()
+		return fmt.Errorf("release group %d of %s: %w", g.PGID, g.Unit, ErrUnknown)
+	}
+	r.onceEmpty = true
+	o.mu.Unlock()
+	if o.regEmpty(r) {
+		return o.drop(ctx, r)
+	}
+	return nil
+}
+
+// Stop sends sig to every member of g (identity-checked), waits up to grace
+// for the group to be empty, sends KILL to what is left, waits for empty
+// (until ctx ends), then releases it (ReleaseOnceEmpty). Escapee groups
+// found under g are stopped with it.
+func (o *Owner) Stop(ctx context.Context, g Group, sig syscall.Signal, grace time.Duration) error {
+	o.mu.Lock()
+	r := o.findLocked(g)
+	if r == nil {
+		r = &reg{g: g}
+		if err := o.safeLocked(g); err != nil {
+			o.mu.Unlock()
+			return err
+		}
+	}
+	o.mu.Unlock()
+	o.signal(r, sig)
+	if !o.waitEmpty(ctx, r, grace) {
+		o.signal(r, syscall.SIGKILL)
+		if !o.waitEmpty(ctx, r, -1) {
+			return fmt.Errorf("stop group %d of %s: %w", g.PGID, g.Unit, ctx.Err())
+		}
+	}
+	if r.id == "" {
+		return nil
+	}
+	return o.ReleaseOnceEmpty(ctx, g)
+}
+
+// Empty reports whether nothing is left in g (its cgroup, or its process
+// group and the escapee groups found under it).
+func (o *Owner) Empty(g Group) bool {
+	o.mu.Lock()
+	r := o.findLocked(g)
+	o.mu.Unlock()
+	if r == nil {
+		return groupEmpty(g)
+	}
+	return o.regEmpty(r)
+}
+
+func (o *Owner) regEmpty(r *reg) bool {
+	o.mu.Lock()
+	gs := []Group{r.g}
+	for _, e := range r.esc {
+		gs = append(gs, e.g)
+	}
+	o.mu.Unlock()
+	for _, g := range gs {
+		if !groupEmpty(g) {
+			return false
+		}
+	}
+	return true
+}
+
+// groupEmpty: a cgroup is empty when unpopulated; a process group when it
+// has no live member, or when its id now belongs to a stranger (a live
+// process with pid == pgid and another start time than the leader's).
+func groupEmpty(g Group) bool {
+	if g.Cgroup != "" {
+		return !populated(g.Cgroup)
+	}
+	if g.PGID <= 1 {
+		return true
+	}
+	if g.Leader.PID == g.PGID && g.Leader.StartTime != 0 {
+		if st, err := proc.ReadStat(g.PGID); err == nil && st.StartTime != g.Leader.StartTime {
+			return true
+		}
+	}
+	m, err := proc.GroupMembers(g.PGID)
+	return err == nil && len(m) == 0
+}
+
+// signal sends sig to r's members: each process of its cgroup (KILL:
+// cgroup.kill), or its process group if the leader is not a stranger; and
+// likewise to its escapee groups.
+func (o *Owner) signal(r *reg, sig syscall.Signal) {
+	o.mu.Lock()
+	gs := []Group{r.g}
+	for _, e := range r.esc {
+		gs = append(gs, e.g)
+	}
+	o.mu.Unlock()
+	for _, g := range gs {
+		if g.Cgroup != "" {
+			if sig == syscall.SIGKILL && killCgroup(g.Cgroup) == nil {
+				continue
+			}
+			for _, pid := range cgroupProcs(g.Cgroup) {
+				syscall.Kill(pid, sig)
+			}
+			continue
+		}
+		if g.PGID <= 1 || groupEmpty(g) {
+			continue
+		}
+		syscall.Kill(-g.PGID, sig)
+	}
+}
+
+// waitEmpty polls until r is empty (true), or for d (d < 0: until ctx ends).
+// The kernel gives no event for an empty process group, so this polls.
+func (o *Owner) waitEmpty(ctx context.Context, r *reg, d time.Duration) bool {
+	var deadline <-chan time.Time
+	if d >= 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		deadline = t.C
+	}
+	tk := time.NewTicker(5 * time.Millisecond)
+	defer tk.Stop()
+	for {
+		if o.regEmpty(r) {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-deadline:
+			return o.regEmpty(r)
+		case <-tk.C:
+		}
+	}
+}
+
+// drop unregisters r, removes its ledger entry and its cgroup.
+func (o *Owner) drop(ctx context.Context, r *reg) error {
+	o.mu.Lock()
+	if o.regs[r.id] != r {
+		o.mu.Unlock()
+		return nil
+	}
+	o.unregisterLocked(r)
+	o.mu.Unlock()
+	if r.g.Cgroup != "" && o.tree != nil && strings.HasPrefix(r.g.Cgroup, o.tree.root+"/") {
+		os.Remove(r.g.Cgroup)
+	}
+	if o.led == nil {
+		return nil
+	}
+	return o.led.Remove(ctx, func(e ledger.Entry) bool {
+		return e.Leader.PID == r.g.Leader.PID && e.Leader.StartTime == r.g.Leader.StartTime && e.PGID == r.g.PGID
+	})
+}
+
+// tidy drops the groups whose leader exited (or that asked for it) once
+// they are empty, and in pgroup mode (scan) looks for escapees.
+func (o *Owner) tidy(scan bool) {
+	o.mu.Lock()
+	var pending []*reg
+	spawned := false
+	for _, r := range o.regs {
+		if r.leaderGone || r.onceEmpty {
+			pending = append(pending, r)
+		}
+		spawned = spawned || r.key != ""
+	}
+	o.mu.Unlock()
+	if o.mode == ModePGroup && (scan || len(pending) > 0) && spawned {
+		o.scan() // before dropping: an escapee keeps its spawn's registration
+	}
+	for _, r := range pending {
+		if o.regEmpty(r) {
+			if err := o.drop(o.ctx, r); err != nil {
+				o.opts.Logf("supervisor: release %s group %d: %v", r.g.Unit, r.g.PGID, err)
+			}
+		}
+	}
+}

@@ -1,0 +1,336 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hermes-units/hermes/ledger"
+	"github.com/hermes-units/hermes/proc"
+	"golang.org/x/sys/unix"
+)
+
+// Spec says what to spawn.
+type Spec struct {
+	Unit      string
+	Argv      []string // argv[0] looked up in the PATH of Env
+	Env       []string // full environment; the ledger tags are added (and replace inherited ones)
+	Dir       string
+	Stdin     *os.File // nil = /dev/null
+	Stdout    *os.File // nil = /dev/null; survivors must be given files, never pipes
+	Stderr    *os.File // nil = /dev/null
+	Ownership string   // recorded in the ledger and in EnvOwnership; "" = owned
+	Reason    string
+	LogPath   string // recorded in the ledger
+	// Survive: not registered with the death supervisor, so it outlives the
+	// owner; it still leads its own group (and cgroup) and is in the ledger.
+	Survive bool
+	// Foreground makes the child's group the foreground group of the
+	// terminal on Stdin (a foreground command in a shell).
+	Foreground bool
+}
+
+// Child is a spawned group whose leader is our child.
+type Child struct {
+	Group
+	Key  string // spawn key (the EnvSpawn tag of its processes)
+	done chan struct{}
+	err  error // set before done is closed
+}
+
+// Done is closed when the leader has exited and been reaped; Err then holds
+// nil or an *ExitError.
+func (c *Child) Done() <-chan struct{} { return c.done }
+
+// Err is the leader's exit: nil (status 0) or an *ExitError. Valid after Done.
+func (c *Child) Err() error { return c.err }
+
+// ExitError is a leader's unsuccessful exit.
+type ExitError struct {
+	Code   int            // exit status, -1 when killed by a signal
+	Signal syscall.Signal // the killing signal, 0 when it exited
+}
+
+func (e *ExitError) Error() string {
+	if e.Signal != 0 {
+		return "killed by signal " + e.Signal.String()
+	}
+	return fmt.Sprintf("exit status %d", e.Code)
+}
+
+// Status is the shell convention: the exit code, or 128+signal.
+func (e *ExitError) Status() int {
+	if e.Signal != 0 {
+		return 128 + int(e.Signal)
+	}
+	return e.Code
+}
+
+// gate is run by /bin/sh as the child in pgroup mode: it waits on fd 3 for
+// the owner's "go" (sent after registration) and execs the program; at EOF
+// (the owner died first) it exits without running it.
+const gate = `IFS= read -r g <&3 && [ "$g" = go ] && exec 3<&- && exec "$@"; exit 125`
+
+// SpawnOwned starts spec as the leader of a new process group (and cgroup,
+// in cgroup mode), registers the group with the death supervisor (unless
+// Survive) before the program runs, and records it in the ledger (argv
+// redacted). When the leader exits, the group is released once it is empty
+// and its ledger entry removed. ctx bounds the ledger write only; it does
+// not kill the child.
+func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
+	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
+		return nil, fmt.Errorf("spawn %s: empty argv", spec.Unit)
+	}
+	if spec.Ownership == "" {
+		spec.Ownership = "owned"
+	}
+	path, err := lookPath(spec.Argv[0], spec.Env)
+	if err != nil {
+		return nil, fmt.Errorf("spawn %s: %w", spec.Unit, err)
+	}
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return nil, ErrClosed
+	}
+	n := o.nextLocked()
+	o.mu.Unlock()
+	r := &reg{id: fmt.Sprintf("s%d", n), key: fmt.Sprintf("%s_%d", o.name, n), spawned: true, g: Group{Unit: spec.Unit}}
+
+	cmd := exec.Command(path, spec.Argv[1:]...)
+	cmd.Args[0] = spec.Argv[0]
+	cmd.Env = o.tag(spec, r.key)
+	cmd.Dir = spec.Dir
+	if spec.Stdin != nil {
+		cmd.Stdin = spec.Stdin
+	}
+	if spec.Stdout != nil {
+		cmd.Stdout = spec.Stdout
+	}
+	if spec.Stderr != nil {
+		cmd.Stderr = spec.Stderr
+	}
+	// detached-spawn: ok — the supervisor's spawn: every child leads its own
+	// group so that the group can be registered and killed as one.
+	attr := &syscall.SysProcAttr{Setpgid: true, Foreground: spec.Foreground}
+	cmd.SysProcAttr = attr
+
+	var gateW *os.File
+	var cgFD *os.File
+	abort := func() {}
+	if o.tree != nil {
+		parent := o.tree.root
+		if spec.Survive {
+			parent = filepath.Join(o.tree.base, "hermes-kept")
+			if err := os.Mkdir(parent, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+				return nil, fmt.Errorf("spawn %s: %w", spec.Unit, err)
+			}
+		}
+		dir := filepath.Join(parent, cgName(spec.Unit, r.key))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("spawn %s: create cgroup: %w", spec.Unit, err)
+		}
+		r.g.Cgroup = dir
+		if cgFD, err = os.Open(dir); err != nil {
+			os.Remove(dir)
+			return nil, fmt.Errorf("spawn %s: open cgroup: %w", spec.Unit, err)
+		}
+		defer cgFD.Close()
+		attr.UseCgroupFD, attr.CgroupFD = true, int(cgFD.Fd())
+		if !spec.Survive {
+			o.mu.Lock()
+			err := o.registerLocked(r) // the cgroup alone: pgid 0 until the leader exists
+			o.mu.Unlock()
+			if err != nil {
+				os.Remove(dir)
+				return nil, fmt.Errorf("spawn %s: %w", spec.Unit, err)
+			}
+		}
+		abort = func() {
+			killCgroup(dir)
+			o.mu.Lock()
+			o.unregisterLocked(r)
+			o.mu.Unlock()
+		}
+	} else if !spec.Survive {
+		o.subreaper.Do(func() {
+			if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+				o.opts.Logf("supervisor: child subreaper: %v (escapees may be missed)", err)
+			}
+		})
+		var gateR *os.File
+		if gateR, gateW, err = os.Pipe(); err != nil {
+			return nil, fmt.Errorf("spawn %s: gate: %w", spec.Unit, err)
+		}
+		defer gateR.Close()
+		defer gateW.Close()
+		cmd.Path = Shell
+		cmd.Args = append([]string{Shell, "-c", gate, spec.Argv[0], path}, spec.Argv[1:]...)
+		cmd.ExtraFiles = []*os.File{gateR}
+		abort = func() {
+			gateW.Close() // the gate sees EOF and exits without running the program
+			o.mu.Lock()
+			o.unregisterLocked(r)
+			o.mu.Unlock()
+		}
+	}
+
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		abort()
+		return nil, ErrClosed
+	}
+	err = cmd.Start()
+	if err == nil {
+		o.leaders[cmd.Process.Pid] = true
+	}
+	o.mu.Unlock()
+	if err != nil {
+		abort()
+		if r.g.Cgroup != "" {
+			os.Remove(r.g.Cgroup)
+		}
+		return nil, fmt.Errorf("spawn %s: %w", spec.Unit, err)
+	}
+	pid := cmd.Process.Pid
+	id, err := proc.Read(pid) // our unreaped child: its stat stays readable even if it exited
+	if err != nil {
+		id = proc.Identity{PID: pid}
+	}
+	r.g.PGID, r.g.Leader = pid, id
+	c := &Child{Group: r.g, Key: r.key, done: make(chan struct{})}
+	if o.afterSpawn != nil {
+		o.afterSpawn(pid)
+	}
+	if !spec.Survive {
+		o.mu.Lock()
+		err = o.registerLocked(r)
+		o.mu.Unlock()
+		if err != nil {
+			abort()
+			o.wait(cmd, c, nil)
+			return nil, fmt.Errorf("spawn %s: %w", spec.Unit, err)
+		}
+	}
+	if o.led != nil {
+		e := ledger.Entry{
+			Unit: spec.Unit, Leader: id, PGID: pid, Cgroup: r.g.Cgroup, Argv: ledger.Redact(spec.Argv),
+			Owner: o.self, Role: o.opts.Role, Ownership: spec.Ownership, Reason: spec.Reason,
+			Log: spec.LogPath, Spawned: time.Now().UTC(), Spawn: r.key,
+		}
+		if err := o.led.Add(ctx, e); err != nil {
+			abort()
+			o.wait(cmd, c, nil)
+			return nil, fmt.Errorf("spawn %s: record in ledger: %w", spec.Unit, err)
+		}
+	}
+	if gateW != nil {
+		if _, err := gateW.Write([]byte("go\n")); err != nil {
+			abort()
+			o.wait(cmd, c, nil)
+			return nil, fmt.Errorf("spawn %s: open gate: %w", spec.Unit, err)
+		}
+	}
+	var onExit func()
+	if !spec.Survive {
+		onExit = func() {
+			o.mu.Lock()
+			r.leaderGone = true
+			o.mu.Unlock()
+			o.poke()
+		}
+	}
+	o.children.Add(1)
+	go func() { // joined by Close (owned children) via o.children
+		defer o.children.Done()
+		o.wait(cmd, c, onExit)
+	}()
+	return c, nil
+}
+
+// wait reaps the leader, fills c, and runs onExit.
+func (o *Owner) wait(cmd *exec.Cmd, c *Child, onExit func()) {
+	err := cmd.Wait()
+	o.mu.Lock()
+	delete(o.leaders, cmd.Process.Pid)
+	o.mu.Unlock()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		ws, _ := ee.Sys().(syscall.WaitStatus)
+		if ws.Signaled() {
+			c.err = &ExitError{Code: -1, Signal: ws.Signal()}
+		} else {
+			c.err = &ExitError{Code: ws.ExitStatus()}
+		}
+	} else {
+		c.err = err
+	}
+	if onExit != nil {
+		onExit()
+	}
+	close(c.done)
+}
+
+// tag returns the child's environment: spec.Env without inherited tags,
+// plus this spawn's.
+func (o *Owner) tag(spec Spec, key string) []string {
+	env := make([]string, 0, len(spec.Env)+4)
+	for _, kv := range spec.Env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case ledger.EnvUnit, ledger.EnvOwner, ledger.EnvSpawn, ledger.EnvOwnership:
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env,
+		ledger.EnvUnit+"="+spec.Unit,
+		ledger.EnvOwner+"="+o.self.String(),
+		ledger.EnvSpawn+"="+key,
+		ledger.EnvOwnership+"="+spec.Ownership)
+}
+
+// cgName is a group's cgroup directory name: the unit name made safe, and
+// the spawn key.
+func cgName(unit, key string) string {
+	b := []byte(unit)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 64 {
+		b = b[:64]
+	}
+	return string(b) + "." + key
+}
+
+// lookPath resolves name in the PATH of env (not of the owner).
+func lookPath(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		return exec.LookPath(name)
+	}
+	pathEnv := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathEnv = v
+		}
+	}
+	for _, dir := range filepath.SplitList(pathEnv) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%q not found in PATH %q: %w", name, pathEnv, exec.ErrNotFound)
+}

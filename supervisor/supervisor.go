@@ -1,0 +1,480 @@
+// Package supervisor makes every long-lived child an owner starts die with
+// that owner, by any death: clean exit, crash, kill -9, the OOM killer.
+//
+// An Owner holds the write end of a death pipe; a tiny POSIX sh script (the
+// supervisor, supervisor.sh, run by /bin/sh in its own session) holds the
+// read end on its stdin. The owner writes one line per registered group.
+// When the owner disappears the kernel closes the write end, the supervisor
+// reads EOF, sends TERM to every registered group, waits up to the grace for
+// them to be empty, sends KILL to what is left and exits.
+//
+// Groups are process groups, and where a writable cgroup v2 hierarchy exists
+// (ModeCgroup) each group also gets its own cgroup under a per-owner subtree,
+// so that descendants that leave the process group (setsid, double fork)
+// still die. Without cgroups (ModePGroup) the owner is a child subreaper,
+// tags every child's environment (ledger.EnvUnit, EnvOwner, EnvSpawn,
+// EnvOwnership), finds such escapees and registers their groups too; the
+// supervisor also sweeps for processes tagged with a registered spawn key at
+// EOF.
+//
+// SpawnOwned is the only way the project starts a long-lived child. There is
+// no window in which a child runs its program unregistered: in cgroup mode
+// the cgroup is registered before the child is started into it
+// (CLONE_INTO_CGROUP); in pgroup mode the child waits on a gate pipe and
+// execs its program only after the owner registered its group (at EOF of the
+// gate, i.e. if the owner died, it exits instead).
+//
+// An Owner is safe for concurrent use.
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hermes-units/hermes/ledger"
+	"github.com/hermes-units/hermes/proc"
+)
+
+// Mode says how groups are contained.
+type Mode string
+
+const (
+	ModeCgroup Mode = "cgroup" // each group in its own cgroup v2 (killed with cgroup.kill)
+	ModePGroup Mode = "pgroup" // process groups, child subreaper and environment tags
+)
+
+// ParseMode parses a mode name; "" is accepted and means automatic.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case "", ModeCgroup, ModePGroup:
+		return m, nil
+	}
+	return "", fmt.Errorf("supervisor mode %q: %w (want cgroup or pgroup)", s, ErrMode)
+}
+
+// Defaults.
+const (
+	DefaultGrace     = 3 * time.Second
+	DefaultIdleClose = 30 * time.Second
+	// quickExit: a supervisor that exits by itself sooner than this after
+	// its start is broken, not merely killed; it is retried with backoff.
+	quickExit  = 5 * time.Second
+	maxBackoff = time.Minute
+	tick       = 250 * time.Millisecond // janitor period: empty groups, idle close, restarts
+	scanEvery  = 4                      // escapee scans every scanEvery ticks (pgroup mode)
+)
+
+// Errors.
+var (
+	ErrClosed     = errors.New("owner is closed")
+	ErrUnsafe     = errors.New("refused unsafe target group")
+	ErrUnknown    = errors.New("group is not registered with this owner")
+	ErrLine       = errors.New("protocol line too long")
+	ErrSupervisor = errors.New("death supervisor unavailable")
+	ErrMode       = errors.New("unknown supervisor mode")
+	ErrNoCgroup   = errors.New("no writable cgroup v2 hierarchy")
+)
+
+// Options configure an Owner.
+type Options struct {
+	StateDir  string        // where the ledger lives; "" = no ledger
+	Role      string        // gateway | worker | run (recorded in the ledger)
+	Grace     time.Duration // TERM→KILL grace at owner death; default 3 s
+	Mode      Mode          // "" = cgroup when a writable cgroup v2 hierarchy exists, else pgroup
+	IdleClose time.Duration // close the pipe after this long with nothing registered; default 30 s
+	Logf      func(format string, args ...any)
+}
+
+// Group names a process group (and its cgroup, where there is one).
+type Group struct {
+	Unit   string
+	PGID   int
+	Leader proc.Identity
+	Cgroup string // absolute cgroup dir, "" for none
+}
+
+// Status is a snapshot of an owner's supervisor.
+type Status struct {
+	PID    int    // the running supervisor's pid, 0 when none runs
+	Groups int    // registered groups
+	Mode   Mode   // how groups are contained
+	Health string // "ok", "idle" (no supervisor needed), or what is wrong
+}
+
+// reg is one registered group. Fields are guarded by Owner.mu.
+type reg struct {
+	id         string // protocol id: [A-Za-z0-9_]+
+	g          Group
+	key        string // spawn key (EnvSpawn value); "" for adopted groups
+	spawned    bool   // started by SpawnOwned: its ledger entry goes when it is empty
+	leaderGone bool   // the leader exited: release once empty
+	onceEmpty  bool   // ReleaseOnceEmpty asked
+	esc        []*reg // escapee groups found under this spawn (pgroup mode)
+}
+
+// Owner owns the groups it spawns or adopts: they die with it.
+type Owner struct {
+	opts   Options
+	mode   Mode
+	self   proc.Identity
+	pgid   int
+	name   string // owner's name in keys and cgroup dirs: PID_STARTTIME
+	led    *ledger.Ledger
+	tree   *cgroupTree // nil in pgroup mode
+	launch launcher
+	ctx    context.Context // lives until Close; used by the janitor's ledger writes
+	cancel context.CancelFunc
+
+	subreaper sync.Once
+	// afterSpawn, when set (tests), runs between a child's start and its
+	// registration.
+	afterSpawn func(pid int)
+
+	mu        sync.Mutex
+	regs      map[string]*reg // guarded by mu; by id
+	pipe      deathPipe       // guarded by mu; nil when no supervisor runs
+	retired   []deathPipe     // guarded by mu; closed pipes whose supervisor may still run
+	started   time.Time       // guarded by mu; when pipe started
+	idleSince time.Time       // guarded by mu; when regs last became empty
+	failures  int             // guarded by mu; consecutive quick exits
+	retryAt   time.Time       // guarded by mu; next automatic restart, zero for none
+	health    string          // guarded by mu; "" = ok
+	seq       uint64          // guarded by mu
+	closed    bool            // guarded by mu
+	leaders   map[int]bool    // guarded by mu; pids of our exec.Cmd children (never reaped by the scan)
+	escPids   map[int]bool    // guarded by mu; escapee pids identified, reaped by the scan
+
+	wake     chan struct{} // buffered(1): janitor should look now
+	stop     chan struct{}
+	done     chan struct{} // closed when the janitor returned
+	children sync.WaitGroup
+}
+
+// New makes an owner. It starts nothing: the supervisor starts lazily at the
+// first registration. In ModeCgroup (asked, or found) it creates the owner's
+// cgroup subtree, moving the calling process into a leaf first when its
+// cgroup is not the hierarchy's root. Call Close at a clean exit.
+func New(opts Options) (*Owner, error) {
+	return newOwner(opts, startShell)
+}
+
+func newOwner(opts Options, launch launcher) (*Owner, error) {
+	if opts.Grace <= 0 {
+		opts.Grace = DefaultGrace
+	}
+	if opts.IdleClose <= 0 {
+		opts.IdleClose = DefaultIdleClose
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	if _, err := ParseMode(string(opts.Mode)); err != nil {
+		return nil, err
+	}
+	self, err := proc.Self()
+	if err != nil {
+		return nil, fmt.Errorf("supervisor: own identity: %w", err)
+	}
+	o := &Owner{
+		opts: opts, self: self, pgid: syscall.Getpgrp(), launch: launch,
+		name:    fmt.Sprintf("%d_%d", self.PID, self.StartTime),
+		regs:    map[string]*reg{},
+		leaders: map[int]bool{}, escPids: map[int]bool{},
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	if opts.StateDir != "" {
+		if o.led, err = ledger.Open(opts.StateDir); err != nil {
+			return nil, fmt.Errorf("supervisor: %w", err)
+		}
+	}
+	o.mode = opts.Mode
+	if o.mode != ModePGroup {
+		tree, err := openCgroupTree("hermes-" + o.name)
+		switch {
+		case err == nil:
+			o.tree, o.mode = tree, ModeCgroup
+		case o.mode == ModeCgroup:
+			return nil, fmt.Errorf("supervisor: cgroup mode asked: %w: %v", ErrNoCgroup, err)
+		default:
+			opts.Logf("supervisor: pgroup mode: %v", err)
+			o.mode = ModePGroup
+		}
+	}
+	// The owner's lifetime context: library code has no caller context
+	// here, and the janitor's ledger writes must stop at Close.
+	o.ctx, o.cancel = context.WithCancel(context.Background())
+	o.idleSince = time.Now()
+	go o.run()
+	return o, nil
+}
+
+// Mode reports how groups are contained.
+func (o *Owner) Mode() Mode { return o.mode }
+
+// Status reports the supervisor's state.
+func (o *Owner) Status() Status {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s := Status{Groups: len(o.regs), Mode: o.mode, Health: o.health}
+	if o.pipe != nil {
+		s.PID = o.pipe.PID()
+	}
+	if s.Health == "" {
+		s.Health = "ok"
+		if o.pipe == nil {
+			s.Health = "idle"
+		}
+	}
+	return s
+}
+
+// Close is the clean owner exit: it closes the death pipe, so the
+// supervisor kills every group still registered (TERM, grace, KILL) and
+// exits; Close waits for that (at most the grace plus 5 s), and for the
+// waiters of owned children. Released and Survive groups live on. Close is
+// idempotent; every other method fails with ErrClosed afterwards.
+func (o *Owner) Close() error {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return nil
+	}
+	o.closed = true
+	pipes := append(o.retired, o.pipe)
+	o.pipe, o.retired = nil, nil
+	o.mu.Unlock()
+	close(o.stop)
+	<-o.done
+	o.cancel()
+	bound := time.NewTimer(o.opts.Grace + 5*time.Second)
+	defer bound.Stop()
+	var err error
+	for _, p := range pipes {
+		if p == nil {
+			continue
+		}
+		if cerr := p.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+		select {
+		case <-p.Exited():
+		case <-bound.C:
+			return fmt.Errorf("supervisor %d did not exit within %v of close", p.PID(), o.opts.Grace+5*time.Second)
+		}
+	}
+	waited := make(chan struct{})
+	go func() { o.children.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-bound.C:
+	}
+	if o.tree != nil {
+		os.Remove(o.tree.root) // the supervisor removed it already unless a survivor lives in it
+	}
+	return err
+}
+
+// poke asks the janitor to look now.
+func (o *Owner) poke() {
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run is the janitor: it releases groups that became empty, closes an idle
+// pipe, restarts a supervisor that died, and (pgroup mode) finds escapees.
+// Started by newOwner, stopped and joined by Close.
+func (o *Owner) run() {
+	defer close(o.done)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for n := 1; ; n++ {
+		o.mu.Lock()
+		p := o.pipe
+		o.mu.Unlock()
+		var exited <-chan struct{}
+		if p != nil {
+			exited = p.Exited()
+		}
+		select {
+		case <-o.stop:
+			return
+		case <-exited:
+			o.supervisorExited(p)
+		case <-o.wake:
+			o.tidy(false)
+		case <-t.C:
+			o.tidy(n%scanEvery == 0)
+			o.timers()
+		}
+	}
+}
+
+// supervisorExited handles the exit of p, the supervisor that ran.
+func (o *Owner) supervisorExited(p deathPipe) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed || o.pipe != p {
+		return
+	}
+	o.pipe = nil
+	p.Close()
+	now := time.Now()
+	lived := now.Sub(o.started)
+	if lived < quickExit {
+		o.failures++
+		backoff := min(time.Second<<min(o.failures-1, 6), maxBackoff)
+		o.retryAt = now.Add(backoff)
+		o.health = fmt.Sprintf("failing: supervisor %d exited %v after its start (%d in a row); next try in %v", p.PID(), lived.Round(time.Millisecond), o.failures, backoff)
+		o.opts.Logf("supervisor: %s", o.health)
+		return
+	}
+	o.opts.Logf("supervisor: supervisor %d exited after %v; restarting and replaying %d groups", p.PID(), lived.Round(time.Second), len(o.regs))
+	o.retryAt = time.Time{}
+	if len(o.regs) > 0 {
+		if err := o.startLocked(); err != nil {
+			o.opts.Logf("supervisor: restart: %v", err)
+		}
+	}
+}
+
+// timers runs the time-driven duties: a pending restart, the idle close,
+// and clearing a failure once a supervisor has lived long enough.
+func (o *Owner) timers() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return
+	}
+	now := time.Now()
+	if o.pipe == nil && !o.retryAt.IsZero() && !now.Before(o.retryAt) {
+		o.retryAt = time.Time{}
+		if len(o.regs) > 0 {
+			if err := o.startLocked(); err != nil {
+				o.opts.Logf("supervisor: restart: %v", err)
+			}
+		}
+	}
+	if o.pipe != nil && o.failures > 0 && now.Sub(o.started) >= quickExit {
+		o.failures, o.health = 0, ""
+	}
+	if o.pipe != nil && len(o.regs) == 0 && now.Sub(o.idleSince) >= o.opts.IdleClose {
+		o.opts.Logf("supervisor: nothing registered for %v: closing the death pipe", o.opts.IdleClose)
+		o.pipe.Close()
+		o.retired = append(o.retired, o.pipe)
+		o.pipe = nil
+	}
+	o.pruneRetiredLocked()
+}
+
+func (o *Owner) pruneRetiredLocked() {
+	kept := o.retired[:0]
+	for _, p := range o.retired {
+		select {
+		case <-p.Exited():
+		default:
+			kept = append(kept, p)
+		}
+	}
+	o.retired = kept
+}
+
+// startLocked launches a supervisor and replays every registration.
+func (o *Owner) startLocked() error {
+	cgBase, cgOwn := "", ""
+	if o.tree != nil {
+		cgBase, cgOwn = o.tree.base, o.tree.root
+	}
+	p, err := o.launch(o.opts.Grace, o.pgid, cgBase, cgOwn)
+	if err != nil {
+		o.health = fmt.Sprintf("failing: %v", err)
+		return fmt.Errorf("%w: %v", ErrSupervisor, err)
+	}
+	o.pipe, o.started = p, time.Now()
+	o.poke()
+	var buf []byte
+	for _, r := range o.regs {
+		for _, x := range append([]*reg{r}, r.esc...) {
+			l, err := regLine(x.id, x)
+			if err != nil {
+				continue // refused at registration already
+			}
+			if len(buf)+len(l) > 4096 { // PIPE_BUF: keep each write atomic
+				if err := p.Write(buf); err != nil {
+					return fmt.Errorf("%w: replay: %v", ErrSupervisor, err)
+				}
+				buf = buf[:0]
+			}
+			buf = append(buf, l...)
+		}
+	}
+	if len(buf) > 0 {
+		if err := p.Write(buf); err != nil {
+			return fmt.Errorf("%w: replay: %v", ErrSupervisor, err)
+		}
+	}
+	return nil
+}
+
+// sendLocked writes one line to the running supervisor, starting it first
+// if none runs (lazy start; the start replays every registration, which
+// includes the line's). If the write fails (the supervisor died unnoticed),
+// it starts a new one once.
+func (o *Owner) sendLocked(l []byte) error {
+	if o.pipe == nil {
+		return o.startLocked()
+	}
+	if err := o.pipe.Write(l); err == nil {
+		return nil
+	}
+	o.pipe.Close()
+	o.retired = append(o.retired, o.pipe)
+	o.pipe = nil
+	return o.startLocked()
+}
+
+// registerLocked records r and tells the supervisor.
+func (o *Owner) registerLocked(r *reg) error {
+	l, err := regLine(r.id, r)
+	if err != nil {
+		return err
+	}
+	o.regs[r.id] = r
+	if err := o.sendLocked(l); err != nil {
+		delete(o.regs, r.id)
+		return err
+	}
+	return nil
+}
+
+// unregisterLocked forgets r and its escapees and tells the supervisor.
+func (o *Owner) unregisterLocked(r *reg) {
+	if o.regs[r.id] != r {
+		return
+	}
+	delete(o.regs, r.id)
+	for _, e := range r.esc {
+		delete(o.escPids, e.g.Leader.PID)
+	}
+	if len(o.regs) == 0 {
+		o.idleSince = time.Now()
+	}
+	if o.pipe == nil {
+		return // nothing to tell; a later start replays only what is left
+	}
+	var buf []byte
+	for _, x := range append([]*reg{r}, r.esc...) {
+		buf = append(buf, unregLine(x.id)...)
+	}
+	if err := o.pipe.Write(buf); err != nil {
+		o.opts.Logf("supervisor: unregister %s: %v", r.id, err)
+	}
+}
+
+func (o *Owner) nextLocked() uint64 { o.seq++; return o.seq }
