@@ -1,0 +1,168 @@
+package control
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"syscall"
+)
+
+// Client steers a daemon over its control socket. Its methods mirror Backend
+// (a Client is a Backend) and wait as long as their ctx allows: in
+// particular Stop returns once the daemon reports the group empty. Safe for
+// concurrent use; Close releases its idle connections.
+type Client struct {
+	path string
+	hc   *http.Client
+}
+
+var _ Backend = (*Client)(nil)
+
+// Dial returns a Client for the daemon at socketPath. It connects lazily, but
+// checks now that a socket exists there, so that a daemon that is not
+// running is reported before any work: the error then matches ErrNotRunning
+// and says how to start one.
+func Dial(socketPath string) (*Client, error) {
+	if socketPath == "" {
+		return nil, errors.New("no control socket path; set --socket or HERMES_SOCKET")
+	}
+	fi, err := os.Stat(socketPath)
+	if err != nil {
+		return nil, dialError(socketPath, err)
+	}
+	if fi.Mode().Type() != fs.ModeSocket {
+		return nil, fmt.Errorf("%s is not a socket; is --socket right?", socketPath)
+	}
+	var d net.Dialer
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, "unix", socketPath)
+		},
+		DisableCompression: true,
+	}
+	return &Client{path: socketPath, hc: &http.Client{Transport: tr}}, nil
+}
+
+// Close releases the Client's idle connections.
+func (c *Client) Close() error {
+	c.hc.CloseIdleConnections()
+	return nil
+}
+
+// Status is the daemon's status, for the named units or for all.
+func (c *Client) Status(ctx context.Context, units ...string) (Status, error) {
+	q := url.Values{}
+	for _, u := range units {
+		q.Add("unit", u)
+	}
+	p := pathStatus
+	if len(q) > 0 {
+		p += "?" + q.Encode()
+	}
+	var st Status
+	err := c.do(ctx, http.MethodGet, p, nil, &st)
+	return st, err
+}
+
+// Start starts unit.
+func (c *Client) Start(ctx context.Context, unit string) error { return c.action(ctx, unit, "start") }
+
+// Stop stops unit and returns once its group is empty.
+func (c *Client) Stop(ctx context.Context, unit string) error { return c.action(ctx, unit, "stop") }
+
+// Restart restarts unit.
+func (c *Client) Restart(ctx context.Context, unit string) error {
+	return c.action(ctx, unit, "restart")
+}
+
+func (c *Client) action(ctx context.Context, unit, name string) error {
+	if unit == "" {
+		return fmt.Errorf("%w: empty unit name", ErrBadRequest)
+	}
+	return c.do(ctx, http.MethodPost, pathUnits+url.PathEscape(unit)+"/"+name, nil, &ActionResult{})
+}
+
+// Reload asks the daemon to re-read its units now (dryRun: only to say what
+// it would do) and returns the plan.
+func (c *Client) Reload(ctx context.Context, dryRun bool) (Plan, error) {
+	var p Plan
+	err := c.do(ctx, http.MethodPost, pathReload, ReloadRequest{DryRun: dryRun}, &p)
+	return p, err
+}
+
+// LogPath is unit's current log file.
+func (c *Client) LogPath(ctx context.Context, unit string) (string, error) {
+	if unit == "" {
+		return "", fmt.Errorf("%w: empty unit name", ErrBadRequest)
+	}
+	var li LogInfo
+	err := c.do(ctx, http.MethodGet, pathUnits+url.PathEscape(unit)+"/log", nil, &li)
+	return li.Path, err
+}
+
+// do sends one request and decodes a 2xx answer into out, or turns the
+// ErrorBody of any other answer into an *Error.
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://hermesd"+path, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+		return dialError(c.path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+		return fmt.Errorf("reading hermesd's answer on %s: %w", c.path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		var eb ErrorBody
+		if json.Unmarshal(data, &eb) != nil || eb.Error == "" {
+			eb = ErrorBody{Error: fmt.Sprintf("hermesd answered %s: %s", resp.Status, bytes.TrimSpace(data)), Code: CodeInternal}
+		}
+		return &Error{Status: resp.StatusCode, Code: eb.Code, Message: eb.Error}
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("hermesd's answer to %s %s is not what this hermesctl understands (%w); are they the same version?", method, path, err)
+	}
+	return nil
+}
+
+// dialError words a failure to reach the socket for a human.
+func dialError(path string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOENT):
+		return &refusal{kind: ErrNotRunning, msg: fmt.Sprintf("hermesd is not running (no socket at %s); start it with `hermesd` or `make run`", path)}
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return &refusal{kind: ErrNotRunning, msg: fmt.Sprintf("hermesd is not running (nothing answers on %s); start it with `hermesd` or `make run`", path)}
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EACCES):
+		return &refusal{kind: ErrDenied, msg: fmt.Sprintf("permission denied on %s: the control socket belongs to another user", path)}
+	}
+	return fmt.Errorf("cannot reach hermesd on %s: %w", path, err)
+}

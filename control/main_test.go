@@ -1,0 +1,167 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// The test binary is its own helper: with envHelper set it acts as a
+// hermesctl that asks the daemon at envSocket for its status, and reports
+// through its exit code (0 admitted, 3 denied, 1 anything else).
+const (
+	envHelper  = "HERMES_CONTROL_TEST_HELPER"
+	envSocket  = "HERMES_CONTROL_TEST_SOCKET"
+	exitDenied = 3
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envHelper) == "status" {
+		os.Exit(helperStatus(os.Getenv(envSocket)))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+func helperStatus(socket string) int {
+	c, err := Dial(socket)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer c.Close()
+	_, err = c.Status(context.Background())
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, ErrDenied):
+		fmt.Fprintln(os.Stderr, err)
+		return exitDenied
+	}
+	fmt.Fprintln(os.Stderr, err)
+	return 1
+}
+
+// fakeBackend records calls and answers from its fields.
+type fakeBackend struct {
+	status Status
+	plan   Plan
+	logs   map[string]string
+	err    error                                        // returned by every method when set
+	stop   func(ctx context.Context, unit string) error // replaces Stop when set
+
+	mu    sync.Mutex
+	calls []string // guarded by mu
+}
+
+func (b *fakeBackend) record(format string, args ...any) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.calls = append(b.calls, fmt.Sprintf(format, args...))
+}
+
+func (b *fakeBackend) Calls() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.calls)
+}
+
+func (b *fakeBackend) Status(_ context.Context, units ...string) (Status, error) {
+	b.record("status %v", units)
+	return b.status, b.err
+}
+
+func (b *fakeBackend) Start(_ context.Context, unit string) error {
+	b.record("start %s", unit)
+	return b.err
+}
+
+func (b *fakeBackend) Stop(ctx context.Context, unit string) error {
+	b.record("stop %s", unit)
+	if b.stop != nil {
+		return b.stop(ctx, unit)
+	}
+	return b.err
+}
+
+func (b *fakeBackend) Restart(_ context.Context, unit string) error {
+	b.record("restart %s", unit)
+	return b.err
+}
+
+func (b *fakeBackend) Reload(_ context.Context, dryRun bool) (Plan, error) {
+	b.record("reload dry_run=%v", dryRun)
+	return b.plan, b.err
+}
+
+func (b *fakeBackend) LogPath(_ context.Context, unit string) (string, error) {
+	b.record("log %s", unit)
+	if b.err != nil {
+		return "", b.err
+	}
+	p, ok := b.logs[unit]
+	if !ok {
+		return "", fmt.Errorf("%w %q", ErrUnknownUnit, unit)
+	}
+	return p, nil
+}
+
+// served is a Server running on a socket in a fresh directory.
+type served struct {
+	path   string
+	client *Client
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// serve runs srv on a new socket until the test ends (or stopServing).
+func serve(t *testing.T, srv *Server) *served {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "run", "hermesd.sock")
+	ln, err := Listen(path)
+	if err != nil {
+		t.Fatalf("Listen: %v", err)
+	}
+	return serveListener(t, srv, ln, path)
+}
+
+// serveListener runs srv on ln, the listener of the socket at path.
+func serveListener(t *testing.T, srv *Server, ln net.Listener, path string) *served {
+	t.Helper()
+	// Not t.Context: it ends before Cleanup runs, and the cleanup below
+	// wants to be the one that stops the server.
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &served{path: path, cancel: cancel, done: make(chan error, 1)}
+	go func() { s.done <- srv.Serve(ctx, ln) }()
+	c, err := Dial(path)
+	if err != nil {
+		cancel()
+		<-s.done
+		t.Fatalf("Dial: %v", err)
+	}
+	s.client = c
+	t.Cleanup(func() {
+		c.Close()
+		if err := s.stopServing(); err != nil {
+			t.Errorf("Serve returned %v, want nil", err)
+		}
+	})
+	return s
+}
+
+// stopServing ends Serve and waits for it; safe to call twice.
+func (s *served) stopServing() error {
+	s.cancel()
+	err, ok := <-s.done
+	if ok {
+		close(s.done)
+	}
+	return err
+}

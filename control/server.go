@@ -1,0 +1,268 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+)
+
+// Routes, all under /v1 (a new major version gets a new prefix; fields are
+// added to the bodies, never renamed):
+//
+//	GET  /v1/status[?unit=NAME&unit=…]   → Status
+//	POST /v1/units/{unit}/start           → ActionResult
+//	POST /v1/units/{unit}/stop            → ActionResult, once the group is empty
+//	POST /v1/units/{unit}/restart         → ActionResult
+//	POST /v1/reload  ReloadRequest        → Plan
+//	GET  /v1/units/{unit}/log             → LogInfo
+//
+// Every failure is a non-2xx status with an ErrorBody.
+const (
+	pathStatus = "/v1/status"
+	pathReload = "/v1/reload"
+	pathUnits  = "/v1/units/"
+)
+
+// maxBody bounds a request body; the largest legitimate one is a few bytes.
+const maxBody = 64 << 10
+
+// Options tune a Server. The zero value is ready to use.
+type Options struct {
+	// Logf receives refused connections and the server's own failures;
+	// nil discards them.
+	Logf func(format string, args ...any)
+	// ShutdownTimeout is how long Serve lets in-flight requests finish once
+	// its ctx ends, before it cancels their contexts; default 10 s.
+	ShutdownTimeout time.Duration
+}
+
+// Server serves a Backend on a listener. Every connection's peer is checked
+// with SO_PEERCRED: only the daemon's effective uid and root are admitted;
+// any other peer gets 403 (ErrDenied) on every request, and the refusal is
+// logged once per connection.
+type Server struct {
+	b     Backend
+	logf  func(format string, args ...any)
+	grace time.Duration
+	uid   int // the uid admitted besides root; os.Geteuid(), changed by tests only
+}
+
+// NewServer returns a Server for b.
+func NewServer(b Backend, opts Options) *Server {
+	s := &Server{b: b, logf: opts.Logf, grace: opts.ShutdownTimeout, uid: os.Geteuid()}
+	if s.logf == nil {
+		s.logf = func(string, ...any) {}
+	}
+	if s.grace <= 0 {
+		s.grace = 10 * time.Second
+	}
+	return s
+}
+
+// Serve accepts connections on ln (normally from Listen) until ctx ends, then
+// stops accepting, lets in-flight requests finish for up to
+// Options.ShutdownTimeout, cancels the contexts of those still running, and
+// returns once every connection's goroutine has ended. It closes ln. It
+// returns nil when ctx ended, or the error that stopped the listener.
+//
+// Requests run under a context that does not end with ctx (so that a stop in
+// progress is not cut short by the daemon's own shutdown) but ends when the
+// client goes away or the shutdown bound expires; Backend methods must
+// return when it does.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	base, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	// conns joins the goroutine of every connection: Add runs in the
+	// accept loop (StateNew), so all Adds happen before hs.Serve returns.
+	var conns sync.WaitGroup
+	hs := &http.Server{
+		Handler:           s.handler(),
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ConnContext:       s.admit,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          log.New(logWriter(s.logf), "control: ", 0),
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			switch st {
+			case http.StateNew:
+				conns.Add(1)
+			case http.StateClosed, http.StateHijacked:
+				conns.Done()
+			}
+		},
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+
+	var err error
+	select {
+	case err = <-served:
+		err = fmt.Errorf("control: serve: %w", err)
+		cancel()
+		hs.Close()
+	case <-ctx.Done():
+		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), s.grace)
+		if serr := hs.Shutdown(sctx); serr != nil {
+			s.logf("control: requests still running %v after shutdown began; cancelling them", s.grace)
+			cancel()
+			hs.Close()
+		}
+		scancel()
+		<-served // http.ErrServerClosed
+	}
+	conns.Wait()
+	return err
+}
+
+type connKey struct{}
+
+// admission is the verdict on one connection, made once when it is accepted.
+type admission struct {
+	peer peer
+	err  error // nil: admitted; else an ErrDenied error to answer every request with
+}
+
+// admit is http.Server.ConnContext: it runs in the accept loop.
+func (s *Server) admit(ctx context.Context, c net.Conn) context.Context {
+	a := &admission{}
+	p, err := peerOf(c)
+	switch {
+	case err != nil:
+		s.logf("control: refused a connection: cannot read its peer's credentials: %v", err)
+		a.err = fmt.Errorf("%w: hermesd could not check who you are (%v)", ErrDenied, err)
+	case !admitted(p.UID, s.uid):
+		s.logf("control: refused a connection from pid %d uid %d: only uid %d and root may steer hermesd", p.PID, p.UID, s.uid)
+		a.err = &refusal{
+			msg:  fmt.Sprintf("permission denied: uid %d may not steer this hermesd (it runs as uid %d; only that user and root may)", p.UID, s.uid),
+			kind: ErrDenied,
+		}
+	}
+	a.peer = p
+	return context.WithValue(ctx, connKey{}, a)
+}
+
+func (s *Server) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+pathStatus, s.status)
+	for _, a := range []struct {
+		name string
+		do   func(context.Context, string) error
+	}{{"start", s.b.Start}, {"stop", s.b.Stop}, {"restart", s.b.Restart}} {
+		mux.HandleFunc("POST "+pathUnits+"{unit}/"+a.name, func(w http.ResponseWriter, r *http.Request) {
+			unit := r.PathValue("unit")
+			if err := a.do(r.Context(), unit); err != nil {
+				writeError(w, err)
+				return
+			}
+			writeJSON(w, ActionResult{Unit: unit, Action: a.name})
+		})
+	}
+	mux.HandleFunc("POST "+pathReload, s.reload)
+	mux.HandleFunc("GET "+pathUnits+"{unit}/log", s.logPath)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeBody(w, http.StatusNotFound, ErrorBody{
+			Error: fmt.Sprintf("hermesd does not serve %s %s; are hermesctl and hermesd the same version?", r.Method, r.URL.Path),
+			Code:  CodeNoRoute,
+		})
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a, _ := r.Context().Value(connKey{}).(*admission); a == nil || a.err != nil {
+			w.Header().Set("Connection", "close")
+			err := error(&refusal{msg: "permission denied", kind: ErrDenied})
+			if a != nil {
+				err = a.err
+			}
+			writeError(w, err)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	st, err := s.b.Status(r.Context(), r.URL.Query()["unit"]...)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, normalize(st))
+}
+
+func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
+	var req ReloadRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields() // a newer client's intent is refused, not silently ignored
+	if err := dec.Decode(&req); err != nil && !errors.Is(err, io.EOF) {
+		writeError(w, fmt.Errorf("%w: reload body: %v", ErrBadRequest, err))
+		return
+	}
+	plan, err := s.b.Reload(r.Context(), req.DryRun)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, normalizePlan(plan))
+}
+
+func (s *Server) logPath(w http.ResponseWriter, r *http.Request) {
+	unit := r.PathValue("unit")
+	p, err := s.b.LogPath(r.Context(), unit)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, LogInfo{Unit: unit, Path: p})
+}
+
+// normalize turns nil slices into empty ones: the contract says arrays.
+func normalize(st Status) Status {
+	if st.Units == nil {
+		st.Units = []Unit{}
+	}
+	if st.ConfigErrors == nil {
+		st.ConfigErrors = []ConfigError{}
+	}
+	return st
+}
+
+func normalizePlan(p Plan) Plan {
+	for _, l := range []*[]string{&p.Start, &p.Stop, &p.Restart, &p.Keep} {
+		if *l == nil {
+			*l = []string{}
+		}
+	}
+	if p.Errors == nil {
+		p.Errors = []ConfigError{}
+	}
+	return p
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	code, status := encodeError(err)
+	writeBody(w, status, ErrorBody{Error: err.Error(), Code: code})
+}
+
+func writeJSON(w http.ResponseWriter, v any) { writeBody(w, http.StatusOK, v) }
+
+func writeBody(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	// An encoding failure here means the client went away; there is no one
+	// left to tell.
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// logWriter adapts Logf to the io.Writer that http.Server's ErrorLog needs.
+type logWriter func(format string, args ...any)
+
+func (f logWriter) Write(p []byte) (int, error) {
+	f("%s", string(p))
+	return len(p), nil
+}
