@@ -2,6 +2,7 @@ package logfile
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -156,7 +157,7 @@ type follower struct {
 	path     string
 	f        *os.File // file being read; nil while path does not exist
 	off      int64    // next offset to read in f
-	pollOnly bool     // tests: skip inotify
+	poll     time.Duration // if set, poll at this interval instead of using inotify
 }
 
 // run emits the bytes of the file from off on, and keeps emitting appended
@@ -179,7 +180,7 @@ func (fl *follower) run(ctx context.Context, emit func([]byte) error) error {
 		defer w.Close()
 		events, errs = w.Events, w.Errors
 	} else {
-		t := time.NewTicker(pollInterval)
+		t := time.NewTicker(cmp.Or(fl.poll, pollInterval))
 		defer t.Stop()
 		tick = t.C
 	}
@@ -218,7 +219,7 @@ func (fl *follower) run(ctx context.Context, emit func([]byte) error) error {
 }
 
 func (fl *follower) watch() (*fsnotify.Watcher, error) {
-	if fl.pollOnly {
+	if fl.poll > 0 {
 		return nil, errors.ErrUnsupported
 	}
 	w, err := fsnotify.NewWatcher()
