@@ -30,7 +30,6 @@ const tempPrefix = FileName + ".tmp-"
 // anything but a complete JSON object of a known version.
 func Parse(b []byte) ([]Entry, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var f file
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
