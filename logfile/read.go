@@ -154,10 +154,10 @@ func lastLinesOffset(f io.ReaderAt, size int64, n int) (int64, error) {
 // wakes on inotify events for the file's name in its directory, and falls
 // back to polling when inotify is unavailable.
 type follower struct {
-	path     string
-	f        *os.File // file being read; nil while path does not exist
-	off      int64    // next offset to read in f
-	poll     time.Duration // if set, poll at this interval instead of using inotify
+	path string
+	f    *os.File      // file being read; nil while path does not exist
+	off  int64         // next offset to read in f
+	poll time.Duration // if set, poll at this interval instead of using inotify
 }
 
 // run emits the bytes of the file from off on, and keeps emitting appended
