@@ -1,0 +1,133 @@
+package timeouts
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Layer is one detector of the timeout stack (SPEC §10). Each layer watches a
+// different kind of silence; a Plan gives every layer a value.
+type Layer int
+
+const (
+	// SocketRead bounds the wait for the next chunk of bytes on the socket.
+	SocketRead Layer = iota
+	// StaleStream bounds a stream's silence measured in content: SSE
+	// keep-alives and comments do not reset it.
+	StaleStream
+	// StaleNonStream bounds a non-streaming call that never answers.
+	StaleNonStream
+	// FirstEvent bounds a Responses API stream that was accepted but has
+	// sent no event yet.
+	FirstEvent
+	// APICall bounds a whole non-streaming request.
+	APICall
+	// Drain bounds the wait for a relay to close the SSE socket after the
+	// terminal event.
+	Drain
+
+	numLayers
+)
+
+// Layers lists every layer in table order.
+var Layers = []Layer{SocketRead, StaleStream, StaleNonStream, FirstEvent, APICall, Drain}
+
+var layerNames = [numLayers]string{"socket_read", "stale_stream", "stale_non_stream", "first_event", "api_call", "drain"}
+
+var layerTitles = [numLayers]string{"socket read", "stale stream", "stale non-stream", "first event", "API call", "post-terminal drain"}
+
+// String returns the snake_case name used in JSON and flags.
+func (l Layer) String() string {
+	if l < 0 || l >= numLayers {
+		return fmt.Sprintf("Layer(%d)", int(l))
+	}
+	return layerNames[l]
+}
+
+// Title returns the human name used in tables and error messages.
+func (l Layer) Title() string {
+	if l < 0 || l >= numLayers {
+		return l.String()
+	}
+	return layerTitles[l]
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (l Layer) MarshalText() ([]byte, error) {
+	if l < 0 || l >= numLayers {
+		return nil, fmt.Errorf("timeouts: invalid layer %d", int(l))
+	}
+	return []byte(l.String()), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler; see ParseLayer.
+func (l *Layer) UnmarshalText(b []byte) error {
+	v, err := ParseLayer(string(b))
+	if err != nil {
+		return err
+	}
+	*l = v
+	return nil
+}
+
+// ParseLayer parses a layer name as printed by Layer.String. Unknown names
+// are an error wrapping ErrInvalid.
+func ParseLayer(s string) (Layer, error) {
+	for i, n := range layerNames {
+		if s == n {
+			return Layer(i), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: layer %q (want one of %s)", ErrInvalid, s, strings.Join(layerNames[:], ", "))
+}
+
+// API is the provider API a call speaks.
+type API int
+
+const (
+	// Chat is /v1/chat/completions.
+	Chat API = iota
+	// Responses is /v1/responses; its streams get the first-event watchdog.
+	Responses
+)
+
+// String returns "chat" or "responses".
+func (a API) String() string {
+	switch a {
+	case Chat:
+		return "chat"
+	case Responses:
+		return "responses"
+	}
+	return fmt.Sprintf("API(%d)", int(a))
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (a API) MarshalText() ([]byte, error) {
+	if a != Chat && a != Responses {
+		return nil, fmt.Errorf("timeouts: invalid API %d", int(a))
+	}
+	return []byte(a.String()), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler; see ParseAPI.
+func (a *API) UnmarshalText(b []byte) error {
+	v, err := ParseAPI(string(b))
+	if err != nil {
+		return err
+	}
+	*a = v
+	return nil
+}
+
+// ParseAPI parses "chat" or "responses"; anything else is an error wrapping
+// ErrInvalid.
+func ParseAPI(s string) (API, error) {
+	switch s {
+	case "chat":
+		return Chat, nil
+	case "responses":
+		return Responses, nil
+	}
+	return 0, fmt.Errorf("%w: api %q (want chat or responses)", ErrInvalid, s)
+}
