@@ -1,0 +1,92 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hermes-units/hermes/supervisor"
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+)
+
+// newRunCmd is "hermesctl run [--] CMD…": a non-gateway owner (role "run")
+// that runs CMD as an owned child in the foreground. CMD gets hermesctl's
+// own stdin, stdout and stderr; INT and TERM are forwarded to its group;
+// hermesctl exits with CMD's status (128+signal when a signal killed it).
+// Whatever CMD started dies with hermesctl, by any death of hermesctl
+// (kill -9 included), within the grace.
+func newRunCmd(g *globals) *cobra.Command {
+	var mode string
+	var grace time.Duration
+	c := &cobra.Command{
+		Use:   "run [--] CMD [ARG...]",
+		Short: "Run a command as an owned child: its whole tree dies with hermesctl",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			m, err := supervisor.ParseMode(mode)
+			if err != nil {
+				return err
+			}
+			return runOwned(cmd, g, args, m, grace)
+		},
+	}
+	c.Flags().SetInterspersed(false)
+	c.Flags().StringVar(&mode, "mode", "", "containment: cgroup or pgroup (default: cgroup where a writable cgroup v2 hierarchy exists)")
+	c.Flags().DurationVar(&grace, "grace", supervisor.DefaultGrace, "TERM→KILL grace for CMD's tree when hermesctl dies")
+	return c
+}
+
+func runOwned(cmd *cobra.Command, g *globals, args []string, mode supervisor.Mode, grace time.Duration) error {
+	ctx := cmd.Context()
+	o, err := supervisor.New(supervisor.Options{StateDir: g.State, Role: "run", Grace: grace, Mode: mode})
+	if err != nil {
+		return err
+	}
+	defer o.Close()
+	// Subscribe before the start: a signal arriving during the spawn is
+	// forwarded once the child exists.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	_, terr := unix.IoctlGetTermios(int(os.Stdin.Fd()), unix.TCGETS)
+	fg := terr == nil // stdin is a terminal: CMD becomes its foreground group
+	if fg {
+		// Taking the terminal back after CMD ends is done from the
+		// background: SIGTTOU must not stop us.
+		signal.Ignore(syscall.SIGTTOU)
+	}
+	child, err := o.SpawnOwned(ctx, supervisor.Spec{
+		Unit: "run", Argv: args, Env: os.Environ(),
+		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+		Ownership: "owned", Foreground: fg,
+	})
+	if err != nil {
+		return err
+	}
+	for done := false; !done; {
+		select {
+		case s := <-sigs:
+			if o.Empty(child.Group) {
+				continue
+			}
+			syscall.Kill(-child.PGID, s.(syscall.Signal))
+		case <-child.Done():
+			done = true
+		}
+	}
+	if fg {
+		unix.IoctlSetPointerInt(int(os.Stdin.Fd()), unix.TIOCSPGRP, syscall.Getpgrp())
+	}
+	if err := o.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "hermesctl run:", err)
+	}
+	var ee *supervisor.ExitError
+	if errors.As(child.Err(), &ee) {
+		return &exitError{code: ee.Status()}
+	}
+	return child.Err()
+}
