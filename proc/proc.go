@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // ErrGone reports that no process with that pid exists (any more).
@@ -60,12 +61,18 @@ func ReadStat(pid int) (Stat, error) {
 	}
 	b, err := os.ReadFile(Root + "/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return Stat{}, fmt.Errorf("pid %d: %w", pid, ErrGone)
-		}
-		return Stat{}, err
+		return Stat{}, gone(pid, err)
 	}
 	return parseStat(pid, b)
+}
+
+// gone maps the errors of reading /proc/PID/... for a process that does not
+// exist, or exited between open and read (ESRCH), to ErrGone.
+func gone(pid int, err error) error {
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("pid %d: %w", pid, ErrGone)
+	}
+	return err
 }
 
 // parseStat parses the content of a stat file. The command name may hold
@@ -142,12 +149,12 @@ func (id Identity) Alive() bool {
 
 // Cmdline returns the argv of pid, or ErrGone.
 func Cmdline(pid int) ([]string, error) {
+	if pid <= 0 {
+		return nil, fmt.Errorf("pid %d: %w", pid, ErrGone)
+	}
 	b, err := os.ReadFile(Root + "/" + strconv.Itoa(pid) + "/cmdline")
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("pid %d: %w", pid, ErrGone)
-		}
-		return nil, err
+		return nil, gone(pid, err)
 	}
 	return splitNUL(b), nil
 }
@@ -155,18 +162,20 @@ func Cmdline(pid int) ([]string, error) {
 // Environ returns the environment pid started with (KEY=VALUE entries).
 // Reading another user's environment needs privileges.
 func Environ(pid int) ([]string, error) {
+	if pid <= 0 {
+		return nil, fmt.Errorf("pid %d: %w", pid, ErrGone)
+	}
 	b, err := os.ReadFile(Root + "/" + strconv.Itoa(pid) + "/environ")
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("pid %d: %w", pid, ErrGone)
-		}
-		return nil, err
+		return nil, gone(pid, err)
 	}
 	return splitNUL(b), nil
 }
 
+// splitNUL splits a NUL-terminated list (/proc/PID/cmdline, environ). Only
+// the final terminator is dropped, so an empty last argument survives.
 func splitNUL(b []byte) []string {
-	b = bytes.TrimRight(b, "\x00")
+	b = bytes.TrimSuffix(b, []byte{0})
 	if len(b) == 0 {
 		return nil
 	}
@@ -194,8 +203,12 @@ func Pids() ([]int, error) {
 }
 
 // GroupMembers lists the live (non-zombie) processes whose process group is
-// pgid. An empty result means the group is gone.
+// pgid. An empty result means the group is gone. A pgid ≤ 0 names no group
+// (kernel threads report pgid 0) and has no members.
 func GroupMembers(pgid int) ([]int, error) {
+	if pgid <= 0 {
+		return nil, nil
+	}
 	return Find(func(s Stat) bool { return s.PGID == pgid })
 }
 
