@@ -46,7 +46,6 @@ func newRoot() *cobra.Command {
 	f.StringVar(&g.State, "state", envOr("HERMES_STATE", g.State), "state directory: ledger, logs (env HERMES_STATE)")
 	f.StringVar(&g.Socket, "socket", envOr("HERMES_SOCKET", g.Socket), "control socket of hermesd (env HERMES_SOCKET)")
 	root.AddCommand() // each command is added here, one per line
-	root.AddCommand(newValidateCmd(g))
 	root.AddCommand(newRunCmd(g))
 	root.AddCommand(newValidateCmd(g))
 	return root
