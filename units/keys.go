@@ -1,5 +1,7 @@
 package units
 
+import "slices"
+
 // The keys each YAML block accepts, in the order the canonical rendering
 // writes them. The decoder rejects any other key; a test checks that the
 // schema mirror (shape.go) declares exactly these, so they cannot drift.
@@ -25,3 +27,36 @@ var (
 	defaultsKeys    = []string{"restart", "restart_sec", "restart_max_sec", "start_limit", "timeouts", "stop_signal", "log"}
 	defaultsLogKeys = []string{"max_size", "keep"}
 )
+
+// KnownKeys maps each YAML block to the keys the decoder accepts there, for
+// the schema package's drift test. Block paths start at "unit" or "config";
+// ".*" stands for a map key chosen by the user (a provider or model id) and
+// "[]" for a list item.
+func KnownKeys() map[string][]string {
+	out := map[string][]string{
+		"unit":             unitKeys,
+		"unit.start_limit": startLimitKeys,
+		"unit.ready":       readyKeys,
+		"unit.timeouts":    timeoutsKeys,
+		"unit.log":         logKeys,
+		"unit.provider":    unitProvKeys,
+
+		"config":                      configKeys,
+		"config.agent":                agentKeys,
+		"config.providers.*":          providerKeys,
+		"config.gateway":              gatewayKeys,
+		"config.defaults":             defaultsKeys,
+		"config.defaults.start_limit": startLimitKeys,
+		"config.defaults.timeouts":    timeoutsKeys,
+		"config.defaults.log":         defaultsLogKeys,
+	}
+	for _, p := range []string{"unit.provider", "config.providers.*"} {
+		out[p+".models.*"] = modelKeys
+		out[p+".tiers[]"] = tierKeys
+		out[p+".floors[]"] = floorKeys
+	}
+	for k, v := range out {
+		out[k] = slices.Clone(v)
+	}
+	return out
+}
