@@ -57,7 +57,8 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// Status is the daemon's status, for the named units or for all.
+// Status is the daemon's status, for the named units or for all. Its slices
+// are never nil, so that it encodes as the JSON contract says.
 func (c *Client) Status(ctx context.Context, units ...string) (Status, error) {
 	q := url.Values{}
 	for _, u := range units {
@@ -68,8 +69,10 @@ func (c *Client) Status(ctx context.Context, units ...string) (Status, error) {
 		p += "?" + q.Encode()
 	}
 	var st Status
-	err := c.do(ctx, http.MethodGet, p, nil, &st)
-	return st, err
+	if err := c.do(ctx, http.MethodGet, p, nil, &st); err != nil {
+		return Status{}, err
+	}
+	return normalize(st), nil
 }
 
 // Start starts unit.
@@ -94,8 +97,10 @@ func (c *Client) action(ctx context.Context, unit, name string) error {
 // it would do) and returns the plan.
 func (c *Client) Reload(ctx context.Context, dryRun bool) (Plan, error) {
 	var p Plan
-	err := c.do(ctx, http.MethodPost, pathReload, ReloadRequest{DryRun: dryRun}, &p)
-	return p, err
+	if err := c.do(ctx, http.MethodPost, pathReload, ReloadRequest{DryRun: dryRun}, &p); err != nil {
+		return Plan{}, err
+	}
+	return normalizePlan(p), nil
 }
 
 // LogPath is unit's current log file.

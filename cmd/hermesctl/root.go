@@ -45,9 +45,16 @@ func newRoot() *cobra.Command {
 	f.StringVar(&g.Units, "units", envOr("HERMES_UNITS", g.Units), "units directory (env HERMES_UNITS)")
 	f.StringVar(&g.State, "state", envOr("HERMES_STATE", g.State), "state directory: ledger, logs (env HERMES_STATE)")
 	f.StringVar(&g.Socket, "socket", envOr("HERMES_SOCKET", g.Socket), "control socket of hermesd (env HERMES_SOCKET)")
+	f.StringVarP(&g.output, "output", "o", "", "output format: json (default: text for humans)")
 	root.AddCommand() // each command is added here, one per line
 	root.AddCommand(newRunCmd(g))
 	root.AddCommand(newValidateCmd(g))
+	root.AddCommand(newStatusCmd(g))
+	root.AddCommand(newStartCmd(g))
+	root.AddCommand(newStopCmd(g))
+	root.AddCommand(newRestartCmd(g))
+	root.AddCommand(newReloadCmd(g))
+	root.AddCommand(newLogsCmd(g))
 	return root
 }
 

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hermes-units/hermes/control"
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+)
+
+func newStatusCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status [UNIT...]",
+		Short: "Show units, the supervisor, config errors, released and adopted groups",
+		Long: "Show every unit (or the named ones): state, pid, pgid, ownership, readiness,\n" +
+			"uptime, restarts, ports, RSS and last error; the death supervisor; unit files\n" +
+			"that did not load (file:line:col); groups released or re-adopted.\n" +
+			"-o json prints the stable JSON contract instead.",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := g.jsonOutput()
+			if err != nil {
+				return err
+			}
+			c, err := dial(g)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			st, err := c.Status(cmd.Context(), args...)
+			if err != nil {
+				return fmt.Errorf("status: %w", err)
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return writeJSON(out, st)
+			}
+			writeStatus(out, st, colorFor(out), time.Now())
+			return nil
+		},
+	}
+}
+
+// colorFor says whether w is a terminal that wants colour: NO_COLOR and
+// TERM=dumb turn it off.
+func colorFor(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok || os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// ANSI colours of the state words.
+const (
+	green  = "\x1b[32m"
+	red    = "\x1b[31m"
+	yellow = "\x1b[33m"
+	reset  = "\x1b[0m"
+)
+
+func stateColor(state string) string {
+	switch state {
+	case "running":
+		return green
+	case "failed":
+		return red
+	case "starting", "stopping":
+		return yellow
+	}
+	return ""
+}
+
+// writeStatus prints st for a human; now dates the daemon's uptime.
+func writeStatus(w io.Writer, st control.Status, color bool, now time.Time) {
+	if d := st.Daemon; d.PID != 0 {
+		line := fmt.Sprintf("hermesd:    pid %d", d.PID)
+		if d.Role != "" {
+			line += ", role " + d.Role
+		}
+		if !d.Started.IsZero() {
+			line += ", up " + human(now.Sub(d.Started))
+		}
+		fmt.Fprintln(w, line)
+	}
+	s := st.Supervisor
+	pid := "-"
+	if s.PID != 0 {
+		pid = strconv.Itoa(s.PID)
+	}
+	fmt.Fprintf(w, "supervisor: pid %s, %d %s, mode %s, health %s\n", pid, s.Groups, plural(s.Groups, "group", "groups"), dash(s.Mode), dash(s.Health))
+	fmt.Fprintln(w)
+
+	if len(st.Units) == 0 {
+		fmt.Fprintln(w, "no units")
+	} else {
+		t := table{{{text: "NAME"}, {text: "STATE"}, {text: "PID"}, {text: "PGID"}, {text: "OWNERSHIP"}, {text: "READY"}, {text: "UPTIME"}, {text: "RESTARTS"}, {text: "PORTS"}, {text: "RSS"}, {text: "ERROR"}}}
+		for _, u := range st.Units {
+			state := cell{text: dash(u.State)}
+			if color {
+				state.color = stateColor(u.State)
+			}
+			t = append(t, []cell{
+				{text: u.Name}, state, {text: num(u.PID)}, {text: num(u.PGID)}, {text: dash(u.Ownership)},
+				{text: ready(u)}, {text: uptime(u.Uptime)}, {text: strconv.Itoa(u.Restarts)}, {text: ports(u.Ports)},
+				{text: size(u.RSS)}, {text: dash(oneLine(u.Error))},
+			})
+		}
+		t.write(w)
+	}
+
+	if len(st.ConfigErrors) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "config errors (the last good version of these units keeps running):")
+		for _, e := range st.ConfigErrors {
+			fmt.Fprintf(w, "  %s\n", configError(e))
+		}
+	}
+	var released, adopted table
+	for _, u := range st.Units {
+		row := []cell{{text: u.Name}, {text: "pgid " + num(u.PGID)}, {text: "pid " + num(u.PID)}}
+		switch {
+		case u.State == "released":
+			released = append(released, row)
+		case u.Adopted || u.State == "adopted":
+			adopted = append(adopted, row)
+		}
+	}
+	for _, sec := range []struct {
+		title string
+		t     table
+	}{
+		{"released groups (they outlive hermesd):", released},
+		{"adopted groups (they now die with hermesd):", adopted},
+	} {
+		if len(sec.t) == 0 {
+			continue
+		}
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, sec.title)
+		for i := range sec.t {
+			sec.t[i] = append([]cell{{text: " "}}, sec.t[i]...)
+		}
+		sec.t.write(w)
+	}
+}
+
+// cell is one table cell; color, if set, wraps text without counting
+// towards its width.
+type cell struct{ text, color string }
+
+// table is rows of cells, written left-aligned in columns two spaces apart.
+type table [][]cell
+
+func (t table) write(w io.Writer) {
+	var widths []int
+	for _, row := range t {
+		for i, c := range row {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], utf8.RuneCountInString(c.text))
+		}
+	}
+	var b strings.Builder
+	for _, row := range t {
+		b.Reset()
+		for i, c := range row {
+			if c.color != "" {
+				b.WriteString(c.color + c.text + reset)
+			} else {
+				b.WriteString(c.text)
+			}
+			if i < len(row)-1 {
+				b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c.text)+2))
+			}
+		}
+		fmt.Fprintln(w, b.String())
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func num(n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return strconv.Itoa(n)
+}
+
+func ready(u control.Unit) string {
+	switch {
+	case u.State != "running":
+		return "-"
+	case u.Ready:
+		return "yes"
+	}
+	return "no"
+}
+
+func uptime(d time.Duration) string {
+	if d <= 0 {
+		return "-"
+	}
+	return human(d)
+}
+
+// human is a duration to the precision a person reads: 42s, 3m12s, 2h05m, 3d04h.
+func human(d time.Duration) string {
+	d = d.Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd%02dh", int(d.Hours())/24, int(d.Hours())%24)
+}
+
+func ports(ps []int) string {
+	if len(ps) == 0 {
+		return "-"
+	}
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = strconv.Itoa(p)
+	}
+	return strings.Join(s, ",")
+}
+
+// size is a byte count in binary units: 512B, 12.3M.
+func size(n int64) string {
+	if n <= 0 {
+		return "-"
+	}
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%dB", n)
+	}
+	v, i := float64(n)/unit, 0
+	for v >= unit && i < 3 {
+		v /= unit
+		i++
+	}
+	return fmt.Sprintf("%.1f%c", v, "KMGT"[i])
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
