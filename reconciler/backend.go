@@ -1,0 +1,238 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/proc"
+)
+
+var _ control.Backend = (*Reconciler)(nil)
+
+// Status reports every unit (or the named ones), released groups and config
+// errors. An unknown name is control.ErrUnknownUnit.
+func (r *Reconciler) Status(ctx context.Context, names ...string) (control.Status, error) {
+	var st control.Status
+	var err error
+	if e := r.do(ctx, func(context.Context) { st, err = r.status(names) }); e != nil {
+		return control.Status{}, e
+	}
+	return st, err
+}
+
+func (r *Reconciler) status(names []string) (control.Status, error) {
+	st := control.Status{Daemon: r.opt.Daemon, Units: []control.Unit{}, ConfigErrors: slices.Clone(r.errs)}
+	if st.ConfigErrors == nil {
+		st.ConfigErrors = []control.ConfigError{}
+	}
+	if r.opt.Supervisor != nil {
+		st.Supervisor = r.opt.Supervisor()
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	found := map[string]bool{}
+	fileErr := map[string]string{}
+	for _, e := range r.errs {
+		if _, ok := fileErr[unitOf(e.File)]; !ok {
+			fileErr[unitOf(e.File)] = fmt.Sprintf("unit file invalid, last good version kept: %s:%d:%d: %s", e.File, e.Line, e.Column, e.Message)
+		}
+	}
+	for _, u := range r.order() {
+		n := u.spec.Name
+		if len(want) > 0 && !want[n] {
+			continue
+		}
+		found[n] = true
+		cu := control.Unit{
+			Name: n, State: u.state.String(), Ownership: string(ownership(u.spec)),
+			Restarts: u.restarts, Adopted: u.adopted, Ready: u.ready,
+			Ports: u.spec.Ports, Log: u.logPath,
+		}
+		if cu.Log == "" {
+			cu.Log = r.logPath(u.spec)
+		}
+		if u.state.active() {
+			cu.PID, cu.PGID, cu.Cgroup = u.group.Leader.PID, u.group.PGID, u.group.Cgroup
+			cu.Uptime = time.Since(u.started)
+			cu.RSS = rss(cu.PID)
+		}
+		switch {
+		case fileErr[n] != "":
+			cu.Error = fileErr[n]
+		case u.state == Waiting:
+			cu.Error = u.waitMsg
+		case u.err != nil:
+			cu.Error = u.err.Error()
+		}
+		st.Units = append(st.Units, cu)
+	}
+	for _, s := range r.released {
+		if len(want) > 0 && !want[s.Unit] {
+			continue
+		}
+		found[s.Unit] = true
+		st.Units = append(st.Units, control.Unit{
+			Name: s.Unit, State: "released", PID: s.Group.Leader.PID, PGID: s.Group.PGID,
+			Cgroup: s.Group.Cgroup, Ownership: s.Ownership, Log: s.Log, Ready: s.Group.Leader.Alive(),
+		})
+	}
+	for _, n := range names {
+		if !found[n] {
+			return control.Status{}, fmt.Errorf("unit %s: %w", n, control.ErrUnknownUnit)
+		}
+	}
+	return st, nil
+}
+
+// rss is the resident set of pid in bytes, 0 when unreadable.
+func rss(pid int) int64 {
+	b, err := os.ReadFile(filepath.Join(proc.Root, strconv.Itoa(pid), "statm"))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseInt(f[1], 10, 64)
+	return pages * int64(os.Getpagesize())
+}
+
+// Start wants the unit running again: it clears a failure and the start
+// limit, and starts it once its dependencies allow. It returns the unit's
+// error when the start failed at once (port held, start limit, spawn).
+func (r *Reconciler) Start(ctx context.Context, name string) error {
+	var err error
+	if e := r.do(ctx, func(ctx context.Context) {
+		u := r.units[name]
+		if u == nil || u.removed {
+			err = fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
+			return
+		}
+		u.enabled = true
+		if !u.state.active() {
+			u.stopTimer(timerBackoff)
+			u.state, u.starts, u.attempt, u.err = Inactive, nil, 0, nil
+		}
+		r.reconcile(ctx)
+		if u.state == Failed || u.state == BackingOff {
+			err = u.err
+		}
+	}); e != nil {
+		return e
+	}
+	return err
+}
+
+// Stop stops the unit and returns once its group is empty (or ctx ends).
+// The unit stays stopped until Start (or a reload that changes it).
+func (r *Reconciler) Stop(ctx context.Context, name string) error {
+	return r.stopAndWait(ctx, name, stopCommand)
+}
+
+// Restart stops the unit (waiting for its group to be empty) and starts it
+// again; it returns once the new run is started.
+func (r *Reconciler) Restart(ctx context.Context, name string) error {
+	return r.stopAndWait(ctx, name, stopRestart)
+}
+
+func (r *Reconciler) stopAndWait(ctx context.Context, name string, why stopReason) error {
+	var err error
+	wait := make(chan error, 1)
+	waiting := false
+	if e := r.do(ctx, func(ctx context.Context) {
+		u := r.units[name]
+		if u == nil || u.removed {
+			err = fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
+			return
+		}
+		u.enabled = why == stopRestart
+		u.stopTimer(timerBackoff)
+		if why == stopRestart {
+			u.starts, u.attempt = nil, 0
+		}
+		if u.state.active() {
+			r.stop(u, why, nil)
+			u.waiters = append(u.waiters, wait)
+			waiting = true
+			return
+		}
+		u.state, u.err = Inactive, nil
+		r.reconcile(ctx)
+		if u.state == Failed {
+			err = u.err
+		}
+	}); e != nil {
+		return e
+	}
+	if err != nil || !waiting {
+		return err
+	}
+	select {
+	case err := <-wait:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-r.done:
+		return ErrStopped
+	}
+}
+
+// Reload re-reads the units directory and applies the plan, or with dryRun
+// only returns it.
+func (r *Reconciler) Reload(ctx context.Context, dryRun bool) (control.Plan, error) {
+	var p control.Plan
+	var err error
+	if e := r.do(ctx, func(ctx context.Context) {
+		if r.shutting {
+			err = ErrStopped
+			return
+		}
+		var l Loaded
+		if l, err = r.opt.Load(ctx); err != nil {
+			return
+		}
+		p = r.plan(l)
+		if !dryRun {
+			r.apply(ctx, p, l)
+			r.reconcile(ctx)
+		}
+	}); e != nil {
+		return control.Plan{}, e
+	}
+	return p, err
+}
+
+// LogPath is the unit's log file.
+func (r *Reconciler) LogPath(ctx context.Context, name string) (string, error) {
+	var path string
+	var err error
+	if e := r.do(ctx, func(context.Context) {
+		if u := r.units[name]; u != nil {
+			path = u.logPath
+			if path == "" {
+				path = r.logPath(u.spec)
+			}
+			return
+		}
+		for _, s := range r.released {
+			if s.Unit == name && s.Log != "" {
+				path = s.Log
+				return
+			}
+		}
+		err = fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
+	}); e != nil {
+		return "", e
+	}
+	return path, err
+}

@@ -1,0 +1,185 @@
+package reconciler
+
+import (
+	"errors"
+	"context"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/units"
+)
+
+// fakeProc is a process that exists only in the fake spawner.
+type fakeProc struct {
+	g    Group
+	done chan struct{}
+	once sync.Once
+	err  error
+}
+
+func (p *fakeProc) Group() Group          { return p.g }
+func (p *fakeProc) Done() <-chan struct{} { return p.done }
+func (p *fakeProc) Err() error            { return p.err }
+func (p *fakeProc) exit(err error)        { p.once.Do(func() { p.err = err; close(p.done) }) }
+
+type spawnRec struct {
+	at   time.Time
+	spec SpawnSpec
+	proc *fakeProc
+}
+
+type stopRec struct {
+	unit string
+	sig  syscall.Signal
+}
+
+// fakeSpawner records spawns and stops; Stop makes the process exit at once.
+// Pids start above any real pid_max so that Notify's /proc lookups find
+// nothing of ours.
+type fakeSpawner struct {
+	mu     sync.Mutex
+	spawns []spawnRec
+	stops  []stopRec
+	fail   map[string]error // unit -> spawn error
+}
+
+func (f *fakeSpawner) Spawn(_ context.Context, s SpawnSpec) (Process, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.fail[s.Unit]; err != nil {
+		return nil, err
+	}
+	pid := 5_000_000 + len(f.spawns)
+	p := &fakeProc{g: Group{Unit: s.Unit, PGID: pid, Leader: proc.Identity{PID: pid, StartTime: 1}}, done: make(chan struct{})}
+	f.spawns = append(f.spawns, spawnRec{time.Now(), s, p})
+	return p, nil
+}
+
+func (f *fakeSpawner) Stop(_ context.Context, g Group, sig syscall.Signal, _ time.Duration) error {
+	f.mu.Lock()
+	f.stops = append(f.stops, stopRec{g.Unit, sig})
+	var p *fakeProc
+	for _, s := range f.spawns {
+		if s.proc.g.PGID == g.PGID {
+			p = s.proc
+		}
+	}
+	f.mu.Unlock()
+	if p != nil {
+		p.exit(errTerminated)
+	}
+	return nil
+}
+
+func (f *fakeSpawner) WatchExit(context.Context, Group) (<-chan struct{}, error) {
+	return make(chan struct{}), nil
+}
+
+// last returns the latest process spawned for unit.
+func (f *fakeSpawner) last(t *testing.T, unit string) *fakeProc {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := len(f.spawns) - 1; i >= 0; i-- {
+		if f.spawns[i].spec.Unit == unit {
+			return f.spawns[i].proc
+		}
+	}
+	t.Fatalf("unit %s was never spawned", unit)
+	return nil
+}
+
+func (f *fakeSpawner) spawnTimes(unit string) []time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []time.Time
+	for _, s := range f.spawns {
+		if s.spec.Unit == unit {
+			out = append(out, s.at)
+		}
+	}
+	return out
+}
+
+func (f *fakeSpawner) stopOrder() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, s := range f.stops {
+		out = append(out, s.unit)
+	}
+	return out
+}
+
+// harness runs a Reconciler over a fake spawner and a mutable unit list.
+type harness struct {
+	t      *testing.T
+	fs     *fakeSpawner
+	r      *Reconciler
+	mu     sync.Mutex
+	specs  []units.Spec
+	errs   []control.ConfigError
+	cancel context.CancelFunc
+	errc   chan error
+}
+
+func spec(name string, mod ...func(*units.Spec)) units.Spec {
+	s := units.Spec{Name: name, Command: []string{"/bin/true"}, Ownership: units.Owned, Restart: units.RestartNo,
+		RestartSec: time.Second, RestartMax: 30 * time.Second, Timeouts: units.Timeouts{Stop: time.Second}}
+	for _, m := range mod {
+		m(&s)
+	}
+	return s
+}
+
+// start builds and runs the harness; call it inside a synctest bubble.
+func start(t *testing.T, role Role, specs ...units.Spec) *harness {
+	t.Helper()
+	h := &harness{t: t, fs: &fakeSpawner{fail: map[string]error{}}, specs: specs, errc: make(chan error, 1)}
+	r, err := New(Options{
+		Role:     role,
+		Spawner:  h.fs,
+		StateDir: t.TempDir(),
+		Env:      []string{"PATH=/bin", "NOTIFY_SOCKET=/run/systemd/notify"},
+		Rand:     func() float64 { return 0.5 },
+		Load: func(context.Context) (Loaded, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			return Loaded{Specs: append([]units.Spec(nil), h.specs...), Errors: h.errs}, nil
+		},
+		NotifySocket: "/tmp/hermes-test-notify",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.r = r
+	ctx, cancel := context.WithCancel(t.Context())
+	h.cancel = cancel
+	go func() { h.errc <- r.Run(ctx) }()
+	t.Cleanup(func() { h.shutdown() })
+	return h
+}
+
+func (h *harness) shutdown() error {
+	if h.cancel == nil {
+		return nil
+	}
+	h.cancel()
+	h.cancel = nil
+	return <-h.errc
+}
+
+func (h *harness) unit(name string) control.Unit {
+	h.t.Helper()
+	st, err := h.r.Status(context.Background(), name)
+	if err != nil {
+		h.t.Fatalf("status %s: %v", name, err)
+	}
+	return st.Units[0]
+}
+
+var errTerminated = errors.New("signal: terminated")

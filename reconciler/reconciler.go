@@ -1,0 +1,586 @@
+// Package reconciler keeps the declared units running: it compares the
+// desired state (the loaded unit files) with the actual state (the groups it
+// spawned, re-adopted or adopted) and acts on the difference.
+//
+// It is level-based, in the manner of controller-runtime: every event (a file
+// change, a process exit, a timer, a readiness result, a notify message, a
+// control command) is handled by one goroutine, Run's, which owns all state;
+// after each event a reconcile pass walks every unit in dependency order and
+// starts, stops or leaves it. Nothing outside Run touches a unit: control
+// calls post a request and wait for the reply.
+//
+// Timing (backoff, start limits, start timeout, watchdog, runtime max) uses
+// the time package's timers, so tests run it under testing/synctest; the
+// arithmetic is in pure functions (Backoff, StartLimitHit, Stable).
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/units"
+)
+
+// Role is the owner's role (SPEC §3).
+type Role string
+
+const (
+	// Gateway survives-and-re-adopts: adoptable and persist units outlive it.
+	Gateway Role = "gateway"
+	// Worker owns its background jobs: adoptable units die with it.
+	Worker Role = "worker"
+)
+
+// ParseRole parses "gateway" or "worker".
+func ParseRole(s string) (Role, error) {
+	switch Role(s) {
+	case Gateway, Worker:
+		return Role(s), nil
+	}
+	return "", fmt.Errorf("role %q: %w (want gateway or worker)", s, ErrBadRole)
+}
+
+// Errors the reconciler returns.
+var (
+	ErrBadRole = errors.New("unknown role")
+	// ErrStopped reports a call made after Run returned.
+	ErrStopped = errors.New("reconciler is not running")
+)
+
+// Loaded is the result of reading the units directory.
+type Loaded struct {
+	Specs  []units.Spec
+	Errors []control.ConfigError // files that did not load; their units keep their last good version
+}
+
+// Options configure a Reconciler.
+type Options struct {
+	Role    Role
+	Spawner Spawner
+	// Load reads the units directory; called at Run start, on each value
+	// from Changes, and by Reload.
+	Load func(ctx context.Context) (Loaded, error)
+	// Changes delivers "something changed in the units directory or the
+	// config file" (package watch). nil: reload only on request.
+	Changes <-chan struct{}
+	// Checkpoint is the ledger; nil disables re-adoption and the ledger
+	// part of port-holder messages.
+	Checkpoint Checkpoint
+	StateDir   string // default log directory is <StateDir>/logs
+	UnitsDir   string // working directory of units that set no workdir
+	// NotifySocket is set as NOTIFY_SOCKET in every unit's environment.
+	NotifySocket string
+	Env          []string // base environment of units; nil means os.Environ()
+	// Lines follows a log file from an offset (logfile.Lines): the log
+	// readiness probe. nil disables log probes (they fail).
+	Lines func(ctx context.Context, path string, offset int64) (<-chan string, error)
+	// OpenLog opens a unit's log file for appending (logfile.Open); nil uses
+	// a plain O_APPEND open.
+	OpenLog func(path string) (*os.File, error)
+	// Rotate rotates a log file (logfile.Rotate); nil disables rotation.
+	Rotate func(path string, maxSize int64, keep int) (bool, error)
+	// Supervisor reports the supervisor's status for Status.
+	Supervisor func() control.Supervisor
+	Daemon     control.Daemon
+	Rand       func() float64 // jitter source in [0,1); nil = math/rand/v2
+	Logger     *slog.Logger   // nil discards
+	// OnReady is called (from Run's goroutine, without blocking) the first
+	// time every declared unit has been given its first chance to start, with
+	// the number of running units: hermesd's READY=1.
+	OnReady func(running int)
+}
+
+// Reconciler is the state machine. Create it with New, drive it with Run;
+// its control methods (the control.Backend) are safe for concurrent use
+// while Run runs.
+type Reconciler struct {
+	opt    Options
+	log    *slog.Logger
+	events chan any
+	done   chan struct{} // closed when Run returns
+
+	// Owned by Run's goroutine.
+	units       map[string]*unit
+	errs        []control.ConfigError
+	released    []Survivor
+	seq         uint64
+	shutting    bool
+	base        context.Context // runs' parent; ends after Run's shutdown
+	wg          sync.WaitGroup  // goroutines started by Run's goroutine
+	rotate      *time.Timer
+	readyCalled bool
+}
+
+// New checks opts and returns a Reconciler ready to Run.
+func New(opts Options) (*Reconciler, error) {
+	if opts.Spawner == nil || opts.Load == nil {
+		return nil, errors.New("reconciler: Spawner and Load are required")
+	}
+	if opts.Role == "" {
+		opts.Role = Gateway
+	}
+	if _, err := ParseRole(string(opts.Role)); err != nil {
+		return nil, err
+	}
+	if opts.Rand == nil {
+		opts.Rand = rand.Float64
+	}
+	if opts.Env == nil {
+		opts.Env = os.Environ()
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Reconciler{
+		opt:    opts,
+		log:    log,
+		events: make(chan any, 64),
+		done:   make(chan struct{}),
+		units:  map[string]*unit{},
+	}, nil
+}
+
+// Events.
+type (
+	exitEvent struct {
+		name string
+		gen  uint64
+		err  error
+	}
+	stopDoneEvent struct {
+		name string
+		gen  uint64
+		err  error
+	}
+	timerEvent struct {
+		name string
+		gen  uint64
+		kind timerKind
+	}
+	readyEvent struct {
+		name string
+		gen  uint64
+		err  error
+	}
+	rotateEvent struct{}
+	notifyEvent struct {
+		pid, pgid int
+		cgroup    string
+		fields    map[string]string
+	}
+	// request runs fn on Run's goroutine; fn replies through its own channel.
+	request struct{ fn func(ctx context.Context) }
+)
+
+// post hands an event to Run; it drops the event once Run has returned.
+func (r *Reconciler) post(ev any) {
+	select {
+	case r.events <- ev:
+	case <-r.done:
+	}
+}
+
+// Run owns the state until ctx ends, then stops hermesd cleanly (SPEC §6):
+// owned units stop in reverse dependency order, survivors keep running and
+// stay in the ledger. It returns once every goroutine it started has ended:
+// nil after a clean stop, or the error that prevented starting.
+func (r *Reconciler) Run(ctx context.Context) error {
+	defer close(r.done)
+	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
+	r.base = base
+	defer func() {
+		cancelBase()
+		r.wg.Wait()
+	}()
+
+	loaded, err := r.opt.Load(ctx)
+	if err != nil {
+		return fmt.Errorf("load units: %w", err)
+	}
+	r.readopt(ctx, loaded)
+	r.apply(ctx, r.plan(loaded), loaded)
+	r.reconcile(ctx)
+
+	shut := ctx.Done()
+	for {
+		if r.shutting && r.settled() {
+			r.finishShutdown()
+			return nil
+		}
+		select {
+		case <-shut:
+			shut = nil
+			r.beginShutdown()
+		case <-r.opt.Changes:
+			if r.shutting {
+				continue
+			}
+			if l, err := r.opt.Load(ctx); err != nil {
+				r.log.Error("reload: units not read; running units kept", "err", err)
+			} else {
+				r.apply(ctx, r.plan(l), l)
+			}
+		case ev := <-r.events:
+			r.handle(ctx, ev)
+		}
+		r.reconcile(ctx)
+	}
+}
+
+func (r *Reconciler) nextGen() uint64 { r.seq++; return r.seq }
+
+// handle applies one event. Stale events (another gen) are dropped.
+func (r *Reconciler) handle(ctx context.Context, ev any) {
+	switch ev := ev.(type) {
+	case request:
+		ev.fn(ctx)
+	case exitEvent:
+		u := r.units[ev.name]
+		if u == nil || u.gen != ev.gen || !u.state.active() || u.state == Stopping {
+			return
+		}
+		cause := ev.err
+		if u.adopted && cause == nil {
+			cause = errExitUnknown
+		}
+		r.log.Info("unit exited", "unit", u.spec.Name, "pid", u.group.Leader.PID, "err", cause)
+		r.stop(u, stopFailure, exitCause{cause})
+	case stopDoneEvent:
+		u := r.units[ev.name]
+		if u == nil || u.gen != ev.gen || u.state != Stopping {
+			return
+		}
+		r.stopped(ctx, u, ev.err)
+	case timerEvent:
+		r.onTimer(ev)
+	case readyEvent:
+		u := r.units[ev.name]
+		if u == nil || u.gen != ev.gen || u.state != Starting {
+			return
+		}
+		if ev.err != nil {
+			if errors.Is(ev.err, context.Canceled) {
+				return
+			}
+			r.stop(u, stopFailure, fmt.Errorf("readiness probe: %w", ev.err))
+			return
+		}
+		r.markReady(u)
+	case notifyEvent:
+		r.onNotify(ev)
+	case rotateEvent:
+		r.rotateLogs()
+	}
+}
+
+// errExitUnknown: a re-adopted group's leader is not our child, so its exit
+// status cannot be read.
+var errExitUnknown = errors.New("exited (status unknown: not our child)")
+
+// exitCause marks a failure that is a plain exit: a nil err is a success.
+type exitCause struct{ err error }
+
+func (e exitCause) Error() string {
+	if e.err == nil {
+		return "exited with status 0"
+	}
+	return e.err.Error()
+}
+
+func (e exitCause) Unwrap() error { return e.err }
+
+// Timeout causes.
+var (
+	ErrStartTimeout = errors.New("not ready within the start timeout")
+	ErrWatchdog     = errors.New("no WATCHDOG=1 within the watchdog timeout")
+	ErrRuntimeMax   = errors.New("ran for its runtime_max")
+	ErrStartLimit   = errors.New("start limit hit")
+)
+
+func (r *Reconciler) onTimer(ev timerEvent) {
+	u := r.units[ev.name]
+	if u == nil || u.gen != ev.gen {
+		return
+	}
+	delete(u.timers, ev.kind)
+	switch ev.kind {
+	case timerBackoff:
+		if u.state == BackingOff {
+			u.state = Inactive // reconcile starts it
+		}
+	case timerStart:
+		if u.state == Starting {
+			r.stop(u, stopFailure, fmt.Errorf("%w (%s)", ErrStartTimeout, u.spec.Timeouts.Start))
+		}
+	case timerWatchdog:
+		if u.state == Starting || u.state == Running {
+			r.stop(u, stopFailure, fmt.Errorf("%w (%s)", ErrWatchdog, u.spec.Timeouts.Watchdog))
+		}
+	case timerRuntime:
+		if u.state == Starting || u.state == Running {
+			r.stop(u, stopFailure, fmt.Errorf("%w (%s)", ErrRuntimeMax, u.spec.Timeouts.RuntimeMax))
+		}
+	}
+}
+
+func (r *Reconciler) arm(u *unit, k timerKind, d time.Duration) {
+	u.stopTimer(k)
+	if u.timers == nil {
+		u.timers = map[timerKind]*time.Timer{}
+	}
+	name, gen := u.spec.Name, u.gen
+	u.timers[k] = time.AfterFunc(d, func() { r.post(timerEvent{name, gen, k}) })
+}
+
+func (r *Reconciler) markReady(u *unit) {
+	u.state = Running
+	u.ready = true
+	u.stopTimer(timerStart)
+	r.log.Info("unit ready", "unit", u.spec.Name, "pid", u.group.Leader.PID)
+}
+
+// onNotify applies an sd_notify message to the unit whose group sent it.
+func (r *Reconciler) onNotify(ev notifyEvent) {
+	var u *unit
+	for _, c := range r.units {
+		if !c.state.active() || c.state == Stopping {
+			continue
+		}
+		g := c.group
+		if ev.pid == g.Leader.PID || (ev.pgid > 0 && ev.pgid == g.PGID) || (ev.cgroup != "" && g.Cgroup != "" && strings.HasSuffix(g.Cgroup, ev.cgroup)) {
+			u = c
+			break
+		}
+	}
+	if u == nil {
+		r.log.Debug("notify message from a process of no unit", "pid", ev.pid)
+		return
+	}
+	if ev.fields["READY"] == "1" && u.state == Starting && u.spec.Ready.Notify {
+		r.markReady(u)
+	}
+	if ev.fields["WATCHDOG"] == "1" && u.spec.Timeouts.Watchdog > 0 {
+		r.arm(u, timerWatchdog, u.spec.Timeouts.Watchdog)
+	}
+	if s, ok := ev.fields["STATUS"]; ok {
+		r.log.Debug("unit status", "unit", u.spec.Name, "status", s)
+	}
+}
+
+// Notify hands an sd_notify message received on NOTIFY_SOCKET to Run. It is
+// called from the notify server's goroutine; it resolves the sender's group
+// at once, since systemd-notify exits right after sending.
+func (r *Reconciler) Notify(pid int, fields map[string]string) {
+	ev := notifyEvent{pid: pid, fields: fields}
+	if st, err := proc.ReadStat(pid); err == nil {
+		ev.pgid = st.PGID
+	}
+	if b, err := os.ReadFile(filepath.Join(proc.Root, strconv.Itoa(pid), "cgroup")); err == nil {
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if rest, ok := strings.CutPrefix(line, "0::"); ok && rest != "/" {
+				ev.cgroup = rest
+			}
+		}
+	}
+	r.post(ev)
+}
+
+// settled reports whether shutdown is complete: no unit that must stop has a
+// group left.
+func (r *Reconciler) settled() bool {
+	for _, u := range r.units {
+		if u.state.active() && !(keeps(r.opt.Role, u.spec.Ownership) && u.state != Stopping) {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *Reconciler) beginShutdown() {
+	r.log.Info("stopping: owned units in reverse dependency order; survivors keep running")
+	r.shutting = true
+	if r.rotate != nil {
+		r.rotate.Stop()
+	}
+	for _, u := range r.units {
+		u.stopTimer(timerBackoff)
+		if u.state == BackingOff || u.state == Waiting {
+			u.state = Inactive
+		}
+	}
+}
+
+func (r *Reconciler) finishShutdown() {
+	for _, u := range r.units {
+		u.endRun()
+		u.stopTimer(timerBackoff)
+		u.replyWaiters(ErrStopped)
+	}
+}
+
+// do runs fn on Run's goroutine and waits for it to return.
+func (r *Reconciler) do(ctx context.Context, fn func(ctx context.Context)) error {
+	ran := make(chan struct{})
+	req := request{fn: func(ctx context.Context) { fn(ctx); close(ran) }}
+	select {
+	case r.events <- req:
+	case <-r.done:
+		return ErrStopped
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-ran:
+		return nil
+	case <-r.done:
+		return ErrStopped
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// order returns the units sorted so that every unit comes after the units it
+// names in after and requires (ties and cycles broken by name).
+func (r *Reconciler) order() []*unit {
+	names := make([]string, 0, len(r.units))
+	for n := range r.units {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	seen := map[string]int{} // 1 visiting, 2 done
+	var out []*unit
+	var visit func(n string)
+	visit = func(n string) {
+		u := r.units[n]
+		if u == nil || seen[n] != 0 {
+			return
+		}
+		seen[n] = 1
+		deps := slices.Concat(u.spec.After, u.spec.Requires)
+		sort.Strings(deps)
+		for _, d := range deps {
+			visit(d)
+		}
+		seen[n] = 2
+		out = append(out, u)
+	}
+	for _, n := range names {
+		visit(n)
+	}
+	return out
+}
+
+func dependsOn(u *unit, name string) bool {
+	return slices.Contains(u.spec.After, name) || slices.Contains(u.spec.Requires, name)
+}
+
+// blocked says why u cannot start now, or "".
+func (r *Reconciler) blocked(u *unit) string {
+	for _, c := range r.units {
+		if c.state == Stopping && (c.removed || c.pending != nil) {
+			return "waiting for " + c.spec.Name + " to stop (reload)"
+		}
+	}
+	for _, d := range u.spec.After {
+		if dep := r.units[d]; dep != nil && !(dep.state == Running) {
+			return "waiting for " + d + " to be ready"
+		}
+	}
+	for _, d := range u.spec.Requires {
+		dep := r.units[d]
+		if dep == nil {
+			return "requires " + d + ", which is not declared"
+		}
+		if !r.up(dep) {
+			return "requires " + d + ", which is " + dep.state.String()
+		}
+	}
+	return ""
+}
+
+// up: a required unit that counts as present.
+func (r *Reconciler) up(dep *unit) bool {
+	switch dep.state {
+	case Waiting, Starting, Running:
+		return true
+	}
+	return false
+}
+
+// reconcile walks the units in dependency order and acts on each.
+func (r *Reconciler) reconcile(ctx context.Context) {
+	order := r.order()
+	if r.shutting {
+		// Reverse order: a unit stops once nothing active depends on it.
+		for i := len(order) - 1; i >= 0; i-- {
+			u := order[i]
+			if !u.state.active() || u.state == Stopping || keeps(r.opt.Role, u.spec.Ownership) {
+				continue
+			}
+			if r.hasActiveDependents(u) {
+				continue
+			}
+			r.stop(u, stopShutdown, nil)
+		}
+		return
+	}
+	for _, u := range order {
+		switch u.state {
+		case Inactive, Waiting:
+			if !u.enabled {
+				u.state = Inactive
+				continue
+			}
+			if why := r.blocked(u); why != "" {
+				u.state, u.waitMsg = Waiting, why
+				continue
+			}
+			u.waitMsg = ""
+			r.start(ctx, u)
+		case Starting, Running:
+			if !u.enabled || u.removed || u.pending != nil {
+				continue // a stop is already on its way via a command or reload
+			}
+			for _, d := range u.spec.Requires {
+				if dep := r.units[d]; dep == nil || !r.up(dep) {
+					r.log.Info("required unit went down; stopping", "unit", u.spec.Name, "requires", d)
+					r.stop(u, stopRequires, nil)
+					break
+				}
+			}
+		}
+	}
+	if !r.readyCalled && r.opt.OnReady != nil {
+		r.readyCalled = true
+		n := 0
+		for _, u := range r.units {
+			if u.state == Running || u.state == Starting {
+				n++
+			}
+		}
+		r.opt.OnReady(n)
+	}
+}
+
+func (r *Reconciler) hasActiveDependents(u *unit) bool {
+	for _, c := range r.units {
+		if c != u && c.state.active() && dependsOn(c, u.spec.Name) && !keeps(r.opt.Role, c.spec.Ownership) {
+			return true
+		}
+	}
+	return false
+}

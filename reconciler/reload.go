@@ -1,0 +1,143 @@
+package reconciler
+
+import (
+	"context"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/units"
+)
+
+func hash(s units.Spec) string { return s.Hash() }
+
+// Diff computes a reload plan (pure): cur maps each current unit to its spec
+// hash. A unit whose file failed to load is kept at its last good version
+// (never stopped for a broken file); a renamed file is a stop of the old
+// name and a start of the new one.
+func Diff(cur map[string]string, l Loaded) control.Plan {
+	p := control.Plan{Start: []string{}, Stop: []string{}, Restart: []string{}, Keep: []string{}, Errors: l.Errors}
+	if p.Errors == nil {
+		p.Errors = []control.ConfigError{}
+	}
+	invalid := map[string]bool{}
+	for _, e := range l.Errors {
+		invalid[unitOf(e.File)] = true
+	}
+	next := map[string]bool{}
+	for _, s := range l.Specs {
+		next[s.Name] = true
+		h, ok := cur[s.Name]
+		switch {
+		case !ok:
+			p.Start = append(p.Start, s.Name)
+		case h != hash(s):
+			p.Restart = append(p.Restart, s.Name)
+		default:
+			p.Keep = append(p.Keep, s.Name)
+		}
+	}
+	for n := range cur {
+		if next[n] {
+			continue
+		}
+		if invalid[n] {
+			p.Keep = append(p.Keep, n)
+		} else {
+			p.Stop = append(p.Stop, n)
+		}
+	}
+	for _, l := range [][]string{p.Start, p.Stop, p.Restart, p.Keep} {
+		sort.Strings(l)
+	}
+	return p
+}
+
+// unitOf is the unit name of a unit file path.
+func unitOf(file string) string {
+	b := filepath.Base(file)
+	for _, ext := range []string{".yaml", ".yml"} {
+		if n, ok := strings.CutSuffix(b, ext); ok {
+			return n
+		}
+	}
+	return b
+}
+
+// plan is Diff against the current units; units already being removed do
+// not count as current.
+func (r *Reconciler) plan(l Loaded) control.Plan {
+	cur := map[string]string{}
+	for n, u := range r.units {
+		if !u.removed {
+			cur[n] = u.hash
+		}
+	}
+	return Diff(cur, l)
+}
+
+// apply carries a plan out: starts come from reconcile, stops and restarts
+// begin here. Stops of a reload finish before its starts begin (see blocked),
+// so a renamed unit never clashes with its old self on a port.
+func (r *Reconciler) apply(ctx context.Context, p control.Plan, l Loaded) {
+	specs := map[string]units.Spec{}
+	for _, s := range l.Specs {
+		specs[s.Name] = s
+	}
+	r.errs = p.Errors
+	for _, n := range p.Start {
+		s := specs[n]
+		if u := r.units[n]; u != nil { // still stopping after a removal
+			u.removed, u.pending = false, &s
+			u.stopWhy = stopReload
+			continue
+		}
+		r.units[n] = &unit{spec: s, hash: hash(s), enabled: true}
+	}
+	for _, n := range p.Keep {
+		if s, ok := specs[n]; ok {
+			r.units[n].spec = s // fields outside the hash apply without a restart
+		}
+	}
+	for _, n := range p.Restart {
+		u, s := r.units[n], specs[n]
+		if u.state.active() {
+			u.pending = &s
+			r.log.Info("unit changed; restarting", "unit", n)
+			r.stop(u, stopReload, nil)
+		} else {
+			r.replace(u, s)
+		}
+	}
+	for _, n := range p.Stop {
+		u := r.units[n]
+		u.removed, u.pending = true, nil
+		u.stopTimer(timerBackoff)
+		if u.state.active() {
+			r.log.Info("unit removed; stopping", "unit", n)
+			r.stop(u, stopReload, nil)
+		} else {
+			delete(r.units, n)
+		}
+	}
+	r.armRotate()
+}
+
+// LoadDir adapts units.Loader.LoadDir to Options.Load.
+func LoadDir(l *units.Loader, dir string) func(context.Context) (Loaded, error) {
+	return func(context.Context) (Loaded, error) {
+		d, err := l.LoadDir(dir)
+		if err != nil {
+			return Loaded{}, err
+		}
+		var out Loaded
+		for _, n := range d.Order() {
+			out.Specs = append(out.Specs, *d.Units[n])
+		}
+		for _, e := range d.Errors() {
+			out.Errors = append(out.Errors, control.ConfigError{File: e.File, Line: e.Line, Column: e.Column, Message: e.Msg})
+		}
+		return out, nil
+	}
+}

@@ -1,0 +1,317 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hermes-units/hermes/units"
+)
+
+// start spawns u (Run's goroutine). On a start limit or a held port the unit
+// is left failed; on a spawn error the restart policy decides.
+func (r *Reconciler) start(ctx context.Context, u *unit) {
+	now := time.Now()
+	hit, kept := StartLimitHit(u.starts, now, u.spec.StartLimit)
+	u.starts = kept
+	if hit {
+		r.fail(u, fmt.Errorf("%w: %d starts within %s; fix the unit, then run `hermesctl start %s`",
+			ErrStartLimit, u.spec.StartLimit.Burst, u.spec.StartLimit.Interval, u.spec.Name))
+		return
+	}
+	if len(u.spec.Ports) > 0 {
+		if err := checkPorts(ctx, u.spec.Name, u.spec.Ports, r.opt.Checkpoint); err != nil {
+			r.fail(u, err)
+			return
+		}
+	}
+	logPath := r.logPath(u.spec)
+	f, err := r.openLog(logPath)
+	if err != nil {
+		r.fail(u, fmt.Errorf("unit %s: open log: %w", u.spec.Name, err))
+		return
+	}
+	var offset int64
+	if st, err := f.Stat(); err == nil {
+		offset = st.Size()
+	}
+	dir := u.spec.Workdir
+	if dir == "" {
+		dir = r.opt.UnitsDir
+	}
+	p, err := r.opt.Spawner.Spawn(context.WithoutCancel(ctx), SpawnSpec{
+		Unit:      u.spec.Name,
+		Argv:      argv(u.spec),
+		Env:       r.env(u.spec),
+		Dir:       dir,
+		Stdout:    f,
+		Stderr:    f,
+		Ownership: string(ownership(u.spec)),
+		Reason:    u.spec.Reason,
+		LogPath:   logPath,
+		Survive:   keeps(r.opt.Role, u.spec.Ownership),
+	})
+	f.Close() // the child holds its own descriptor
+	u.starts = append(u.starts, now)
+	u.logPath = logPath
+	if err != nil {
+		u.started = now
+		r.afterRun(u, fmt.Errorf("unit %s: spawn: %w", u.spec.Name, err))
+		return
+	}
+	u.gen = r.nextGen()
+	u.proc, u.group = p, p.Group()
+	u.state, u.ready, u.adopted, u.started = Starting, false, false, now
+	runCtx, cancel := context.WithCancel(r.base)
+	u.cancel = cancel
+	name, gen := u.spec.Name, u.gen
+	r.log.Info("unit started", "unit", name, "pid", u.group.Leader.PID, "pgid", u.group.PGID)
+	r.wg.Go(func() {
+		select {
+		case <-p.Done():
+			r.post(exitEvent{name, gen, p.Err()})
+		case <-runCtx.Done():
+		}
+	})
+	if t := u.spec.Timeouts.RuntimeMax; t > 0 {
+		r.arm(u, timerRuntime, t)
+	}
+	if t := u.spec.Timeouts.Watchdog; t > 0 {
+		r.arm(u, timerWatchdog, t)
+	}
+	rd := u.spec.Ready
+	if rd == (units.Ready{}) {
+		r.markReady(u)
+		return
+	}
+	if t := u.spec.Timeouts.Start; t > 0 {
+		r.arm(u, timerStart, t)
+	}
+	if rd.Notify {
+		return // READY=1 arrives through Notify
+	}
+	lines := r.opt.Lines
+	r.wg.Go(func() {
+		err := probe(runCtx, rd, logPath, offset, lines)
+		r.post(readyEvent{name, gen, err})
+	})
+}
+
+// fail leaves u failed with err, no restart.
+func (r *Reconciler) fail(u *unit, err error) {
+	r.log.Error("unit failed", "unit", u.spec.Name, "err", err)
+	u.state, u.err, u.ready = Failed, err, false
+}
+
+// afterRun applies the restart policy once a run has ended and its group is
+// empty. cause is an exitCause for a plain exit (nil inside: status 0).
+func (r *Reconciler) afterRun(u *unit, cause error) {
+	u.proc, u.ready, u.adopted = nil, false, false
+	var ec exitCause
+	success := errors.As(cause, &ec) && ec.err == nil
+	var restart bool
+	switch u.spec.Restart {
+	case units.RestartAlways:
+		restart = true
+	case units.RestartOnFailure:
+		restart = !success
+	}
+	if !restart || !u.enabled {
+		if success {
+			u.state, u.err = Exited, nil
+		} else {
+			r.fail(u, cause)
+		}
+		return
+	}
+	if Stable(time.Since(u.started), u.spec.RestartMax) {
+		u.attempt = 0
+	}
+	d := Backoff(u.spec.RestartSec, u.spec.RestartMax, u.attempt, r.opt.Rand())
+	u.attempt++
+	u.restarts++
+	u.state = BackingOff
+	u.err = fmt.Errorf("%w; restarting in %s", cause, d.Round(time.Millisecond))
+	u.gen = r.nextGen()
+	r.log.Warn("unit failed; restarting", "unit", u.spec.Name, "err", cause, "in", d)
+	r.arm(u, timerBackoff, d)
+}
+
+// stop begins stopping u's group: stop signal, grace, KILL, until empty.
+// What follows depends on why (see stopped).
+func (r *Reconciler) stop(u *unit, why stopReason, cause error) {
+	if u.state == Stopping {
+		u.stopWhy = why
+		return
+	}
+	if !u.state.active() {
+		return
+	}
+	u.endRun()
+	u.state, u.ready, u.stopWhy, u.cause = Stopping, false, why, cause
+	u.gen = r.nextGen()
+	name, gen, g := u.spec.Name, u.gen, u.group
+	sig := syscall.Signal(u.spec.StopSignal)
+	if sig == 0 {
+		sig = syscall.SIGTERM
+	}
+	grace := u.spec.Timeouts.Stop
+	if grace <= 0 {
+		grace = DefaultStopGrace
+	}
+	r.log.Info("stopping unit", "unit", name, "pgid", g.PGID, "signal", sig, "grace", grace)
+	ctx := r.base
+	r.wg.Go(func() {
+		err := r.opt.Spawner.Stop(ctx, g, sig, grace)
+		r.post(stopDoneEvent{name, gen, err})
+	})
+}
+
+// stopped runs once u's group is empty (or Stop failed).
+func (r *Reconciler) stopped(ctx context.Context, u *unit, err error) {
+	u.proc = nil
+	if err != nil {
+		r.fail(u, fmt.Errorf("unit %s: stop: %w", u.spec.Name, err))
+		u.replyWaiters(u.err)
+		return
+	}
+	switch u.stopWhy {
+	case stopFailure:
+		r.afterRun(u, u.cause)
+	case stopCommand:
+		u.state, u.enabled = Inactive, false
+	case stopRestart, stopRequires, stopShutdown:
+		u.state = Inactive
+	case stopReload:
+		if u.removed {
+			delete(r.units, u.spec.Name)
+			u.replyWaiters(nil)
+			return
+		}
+		if u.pending != nil {
+			r.replace(u, *u.pending)
+		}
+		u.state = Inactive
+	}
+	u.adopted = false
+	r.reconcile(ctx)
+	u.replyWaiters(u.replyErr())
+}
+
+// replyErr is what a Stop or Restart caller hears once the stop is done.
+func (u *unit) replyErr() error {
+	if u.state == Failed {
+		return u.err
+	}
+	return nil
+}
+
+// replace switches u to a new spec, as if newly declared.
+func (r *Reconciler) replace(u *unit, s units.Spec) {
+	u.spec, u.hash = s, hash(s)
+	u.pending, u.removed = nil, false
+	u.starts, u.attempt, u.err = nil, 0, nil
+	u.enabled = true
+	u.stopTimer(timerBackoff)
+	if !u.state.active() {
+		u.state = Inactive
+	}
+}
+
+func ownership(s units.Spec) units.Ownership {
+	if s.Ownership == "" {
+		return units.Owned
+	}
+	return s.Ownership
+}
+
+func argv(s units.Spec) []string {
+	if len(s.Command) > 0 {
+		return slices.Clone(s.Command)
+	}
+	return []string{"/bin/sh", "-c", s.Shell}
+}
+
+// env is a unit's environment: the base environment without hermesd's own
+// systemd variables, the unit's env, then NOTIFY_SOCKET and WATCHDOG_USEC.
+func (r *Reconciler) env(s units.Spec) []string {
+	var env []string
+	for _, kv := range r.opt.Env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES":
+			continue
+		}
+		env = append(env, kv)
+	}
+	keys := make([]string, 0, len(s.Env))
+	for k := range s.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+s.Env[k])
+	}
+	if r.opt.NotifySocket != "" {
+		env = append(env, "NOTIFY_SOCKET="+r.opt.NotifySocket)
+	}
+	if w := s.Timeouts.Watchdog; w > 0 {
+		env = append(env, "WATCHDOG_USEC="+strconv.FormatInt(w.Microseconds(), 10))
+	}
+	return env
+}
+
+func (r *Reconciler) logPath(s units.Spec) string {
+	if s.Log.Path != "" {
+		return s.Log.Path
+	}
+	return filepath.Join(r.opt.StateDir, "logs", s.Name+".log")
+}
+
+func (r *Reconciler) openLog(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	if r.opt.OpenLog != nil {
+		return r.opt.OpenLog(path)
+	}
+	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+}
+
+// armRotate arms the rotation timer when a unit sets log.max_size.
+func (r *Reconciler) armRotate() {
+	if r.rotate != nil || r.opt.Rotate == nil || r.shutting {
+		return
+	}
+	for _, u := range r.units {
+		if u.spec.Log.MaxSize > 0 {
+			r.rotate = time.AfterFunc(RotateInterval, func() { r.post(rotateEvent{}) })
+			return
+		}
+	}
+}
+
+func (r *Reconciler) rotateLogs() {
+	r.rotate = nil
+	for _, u := range r.units {
+		if u.spec.Log.MaxSize <= 0 {
+			continue
+		}
+		path := u.logPath
+		if path == "" {
+			path = r.logPath(u.spec)
+		}
+		if _, err := r.opt.Rotate(path, int64(u.spec.Log.MaxSize), u.spec.Log.Keep); err != nil && !errors.Is(err, os.ErrNotExist) {
+			r.log.Warn("log rotation failed", "unit", u.spec.Name, "path", path, "err", err)
+		}
+	}
+	r.armRotate()
+}

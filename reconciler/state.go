@@ -1,0 +1,135 @@
+package reconciler
+
+import (
+	"context"
+	"time"
+
+	"github.com/hermes-units/hermes/units"
+)
+
+// State is where a unit is in its life, as the reconciler's goroutine sees it.
+type State int
+
+const (
+	Inactive   State = iota // not running and not wanted, or not yet started
+	Waiting                 // wanted, waiting for an after/requires unit
+	Starting                // spawned, not ready yet
+	Running                 // ready (or adopted)
+	Stopping                // stop signal sent, waiting for the group to be empty
+	BackingOff              // failed, a restart is scheduled
+	Failed                  // failed, no restart (policy, start limit, port held)
+	Exited                  // exited with status 0, not restarted
+)
+
+// String is the state's word in `hermesctl status`: waiting shows as
+// starting, backoff as failed (the error says when the restart comes).
+func (s State) String() string {
+	switch s {
+	case Inactive:
+		return "inactive"
+	case Waiting, Starting:
+		return "starting"
+	case Running:
+		return "running"
+	case Stopping:
+		return "stopping"
+	case BackingOff, Failed:
+		return "failed"
+	case Exited:
+		return "exited"
+	}
+	return "unknown"
+}
+
+// active reports whether a group may exist for a unit in this state.
+func (s State) active() bool { return s == Starting || s == Running || s == Stopping }
+
+// stopReason says why a stop was started, and so what follows once the group
+// is empty.
+type stopReason int
+
+const (
+	stopCommand  stopReason = iota // hermesctl stop: inactive, not wanted
+	stopRestart                    // hermesctl restart: start again
+	stopReload                     // reload: switch to the pending spec, or remove
+	stopRequires                   // a required unit went down: wait for it
+	stopShutdown                   // hermesd is stopping
+	stopFailure                    // exit, start timeout, watchdog, runtime max: restart policy
+)
+
+// timerKind names a unit timer.
+type timerKind int
+
+const (
+	timerBackoff timerKind = iota
+	timerStart
+	timerRuntime
+	timerWatchdog
+)
+
+// unit is one unit's state. Every field is owned by the Run goroutine.
+type unit struct {
+	spec    units.Spec
+	hash    string
+	state   State
+	enabled bool   // wanted running: declared and not stopped by command
+	gen     uint64 // the current run or stop; events with another gen are stale
+	proc    Process
+	group   Group
+	adopted bool
+	ready   bool
+	started time.Time
+	logPath string
+
+	restarts int         // automatic restarts so far
+	attempt  int         // consecutive failed runs, for the backoff
+	starts   []time.Time // starts inside the start-limit window
+	err      error       // the last error, shown in status; nil when none
+	waitMsg  string      // why a Waiting unit waits
+
+	cancel context.CancelFunc // ends the run's probes and exit watcher
+	timers map[timerKind]*time.Timer
+
+	stopWhy stopReason
+	cause   error          // stopFailure: what failed
+	pending *units.Spec    // stopReload: the spec to switch to
+	removed bool           // stopReload: forget the unit once stopped
+	waiters []chan<- error // Stop callers waiting for the group to be empty
+}
+
+func (u *unit) stopTimer(k timerKind) {
+	if t := u.timers[k]; t != nil {
+		t.Stop()
+		delete(u.timers, k)
+	}
+}
+
+// endRun stops the run's timers (backoff excepted) and probes.
+func (u *unit) endRun() {
+	for _, k := range []timerKind{timerStart, timerRuntime, timerWatchdog} {
+		u.stopTimer(k)
+	}
+	if u.cancel != nil {
+		u.cancel()
+		u.cancel = nil
+	}
+}
+
+func (u *unit) replyWaiters(err error) {
+	for _, w := range u.waiters {
+		w <- err
+	}
+	u.waiters = nil
+}
+
+// keeps reports whether a unit's group outlives a clean stop of its owner:
+// survivors under a gateway, persist_on_release under any owner (SPEC §3).
+func keeps(role Role, o units.Ownership) bool {
+	switch o {
+	case units.PersistOnRelease:
+		return true
+	case units.Adoptable:
+		return role == Gateway
+	}
+	return false
+}
