@@ -1,0 +1,44 @@
+// Command spawncheck is the detached-spawn ratchet run by make lint:
+//
+//	go run ./internal/spawncheck .
+//
+// It parses every non-test .go file of the module and fails (exit 1),
+// listing file:line and what it found, on any detached spawn outside the
+// supervisor's own spawn code: Setsid, Setpgid, Setctty or Foreground set in
+// a syscall.SysProcAttr literal or assigned, a use of unix/syscall Setsid or
+// Setpgid, or running the setsid program. A line is waived when it, or the
+// line above, carries the marker
+//
+//	// detached-spawn: ok — <why>
+//
+// (an em dash or "--", then a non-empty reason). The baseline is empty:
+// every detached spawn is either the supervisor's or says why.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	root := "."
+	if len(os.Args) > 2 {
+		fmt.Fprintln(os.Stderr, "usage: spawncheck [module-root]")
+		os.Exit(2)
+	}
+	if len(os.Args) == 2 {
+		root = os.Args[1]
+	}
+	found, err := Check(root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "spawncheck:", err)
+		os.Exit(2)
+	}
+	for _, f := range found {
+		fmt.Fprintln(os.Stderr, f)
+	}
+	if len(found) > 0 {
+		fmt.Fprintf(os.Stderr, "spawncheck: %d detached spawn(s) outside the supervisor\n", len(found))
+		os.Exit(1)
+	}
+}
