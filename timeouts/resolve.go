@@ -299,7 +299,7 @@ func (r *resolver) stale(l Layer) Value {
 	case r.explicit > 0:
 		c.v.Explicit = true
 		c.set(StepExplicit, r.explicit, fmt.Sprintf("explicit: %s = %s", r.explicitSrc, Seconds(r.explicit)))
-		if f, ok := MatchFloor(r.in.Model, r.in.Provider.Floors); ok {
+		if f, ok := MatchFloor(r.in.Model, r.in.Provider.Floors); ok && f.Timeout > r.explicit {
 			c.note(StepFloor, fmt.Sprintf("model floor %s (%s) not applied: explicit wins", f.Slug, Seconds(f.Timeout)))
 		}
 		c.clamp()
