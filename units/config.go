@@ -257,7 +257,8 @@ func (d *decoder) tiers(f field) []Tier {
 	var out []Tier
 	for i, it := range d.list(f, "{above_tokens: N, seconds: S}") {
 		var t Tier
-		for _, g := range d.mapping(it, fmt.Sprintf("%s[%d]", f.path, i), tierKeys) {
+		fields := d.mapping(it, fmt.Sprintf("%s[%d]", f.path, i), tierKeys)
+		for _, g := range fields {
 			switch g.name {
 			case "above_tokens":
 				t.AboveTokens = d.count(g, 1)
@@ -265,8 +266,8 @@ func (d *decoder) tiers(f field) []Tier {
 				t.Timeout = d.duration(g, durSeconds, true)
 			}
 		}
-		if isMapping(resolve(it)) && (t.AboveTokens == 0 || t.Timeout == 0) {
-			d.errf(it, "tiers: each tier needs above_tokens: and seconds:, both above zero")
+		if isMapping(resolve(it)) && len(fields) < len(tierKeys) {
+			d.errf(it, "%s[%d]: each tier needs above_tokens: and seconds:", f.path, i)
 		}
 		out = append(out, t)
 	}
@@ -277,7 +278,8 @@ func (d *decoder) floors(f field) []Floor {
 	var out []Floor
 	for i, it := range d.list(f, "{slug: NAME, seconds: S}") {
 		var fl Floor
-		for _, g := range d.mapping(it, fmt.Sprintf("%s[%d]", f.path, i), floorKeys) {
+		fields := d.mapping(it, fmt.Sprintf("%s[%d]", f.path, i), floorKeys)
+		for _, g := range fields {
 			switch g.name {
 			case "slug":
 				fl.Slug = strings.ToLower(d.nonEmpty(g))
@@ -285,8 +287,8 @@ func (d *decoder) floors(f field) []Floor {
 				fl.Timeout = d.duration(g, durSeconds, true)
 			}
 		}
-		if isMapping(resolve(it)) && (fl.Slug == "" || fl.Timeout == 0) {
-			d.errf(it, "floors: each floor needs slug: and seconds:")
+		if isMapping(resolve(it)) && len(fields) < len(floorKeys) {
+			d.errf(it, "%s[%d]: each floor needs slug: and seconds:", f.path, i)
 		}
 		out = append(out, fl)
 	}

@@ -73,7 +73,11 @@ func (d *decoder) parseDocument(data []byte, what string) *yaml.Node {
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
+	if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+		d.errs = append(d.errs, &Error{File: d.file, Line: 1, Column: 1, Err: ErrInvalid,
+			Msg: fmt.Sprintf("no keys, only comments: a %s needs at least one key", what)})
+		return nil
+	} else if err != nil {
 		d.syntax(err)
 		return nil
 	}
@@ -207,13 +211,19 @@ func (d *decoder) mapping(n *yaml.Node, block string, known []string) []field {
 }
 
 // suggest returns the known name closest to s, if it is close enough to be
-// a typo: within a third of the length (at least 1, at most 3 edits), or
-// the same name written in another case or with dashes for underscores.
+// a typo: the same name in another case or with dashes for underscores,
+// within a third of the length in edits (at least 1, at most 3; a swap of
+// two neighbours counts as one), or a prefix of at least 4 letters.
 func suggest(s string, known []string) string {
 	norm := func(x string) string { return strings.ReplaceAll(strings.ToLower(x), "-", "_") }
 	best, bestD := "", 1<<30
 	for _, k := range known {
 		if norm(k) == norm(s) {
+			return k
+		}
+	}
+	for _, k := range known {
+		if len(s) >= 4 && (strings.HasPrefix(k, norm(s)) || strings.HasPrefix(norm(s), k)) {
 			return k
 		}
 		if dist := editDistance(s, k); dist < bestD {
@@ -227,25 +237,30 @@ func suggest(s string, known []string) string {
 	return ""
 }
 
-// editDistance is the Levenshtein distance between a and b, in bytes.
+// editDistance is the optimal string alignment distance between a and b,
+// in bytes: insertions, deletions, substitutions and swaps of neighbours.
 func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+	rows := make([][]int, len(a)+1)
+	for i := range rows {
+		rows[i] = make([]int, len(b)+1)
+		rows[i][0] = i
+	}
+	for j := range rows[0] {
+		rows[0][j] = j
 	}
 	for i := 1; i <= len(a); i++ {
-		cur[0] = i
 		for j := 1; j <= len(b); j++ {
 			cost := 1
 			if a[i-1] == b[j-1] {
 				cost = 0
 			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			rows[i][j] = min(rows[i-1][j]+1, rows[i][j-1]+1, rows[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				rows[i][j] = min(rows[i][j], rows[i-2][j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
 	}
-	return prev[len(b)]
+	return rows[len(a)][len(b)]
 }
 
 func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" }
