@@ -29,12 +29,17 @@ func TestMain(m *testing.M) {
 	})
 }
 
+// scriptCmds are the scripts' custom commands (testscript.Params.Cmds),
+// filled from init functions of other _test files, one per feature.
+var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){}
+
 // TestScript runs every testdata/script/*.txtar. Each script gets a private
 // HOME and XDG directories under its $WORK, so that the default paths of
 // hermesctl (internal/paths) never reach the real user's files.
 func TestScript(t *testing.T) {
 	testscript.Run(t, testscript.Params{
-		Dir: filepath.Join("testdata", "script"),
+		Dir:  filepath.Join("testdata", "script"),
+		Cmds: scriptCmds,
 		Setup: func(env *testscript.Env) error {
 			home := filepath.Join(env.WorkDir, "home")
 			for _, d := range []string{home, filepath.Join(home, ".config"), filepath.Join(home, ".local", "state"), filepath.Join(env.WorkDir, "run")} {

@@ -112,12 +112,12 @@ func writeStatus(w io.Writer, st control.Status, color bool, now time.Time) {
 				{text: size(u.RSS)}, {text: dash(oneLine(u.Error))},
 			})
 		}
-		t.write(w)
+		t.write(w, "")
 	}
 
 	if len(st.ConfigErrors) > 0 {
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "config errors (the last good version of these units keeps running):")
+		fmt.Fprintln(w, "config errors:")
 		for _, e := range st.ConfigErrors {
 			fmt.Fprintf(w, "  %s\n", configError(e))
 		}
@@ -144,10 +144,7 @@ func writeStatus(w io.Writer, st control.Status, color bool, now time.Time) {
 		}
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, sec.title)
-		for i := range sec.t {
-			sec.t[i] = append([]cell{{text: " "}}, sec.t[i]...)
-		}
-		sec.t.write(w)
+		sec.t.write(w, "  ")
 	}
 }
 
@@ -158,7 +155,8 @@ type cell struct{ text, color string }
 // table is rows of cells, written left-aligned in columns two spaces apart.
 type table [][]cell
 
-func (t table) write(w io.Writer) {
+// write prints t, each line after indent.
+func (t table) write(w io.Writer, indent string) {
 	var widths []int
 	for _, row := range t {
 		for i, c := range row {
@@ -171,6 +169,7 @@ func (t table) write(w io.Writer) {
 	var b strings.Builder
 	for _, row := range t {
 		b.Reset()
+		b.WriteString(indent)
 		for i, c := range row {
 			if c.color != "" {
 				b.WriteString(c.color + c.text + reset)

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"github.com/hermes-units/hermes/control"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func init() {
+	scriptCmds["fakedaemon"] = cmdFakeDaemon
+}
+
+// cmdFakeDaemon is the script command `fakedaemon FILE`: it serves a
+// scripted control.Backend, described by the JSON file FILE (a fakeScript),
+// over control.Server on the socket hermesctl would use ($HERMES_SOCKET, else
+// the XDG default), until the script ends. It returns once the socket
+// listens, so the next command may dial at once. Every Backend call is
+// appended as one line to $WORK/calls.
+func cmdFakeDaemon(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: fakedaemon FILE")
+	}
+	var sc fakeScript
+	if err := json.Unmarshal([]byte(ts.ReadFile(args[0])), &sc); err != nil {
+		ts.Fatalf("fakedaemon: %s: %v", args[0], err)
+	}
+	socket := ts.Getenv("HERMES_SOCKET")
+	if socket == "" {
+		socket = filepath.Join(ts.Getenv("XDG_RUNTIME_DIR"), "hermes", "hermesd.sock")
+	}
+	ln, err := control.Listen(socket)
+	ts.Check(err)
+	b := &fakeDaemon{script: sc, work: ts.Getenv("WORK"), calls: ts.MkAbs("calls")}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	srv := control.NewServer(b, control.Options{Logf: ts.Logf})
+	go func() { done <- srv.Serve(ctx, ln) }()
+	ts.Defer(func() {
+		cancel()
+		if err := <-done; err != nil {
+			ts.Logf("fakedaemon: %v", err)
+		}
+	})
+}
+
+// fakeScript is what a fake daemon answers.
+type fakeScript struct {
+	Status control.Status    `json:"status"`
+	Plan   control.Plan      `json:"plan"`
+	Logs   map[string]string `json:"logs"` // unit → log file, relative to $WORK
+	Fail   map[string]string `json:"fail"` // unit → why its start/restart is refused (ErrConflict)
+}
+
+// fakeDaemon implements control.Backend from a fakeScript; start and stop
+// change the unit's state as a daemon would.
+type fakeDaemon struct {
+	work, calls string
+
+	mu     sync.Mutex
+	script fakeScript // guarded by mu
+}
+
+func (d *fakeDaemon) recordLocked(format string, args ...any) {
+	f, err := os.OpenFile(d.calls, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(f, format+"\n", args...)
+	f.Close()
+}
+
+func (d *fakeDaemon) unitLocked(name string) (*control.Unit, error) {
+	for i := range d.script.Status.Units {
+		if u := &d.script.Status.Units[i]; u.Name == name {
+			return u, nil
+		}
+	}
+	return nil, fmt.Errorf("%w %q", control.ErrUnknownUnit, name)
+}
+
+func (d *fakeDaemon) Status(_ context.Context, units ...string) (control.Status, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.recordLocked("status %v", units)
+	st := d.script.Status
+	st.Units = slices.Clone(st.Units)
+	if len(units) == 0 {
+		return st, nil
+	}
+	st.Units = st.Units[:0:0]
+	for _, name := range units {
+		u, err := d.unitLocked(name)
+		if err != nil {
+			return control.Status{}, err
+		}
+		st.Units = append(st.Units, *u)
+	}
+	return st, nil
+}
+
+func (d *fakeDaemon) Start(_ context.Context, unit string) error {
+	return d.act("start", unit, "running")
+}
+
+func (d *fakeDaemon) Stop(_ context.Context, unit string) error {
+	return d.act("stop", unit, "inactive")
+}
+
+func (d *fakeDaemon) Restart(_ context.Context, unit string) error {
+	return d.act("restart", unit, "running")
+}
+
+func (d *fakeDaemon) act(verb, unit, state string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.recordLocked("%s %s", verb, unit)
+	u, err := d.unitLocked(unit)
+	if err != nil {
+		return err
+	}
+	if why, ok := d.script.Fail[unit]; ok && verb != "stop" {
+		return fmt.Errorf("%s cannot %s: %s: %w", unit, verb, why, control.ErrConflict)
+	}
+	u.State = state
+	if state == "inactive" {
+		u.PID, u.PGID, u.Ready, u.Uptime, u.RSS, u.Ports = 0, 0, false, 0, 0, nil
+	}
+	return nil
+}
+
+func (d *fakeDaemon) Reload(_ context.Context, dryRun bool) (control.Plan, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.recordLocked("reload dry_run=%v", dryRun)
+	return d.script.Plan, nil
+}
+
+func (d *fakeDaemon) LogPath(_ context.Context, unit string) (string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.recordLocked("log %s", unit)
+	if _, err := d.unitLocked(unit); err != nil {
+		return "", err
+	}
+	p, ok := d.script.Logs[unit]
+	if !ok {
+		return "", fmt.Errorf("%s has no log file: %w", unit, control.ErrConflict)
+	}
+	return filepath.Join(d.work, p), nil
+}

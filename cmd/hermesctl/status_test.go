@@ -1,0 +1,93 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hermes-units/hermes/control"
+)
+
+// TestStatusColor checks the state words' colours and that colour does not
+// move the columns: the script tests see only the colourless form.
+func TestStatusColor(t *testing.T) {
+	st := control.Status{Units: []control.Unit{
+		{Name: "a", State: "running", PID: 1},
+		{Name: "bb", State: "failed", PID: 22},
+		{Name: "c", State: "inactive", PID: 333},
+	}}
+	var plain, color strings.Builder
+	writeStatus(&plain, st, false, time.Time{})
+	writeStatus(&color, st, true, time.Time{})
+	for _, tc := range []struct {
+		name, want string
+	}{
+		{"running is green", green + "running" + reset},
+		{"failed is red", red + "failed" + reset},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !strings.Contains(color.String(), tc.want) {
+				t.Errorf("coloured output lacks %q:\n%s", tc.want, color.String())
+			}
+		})
+	}
+	t.Run("inactive is not coloured", func(t *testing.T) {
+		for _, line := range strings.Split(color.String(), "\n") {
+			if strings.HasPrefix(line, "c ") && strings.Contains(line, "\x1b") {
+				t.Errorf("inactive is coloured: %q", line)
+			}
+		}
+	})
+	t.Run("colour does not move columns", func(t *testing.T) {
+		stripped := color.String()
+		for _, c := range []string{green, red, yellow, reset} {
+			stripped = strings.ReplaceAll(stripped, c, "")
+		}
+		if stripped != plain.String() {
+			t.Errorf("coloured output without escapes:\n%s\nwant:\n%s", stripped, plain.String())
+		}
+	})
+	t.Run("no colour when asked for none", func(t *testing.T) {
+		if strings.Contains(plain.String(), "\x1b") {
+			t.Errorf("plain output has escapes:\n%q", plain.String())
+		}
+	})
+}
+
+func TestHuman(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0s"},
+		{42 * time.Second, "42s"},
+		{3*time.Minute + 12*time.Second, "3m12s"},
+		{2*time.Hour + 5*time.Minute + 59*time.Second, "2h05m"},
+		{76 * time.Hour, "3d04h"},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			if got := human(tc.d); got != tc.want {
+				t.Errorf("human(%v) = %q, want %q", tc.d, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSize(t *testing.T) {
+	for _, tc := range []struct {
+		n    int64
+		want string
+	}{
+		{0, "-"},
+		{900, "900B"},
+		{1536, "1.5K"},
+		{12897484, "12.3M"},
+		{3 << 30, "3.0G"},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			if got := size(tc.n); got != tc.want {
+				t.Errorf("size(%d) = %q, want %q", tc.n, got, tc.want)
+			}
+		})
+	}
+}
