@@ -292,3 +292,18 @@ func (s *Set) APIKey(id string, lookup func(string) (string, bool)) (string, err
 	}
 	return "", &MissingKeyError{Provider: id, Env: e.p.APIKeyEnv, Source: e.source}
 }
+
+// With returns a copy of s in which p replaces the provider of the same id,
+// or joins the set if the id is new. The replaced provider's provenance is
+// kept; a new one takes source ("" means providers.<id>). s is unchanged.
+func (s *Set) With(p units.Provider, source string) *Set {
+	out := &Set{file: s.file, agent: s.agent, byID: make(map[string]entry, len(s.byID)+1)}
+	for id, e := range s.byID {
+		out.byID[id] = e
+	}
+	if old, ok := s.byID[p.ID]; ok {
+		source = old.source
+	}
+	out.byID[p.ID] = entry{p: p, source: orProviders(source, p.ID)}
+	return out
+}

@@ -205,3 +205,22 @@ func TestDuplicateUnitProvider(t *testing.T) {
 		t.Errorf("New with a clashing unit provider: error = %v, want ErrDuplicate", err)
 	}
 }
+
+func TestWith(t *testing.T) {
+	set, err := New(load(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := set.With(units.Provider{ID: "openai", BaseURL: "http://127.0.0.1:1/v1"}, "ignored")
+	p, _ := local.Plan("openai", Call{Model: "gpt-4o", Stream: true})
+	if !p.Local || p.Stale().Timeout != 300*time.Second { // local 900, hard cap 300
+		t.Errorf("overridden openai: local %v, stale %v, want local and 5m0s", p.Local, p.Stale().Timeout)
+	}
+	if orig, _ := set.Get("openai"); orig.BaseURL != "https://api.openai.com/v1" {
+		t.Errorf("With changed the original set: base URL %q", orig.BaseURL)
+	}
+	added := set.With(units.Provider{ID: "explore", BaseURL: "http://gpu-box.local:8000"}, "--base-url provider explore")
+	if ids := added.IDs(); !slices.Contains(ids, "explore") || len(ids) != 5 {
+		t.Errorf("IDs after With = %v", ids)
+	}
+}

@@ -55,6 +55,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newRestartCmd(g))
 	root.AddCommand(newReloadCmd(g))
 	root.AddCommand(newLogsCmd(g))
+	root.AddCommand(newTimeoutsCmd(g))
 	return root
 }
 

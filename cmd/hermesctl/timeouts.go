@@ -1,0 +1,165 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/hermes-units/hermes/providers"
+	"github.com/hermes-units/hermes/timeouts"
+	"github.com/hermes-units/hermes/units"
+	"github.com/spf13/cobra"
+)
+
+// newTimeoutsCmd groups the timeout-stack commands (SPEC §10).
+func newTimeoutsCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "timeouts",
+		Short: "Inspect the timeout stack of LLM provider calls",
+	}
+	cmd.AddCommand(newTimeoutsExplainCmd(g))
+	return cmd
+}
+
+type explainFlags struct {
+	provider, model, baseURL, api, budget string
+	tokens                                int
+	stream, noStream                      bool
+}
+
+// newTimeoutsExplainCmd prints, offline, every layer's timeout for one call
+// and the chain of rules that produced it, computed by the same code the
+// provider proxy uses (package providers, then timeouts.Resolve).
+func newTimeoutsExplainCmd(g *globals) *cobra.Command {
+	var f explainFlags
+	cmd := &cobra.Command{
+		Use:   "explain --model M [--provider ID] [flags]",
+		Short: "Show each timeout layer of a provider call and where its value came from",
+		Long: `Show each layer of the timeout stack (socket read, stale stream, stale
+non-stream, first event, API call, post-terminal drain) for one call, with
+its value and the chain that produced it: default → context tier → model
+floor → budget cap → hard cap, or the explicit setting that won.
+
+Offline: reads the main config (--config) and the provider: blocks of the
+units directory (--units); the environment knobs HERMES_STREAM_STALE_TIMEOUT
+and HERMES_STREAM_STALE_GIVEUP are read from this shell. Without --provider
+the model is routed as the proxy would (a provider listing it, or
+PROVIDER/MODEL). With --base-url, a provider that is not configured can be
+explored (or a configured one's URL overridden).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := g.jsonOutput()
+			if err != nil {
+				return err
+			}
+			plan, err := explain(cmd, g, f)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(plan)
+			}
+			_, err = fmt.Fprint(out, plan.String())
+			return err
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.provider, "provider", "", "provider id (providers.<id> in hermes.yaml, or a unit's provider: id)")
+	fl.StringVar(&f.model, "model", "", "model name as a client sends it, e.g. openai/o3 (required)")
+	fl.IntVar(&f.tokens, "tokens", 0, "estimated context tokens (characters of messages+tools / 4)")
+	fl.BoolVar(&f.stream, "stream", true, "a streaming call (the default)")
+	fl.BoolVar(&f.noStream, "no-stream", false, "a non-streaming call")
+	fl.StringVar(&f.api, "api", "chat", "provider API: chat or responses")
+	fl.StringVar(&f.budget, "budget-remaining", "", "run budget left, in seconds or as 5m (default: agent.run_budget_seconds, nothing spent)")
+	fl.StringVar(&f.baseURL, "base-url", "", "base URL of the provider, to explore one that is not configured")
+	_ = cmd.MarkFlagRequired("model")
+	return cmd
+}
+
+func explain(cmd *cobra.Command, g *globals, f explainFlags) (timeouts.Plan, error) {
+	var zero timeouts.Plan
+	if cmd.Flags().Changed("stream") && f.noStream {
+		return zero, errors.New("--stream and --no-stream contradict each other: give one")
+	}
+	api, err := timeouts.ParseAPI(f.api)
+	if err != nil {
+		return zero, fmt.Errorf("--api: %w", err)
+	}
+	if f.tokens < 0 {
+		return zero, fmt.Errorf("--tokens %d: want a count ≥ 0", f.tokens)
+	}
+	call := providers.Call{Model: f.model, Stream: !f.noStream, API: api, Tokens: f.tokens, Env: os.LookupEnv}
+	if f.budget != "" {
+		d, err := timeouts.ParseSeconds(f.budget)
+		if err != nil {
+			return zero, fmt.Errorf("--budget-remaining: %w", err)
+		}
+		call.Run = timeouts.RunBudget{Total: d}
+	}
+
+	set, err := loadProviders(cmd, g)
+	if err != nil {
+		return zero, err
+	}
+	id := f.provider
+	if f.baseURL != "" {
+		if id == "" {
+			return zero, errors.New("--base-url needs --provider ID to name the provider explored")
+		}
+		p, err := set.Get(id)
+		if err != nil {
+			p = units.Provider{ID: id}
+		}
+		p.BaseURL = f.baseURL
+		set = set.With(p, "--base-url provider "+id)
+	}
+	if id == "" {
+		r, err := set.Route(f.model)
+		if err != nil {
+			return zero, fmt.Errorf("%w; or name it with --provider ID", err)
+		}
+		id, call.Model = r.Provider, r.Model
+	}
+	plan, err := set.Plan(id, call)
+	var up *providers.UnknownProviderError
+	if errors.As(err, &up) {
+		return zero, fmt.Errorf("%w; to explore one that is not configured, add --base-url URL", err)
+	}
+	return plan, err
+}
+
+// loadProviders reads the providers from --config and from the unit files of
+// --units that declare a provider: block. A missing config file or units
+// directory is fine (nothing configured); a broken config is an error; a
+// broken unit file is skipped with a warning, since explain is about
+// providers and `hermesctl validate` is the tool for unit errors.
+func loadProviders(cmd *cobra.Command, g *globals) (*providers.Set, error) {
+	cfg, err := units.LoadConfig(g.Config)
+	if err != nil {
+		return nil, err
+	}
+	var specs []*units.Spec
+	if g.Units != "" {
+		if _, statErr := os.Stat(g.Units); statErr == nil {
+			dir, err := units.LoadDir(g.Units)
+			if dir != nil {
+				for _, s := range dir.Units {
+					specs = append(specs, s)
+				}
+				if n := len(dir.Failed); n > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %d unit file(s) in %s skipped (see hermesctl validate)\n", n, g.Units)
+				}
+			} else if err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: units directory %s not read: %v\n", g.Units, err)
+			}
+		} else if !errors.Is(statErr, fs.ErrNotExist) {
+			return nil, fmt.Errorf("units directory: %w", statErr)
+		}
+	}
+	return providers.New(cfg, specs...)
+}
