@@ -76,9 +76,6 @@ func openCgroupTree(name string) (*cgroupTree, error) {
 		return nil, fmt.Errorf("own cgroup %q was deleted", own)
 	}
 	base := filepath.Join(mnt, own)
-	if _, err := os.Stat(filepath.Join(base, "cgroup.kill")); err != nil {
-		return nil, fmt.Errorf("cgroup %s has no cgroup.kill (kernel < 5.14?): %w", base, err)
-	}
 	if unix.Access(base, unix.W_OK) != nil {
 		return nil, fmt.Errorf("cgroup %s is not writable", base)
 	}
@@ -96,6 +93,10 @@ func openCgroupTree(name string) (*cgroupTree, error) {
 	root := filepath.Join(base, name)
 	if err := os.Mkdir(root, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("create owner cgroup %s: %w", root, err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "cgroup.kill")); err != nil {
+		os.Remove(root)
+		return nil, fmt.Errorf("cgroup %s has no cgroup.kill (kernel < 5.14?): %w", root, err)
 	}
 	return &cgroupTree{base: base, root: root}, nil
 }

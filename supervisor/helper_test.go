@@ -1,0 +1,251 @@
+package supervisor
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hermes-units/hermes/proc"
+)
+
+// The test binary is its own helper: with envHelper set it plays a child
+// (envKind says which) or an owner instead of running the tests.
+const (
+	envHelper   = "SUPERVISOR_TEST_HELPER" // child | owner
+	envKind     = "SUPERVISOR_TEST_KIND"   // child kind, see playChild
+	envRow      = "SUPERVISOR_TEST_ROW"    // marker carried by every counted process
+	envChildRow = "SUPERVISOR_TEST_CHILDROW"
+	envMode     = "SUPERVISOR_TEST_MODE"
+	envState    = "SUPERVISOR_TEST_STATE"
+	envN        = "SUPERVISOR_TEST_N"       // children to spawn
+	envLines    = "SUPERVISOR_TEST_LINES"   // ready lines each child tree prints
+	envRelease  = "SUPERVISOR_TEST_RELEASE" // release the groups after spawning
+	envOwn      = "SUPERVISOR_TEST_OWN"     // pid of an external group leader to adopt
+	envPause    = "SUPERVISOR_TEST_PAUSE"   // stop between spawn and registration
+	envGraceMS  = "SUPERVISOR_TEST_GRACE_MS"
+)
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(envHelper) {
+	case "child":
+		playChild(os.Getenv(envKind))
+	case "owner":
+		os.Exit(playOwner())
+	default:
+		os.Exit(m.Run())
+	}
+}
+
+// forever blocks until killed.
+func forever() {
+	for {
+		time.Sleep(time.Hour)
+	}
+}
+
+func ready() { os.Stdout.WriteString("ok\n") }
+
+// sub starts this binary as a child of kind with the same environment.
+func sub(kind string, attr *syscall.SysProcAttr, stdin *os.File) *exec.Cmd {
+	c := exec.Command(os.Args[0])
+	c.Env = append(os.Environ(), envKind+"="+kind)
+	c.Stdout, c.Stderr, c.SysProcAttr = os.Stdout, os.Stderr, attr
+	if stdin != nil {
+		c.Stdin = stdin
+	}
+	if err := c.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		os.Exit(3)
+	}
+	return c
+}
+
+// playChild plays one process of a survivors family. Every process of the
+// tree prints "ok" on stdout once it is in place.
+func playChild(kind string) {
+	switch kind {
+	case "simple":
+	case "ignore-term":
+		signal.Ignore(syscall.SIGTERM)
+	case "tree": // two more processes in the same group
+		sub("simple", nil, nil)
+		sub("simple", nil, nil)
+	case "stdin-eof": // a descendant whose stdin is at EOF and that lives on
+		r, w, _ := os.Pipe()
+		w.Close()
+		sub("simple", nil, r)
+	case "escapee": // a setsid child, and a double-forked daemon
+		sub("simple", &syscall.SysProcAttr{Setsid: true}, nil)
+		sub("double-fork", nil, nil)
+	case "double-fork": // not counted: starts a setsid daemon and exits
+		sub("simple", &syscall.SysProcAttr{Setsid: true}, nil)
+		os.Exit(0)
+	default:
+		fmt.Fprintln(os.Stderr, "unknown child kind", kind)
+		os.Exit(2)
+	}
+	ready()
+	forever()
+}
+
+// playOwner is an owner process: it spawns N children of envKind (their
+// trees print envLines ready lines each), optionally releases them or
+// adopts an external group, prints "ready", then answers "status" lines on
+// stdin ("PID GROUPS") until EOF, when it closes the owner cleanly.
+func playOwner() int {
+	n, _ := strconv.Atoi(os.Getenv(envN))
+	lines, _ := strconv.Atoi(os.Getenv(envLines))
+	graceMS, _ := strconv.Atoi(os.Getenv(envGraceMS))
+	o, err := New(Options{StateDir: os.Getenv(envState), Role: "worker", Mode: Mode(os.Getenv(envMode)),
+		Grace: time.Duration(graceMS) * time.Millisecond})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "owner:", err)
+		return 3
+	}
+	if os.Getenv(envPause) != "" {
+		o.afterSpawn = func(pid int) {
+			fmt.Printf("spawned %d\n", pid)
+			forever()
+		}
+	}
+	ctx := context.Background()
+	r, w, _ := os.Pipe()
+	env := append(os.Environ(), envHelper+"=child", envRow+"="+os.Getenv(envChildRow), envKind+"="+os.Getenv(envKind))
+	var kids []*Child
+	for i := range n {
+		c, err := o.SpawnOwned(ctx, Spec{Unit: fmt.Sprintf("u%d", i), Argv: []string{os.Args[0]}, Env: env, Stdout: w, Stderr: os.Stderr})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "owner:", err)
+			return 3
+		}
+		kids = append(kids, c)
+	}
+	w.Close()
+	br := bufio.NewReader(r)
+	for range n * lines {
+		if _, err := br.ReadString('\n'); err != nil {
+			fmt.Fprintln(os.Stderr, "owner: ready:", err)
+			return 3
+		}
+	}
+	if os.Getenv(envRelease) != "" {
+		for _, c := range kids {
+			if err := o.Release(ctx, c.Group); err != nil {
+				fmt.Fprintln(os.Stderr, "owner:", err)
+				return 3
+			}
+		}
+	}
+	if s := os.Getenv(envOwn); s != "" {
+		pid, _ := strconv.Atoi(s)
+		id, err := proc.Read(pid)
+		if err == nil {
+			err = o.Own(ctx, Group{Unit: "adopted", PGID: pid, Leader: id})
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "owner: own:", err)
+			return 3
+		}
+	}
+	fmt.Println("ready")
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		st := o.Status()
+		fmt.Printf("%d %d\n", st.PID, st.Groups)
+	}
+	if err := o.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "owner: close:", err)
+		return 3
+	}
+	return 0
+}
+
+// marked lists the live processes whose environment carries envRow=marker.
+func marked(marker string) []int {
+	pids, _ := proc.Find(func(proc.Stat) bool { return true })
+	var out []int
+	for _, pid := range pids {
+		env, err := proc.Environ(pid)
+		if err != nil {
+			continue
+		}
+		for _, kv := range env {
+			if kv == envRow+"="+marker {
+				out = append(out, pid)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// killMarked kills every process carrying marker (test cleanup).
+func killMarked(marker string) {
+	for _, pid := range marked(marker) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// supervisorOf finds the running supervisor whose parent is owner.
+func supervisorOf(owner int) int {
+	pids, _ := proc.Find(func(s proc.Stat) bool { return s.PPID == owner })
+	for _, pid := range pids {
+		if a, err := proc.Cmdline(pid); err == nil && len(a) > 3 && a[3] == "hermes-supervisor" {
+			return pid
+		}
+	}
+	return 0
+}
+
+// eventually polls cond every 10 ms until it holds or d passes. The kernel
+// gives no event for "this process group is empty", hence the polling.
+func eventually(d time.Duration, cond func() bool) bool {
+	end := time.Now().Add(d)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(end) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// cgroupAvailable says whether cgroup mode works here, and why not.
+func cgroupAvailable() (bool, string) {
+	if cgroupMount() == "" {
+		return false, "no cgroup v2 hierarchy in /proc/self/mountinfo"
+	}
+	own, err := ownCgroup()
+	if err != nil {
+		return false, err.Error()
+	}
+	base := cgroupMount() + own
+	if err := os.Mkdir(base+"/hermes-probe", 0o755); err != nil && !os.IsExist(err) {
+		return false, "cgroup " + base + " is not writable: " + err.Error()
+	}
+	defer os.Remove(base + "/hermes-probe")
+	if _, err := os.Stat(base + "/hermes-probe/cgroup.kill"); err != nil {
+		return false, "no cgroup.kill (kernel < 5.14)"
+	}
+	return true, ""
+}
+
+func modes(t *testing.T) []Mode {
+	t.Helper()
+	out := []Mode{ModePGroup}
+	if ok, why := cgroupAvailable(); ok {
+		out = append([]Mode{ModeCgroup}, out...)
+	} else {
+		t.Logf("cgroup mode not exercised: %s", why)
+	}
+	return out
+}

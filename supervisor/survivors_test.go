@@ -1,0 +1,301 @@
+package supervisor
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hermes-units/hermes/ledger"
+)
+
+// family is one row of the survivors matrix.
+type family struct {
+	name     string
+	kind     string // child kind (see playChild)
+	lines    int    // processes per child tree
+	n        int    // children per owner
+	owners   int    // owners killed together (all share one state dir)
+	expect   int    // survivors expected after the owners' SIGKILL
+	control  int    // processes of the control owner that must be alive
+	release  bool
+	own      bool // the owner adopts an external group started by the test
+	killSup  bool // kill the supervisor first, let the owner restart it
+	pause    bool // kill the owner between spawn and registration
+	hermesct bool // the owner is "hermesctl run"
+	ledger   int  // ledger entries expected before the kill (0: not checked)
+}
+
+var families = []family{
+	{name: "simple child", kind: "simple", lines: 1, n: 1, owners: 1, control: 1},
+	{name: "multi-process tree", kind: "tree", lines: 3, n: 1, owners: 1, control: 3},
+	{name: "descendant ignoring stdin EOF", kind: "stdin-eof", lines: 2, n: 1, owners: 1, control: 2},
+	{name: "TERM-ignoring child", kind: "ignore-term", lines: 1, n: 1, owners: 1, control: 1},
+	{name: "setsid + double-fork escapees", kind: "escapee", lines: 3, n: 1, owners: 1, control: 3},
+	{name: "foreground hermesctl run", kind: "escapee", lines: 3, n: 1, owners: 1, control: 4, hermesct: true},
+	{name: "adopted external group (Own)", kind: "simple", lines: 1, n: 1, owners: 1, control: 2, own: true},
+	{name: "released group (Release)", kind: "simple", lines: 1, n: 1, owners: 1, expect: 1, control: 1, release: true},
+	{name: "supervisor killed, then owner", kind: "tree", lines: 3, n: 1, owners: 1, control: 3, killSup: true},
+	{name: "killed between spawn and registration", kind: "simple", lines: 0, n: 1, owners: 1, control: 1, pause: true},
+	{name: "3 owners x 15 children", kind: "simple", lines: 1, n: 15, owners: 3, control: 15, ledger: 45},
+}
+
+const testGrace = 500 * time.Millisecond
+
+// ownerProc is an owner process under test.
+type ownerProc struct {
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	out   *bufio.Reader
+	spawn int // pause rows: the spawned child's pid
+}
+
+var (
+	hermesctlOnce sync.Once
+	hermesctlBin  string
+	hermesctlErr  error
+)
+
+// buildHermesctl builds cmd/hermesctl once per test binary run.
+func buildHermesctl(t *testing.T) string {
+	t.Helper()
+	hermesctlOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "hermesctl-test")
+		if err != nil {
+			hermesctlErr = err
+			return
+		}
+		hermesctlBin = filepath.Join(dir, "hermesctl")
+		out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", hermesctlBin, "../cmd/hermesctl").CombinedOutput()
+		if err != nil {
+			hermesctlErr = fmt.Errorf("go build hermesctl: %v\n%s", err, out)
+		}
+	})
+	if hermesctlErr != nil {
+		t.Skipf("cannot build hermesctl: %v", hermesctlErr)
+	}
+	return hermesctlBin
+}
+
+// startOwner starts one owner of f with children marked by marker and waits
+// until every child tree is ready.
+func startOwner(t *testing.T, f family, mode Mode, marker, state string, external int) *ownerProc {
+	t.Helper()
+	var cmd *exec.Cmd
+	if f.hermesct {
+		cmd = exec.Command(buildHermesctl(t), "run", "--mode", string(mode), "--grace", testGrace.String(), "--state", state, "--", os.Args[0])
+		cmd.Env = append(os.Environ(), envHelper+"=child", envKind+"="+f.kind, envRow+"="+marker)
+	} else {
+		cmd = exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), envHelper+"=owner", envKind+"="+f.kind, envChildRow+"="+marker,
+			envMode+"="+string(mode), envState+"="+state, envN+"="+strconv.Itoa(f.n), envLines+"="+strconv.Itoa(f.lines),
+			envGraceMS+"="+strconv.Itoa(int(testGrace.Milliseconds())))
+		if f.release {
+			cmd.Env = append(cmd.Env, envRelease+"=1")
+		}
+		if f.pause {
+			cmd.Env = append(cmd.Env, envPause+"=1")
+		}
+		if external > 0 {
+			cmd.Env = append(cmd.Env, envOwn+"="+strconv.Itoa(external))
+		}
+	}
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &ownerProc{cmd: cmd, in: in, out: bufio.NewReader(outR)}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	want := 1
+	if f.hermesct {
+		want = f.lines
+	}
+	for range want {
+		l, err := p.out.ReadString('\n')
+		if err != nil {
+			t.Fatalf("owner %d did not get ready: %v", cmd.Process.Pid, err)
+		}
+		if pid, ok := strings.CutPrefix(strings.TrimSpace(l), "spawned "); ok {
+			p.spawn, _ = strconv.Atoi(pid)
+		}
+	}
+	return p
+}
+
+// external starts a process group outside any owner, for Own rows.
+func external(t *testing.T, marker string) int {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), envHelper+"=child", envKind+"=simple", envRow+"="+marker)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+type survivorsRow struct {
+	family, mode    string
+	expect, found   int
+	control, contOK int
+}
+
+func TestSurvivors(t *testing.T) {
+	var mu sync.Mutex
+	var table []survivorsRow
+	t.Cleanup(func() {
+		var b strings.Builder
+		fmt.Fprintf(&b, "\n%-40s %-7s %-9s %-6s %s\n", "family", "mode", "expected", "found", "control alive")
+		for _, r := range table {
+			fmt.Fprintf(&b, "%-40s %-7s %-9d %-6d %d/%d\n", r.family, r.mode, r.expect, r.found, r.contOK, r.control)
+		}
+		t.Log(b.String())
+	})
+	for _, mode := range modes(t) {
+		for i, f := range families {
+			t.Run(string(mode)+"/"+f.name, func(t *testing.T) {
+				t.Parallel()
+				row := survivorsRow{family: f.name, mode: string(mode), expect: f.expect, control: f.control}
+				row.found, row.contOK = runRow(t, f, mode, fmt.Sprintf("%s-%d-%d", mode, i, os.Getpid()))
+				mu.Lock()
+				table = append(table, row)
+				mu.Unlock()
+				if row.found != f.expect {
+					t.Errorf("survivors after owner SIGKILL: got %d, want %d", row.found, f.expect)
+				}
+				if row.contOK != f.control {
+					t.Errorf("control owner's processes alive: got %d, want %d", row.contOK, f.control)
+				}
+			})
+		}
+	}
+}
+
+// runRow plays one row: a control owner and the owner(s) under test; kills
+// the latter with SIGKILL; returns the survivors and the control's live
+// processes.
+func runRow(t *testing.T, f family, mode Mode, marker string) (found, control int) {
+	victim, ctl := marker+"-v", marker+"-c"
+	t.Cleanup(func() { killMarked(victim); killMarked(ctl) })
+	ctlExt, vExt := 0, 0
+	if f.own {
+		ctlExt, vExt = external(t, ctl), external(t, victim)
+	}
+	cf := f
+	cf.pause, cf.owners = false, 1
+	if f.pause {
+		cf.lines = 1
+	}
+	c := startOwner(t, cf, mode, ctl, t.TempDir(), ctlExt)
+
+	state := t.TempDir()
+	var owners []*ownerProc
+	for range f.owners {
+		owners = append(owners, startOwner(t, f, mode, victim, state, vExt))
+	}
+	if mode == ModeCgroup {
+		// A released group keeps its owner's cgroup subtree; remove what
+		// the killed processes leave behind.
+		t.Cleanup(func() {
+			for _, o := range append(owners, c) {
+				dirs, _ := filepath.Glob(filepath.Join(cgroupMount(), "hermes-"+strconv.Itoa(o.cmd.Process.Pid)+"_*"))
+				for _, d := range dirs {
+					subs, _ := filepath.Glob(filepath.Join(d, "*.*_*"))
+					for _, s := range subs {
+						eventually(2*time.Second, func() bool { return os.Remove(s) == nil || os.IsNotExist(os.Remove(s)) })
+					}
+					os.Remove(d)
+				}
+			}
+		})
+	}
+	if f.ledger > 0 {
+		l, err := ledger.Open(state)
+		if err != nil {
+			t.Fatal(err)
+		}
+		es, err := l.Entries(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(es) != f.ledger {
+			t.Errorf("ledger entries of %d owners: got %d, want %d", f.owners, len(es), f.ledger)
+		}
+	}
+	if f.killSup {
+		old := supervisorOf(owners[0].cmd.Process.Pid)
+		if old == 0 {
+			t.Fatal("no supervisor found for the owner")
+		}
+		syscall.Kill(old, syscall.SIGKILL)
+		if !eventually(15*time.Second, func() bool {
+			s := supervisorOf(owners[0].cmd.Process.Pid)
+			return s != 0 && s != old
+		}) {
+			t.Fatal("the owner did not restart its supervisor")
+		}
+	}
+	var sups []int
+	for _, o := range owners {
+		if s := supervisorOf(o.cmd.Process.Pid); s != 0 {
+			sups = append(sups, s)
+		}
+		o.cmd.Process.Signal(syscall.SIGKILL)
+	}
+	for _, o := range owners {
+		o.cmd.Wait()
+	}
+	// Done when every killed owner's supervisor has finished its work.
+	eventually(testGrace+10*time.Second, func() bool {
+		for _, s := range sups {
+			if syscall.Kill(s, 0) == nil {
+				return false
+			}
+		}
+		return true
+	})
+	if f.pause {
+		// No supervisor may exist yet (pgroup mode): the gated child must exit by itself.
+		eventually(5*time.Second, func() bool { return len(marked(victim)) == 0 && syscall.Kill(owners[0].spawn, 0) != nil })
+		if syscall.Kill(owners[0].spawn, 0) == nil {
+			found++
+		}
+	}
+	found += len(marked(victim))
+	control = len(marked(ctl))
+	// Clean exit of the control: its owned children go with it.
+	if f.hermesct {
+		c.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	c.in.Close()
+	c.cmd.Wait()
+	return found, control
+}
