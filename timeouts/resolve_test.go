@@ -263,6 +263,8 @@ func TestResolve(t *testing.T) {
 		{"drain from agent", Inputs{Provider: openai, Model: "x", Stream: true, Agent: Agent{StreamDrainTimeout: 5 * s}}, Drain, 5 * s, false, []StepKind{StepAgent}},
 		{"explicit clamped to max", Inputs{Provider: withStale(openai, 48*time.Hour), Model: "x", Stream: true}, StaleStream, MaxTimeout, true, []StepKind{StepExplicit, StepClamp}},
 		{"provider tiers replace defaults", Inputs{Provider: responsesBackend, Model: "gpt-4o", Stream: true, Tokens: 60_000}, StaleStream, 900 * s, false, []StepKind{StepDefault, StepTier}},
+		{"provider tiers: 120k → 1200", Inputs{Provider: responsesBackend, Model: "gpt-4o", API: Responses, Tokens: 120_000}, StaleNonStream, 1200 * s, false, []StepKind{StepDefault, StepTier}},
+		{"provider tiers: 10k is not above 10k", Inputs{Provider: responsesBackend, Model: "gpt-4o", Stream: true, Tokens: 10_000}, StaleStream, 180 * s, false, []StepKind{StepDefault}},
 		{"provider floors extend the table", Inputs{Provider: Provider{ID: "x", BaseURL: "https://x.example/v1", Floors: []Floor{{"house-thinker", 420 * s}}}, Model: "x/house-thinker-v2", Stream: true}, StaleStream, 420 * s, false, nil},
 		{"negative settings ignored", Inputs{Provider: withStale(openai, -5*s), Model: "gpt-4o", Stream: true, Run: RunBudget{-1, 0}, Agent: Agent{StaleTimeoutHardCap: -1}}, StaleStream, 180 * s, false, nil},
 	}
