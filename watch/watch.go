@@ -54,6 +54,10 @@ type Watcher struct {
 	fs          *fsnotify.Watcher
 	deb         *debouncer
 
+	// observe, if set before Run, sees every event and its verdict, on Run's
+	// goroutine; tests use it to know which events were taken into account.
+	observe func(ev fsnotify.Event, relevant bool)
+
 	// Owned by Run's goroutine after New returns.
 	watched map[string]fileID      // watched directory → its identity when added
 	modes   map[string]fs.FileMode // entry name in dir or config path → last seen mode
@@ -133,8 +137,12 @@ func (w *Watcher) Run(ctx context.Context) error {
 			if !ok {
 				return errors.New("watch: event stream closed")
 			}
-			if w.relevant(ev) {
+			rel := w.relevant(ev)
+			if rel {
 				w.deb.trigger()
+			}
+			if w.observe != nil {
+				w.observe(ev, rel)
 			}
 		case err, ok := <-w.fs.Errors:
 			if !ok {
@@ -157,11 +165,12 @@ func (w *Watcher) relevant(ev fsnotify.Event) bool {
 	changed := false
 	if structural && (isAncestorOrSelf(name, w.dir) || (w.config != "" && isAncestorOrSelf(name, filepath.Dir(w.config)))) {
 		// Errors leave a path unwatched until the next structural event
-		// above it. A watch that moved onto or off the units directory or
-		// the config's directory counts: files may have come or gone with
-		// it without an event of their own.
+		// above it. A watch that moved onto or off the units directory
+		// counts: files may have come or gone with it without an event of
+		// their own; so does the config file appearing or vanishing with
+		// its directory.
 		moved, _ := w.sync()
-		changed = moved || name == w.dir || (w.config != "" && isAncestorOrSelf(name, w.config))
+		changed = moved || name == w.dir || w.configMoved()
 	}
 	if filepath.Dir(name) == w.dir && !Ignored(filepath.Base(name)) {
 		changed = changed || w.counts(ev, name)
@@ -189,6 +198,22 @@ func (w *Watcher) counts(ev fsnotify.Event, name string) bool {
 	return true
 }
 
+// configMoved reports whether the config file appeared, vanished or changed
+// mode since last seen, updating what was seen.
+func (w *Watcher) configMoved() bool {
+	if w.config == "" {
+		return false
+	}
+	old, known := w.modes[w.config]
+	fi, err := os.Stat(w.config)
+	if err != nil {
+		delete(w.modes, w.config)
+		return known
+	}
+	w.modes[w.config] = fi.Mode()
+	return !known || old != fi.Mode()
+}
+
 // snapshotModes records the modes of the files of interest, so that a later
 // chmod can be told apart from a touch.
 func (w *Watcher) snapshotModes() {
@@ -212,11 +237,52 @@ func (w *Watcher) snapshotModes() {
 // existing ancestor), and the config file's directory (else its nearest
 // existing ancestor). A watched path whose directory was swapped for another
 // is re-added, since an inotify watch follows the old inode. It reports
-// whether the watch on the units directory or on the config's directory
-// itself was added or dropped.
+// whether the watch on the units directory was added or dropped.
+//
+// Adding a watch races with the file system: a directory created below an
+// ancestor before the ancestor's watch was in place sends no event. So sync
+// looks again after every change it makes, until what it wants is what it
+// watches; every later change then sends an event.
 func (w *Watcher) sync() (moved bool, err error) {
-	want := make(map[string]fileID)
 	var errs []error
+	for range 16 { // bounded: a path that keeps changing is retried on its next event
+		want := w.wanted()
+		stable := true
+		for p, id := range w.watched {
+			if nid, ok := want[p]; !ok || nid != id {
+				_ = w.fs.Remove(p) // fails when the kernel already dropped it
+				delete(w.watched, p)
+				moved = moved || p == w.dir
+				stable = false
+			}
+		}
+		errs = errs[:0]
+		for p, id := range want {
+			if _, ok := w.watched[p]; ok {
+				continue
+			}
+			stable = false
+			if err := w.fs.Add(p); err != nil {
+				errs = append(errs, fmt.Errorf("watch %s: %w", p, err))
+				continue
+			}
+			w.watched[p] = id
+			moved = moved || p == w.dir
+			if p == w.dir {
+				// Files that appeared before the watch was in place.
+				w.snapshotModes()
+			}
+		}
+		if stable || len(errs) > 0 {
+			break
+		}
+	}
+	return moved, errors.Join(errs...)
+}
+
+// wanted returns the directories to watch now, with their identities.
+func (w *Watcher) wanted() map[string]fileID {
+	want := make(map[string]fileID)
 	add := func(p string) {
 		for {
 			if id, ok := dirID(p); ok {
@@ -237,34 +303,7 @@ func (w *Watcher) sync() (moved bool, err error) {
 	if w.config != "" {
 		add(filepath.Dir(w.config))
 	}
-	for p, id := range w.watched {
-		if nid, ok := want[p]; !ok || nid != id {
-			_ = w.fs.Remove(p) // fails when the kernel already dropped it
-			delete(w.watched, p)
-			moved = moved || w.key(p)
-		}
-	}
-	for p, id := range want {
-		if _, ok := w.watched[p]; ok {
-			continue
-		}
-		if err := w.fs.Add(p); err != nil {
-			errs = append(errs, fmt.Errorf("watch %s: %w", p, err))
-			continue
-		}
-		w.watched[p] = id
-		moved = moved || w.key(p)
-		if p == w.dir {
-			// Files that appeared before the watch was in place.
-			w.snapshotModes()
-		}
-	}
-	return moved, errors.Join(errs...)
-}
-
-// key reports whether p is the units directory or the config's directory.
-func (w *Watcher) key(p string) bool {
-	return p == w.dir || (w.config != "" && p == filepath.Dir(w.config))
+	return want
 }
 
 // Ignored reports whether a file name (not a path) in the units directory is
