@@ -21,10 +21,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -389,13 +387,7 @@ func (r *Reconciler) Notify(pid int, fields map[string]string) {
 	if st, err := proc.ReadStat(pid); err == nil {
 		ev.pgid = st.PGID
 	}
-	if b, err := os.ReadFile(filepath.Join(proc.Root, strconv.Itoa(pid), "cgroup")); err == nil {
-		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			if rest, ok := strings.CutPrefix(line, "0::"); ok && rest != "/" {
-				ev.cgroup = rest
-			}
-		}
-	}
+	ev.cgroup = cgroupOf(pid)
 	r.post(ev)
 }
 

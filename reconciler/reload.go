@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -135,9 +136,29 @@ func LoadDir(l *units.Loader, dir string) func(context.Context) (Loaded, error) 
 		for _, n := range d.Order() {
 			out.Specs = append(out.Specs, *d.Units[n])
 		}
-		for _, e := range d.Errors() {
-			out.Errors = append(out.Errors, control.ConfigError{File: e.File, Line: e.Line, Column: e.Column, Message: e.Msg})
-		}
+		out.Errors = ConfigErrors(d.Errors())
 		return out, nil
 	}
+}
+
+// ConfigErrors converts the errors of package units (an Errors or an
+// *Error) to their wire form; any other error becomes one entry with no
+// position.
+func ConfigErrors(err error) []control.ConfigError {
+	if err == nil {
+		return nil
+	}
+	var es units.Errors
+	if errors.As(err, &es) {
+		out := make([]control.ConfigError, 0, len(es))
+		for _, e := range es {
+			out = append(out, control.ConfigError{File: e.File, Line: e.Line, Column: e.Column, Message: e.Msg})
+		}
+		return out
+	}
+	var e *units.Error
+	if errors.As(err, &e) {
+		return []control.ConfigError{{File: e.File, Line: e.Line, Column: e.Column, Message: e.Msg}}
+	}
+	return []control.ConfigError{{Message: err.Error()}}
 }

@@ -1,9 +1,8 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"os"
-	"strings"
 
 	"github.com/hermes-units/hermes/internal/paths"
 	"github.com/spf13/cobra"
@@ -41,10 +40,18 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	f := root.PersistentFlags()
-	f.StringVar(&g.Config, "config", envOr("HERMES_CONFIG", g.Config), "main config file (env HERMES_CONFIG)")
-	f.StringVar(&g.Units, "units", envOr("HERMES_UNITS", g.Units), "units directory (env HERMES_UNITS)")
-	f.StringVar(&g.State, "state", envOr("HERMES_STATE", g.State), "state directory: ledger, logs (env HERMES_STATE)")
-	f.StringVar(&g.Socket, "socket", envOr("HERMES_SOCKET", g.Socket), "control socket of hermesd (env HERMES_SOCKET)")
+	paths.AddFlags(f)
+	// Paths are layered exactly as hermesd layers them (flag > HERMES_* env >
+	// hermes.yaml > default). A config file that does not parse leaves the
+	// other layers in force: the commands that read it report its errors.
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		r, err := paths.Resolve(cmd.Flags())
+		if err != nil && !errors.Is(err, paths.ErrConfig) {
+			return &exitError{code: 2, err: err}
+		}
+		g.Paths = r.Paths
+		return nil
+	}
 	f.StringVarP(&g.output, "output", "o", "", "output format: json (default: text for humans)")
 	root.AddCommand() // each command is added here, one per line
 	root.AddCommand(newRunCmd(g))
@@ -57,11 +64,4 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newLogsCmd(g))
 	root.AddCommand(newTimeoutsCmd(g))
 	return root
-}
-
-func envOr(key, def string) string {
-	if v := strings.TrimSpace(os.Getenv(key)); v != "" {
-		return v
-	}
-	return def
 }

@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/coreos/go-systemd/v22/daemon"
+	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/paths"
+	"github.com/hermes-units/hermes/ledger"
+	"github.com/hermes-units/hermes/logfile"
+	"github.com/hermes-units/hermes/notify"
+	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/reconciler"
+	"github.com/hermes-units/hermes/supervisor"
+	"github.com/hermes-units/hermes/units"
+	"github.com/hermes-units/hermes/watch"
+	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
+)
+
+// Exit codes (see the package comment).
+const (
+	exitFailure = 1
+	exitUsage   = 2
+	exitLocked  = 3
+	exitSocket  = 4
+)
+
+// exitError carries an exit code out of run; main prints err once.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func exit(code int, err error) error { return &exitError{code, err} }
+
+// ErrLocked reports a state directory held by another hermesd.
+var ErrLocked = errors.New("state directory is locked by another hermesd")
+
+// config is hermesd's resolved settings.
+type config struct {
+	paths.Paths
+	role     reconciler.Role
+	insecure bool
+}
+
+func parseFlags(args []string) (config, error) {
+	fs := pflag.NewFlagSet("hermesd", pflag.ContinueOnError)
+	paths.AddFlags(fs)
+	fs.String(paths.KeyRole, string(reconciler.Gateway), "owner role: gateway (survivors are re-adopted) or worker (env HERMES_ROLE, config key role)")
+	insecure := fs.Bool("insecure-units", false, "skip the ownership and permission checks of unit files")
+	if err := fs.Parse(args); err != nil {
+		return config{}, exit(exitUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return config{}, exit(exitUsage, fmt.Errorf("unexpected arguments %q; hermesd takes flags only", fs.Args()))
+	}
+	res, err := paths.Resolve(fs)
+	if err != nil {
+		return config{}, exit(exitUsage, err)
+	}
+	if res.Role == "" {
+		res.Role = string(reconciler.Gateway)
+	}
+	role, err := reconciler.ParseRole(res.Role)
+	if err != nil {
+		return config{}, exit(exitUsage, err)
+	}
+	return config{Paths: res.Paths, role: role, insecure: *insecure}, nil
+}
+
+func run(args []string) error {
+	cfg, err := parseFlags(args)
+	if errors.Is(err, pflag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return serve(ctx, cfg, log)
+}
+
+// lockState takes <state>/hermesd.lock with flock and writes our pid in it.
+// The descriptor is close-on-exec, so no unit inherits the lock.
+func lockState(state string) (*os.File, error) {
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		return nil, fmt.Errorf("create state directory: %w", err)
+	}
+	path := filepath.Join(state, "hermesd.lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		b, _ := os.ReadFile(path)
+		f.Close()
+		holder := strings.TrimSpace(string(b))
+		if holder == "" {
+			holder = "unknown"
+		}
+		return nil, fmt.Errorf("%w: %s is held by pid %s; stop that hermesd or pass another --state", ErrLocked, path, holder)
+	}
+	if err := f.Truncate(0); err == nil {
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return f, nil
+}
+
+// serve runs hermesd until ctx ends and the clean stop is done.
+func serve(ctx context.Context, cfg config, log *slog.Logger) error {
+	lock, err := lockState(cfg.State)
+	if err != nil {
+		if errors.Is(err, ErrLocked) {
+			return exit(exitLocked, err)
+		}
+		return exit(exitFailure, err)
+	}
+	defer lock.Close()
+	if err := os.MkdirAll(cfg.Units, 0o700); err != nil {
+		return exit(exitUsage, fmt.Errorf("units directory: %w", err))
+	}
+	self, err := proc.Self()
+	if err != nil {
+		return exit(exitFailure, err)
+	}
+	led, err := ledger.Open(cfg.State)
+	if err != nil {
+		return exit(exitFailure, err)
+	}
+	owner, err := supervisor.New(supervisor.Options{
+		StateDir: cfg.State, Role: string(cfg.role),
+		Logf: func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...), "part", "supervisor") },
+	})
+	if err != nil {
+		return exit(exitFailure, err)
+	}
+	defer owner.Close()
+
+	notifyPath := filepath.Join(cfg.State, "notify.sock")
+	ns, err := notify.Listen(notifyPath)
+	if err != nil {
+		return exit(exitFailure, err)
+	}
+	w, err := watch.New(watch.Options{Dir: cfg.Units, Config: cfg.Config})
+	if err != nil {
+		ns.Close()
+		return exit(exitFailure, err)
+	}
+	ln, err := control.Listen(cfg.Socket)
+	if err != nil {
+		ns.Close()
+		w.Close()
+		if errors.Is(err, control.ErrInUse) || errors.Is(err, control.ErrUnsafe) {
+			return exit(exitSocket, err)
+		}
+		return exit(exitFailure, err)
+	}
+
+	started := time.Now()
+	rec, err := reconciler.New(reconciler.Options{
+		Role:         cfg.role,
+		Spawner:      reconciler.Supervised(owner),
+		Load:         loader(cfg, log),
+		Changes:      w.Changes(),
+		Checkpoint:   reconciler.Ledger(led, self, cfg.role),
+		StateDir:     cfg.State,
+		UnitsDir:     cfg.Units,
+		NotifySocket: notifyPath,
+		Lines:        logfile.Lines,
+		OpenLog:      logfile.Open,
+		Rotate:       logfile.Rotate,
+		Supervisor: func() control.Supervisor {
+			s := owner.Status()
+			return control.Supervisor{PID: s.PID, Groups: s.Groups, Mode: string(s.Mode), Health: s.Health}
+		},
+		Daemon: control.Daemon{PID: os.Getpid(), Role: string(cfg.role), Started: started, Units: cfg.Units, State: cfg.State},
+		Logger: log,
+		OnReady: func(n int) {
+			sdNotify(log, "READY=1\nSTATUS="+strconv.Itoa(n)+" units running")
+		},
+	})
+	if err != nil {
+		ln.Close()
+		ns.Close()
+		w.Close()
+		return exit(exitFailure, err)
+	}
+	log.Info("hermesd starting", "pid", os.Getpid(), "role", cfg.role, "units", cfg.Units, "state", cfg.State, "socket", cfg.Socket, "mode", owner.Status().Mode)
+
+	// Helpers live until the reconciler has finished its clean stop: the
+	// control API keeps answering status during it.
+	helpers, stopHelpers := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := control.NewServer(rec, control.Options{Logf: func(f string, a ...any) { log.Warn(fmt.Sprintf(f, a...), "part", "control") }}).Serve(helpers, ln); err != nil {
+			log.Error("control API stopped", "err", err)
+		}
+	})
+	wg.Go(func() {
+		if err := ns.Run(helpers, func(m notify.Message) { rec.Notify(m.PID, m.Fields) }); err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("notify socket stopped", "err", err)
+		}
+	})
+	wg.Go(func() {
+		if err := w.Run(helpers); err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("watching units stopped; hot reload is off", "err", err)
+		}
+	})
+	wg.Go(func() { watchdog(helpers, log) })
+
+	err = rec.Run(ctx)
+	sdNotify(log, "STOPPING=1")
+	stopHelpers()
+	wg.Wait()
+	if err != nil {
+		return exit(exitUsage, err)
+	}
+	if err := owner.Close(); err != nil {
+		return exit(exitFailure, fmt.Errorf("close supervisor: %w", err))
+	}
+	log.Info("hermesd stopped")
+	return nil
+}
+
+// loader reads hermes.yaml (its unit defaults) and the units directory on
+// every reload. A config file that does not load keeps the last good
+// defaults and is reported with the unit errors.
+func loader(cfg config, log *slog.Logger) func(context.Context) (reconciler.Loaded, error) {
+	last := units.DefaultConfig()
+	return func(ctx context.Context) (reconciler.Loaded, error) {
+		var cfgErrs []control.ConfigError
+		if c, err := units.LoadConfig(cfg.Config); err != nil {
+			cfgErrs = reconciler.ConfigErrors(err)
+			log.Error("config file not loaded; last good version kept", "err", err)
+		} else {
+			last = c
+		}
+		l := &units.Loader{Defaults: &last.Defaults, Insecure: cfg.insecure}
+		out, err := reconciler.LoadDir(l, cfg.Units)(ctx)
+		if err != nil {
+			return out, err
+		}
+		out.Errors = append(cfgErrs, out.Errors...)
+		return out, nil
+	}
+}
+
+// sdNotify speaks to systemd when hermesd runs under it (NOTIFY_SOCKET set).
+func sdNotify(log *slog.Logger, state string) {
+	if _, err := daemon.SdNotify(false, state); err != nil {
+		log.Warn("sd_notify failed", "err", err)
+	}
+}
+
+// watchdog sends WATCHDOG=1 at half of WATCHDOG_USEC while ctx lasts, when
+// systemd asked for it: a declared timer, absent otherwise.
+func watchdog(ctx context.Context, log *slog.Logger) {
+	d, err := daemon.SdWatchdogEnabled(false)
+	if err != nil || d <= 0 {
+		return
+	}
+	t := time.NewTicker(d / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			sdNotify(log, "WATCHDOG=1")
+		}
+	}
+}

@@ -1,0 +1,36 @@
+// Command hermesd is the gateway: it keeps the units of a directory running,
+// re-adopts the survivors of a previous gateway, serves the control API for
+// hermesctl and a NOTIFY_SOCKET for its units, and stops cleanly on TERM or
+// INT (owned units stopped, survivors left running and recorded).
+//
+// Flags (each also HERMES_* env and a top-level key of hermes.yaml; flag >
+// env > file > default): --config, --units, --state, --socket,
+// --role gateway|worker, --insecure-units.
+//
+// Exit codes:
+//
+//	0  clean stop (TERM or INT)
+//	1  runtime failure
+//	2  usage or configuration error (bad flag, role, config file, units directory)
+//	3  the state directory is locked by another hermesd
+//	4  the control socket is served by another daemon, or unsafe
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+)
+
+func main() {
+	err := run(os.Args[1:])
+	if err == nil {
+		return
+	}
+	fmt.Fprintln(os.Stderr, "hermesd:", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		os.Exit(ee.code)
+	}
+	os.Exit(1)
+}

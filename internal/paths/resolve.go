@@ -1,0 +1,146 @@
+package paths
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/env/v2"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/providers/posflag"
+	"github.com/knadh/koanf/v2"
+	"github.com/spf13/pflag"
+)
+
+// The keys layered by Resolve: flag names, the lower-case part of the
+// HERMES_* variables, and top-level keys of hermes.yaml.
+const (
+	KeyConfig = "config"
+	KeyUnits  = "units"
+	KeyState  = "state"
+	KeySocket = "socket"
+	KeyRole   = "role"
+)
+
+// EnvPrefix is the prefix of the environment variables Resolve reads.
+const EnvPrefix = "HERMES_"
+
+// ErrConfig reports a config file that exists but cannot be read or parsed.
+var ErrConfig = errors.New("config file unusable")
+
+// AddFlags defines --config, --units, --state and --socket on fs, with the
+// XDG defaults in their help. Values are read back with Resolve, never from
+// the flag variables: only Resolve applies the layering.
+func AddFlags(fs *pflag.FlagSet) {
+	d := Defaults()
+	fs.String(KeyConfig, d.Config, "main config file, optional (env HERMES_CONFIG)")
+	fs.String(KeyUnits, d.Units, "units directory (env HERMES_UNITS, config key units)")
+	fs.String(KeyState, d.State, "state directory: ledger, logs, lock (env HERMES_STATE, config key state)")
+	fs.String(KeySocket, d.Socket, "control socket of hermesd (env HERMES_SOCKET, config key socket)")
+}
+
+// Resolved is the outcome of Resolve: the paths, and the role when the
+// flag set defines --role or env or file set it ("" otherwise).
+type Resolved struct {
+	Paths
+	Role string
+}
+
+// Resolve layers each key flag > env (HERMES_CONFIG, HERMES_UNITS,
+// HERMES_STATE, HERMES_SOCKET, HERMES_ROLE) > config file (top-level keys
+// units, state, socket, role of hermes.yaml) > default (Defaults), with
+// koanf. Only flags the user set count as flags. The config file's own path
+// is flag > env > default; a missing file is fine (the file is optional),
+// one that does not parse is an error wrapping ErrConfig, returned with the
+// paths resolved without the file. Paths from
+// the file are "~"-expanded and resolved against the file's directory; the
+// other keys of the file are left to the units package.
+func Resolve(fs *pflag.FlagSet) (Resolved, error) {
+	d := Defaults()
+	keys := map[string]bool{KeyConfig: true, KeyUnits: true, KeyState: true, KeySocket: true, KeyRole: true}
+	envP := env.Provider(".", env.Opt{Prefix: EnvPrefix, TransformFunc: func(k, v string) (string, any) {
+		k = strings.ToLower(strings.TrimPrefix(k, EnvPrefix))
+		if !keys[k] || strings.TrimSpace(v) == "" {
+			return "", nil
+		}
+		return k, strings.TrimSpace(v)
+	}})
+	flagP := posflag.ProviderWithFlag(fs, ".", nil, func(f *pflag.Flag) (string, any) {
+		if !f.Changed || !keys[f.Name] {
+			return "", nil
+		}
+		return f.Name, f.Value.String()
+	})
+
+	k := koanf.New(".")
+	for key, v := range map[string]string{KeyConfig: d.Config, KeyUnits: d.Units, KeyState: d.State, KeySocket: d.Socket} {
+		if err := k.Set(key, v); err != nil {
+			return Resolved{}, err
+		}
+	}
+	// The config file's path first: flag > env > default.
+	pre := koanf.New(".")
+	if err := pre.Load(envP, nil); err != nil {
+		return Resolved{}, err
+	}
+	if err := pre.Load(flagP, nil); err != nil {
+		return Resolved{}, err
+	}
+	cfg := d.Config
+	var fileErr error
+	if pre.Exists(KeyConfig) {
+		cfg = expand(pre.String(KeyConfig), "")
+	}
+	if _, err := os.Stat(cfg); err == nil {
+		fk := koanf.New(".")
+		if err := fk.Load(file.Provider(cfg), yaml.Parser()); err != nil {
+			fileErr = fmt.Errorf("%w: %s: %v; fix it (hermesctl validate shows where)", ErrConfig, cfg, err)
+		}
+		for _, key := range []string{KeyUnits, KeyState, KeySocket, KeyRole} {
+			v := strings.TrimSpace(fk.String(key))
+			if v == "" {
+				continue
+			}
+			if key != KeyRole {
+				v = expand(v, filepath.Dir(cfg))
+			}
+			if err := k.Set(key, v); err != nil {
+				return Resolved{}, err
+			}
+		}
+	}
+	if err := k.Load(envP, nil); err != nil {
+		return Resolved{}, err
+	}
+	if err := k.Load(flagP, nil); err != nil {
+		return Resolved{}, err
+	}
+	r := Resolved{
+		Paths: Paths{
+			Config: cfg,
+			Units:  expand(k.String(KeyUnits), ""),
+			State:  expand(k.String(KeyState), ""),
+			Socket: expand(k.String(KeySocket), ""),
+		},
+		Role: k.String(KeyRole),
+	}
+	return r, fileErr
+}
+
+// expand replaces a leading "~" with the home directory and takes a
+// relative path against base; with base "" (flags, env) a relative path is
+// kept as given, relative to the working directory, for both binaries alike.
+func expand(p, base string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			p = filepath.Join(home, p[1:])
+		}
+	}
+	if !filepath.IsAbs(p) && base != "" {
+		p = filepath.Join(base, p)
+	}
+	return p
+}

@@ -1,0 +1,78 @@
+package paths
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+func TestResolve(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, "cfg"))
+	t.Setenv("XDG_STATE_HOME", filepath.Join(home, "st"))
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	for _, k := range []string{"HERMES_CONFIG", "HERMES_UNITS", "HERMES_STATE", "HERMES_SOCKET", "HERMES_ROLE"} {
+		t.Setenv(k, "")
+	}
+	cfgDir := filepath.Join(home, "etc")
+	if err := os.MkdirAll(cfgDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(cfgDir, "hermes.yaml")
+	if err := os.WriteFile(cfg, []byte("units: u\nstate: ~/fromfile\nrole: worker\nagent: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	broken := filepath.Join(cfgDir, "broken.yaml")
+	if err := os.WriteFile(broken, []byte("units: [unclosed\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		env       map[string]string
+		args      []string
+		want      Resolved
+		wantError error
+	}{
+		{"defaults", nil, nil, Resolved{Paths: Paths{
+			Config: filepath.Join(home, "cfg", "hermes", "hermes.yaml"), Units: filepath.Join(home, "cfg", "hermes", "units"),
+			State: filepath.Join(home, "st", "hermes"), Socket: filepath.Join(home, "st", "hermes", "hermesd.sock")}}, nil},
+		{"file", nil, []string{"--config", cfg}, Resolved{Paths: Paths{
+			Config: cfg, Units: filepath.Join(cfgDir, "u"), State: filepath.Join(home, "fromfile"),
+			Socket: filepath.Join(home, "st", "hermes", "hermesd.sock")}, Role: "worker"}, nil},
+		{"env over file", map[string]string{"HERMES_CONFIG": cfg, "HERMES_STATE": "/env/state", "HERMES_ROLE": "gateway"}, nil, Resolved{Paths: Paths{
+			Config: cfg, Units: filepath.Join(cfgDir, "u"), State: "/env/state",
+			Socket: filepath.Join(home, "st", "hermes", "hermesd.sock")}, Role: "gateway"}, nil},
+		{"flag over env", map[string]string{"HERMES_CONFIG": cfg, "HERMES_STATE": "/env/state"}, []string{"--state", "/flag/state", "--socket", "/flag/sock", "--role", "gateway"}, Resolved{Paths: Paths{
+			Config: cfg, Units: filepath.Join(cfgDir, "u"), State: "/flag/state", Socket: "/flag/sock"}, Role: "gateway"}, nil},
+		{"missing config is fine", nil, []string{"--config", filepath.Join(home, "nope.yaml")}, Resolved{Paths: Paths{
+			Config: filepath.Join(home, "nope.yaml"), Units: filepath.Join(home, "cfg", "hermes", "units"),
+			State: filepath.Join(home, "st", "hermes"), Socket: filepath.Join(home, "st", "hermes", "hermesd.sock")}}, nil},
+		{"broken config", nil, []string{"--config", broken}, Resolved{Paths: Paths{
+			Config: broken, Units: filepath.Join(home, "cfg", "hermes", "units"),
+			State: filepath.Join(home, "st", "hermes"), Socket: filepath.Join(home, "st", "hermes", "hermesd.sock")}}, ErrConfig},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			AddFlags(fs)
+			fs.String(KeyRole, "", "role")
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			got, err := Resolve(fs)
+			if !errors.Is(err, tt.wantError) {
+				t.Fatalf("Resolve error %v, want %v", err, tt.wantError)
+			}
+			if got != tt.want {
+				t.Errorf("Resolve = %+v,\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}

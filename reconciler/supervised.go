@@ -1,0 +1,144 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hermes-units/hermes/ledger"
+	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/supervisor"
+)
+
+// Supervised is the Spawner of a real owner: SpawnOwned, Stop and pidfd
+// WatchExit of package supervisor.
+func Supervised(o *supervisor.Owner) Spawner { return ownerSpawner{o} }
+
+type ownerSpawner struct{ o *supervisor.Owner }
+
+type child struct{ c *supervisor.Child }
+
+func (c child) Group() Group          { return Group(c.c.Group) }
+func (c child) Done() <-chan struct{} { return c.c.Done() }
+func (c child) Err() error            { return c.c.Err() }
+
+func (s ownerSpawner) Spawn(ctx context.Context, sp SpawnSpec) (Process, error) {
+	c, err := s.o.SpawnOwned(ctx, supervisor.Spec{
+		Unit: sp.Unit, Argv: sp.Argv, Env: sp.Env, Dir: sp.Dir,
+		Stdout: sp.Stdout, Stderr: sp.Stderr,
+		Ownership: sp.Ownership, Reason: sp.Reason, LogPath: sp.LogPath, Survive: sp.Survive,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return child{c}, nil
+}
+
+func (s ownerSpawner) Stop(ctx context.Context, g Group, sig syscall.Signal, grace time.Duration) error {
+	err := s.o.Stop(ctx, supervisor.Group(g), sig, grace)
+	if errors.Is(err, supervisor.ErrUnknown) {
+		// The group emptied and was released (its leader's exit releases
+		// it) between the signal and Stop's own release: it is gone, which
+		// is what Stop promises.
+		return nil
+	}
+	return err
+}
+
+func (s ownerSpawner) WatchExit(ctx context.Context, g Group) (<-chan struct{}, error) {
+	return supervisor.WatchExit(ctx, g.Leader)
+}
+
+// Ledger is the Checkpoint of a state directory's ledger, for the owner
+// self in role.
+func Ledger(l *ledger.Ledger, self proc.Identity, role Role) Checkpoint {
+	return ledgerCheckpoint{l, self, role}
+}
+
+type ledgerCheckpoint struct {
+	l    *ledger.Ledger
+	self proc.Identity
+	role Role
+}
+
+func survivorOf(e ledger.Entry) Survivor {
+	return Survivor{
+		Unit: e.Unit, Group: Group{Unit: e.Unit, PGID: e.PGID, Leader: e.Leader, Cgroup: e.Cgroup},
+		Ownership: e.Ownership, Reason: e.Reason, Log: e.Log, Owner: e.Owner, OwnerAlive: e.Owner.Alive(),
+	}
+}
+
+func (c ledgerCheckpoint) Survivors(ctx context.Context) ([]Survivor, error) {
+	es, err := c.l.Entries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []Survivor
+	for _, e := range es {
+		if e.Owner == c.self || (e.Ownership != "adoptable" && e.Ownership != "persist_on_release") {
+			continue
+		}
+		out = append(out, survivorOf(e))
+	}
+	return out, nil
+}
+
+func (c ledgerCheckpoint) mark(ctx context.Context, s Survivor, state string) error {
+	return c.l.Update(ctx, func(es []ledger.Entry) ([]ledger.Entry, error) {
+		for i := range es {
+			if es[i].Leader == s.Group.Leader && es[i].PGID == s.Group.PGID {
+				es[i].State = state
+				if state == "adopted" {
+					es[i].Owner, es[i].Role = c.self, string(c.role)
+				}
+			}
+		}
+		return es, nil
+	})
+}
+
+func (c ledgerCheckpoint) Adopted(ctx context.Context, s Survivor) error {
+	return c.mark(ctx, s, "adopted")
+}
+
+func (c ledgerCheckpoint) Released(ctx context.Context, s Survivor) error {
+	return c.mark(ctx, s, "released")
+}
+
+func (c ledgerCheckpoint) Who(ctx context.Context, pid int) (Survivor, bool, error) {
+	es, err := c.l.Entries(ctx)
+	if err != nil {
+		return Survivor{}, false, err
+	}
+	pgid := 0
+	if st, err := proc.ReadStat(pid); err == nil {
+		pgid = st.PGID
+	}
+	cg := cgroupOf(pid)
+	for _, e := range es {
+		if e.Leader.PID == pid || (pgid > 1 && e.PGID == pgid) || (cg != "" && e.Cgroup != "" && strings.HasSuffix(e.Cgroup, cg)) {
+			return survivorOf(e), true, nil
+		}
+	}
+	return Survivor{}, false, nil
+}
+
+// cgroupOf is pid's cgroup v2 path relative to the hierarchy's root, "" when
+// none (or the root).
+func cgroupOf(pid int) string {
+	b, err := os.ReadFile(filepath.Join(proc.Root, strconv.Itoa(pid), "cgroup"))
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if rest, ok := strings.CutPrefix(line, "0::"); ok && rest != "/" {
+			return rest
+		}
+	}
+	return ""
+}
