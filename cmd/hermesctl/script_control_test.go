@@ -40,12 +40,26 @@ func cmdFakeDaemon(ts *testscript.TestScript, neg bool, args []string) {
 	b := &fakeDaemon{script: sc, work: ts.Getenv("WORK"), calls: ts.MkAbs("calls")}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	srv := control.NewServer(b, control.Options{Logf: ts.Logf})
+	// The server logs from its own goroutines, and ts.Logf is for the
+	// script's goroutine only: collect, and hand over once Serve is done.
+	var (
+		logMu sync.Mutex
+		logs  []string
+	)
+	logf := func(format string, args ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		logs = append(logs, fmt.Sprintf(format, args...))
+	}
+	srv := control.NewServer(b, control.Options{Logf: logf})
 	go func() { done <- srv.Serve(ctx, ln) }()
 	ts.Defer(func() {
 		cancel()
 		if err := <-done; err != nil {
 			ts.Logf("fakedaemon: %v", err)
+		}
+		for _, l := range logs {
+			ts.Logf("fakedaemon: %s", l)
 		}
 	})
 }
