@@ -43,18 +43,6 @@ func Parse(b []byte) ([]Entry, error) {
 	return f.Entries, nil
 }
 
-// Marshal encodes entries in the file format.
-func Marshal(entries []Entry) ([]byte, error) {
-	if entries == nil {
-		entries = []Entry{}
-	}
-	b, err := json.Marshal(file{Version: Version, Entries: entries})
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '\n'), nil
-}
-
 // writeAtomic replaces path with entries: temporary file in dir, fsync,
 // rename, fsync of dir. A reader sees the old file or the new one, never a
 // mix.

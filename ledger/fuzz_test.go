@@ -14,7 +14,11 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"version":2,"entries":[]}`))
 	f.Add([]byte(`{"version":1}{}`))
 	f.Add([]byte(``))
+	f.Add([]byte("{\"version\":1,\"entries\":[\n{\"unit\":\"a\"},\n{\"unit\":\"b\",\"argv\":[\"x\"]}\n]}\n"))
+	f.Add([]byte("{\"version\":1,\"entries\":[\n]}\n"))
+	f.Add([]byte("{\"version\":1,\"entries\":[\nnull\n]}\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
+		checkCanonical(t, b)
 		es, err := Parse(b)
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
@@ -30,6 +34,7 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Parse(Marshal(Parse(b))): %v\n%s", err, out)
 		}
+		checkCanonical(t, out)
 		if len(es) == 0 && len(back) == 0 {
 			return
 		}
@@ -37,6 +42,29 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("round trip changed the entries:\n%+v\n%+v", es, back)
 		}
 	})
+}
+
+// checkCanonical: where the canonical-layout parser accepts b, cold or with
+// a warm cache, it returns what Parse returns.
+func checkCanonical(t *testing.T, b []byte) {
+	t.Helper()
+	cold, cache, err := parseCanonical(b, nil)
+	if err != nil {
+		return
+	}
+	want, err := Parse(b)
+	if err != nil {
+		t.Fatalf("parseCanonical accepted what Parse rejects (%v):\n%q", err, b)
+	}
+	warm, _, err := parseCanonical(b, cache)
+	if err != nil {
+		t.Fatalf("parseCanonical with a warm cache: %v", err)
+	}
+	if len(want) != 0 || len(cold) != 0 || len(warm) != 0 {
+		if !reflect.DeepEqual(cold, want) || !reflect.DeepEqual(warm, want) {
+			t.Fatalf("parseCanonical differs from Parse:\ncold %+v\nwarm %+v\nwant %+v", cold, warm, want)
+		}
+	}
 }
 
 // normalize makes entries comparable after a JSON round trip: times lose

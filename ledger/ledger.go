@@ -69,8 +69,10 @@ type Ledger struct {
 	path string
 	lock string
 
-	mu       sync.Mutex
-	lastWait time.Duration // guarded by mu
+	mu        sync.Mutex
+	lastWait  time.Duration // guarded by mu
+	lines     lineCache     // guarded by mu; the lines of the last file parsed
+	abandoned int           // guarded by mu; lock waiters given up but still blocked in flock
 }
 
 // Open returns the ledger of stateDir, creating the directory (0700) if it is
@@ -112,7 +114,7 @@ func (l *Ledger) LastLockWait() time.Duration {
 // within LockTimeout, and with ctx's error when ctx ends first.
 func (l *Ledger) Update(ctx context.Context, fn func([]Entry) ([]Entry, error)) error {
 	start := time.Now()
-	unlock, err := acquire(ctx, l.lock, LockTimeout)
+	unlock, err := l.acquire(ctx, LockTimeout)
 	l.mu.Lock()
 	l.lastWait = time.Since(start)
 	l.mu.Unlock()
@@ -148,7 +150,7 @@ func (l *Ledger) readLocked() ([]Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: read %s: %w", l.path, err)
 	}
-	entries, perr := Parse(b)
+	entries, perr := l.parse(b)
 	if perr == nil {
 		return entries, nil
 	}
@@ -161,6 +163,20 @@ func (l *Ledger) readLocked() ([]Entry, error) {
 		return nil, fmt.Errorf("ledger: %s was corrupt (moved to %s); rebuild from /proc failed: %w", l.path, aside, err)
 	}
 	return rebuilt, nil
+}
+
+// parse is Parse, fast on a file in the canonical layout whose lines this
+// Ledger has mostly seen before (see parseCanonical).
+func (l *Ledger) parse(b []byte) ([]Entry, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	entries, next, err := parseCanonical(b, l.lines)
+	if err == nil {
+		l.lines = next
+		return entries, nil
+	}
+	l.lines = nil
+	return Parse(b)
 }
 
 // Add records entries. Their Argv is stored redacted (see Redact).
@@ -204,7 +220,7 @@ func (l *Ledger) Entries(ctx context.Context) ([]Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: read %s: %w", l.path, err)
 	}
-	entries, err := Parse(b)
+	entries, err := l.parse(b)
 	if err == nil {
 		return entries, nil
 	}

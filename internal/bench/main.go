@@ -35,7 +35,10 @@ type section struct {
 }
 
 // sections run in this order; -only selects some by name.
-var sections = []section{}
+var sections = []section{
+	{"ledger", benchLedger},
+	{"supervisor", benchSupervisor},
+}
 
 func main() {
 	child := flag.String("child", "", "internal: play the named helper process")

@@ -1,0 +1,211 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/hermes-units/hermes/proc"
+)
+
+// The file is written in a canonical layout: one entry per line.
+//
+//	{"version":1,"entries":[
+//	{...},
+//	{...}
+//	]}
+//
+// It is plain JSON (Parse reads any layout), but the layout lets a process
+// that read the file before decode only the lines it has not seen: under
+// contention every writer re-reads the whole file at every write, and
+// decoding it from scratch dominated the time the lock is held.
+var (
+	fileHead = []byte(`{"version":` + strconv.Itoa(Version) + `,"entries":[` + "\n")
+	fileTail = []byte("]}\n")
+)
+
+// Marshal encodes entries in the file format (canonical layout). It fails
+// only on a spawn time RFC 3339 cannot hold (a year outside 0–9999), as
+// encoding/json would.
+func Marshal(entries []Entry) ([]byte, error) {
+	b := make([]byte, 0, len(fileHead)+len(fileTail)+len(entries)*384)
+	b = append(b, fileHead...)
+	for i, e := range entries {
+		var err error
+		if b, err = appendEntry(b, e); err != nil {
+			return nil, err
+		}
+		if i < len(entries)-1 {
+			b = append(b, ',')
+		}
+		b = append(b, '\n')
+	}
+	return append(b, fileTail...), nil
+}
+
+// appendEntry encodes e as one JSON object with the field names of Entry's
+// tags; it decodes with encoding/json to the same Entry.
+func appendEntry(b []byte, e Entry) ([]byte, error) {
+	b = append(b, `{"unit":`...)
+	b = appendString(b, e.Unit)
+	b = append(b, `,"leader":`...)
+	b = appendIdentity(b, e.Leader)
+	b = append(b, `,"pgid":`...)
+	b = strconv.AppendInt(b, int64(e.PGID), 10)
+	if e.Cgroup != "" {
+		b = append(b, `,"cgroup":`...)
+		b = appendString(b, e.Cgroup)
+	}
+	b = append(b, `,"argv":`...)
+	if e.Argv == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, a := range e.Argv {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, a)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"owner":`...)
+	b = appendIdentity(b, e.Owner)
+	b = append(b, `,"role":`...)
+	b = appendString(b, e.Role)
+	b = append(b, `,"ownership":`...)
+	b = appendString(b, e.Ownership)
+	for _, f := range [...]struct{ k, v string }{{"reason", e.Reason}, {"log", e.Log}} {
+		if f.v != "" {
+			b = append(b, `,"`+f.k+`":`...)
+			b = appendString(b, f.v)
+		}
+	}
+	b = append(b, `,"spawned":"`...)
+	b, err := e.Spawned.AppendText(b) // RFC 3339, as encoding/json writes it
+	if err != nil {
+		return nil, fmt.Errorf("ledger: entry %q: spawn time: %w", e.Unit, err)
+	}
+	b = append(b, '"')
+	for _, f := range [...]struct{ k, v string }{{"state", e.State}, {"spawn", e.Spawn}} {
+		if f.v != "" {
+			b = append(b, `,"`+f.k+`":`...)
+			b = appendString(b, f.v)
+		}
+	}
+	return append(b, '}'), nil
+}
+
+func appendIdentity(b []byte, id proc.Identity) []byte {
+	b = append(b, `{"pid":`...)
+	b = strconv.AppendInt(b, int64(id.PID), 10)
+	b = append(b, `,"start_time":`...)
+	b = strconv.AppendUint(b, id.StartTime, 10)
+	b = append(b, `,"boot_id":`...)
+	b = appendString(b, id.BootID)
+	return append(b, '}')
+}
+
+// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, as
+// encoding/json does.
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// lineCache maps the lines of the canonical layout to the entries they
+// decode to. It holds the lines of the last file parsed.
+type lineCache map[string]Entry
+
+var errNotCanonical = errors.New("not in the canonical layout")
+
+// parseCanonical decodes b when it is in the canonical layout, decoding only
+// the lines missing from cache, and returns the cache for the next call. Any
+// other input yields errNotCanonical (Parse then decides). When it succeeds,
+// its result is the one Parse would give.
+func parseCanonical(b []byte, cache lineCache) ([]Entry, lineCache, error) {
+	rest, ok := bytes.CutPrefix(b, fileHead)
+	if !ok {
+		return nil, nil, errNotCanonical
+	}
+	rest, ok = bytes.CutSuffix(rest, fileTail)
+	if !ok {
+		return nil, nil, errNotCanonical
+	}
+	n := bytes.Count(rest, []byte{'\n'})
+	entries := make([]Entry, 0, n)
+	next := make(lineCache, n)
+	for len(rest) > 0 {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			return nil, nil, errNotCanonical
+		}
+		line := rest[:i]
+		rest = rest[i+1:]
+		if len(rest) > 0 {
+			var comma bool
+			if line, comma = bytes.CutSuffix(line, []byte{','}); !comma {
+				return nil, nil, errNotCanonical
+			}
+		}
+		e, ok := cache[string(line)]
+		if !ok {
+			// A fresh Entry: Unmarshal into a used one would merge.
+			if err := json.Unmarshal(line, &e); err != nil {
+				return nil, nil, errNotCanonical
+			}
+		}
+		next[string(line)] = e
+		entries = append(entries, cloneEntry(e))
+	}
+	return entries, next, nil
+}
+
+// cloneEntry copies the one field of Entry that shares memory, so that an
+// Update's fn cannot change a cached entry.
+func cloneEntry(e Entry) Entry {
+	if e.Argv != nil {
+		e.Argv = append([]string{}, e.Argv...)
+	}
+	return e
+}
