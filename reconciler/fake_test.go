@@ -1,8 +1,8 @@
 package reconciler
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"sync"
 	"syscall"
 	"testing"

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+)
+
+// roleEnv makes the test binary play hermesd ("hermesd") or a unit
+// ("unit") instead of running the tests, as os/exec's tests do.
+const roleEnv = "HERMESD_TEST_ROLE"
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(roleEnv) {
+	case "hermesd":
+		err := run(os.Args[1:])
+		if err == nil {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "hermesd:", err)
+		var ee *exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code)
+		}
+		os.Exit(1)
+	case "unit":
+		playUnit()
+	}
+	os.Exit(m.Run())
+}
+
+// playUnit writes "started PID" to its output (the unit's log file), then a
+// "ping N" line for each SIGUSR1, until TERM.
+func playUnit() {
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	fmt.Printf("started %d\n", os.Getpid())
+	for n := 1; ; n++ {
+		<-usr1
+		fmt.Printf("ping %d\n", n)
+	}
+}

@@ -1,0 +1,335 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/ledger"
+	"github.com/hermes-units/hermes/notify"
+	"github.com/hermes-units/hermes/proc"
+)
+
+// hermesd is a daemon under test: the test binary in role "hermesd".
+type hermesd struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	dir    string // holds units/, state/
+	socket string
+	done   chan error
+}
+
+// writeUnits writes one unit file per name→ownership.
+func writeUnits(t *testing.T, dir string, units map[string]string) {
+	t.Helper()
+	ud := filepath.Join(dir, "units")
+	if err := os.MkdirAll(ud, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, own := range units {
+		y := fmt.Sprintf("command: [%q]\nenv: {%s: unit}\nownership: %s\n", os.Args[0], roleEnv, own)
+		if own != "owned" {
+			y += "reason: kept across gateway restarts in the test\n"
+		}
+		if err := os.WriteFile(filepath.Join(ud, name+".yaml"), []byte(y), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// startDaemon runs hermesd on dir and returns once it said READY=1 on the
+// NOTIFY_SOCKET the test serves (a handshake: no polling).
+func startDaemon(t *testing.T, dir, role string) *hermesd {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	nsPath := filepath.Join(t.TempDir(), "n.sock")
+	ns, err := notify.Listen(nsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{}, 1)
+	nsDone := make(chan error, 1)
+	go func() {
+		nsDone <- ns.Run(ctx, func(m notify.Message) {
+			if m.Ready() {
+				select {
+				case ready <- struct{}{}:
+				default:
+				}
+			}
+		})
+	}()
+	defer func() { cancel(); <-nsDone }()
+
+	d := &hermesd{t: t, dir: dir, socket: filepath.Join(dir, "state", "ctl.sock"), done: make(chan error, 1)}
+	logf, err := os.OpenFile(filepath.Join(dir, "hermesd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	d.cmd = exec.Command(os.Args[0], "--units", filepath.Join(dir, "units"), "--state", filepath.Join(dir, "state"),
+		"--socket", d.socket, "--config", filepath.Join(dir, "none.yaml"), "--role", role)
+	d.cmd.Env = append(os.Environ(), roleEnv+"=hermesd", "NOTIFY_SOCKET="+nsPath)
+	d.cmd.Stdout, d.cmd.Stderr = logf, logf
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { d.done <- d.cmd.Wait() }()
+	t.Cleanup(func() {
+		if d.cmd.ProcessState == nil {
+			d.cmd.Process.Signal(syscall.SIGTERM)
+			<-d.done
+		}
+	})
+	select {
+	case <-ready:
+	case err := <-d.done:
+		b, _ := os.ReadFile(filepath.Join(dir, "hermesd.log"))
+		t.Fatalf("hermesd exited before READY=1: %v\n%s", err, b)
+	case <-time.After(20 * time.Second):
+		t.Fatalf("hermesd sent no READY=1 within 20s")
+	}
+	return d
+}
+
+func (d *hermesd) status() map[string]control.Unit {
+	d.t.Helper()
+	c, err := control.Dial(d.socket)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer c.Close()
+	st, err := c.Status(d.t.Context())
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	out := map[string]control.Unit{}
+	for _, u := range st.Units {
+		out[u.Name] = u
+	}
+	return out
+}
+
+func (d *hermesd) kill() {
+	d.t.Helper()
+	d.cmd.Process.Kill()
+	<-d.done
+}
+
+// identity of a unit's leader as the ledger recorded it.
+func leaderOf(t *testing.T, state, unit string) proc.Identity {
+	t.Helper()
+	l, err := ledger.Open(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := l.Entries(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		if e.Unit == unit {
+			return e.Leader
+		}
+	}
+	t.Fatalf("no ledger entry for %s", unit)
+	return proc.Identity{}
+}
+
+// goneWithin polls (the kernel gives no event for another process's death
+// that is not our child) until id is dead or d passes.
+func goneWithin(id proc.Identity, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if !id.Alive() {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return !id.Alive()
+}
+
+// killGroupAtEnd makes sure no survivor outlives the test.
+func killGroupAtEnd(t *testing.T, id proc.Identity) {
+	t.Cleanup(func() {
+		if id.Alive() {
+			syscall.Kill(-id.PID, syscall.SIGKILL)
+		}
+	})
+}
+
+// fileHas polls a log file for a line.
+func fileHas(path, want string, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		b, _ := os.ReadFile(path)
+		if strings.Contains(string(b), want) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestGatewaySurvivors is the gateway rows of the survivors matrix (SPEC
+// §3, §6, §11): hermesd is killed with SIGKILL; owned units die, adoptable
+// and persist_on_release survive under a gateway and are re-adopted by the
+// next one, same pid, log continuing in the same file; under a worker the
+// adoptable job dies. A control hermesd on another state directory keeps its
+// own owned unit alive throughout.
+func TestGatewaySurvivors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts hermesd processes")
+	}
+	type row struct{ family, owner, expected, found string }
+	var rows []row
+	defer func() {
+		t.Logf("%-34s %-8s %-22s %s", "family", "owner", "survivors expected", "found")
+		for _, r := range rows {
+			t.Logf("%-34s %-8s %-22s %s", r.family, r.owner, r.expected, r.found)
+		}
+	}()
+	alive := func(id proc.Identity) string {
+		if id.Alive() {
+			return "alive"
+		}
+		return "gone"
+	}
+
+	// The control owner: never killed, its unit must stay alive.
+	ctlDir := t.TempDir()
+	writeUnits(t, ctlDir, map[string]string{"control": "owned"})
+	ctl := startDaemon(t, ctlDir, "gateway")
+	ctlUnit := leaderOf(t, filepath.Join(ctlDir, "state"), "control")
+
+	// Gateway: owned, adoptable, persist.
+	gwDir := t.TempDir()
+	gwState := filepath.Join(gwDir, "state")
+	writeUnits(t, gwDir, map[string]string{"owned": "owned", "job": "adoptable", "keep": "persist_on_release"})
+	gw := startDaemon(t, gwDir, "gateway")
+	before := gw.status()
+	ids := map[string]proc.Identity{}
+	for _, n := range []string{"owned", "job", "keep"} {
+		ids[n] = leaderOf(t, gwState, n)
+		killGroupAtEnd(t, ids[n])
+		if before[n].PID != ids[n].PID || before[n].State != "running" {
+			t.Fatalf("%s before the kill: %+v, want running with pid %d", n, before[n], ids[n].PID)
+		}
+	}
+	gw.kill()
+	ownedGone := goneWithin(ids["owned"], 5*time.Second)
+	rows = append(rows,
+		row{"gateway: owned unit", "gateway", "0 (dies)", alive(ids["owned"])},
+		row{"gateway: adoptable job", "gateway", "1 (survives)", alive(ids["job"])},
+		row{"gateway: persist_on_release", "gateway", "1 (survives)", alive(ids["keep"])},
+		row{"control owner's unit (not killed)", "gateway", "1 (alive)", alive(ctlUnit)},
+	)
+	if !ownedGone {
+		t.Errorf("owned unit pid %d still alive 5s after hermesd's SIGKILL", ids["owned"].PID)
+	}
+	for _, n := range []string{"job", "keep"} {
+		if !ids[n].Alive() {
+			t.Errorf("%s (pid %d) died with hermesd; want it to survive", n, ids[n].PID)
+		}
+	}
+	if !ctlUnit.Alive() {
+		t.Errorf("the control hermesd's unit died: the kill was not confined to one owner")
+	}
+
+	// A new gateway on the same state dir re-adopts job and keep.
+	gw2 := startDaemon(t, gwDir, "gateway")
+	after := gw2.status()
+	for _, n := range []string{"job", "keep"} {
+		u := after[n]
+		ok := u.PID == ids[n].PID && u.Adopted && u.State == "running"
+		rows = append(rows, row{"re-adopted after restart: " + n, "gateway", "same pid, adopted", fmt.Sprintf("pid %d adopted=%v %s", u.PID, u.Adopted, u.State)})
+		if !ok {
+			t.Errorf("%s after restart: pid %d adopted %v state %s, want pid %d adopted running", n, u.PID, u.Adopted, u.State, ids[n].PID)
+		}
+		if u.Log != before[n].Log {
+			t.Errorf("%s log %s after restart, want the same file %s", n, u.Log, before[n].Log)
+		}
+	}
+	if u := after["owned"]; u.PID == ids["owned"].PID || u.State != "running" {
+		t.Errorf("owned after restart: pid %d state %s, want a new running process", u.PID, u.State)
+	}
+	// No duplicate spawn: one ledger entry per survivor.
+	l, _ := ledger.Open(gwState)
+	es, err := l.Entries(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, e := range es {
+		count[e.Unit]++
+	}
+	if count["job"] != 1 || count["keep"] != 1 {
+		t.Errorf("ledger entries job=%d keep=%d, want 1 each (no duplicate spawn)", count["job"], count["keep"])
+	}
+	// The log continues in the same file: a line written now lands there,
+	// after the line of the first start.
+	syscall.Kill(ids["job"].PID, syscall.SIGUSR1)
+	if !fileHas(after["job"].Log, "ping 1", 5*time.Second) {
+		t.Errorf("a line written after the restart is not in %s", after["job"].Log)
+	}
+	if b, _ := os.ReadFile(after["job"].Log); !strings.Contains(string(b), fmt.Sprintf("started %d", ids["job"].PID)) {
+		t.Errorf("%s lost the first run's lines", after["job"].Log)
+	}
+	rows = append(rows, row{"re-adopted log continues", "gateway", "same file", fmt.Sprintf("ping in %s", filepath.Base(after["job"].Log))})
+
+	// Clean stop: owned gone, survivors alive and still in the ledger.
+	owned2 := leaderOf(t, gwState, "owned")
+	gw2.cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-gw2.done; err != nil {
+		t.Errorf("hermesd after TERM: %v, want exit 0", err)
+	}
+	if owned2.Alive() {
+		t.Errorf("owned unit pid %d alive after hermesd's clean stop", owned2.PID)
+	}
+	rows = append(rows, row{"clean stop (TERM): owned", "gateway", "0 (stopped)", alive(owned2)},
+		row{"clean stop (TERM): job, keep", "gateway", "2 (left running)", alive(ids["job"]) + ", " + alive(ids["keep"])})
+	if !ids["job"].Alive() || !ids["keep"].Alive() {
+		t.Errorf("survivors after a clean stop: job %v keep %v, want both alive", ids["job"].Alive(), ids["keep"].Alive())
+	}
+	es, _ = l.Entries(t.Context())
+	count = map[string]int{}
+	for _, e := range es {
+		count[e.Unit]++
+	}
+	if count["job"] != 1 || count["keep"] != 1 || count["owned"] != 0 {
+		t.Errorf("ledger after a clean stop: %v, want job and keep only", count)
+	}
+
+	// Worker: the adoptable job dies with its owner, persist survives.
+	wDir := t.TempDir()
+	wState := filepath.Join(wDir, "state")
+	writeUnits(t, wDir, map[string]string{"job": "adoptable", "keep": "persist_on_release"})
+	w := startDaemon(t, wDir, "worker")
+	wjob, wkeep := leaderOf(t, wState, "job"), leaderOf(t, wState, "keep")
+	killGroupAtEnd(t, wjob)
+	killGroupAtEnd(t, wkeep)
+	w.kill()
+	wjobGone := goneWithin(wjob, 5*time.Second)
+	rows = append(rows, row{"worker: adoptable job", "worker", "0 (dies)", alive(wjob)},
+		row{"worker: persist_on_release", "worker", "1 (survives)", alive(wkeep)})
+	if !wjobGone {
+		t.Errorf("a worker's adoptable job (pid %d) survived its owner's SIGKILL", wjob.PID)
+	}
+	if !wkeep.Alive() {
+		t.Errorf("a worker's persist_on_release unit died with its owner")
+	}
+	if !ctlUnit.Alive() {
+		t.Errorf("the control hermesd's unit died")
+	}
+	_ = ctl
+}
