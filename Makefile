@@ -14,7 +14,7 @@ build: ## build hermesd and hermesctl into bin/
 	$(GO) build -o $(BIN)/ ./cmd/hermesd ./cmd/hermesctl
 
 run: build ## build, then start hermesd in the foreground on examples/
-	@mkdir -p -m 0700 $(STATE)
+	@mkdir -p $(STATE) && chmod 0700 $(STATE)
 	@echo "hermesd: units examples/units, state $(STATE)"
 	@echo "in another shell:  export HERMES_SOCKET=$(STATE)/hermesd.sock; $(BIN)/hermesctl status"
 	exec $(BIN)/hermesd --config examples/hermes.yaml --units examples/units --state $(STATE) --socket $(STATE)/hermesd.sock
