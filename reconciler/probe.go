@@ -53,6 +53,8 @@ func probe(ctx context.Context, rd units.Ready, logPath string, offset int64,
 		if lines == nil {
 			return ErrNoLogReader
 		}
+		ctx, cancel := context.WithCancel(ctx) // ends the follower once matched
+		defer cancel()
 		ch, err := lines(ctx, logPath, offset)
 		if err != nil {
 			return fmt.Errorf("follow %s: %w", logPath, err)
