@@ -108,9 +108,10 @@ func (s *scanProbe) stat(pid int) (proc.Stat, error) {
 	return st, nil
 }
 
-// prune keeps the entries that are alive. Entries sharing a leader, pgid and
-// cgroup are judged once.
-func prune(entries []Entry) []Entry {
+// prune keeps the entries that are alive, and the lines of those (lines is
+// nil or has one line per entry). Entries sharing a leader, pgid and cgroup
+// are judged once.
+func prune(entries []Entry, lines []string) ([]Entry, []string) {
 	type key struct {
 		leader proc.Identity
 		pgid   int
@@ -119,18 +120,31 @@ func prune(entries []Entry) []Entry {
 	seen := map[key]bool{}
 	p := &scanProbe{}
 	out := entries[:0]
-	for _, e := range entries {
+	var outLines []string
+	if lines != nil {
+		outLines = lines[:0]
+	}
+	var last key
+	lastAlive, haveLast := false, false
+	for i, e := range entries {
 		k := key{e.Leader, e.PGID, e.Cgroup}
-		alive, ok := seen[k]
-		if !ok {
-			alive = e.alive(p)
-			seen[k] = alive
+		alive := lastAlive
+		if !haveLast || k != last { // neighbours often share a leader
+			var ok bool
+			if alive, ok = seen[k]; !ok {
+				alive = e.alive(p)
+				seen[k] = alive
+			}
+			last, lastAlive, haveLast = k, alive, true
 		}
 		if alive {
 			out = append(out, e)
+			if lines != nil {
+				outLines = append(outLines, lines[i])
+			}
 		}
 	}
-	return out
+	return out, outLines
 }
 
 // cgroupPopulated reports whether the cgroup directory holds a process, in

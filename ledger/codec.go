@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -31,12 +32,43 @@ var (
 // only on a spawn time RFC 3339 cannot hold (a year outside 0–9999), as
 // encoding/json would.
 func Marshal(entries []Entry) ([]byte, error) {
-	b := make([]byte, 0, len(fileHead)+len(fileTail)+len(entries)*384)
+	return marshalReusing(entries, nil, nil)
+}
+
+// marshalReusing is Marshal, copying the line of an entry that is equal to
+// the next unmatched entry of prev (whose lines are prevLines) instead of
+// encoding it again. An Update usually keeps the entries it read, in order,
+// and adds or drops a few.
+func marshalReusing(entries, prev []Entry, prevLines []string) ([]byte, error) {
+	size := len(fileHead) + len(fileTail) + len(entries)*384
+	if len(prevLines) > 0 && len(prev) == len(prevLines) {
+		size = len(fileHead) + len(fileTail) + 64
+		for _, l := range prevLines {
+			size += len(l) + 2
+		}
+		size += max(len(entries)-len(prev), 0) * 384
+	} else {
+		prev = nil
+	}
+	b := make([]byte, 0, size)
 	b = append(b, fileHead...)
+	j := 0 // next unmatched entry of prev
 	for i, e := range entries {
-		var err error
-		if b, err = appendEntry(b, e); err != nil {
-			return nil, err
+		reused := false
+		// Look a little ahead in prev: dropped entries are skipped over.
+		for k := j; k < len(prev) && k < j+lookahead; k++ {
+			if equalEntry(prev[k], e) {
+				b = append(b, prevLines[k]...)
+				j = k + 1
+				reused = true
+				break
+			}
+		}
+		if !reused {
+			var err error
+			if b, err = appendEntry(b, e); err != nil {
+				return nil, err
+			}
 		}
 		if i < len(entries)-1 {
 			b = append(b, ',')
@@ -44,6 +76,20 @@ func Marshal(entries []Entry) ([]byte, error) {
 		b = append(b, '\n')
 	}
 	return append(b, fileTail...), nil
+}
+
+// lookahead bounds the search for a reusable line, so that an Update that
+// reorders entries costs a re-encoding, not a quadratic search.
+const lookahead = 64
+
+// equalEntry reports whether a and b encode the same. False negatives only
+// cost an encoding: times are compared as values (same instant, same
+// location pointer), not with Time.Equal.
+func equalEntry(a, b Entry) bool {
+	return a.Unit == b.Unit && a.Leader == b.Leader && a.PGID == b.PGID && a.Cgroup == b.Cgroup &&
+		a.Owner == b.Owner && a.Role == b.Role && a.Ownership == b.Ownership && a.Reason == b.Reason &&
+		a.Log == b.Log && a.Spawned == b.Spawned && a.State == b.State && a.Spawn == b.Spawn &&
+		(a.Argv == nil) == (b.Argv == nil) && slices.Equal(a.Argv, b.Argv)
 }
 
 // appendEntry encodes e as one JSON object with the field names of Entry's
@@ -155,54 +201,64 @@ func appendString(b []byte, s string) []byte {
 
 // lineCache maps the lines of the canonical layout to the entries they
 // decode to. It holds the lines of the last file parsed.
-type lineCache map[string]Entry
+type lineCache map[string]*cachedLine
+
+type cachedLine struct {
+	line string // the key, kept so that a hit needs no new string
+	e    Entry
+}
 
 var errNotCanonical = errors.New("not in the canonical layout")
 
 // parseCanonical decodes b when it is in the canonical layout, decoding only
-// the lines missing from cache, and returns the cache for the next call. Any
-// other input yields errNotCanonical (Parse then decides). When it succeeds,
-// its result is the one Parse would give.
-func parseCanonical(b []byte, cache lineCache) ([]Entry, lineCache, error) {
+// the lines missing from cache. It returns the entries, the line of each, and
+// the cache for the next call. Any other input yields errNotCanonical (Parse
+// then decides). When it succeeds, its entries are the ones Parse would give;
+// their Argv is shared with the cache: copy before changing it (cloneEntry).
+func parseCanonical(b []byte, cache lineCache) ([]Entry, []string, lineCache, error) {
 	rest, ok := bytes.CutPrefix(b, fileHead)
 	if !ok {
-		return nil, nil, errNotCanonical
+		return nil, nil, nil, errNotCanonical
 	}
 	rest, ok = bytes.CutSuffix(rest, fileTail)
 	if !ok {
-		return nil, nil, errNotCanonical
+		return nil, nil, nil, errNotCanonical
 	}
 	n := bytes.Count(rest, []byte{'\n'})
 	entries := make([]Entry, 0, n)
+	lines := make([]string, 0, n)
 	next := make(lineCache, n)
 	for len(rest) > 0 {
 		i := bytes.IndexByte(rest, '\n')
 		if i < 0 {
-			return nil, nil, errNotCanonical
+			return nil, nil, nil, errNotCanonical
 		}
 		line := rest[:i]
 		rest = rest[i+1:]
 		if len(rest) > 0 {
 			var comma bool
 			if line, comma = bytes.CutSuffix(line, []byte{','}); !comma {
-				return nil, nil, errNotCanonical
+				return nil, nil, nil, errNotCanonical
 			}
 		}
-		e, ok := cache[string(line)]
+		c, ok := cache[string(line)]
 		if !ok {
 			// A fresh Entry: Unmarshal into a used one would merge.
+			var e Entry
 			if err := json.Unmarshal(line, &e); err != nil {
-				return nil, nil, errNotCanonical
+				return nil, nil, nil, errNotCanonical
 			}
+			c = &cachedLine{line: string(line), e: e}
 		}
-		next[string(line)] = e
-		entries = append(entries, cloneEntry(e))
+		next[c.line] = c
+		entries = append(entries, c.e)
+		lines = append(lines, c.line)
 	}
-	return entries, next, nil
+	return entries, lines, next, nil
 }
 
-// cloneEntry copies the one field of Entry that shares memory, so that an
-// Update's fn cannot change a cached entry.
+// cloneEntry copies the one field of Entry that shares memory, so that a
+// caller cannot change a cached entry.
 func cloneEntry(e Entry) Entry {
 	if e.Argv != nil {
 		e.Argv = append([]string{}, e.Argv...)

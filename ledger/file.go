@@ -43,14 +43,10 @@ func Parse(b []byte) ([]Entry, error) {
 	return f.Entries, nil
 }
 
-// writeAtomic replaces path with entries: temporary file in dir, fsync,
+// writeAtomic replaces path with b: temporary file in dir, fsync,
 // rename, fsync of dir. A reader sees the old file or the new one, never a
 // mix.
-func writeAtomic(dir, path string, entries []Entry) error {
-	b, err := Marshal(entries)
-	if err != nil {
-		return fmt.Errorf("ledger: encode: %w", err)
-	}
+func writeAtomic(dir, path string, b []byte) error {
 	tmp, err := os.CreateTemp(dir, tempPrefix+"*")
 	if err != nil {
 		return fmt.Errorf("ledger: create temporary file in %s: %w", dir, err)

@@ -48,7 +48,7 @@ func FuzzParse(f *testing.F) {
 // a warm cache, it returns what Parse returns.
 func checkCanonical(t *testing.T, b []byte) {
 	t.Helper()
-	cold, cache, err := parseCanonical(b, nil)
+	cold, lines, cache, err := parseCanonical(b, nil)
 	if err != nil {
 		return
 	}
@@ -56,15 +56,35 @@ func checkCanonical(t *testing.T, b []byte) {
 	if err != nil {
 		t.Fatalf("parseCanonical accepted what Parse rejects (%v):\n%q", err, b)
 	}
-	warm, _, err := parseCanonical(b, cache)
+	warm, _, _, err := parseCanonical(b, cache)
 	if err != nil {
 		t.Fatalf("parseCanonical with a warm cache: %v", err)
+	}
+	if len(lines) != len(cold) {
+		t.Fatalf("parseCanonical: %d lines for %d entries", len(lines), len(cold))
+	}
+	// Reusing the lines re-encodes to the same bytes as encoding afresh.
+	if reused, err := marshalReusing(cold, cold, lines); err == nil {
+		if fresh, err := Marshal(cold); err == nil {
+			if back, err := Parse(reused); err != nil || !reflect.DeepEqual(normalize(back), normalize(mustParse(t, fresh))) {
+				t.Fatalf("reused lines decode differently (%v):\n%s\n%s", err, reused, fresh)
+			}
+		}
 	}
 	if len(want) != 0 || len(cold) != 0 || len(warm) != 0 {
 		if !reflect.DeepEqual(cold, want) || !reflect.DeepEqual(warm, want) {
 			t.Fatalf("parseCanonical differs from Parse:\ncold %+v\nwarm %+v\nwant %+v", cold, warm, want)
 		}
 	}
+}
+
+func mustParse(t *testing.T, b []byte) []Entry {
+	t.Helper()
+	es, err := Parse(b)
+	if err != nil {
+		t.Fatalf("Parse of Marshal output: %v\n%s", err, b)
+	}
+	return es
 }
 
 // normalize makes entries comparable after a JSON round trip: times lose

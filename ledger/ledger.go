@@ -128,55 +128,68 @@ func (l *Ledger) Update(ctx context.Context, fn func([]Entry) ([]Entry, error)) 
 // updateLocked runs the read-modify-write; the caller holds the file lock.
 func (l *Ledger) updateLocked(fn func([]Entry) ([]Entry, error)) error {
 	removeStaleTemps(l.dir)
-	entries, err := l.readLocked()
+	entries, lines, err := l.readLocked()
 	if err != nil {
 		return err
 	}
-	entries = prune(entries)
-	out, err := fn(entries)
+	entries, lines = prune(entries, lines)
+	// fn may change what it is given, even inside Argv: it gets a deep copy,
+	// and entries keeps what the lines encode.
+	given := make([]Entry, len(entries))
+	for i, e := range entries {
+		given[i] = cloneEntry(e)
+	}
+	out, err := fn(given)
 	if err != nil {
 		return err
 	}
-	return writeAtomic(l.dir, l.path, out)
+	b, err := marshalReusing(out, entries, lines)
+	if err != nil {
+		return fmt.Errorf("ledger: encode: %w", err)
+	}
+	return writeAtomic(l.dir, l.path, b)
 }
 
-// readLocked reads the file; the caller holds the file lock. A corrupt file
-// is moved aside and replaced by what Rebuild finds alive.
-func (l *Ledger) readLocked() ([]Entry, error) {
+// readLocked reads the file; the caller holds the file lock. It returns the
+// entries and, when the file is in the canonical layout, the line of each. A
+// corrupt file is moved aside and replaced by what Rebuild finds alive.
+func (l *Ledger) readLocked() ([]Entry, []string, error) {
 	b, err := os.ReadFile(l.path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("ledger: read %s: %w", l.path, err)
+		return nil, nil, fmt.Errorf("ledger: read %s: %w", l.path, err)
 	}
-	entries, perr := l.parse(b)
+	entries, lines, perr := l.parse(b)
 	if perr == nil {
-		return entries, nil
+		return entries, lines, nil
 	}
 	aside := fmt.Sprintf("%s.corrupt-%s", l.path, time.Now().UTC().Format("20060102T150405.000000000Z"))
 	if err := os.Rename(l.path, aside); err != nil {
-		return nil, fmt.Errorf("ledger: %s is corrupt (%v) and could not be moved aside: %w", l.path, perr, err)
+		return nil, nil, fmt.Errorf("ledger: %s is corrupt (%v) and could not be moved aside: %w", l.path, perr, err)
 	}
 	rebuilt, err := Rebuild()
 	if err != nil {
-		return nil, fmt.Errorf("ledger: %s was corrupt (moved to %s); rebuild from /proc failed: %w", l.path, aside, err)
+		return nil, nil, fmt.Errorf("ledger: %s was corrupt (moved to %s); rebuild from /proc failed: %w", l.path, aside, err)
 	}
-	return rebuilt, nil
+	return rebuilt, nil, nil
 }
 
 // parse is Parse, fast on a file in the canonical layout whose lines this
 // Ledger has mostly seen before (see parseCanonical).
-func (l *Ledger) parse(b []byte) ([]Entry, error) {
+// It returns the line of each entry when the layout is canonical, else nil.
+func (l *Ledger) parse(b []byte) ([]Entry, []string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	entries, next, err := parseCanonical(b, l.lines)
+	entries, lines, next, err := parseCanonical(b, l.lines)
 	if err == nil {
 		l.lines = next
-		return entries, nil
+		return entries, lines, nil
 	}
 	l.lines = nil
-	return Parse(b)
+	entries, err = Parse(b)
+	return entries, nil, err
 }
 
 // Add records entries. Their Argv is stored redacted (see Redact).
@@ -220,8 +233,11 @@ func (l *Ledger) Entries(ctx context.Context) ([]Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: read %s: %w", l.path, err)
 	}
-	entries, err := l.parse(b)
+	entries, _, err := l.parse(b)
 	if err == nil {
+		for i, e := range entries {
+			entries[i] = cloneEntry(e)
+		}
 		return entries, nil
 	}
 	var snap []Entry
