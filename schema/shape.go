@@ -44,7 +44,7 @@ func (UnitFile) JSONSchemaExtend(s *jsonschema.Schema) {
 	s.OneOf = []*jsonschema.Schema{{Required: []string{"command"}}, {Required: []string{"shell"}}}
 	s.AllOf = []*jsonschema.Schema{
 		{ // every survivor has a written reason
-			If: &jsonschema.Schema{Required: []string{"ownership"}, Properties: props("ownership", &jsonschema.Schema{Enum: []any{"adoptable", "persist_on_release"}})},
+			If:   &jsonschema.Schema{Required: []string{"ownership"}, Properties: props("ownership", &jsonschema.Schema{Enum: []any{"adoptable", "persist_on_release"}})},
 			Then: &jsonschema.Schema{Required: []string{"reason"}, Properties: props("reason", &jsonschema.Schema{Pattern: `\S`})},
 		},
 		{ // a job is not restarted on success

@@ -217,11 +217,11 @@ func (d *decoder) models(f field) map[string]ProviderModel {
 	out := map[string]ProviderModel{}
 	n := f.val
 	if isNull(n) {
-		return out
+		return nil
 	}
 	if n.Kind != yaml.MappingNode {
 		d.errf(n, "models: want a mapping of model id to settings, got %s", kindName(n))
-		return out
+		return nil
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := resolve(n.Content[i])
@@ -238,6 +238,9 @@ func (d *decoder) models(f field) map[string]ProviderModel {
 			m.StaleTimeout = d.duration(g, durSeconds, true)
 		}
 		out[k.Value] = m
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }

@@ -215,6 +215,9 @@ func (d *decoder) mapping(n *yaml.Node, block string, known []string) []field {
 // within a third of the length in edits (at least 1, at most 3; a swap of
 // two neighbours counts as one), or a prefix of at least 4 letters.
 func suggest(s string, known []string) string {
+	if len(s) > 64 {
+		return "" // not a typo of a key; and keeps editDistance small
+	}
 	norm := func(x string) string { return strings.ReplaceAll(strings.ToLower(x), "-", "_") }
 	best, bestD := "", 1<<30
 	for _, k := range known {
@@ -369,7 +372,7 @@ func (d *decoder) duration(f field, form durationForm, positive bool) time.Durat
 	switch {
 	case v.ShortTag() == "!!int" && form != durText:
 		var n int64
-		if err := v.Decode(&n); err != nil || n < 0 || n > int64(1<<62/time.Second) {
+		if err := v.Decode(&n); err != nil || n > int64(1<<62/time.Second) || n < -int64(1<<62/time.Second) {
 			d.errf(v, "%s: %s is not a number of seconds in range", f.path, v.Value)
 			return 0
 		}

@@ -180,11 +180,11 @@ command:
   - http.server
   - "8080"
 `,
-		"comments added":        strings.ReplaceAll(base, "\n", "  # note\n"),
-		"description changed":   strings.Replace(base, "serves files", "serves other files", 1),
-		"defaults written out":  base + "stop_signal: SIGTERM\nrestart: on-failure\n",
-		"equivalent duration":   strings.Replace(base, "start: 10s", "start: 10000ms", 1),
-		"restart policy change": base + "restart: always\n",
+		"comments added":            strings.ReplaceAll(base, "\n", "  # note\n"),
+		"description changed":       strings.Replace(base, "serves files", "serves other files", 1),
+		"defaults written out":      base + "stop_signal: SIGTERM\nrestart: on-failure\n",
+		"equivalent duration":       strings.Replace(base, "start: 10s", "start: 10000ms", 1),
+		"restart policy change":     base + "restart: always\n",
 		"reason and ownership same": base + "reason: x\n",
 	}
 	for name, content := range same {

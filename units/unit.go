@@ -179,8 +179,10 @@ func parseUnit(file, dir string, data []byte, def Defaults) (*Spec, refs, Errors
 			wrapF = &f
 			s.WrapupSig = d.signal(f, 0)
 		case "provider":
-			p := d.provider(f, true)
-			s.Provider = &p
+			if !isNull(f.val) { // "provider:" with nothing after it: none
+				p := d.provider(f, true)
+				s.Provider = &p
+			}
 		default:
 			d.errf(f.key, "key %q is known but not handled (a bug: please report it)", f.path)
 		}
@@ -282,6 +284,9 @@ func (d *decoder) env(f field) map[string]string {
 		} else {
 			out[k.Value] = ""
 		}
+	}
+	if len(out) == 0 {
+		return nil // "env: {}" is no env, as is no key at all
 	}
 	return out
 }

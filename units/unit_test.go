@@ -260,4 +260,3 @@ func TestSuggest(t *testing.T) {
 		}
 	}
 }
-
