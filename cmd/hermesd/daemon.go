@@ -227,8 +227,10 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 
 	err = rec.Run(ctx)
 	sdNotify(log, "STOPPING=1")
+	log.Info("units stopped; closing the control API and the notify socket")
 	stopHelpers()
 	wg.Wait()
+	log.Info("closing the supervisor")
 	if err != nil {
 		return exit(exitUsage, err)
 	}

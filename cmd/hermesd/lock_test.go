@@ -1,0 +1,55 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// TestStateDirLocked: a second hermesd on the same state directory is
+// refused with exit code 3 and names the holder's pid.
+func TestStateDirLocked(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts hermesd processes")
+	}
+	dir := t.TempDir()
+	writeUnits(t, dir, map[string]string{})
+	first := startDaemon(t, dir, "gateway")
+	cmd := exec.Command(os.Args[0], "--units", filepath.Join(dir, "units"), "--state", filepath.Join(dir, "state"),
+		"--socket", filepath.Join(dir, "other.sock"), "--config", filepath.Join(dir, "none.yaml"))
+	cmd.Env = append(os.Environ(), roleEnv+"=hermesd")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitLocked {
+		t.Fatalf("second hermesd: %v, want exit code %d; stderr:\n%s", err, exitLocked, stderr.String())
+	}
+	if want := "held by pid " + strconv.Itoa(first.cmd.Process.Pid); !bytes.Contains(stderr.Bytes(), []byte(want)) {
+		t.Errorf("stderr %q does not name the holder (%q)", stderr.String(), want)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"unknown flag", []string{"--no-such-flag"}},
+		{"bad role", []string{"--role", "boss"}},
+		{"stray argument", []string{"extra"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parseFlags(tt.args)
+			var ee *exitError
+			if !errors.As(err, &ee) || ee.code != exitUsage {
+				t.Errorf("parseFlags(%q) = %v, want an exit code %d error", tt.args, err, exitUsage)
+			}
+		})
+	}
+}
