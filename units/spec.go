@@ -8,6 +8,8 @@ package units
 
 import "time"
 
+//lint:file-ignore ST1011 RestartSec mirrors the restart_sec key, and other packages already use the name
+
 // Ownership says whether a unit's group dies with its owner (SPEC §3).
 type Ownership string
 
