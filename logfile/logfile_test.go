@@ -491,3 +491,25 @@ func abbrev(s string) string {
 	}
 	return s
 }
+
+// The log directory removed and created again (a state directory wiped):
+// following goes on, by polling once the directory watch is gone.
+func TestFollowDirectoryRecreated(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "logs")
+	path := filepath.Join(dir, "u.log")
+	appendTo(t, path, "first\n")
+	out := newCollector()
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() { errc <- Tail(ctx, path, -1, true, out) }()
+	out.await(t, "first\n")
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, path, "second\n")
+	out.await(t, "first\nsecond\n")
+	cancel()
+	if err := <-errc; err != nil {
+		t.Errorf("Tail returned %v after cancel, want nil", err)
+	}
+}

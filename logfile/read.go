@@ -170,22 +170,41 @@ func (fl *follower) run(ctx context.Context, emit func([]byte) error) error {
 		}
 	}()
 	var (
-		events <-chan fsnotify.Event
+		events <-chan fsnotify.Event // nil when the directory watch is gone
 		errs   <-chan error
+		ticker *time.Ticker // set while polling
 		tick   <-chan time.Time
 	)
+	// polling turns the ticker on or off. It is on when inotify is
+	// unavailable, when the directory watch is gone (the directory was
+	// removed or moved away), and while path is missing: a directory
+	// removed while the follower holds a file in it is not released, and
+	// sends no event, until that file is closed.
+	polling := func(on bool) {
+		switch {
+		case on && ticker == nil:
+			ticker = time.NewTicker(cmp.Or(fl.poll, pollInterval))
+			tick = ticker.C
+		case !on && ticker != nil && events != nil:
+			ticker.Stop()
+			ticker, tick = nil, nil
+		}
+	}
+	defer func() {
+		if ticker != nil {
+			ticker.Stop()
+		}
+	}()
 	// The watch is set before the first read, so nothing appended after
 	// that read goes unnoticed.
 	if w, err := fl.watch(); err == nil {
 		defer w.Close()
 		events, errs = w.Events, w.Errors
 	} else {
-		t := time.NewTicker(cmp.Or(fl.poll, pollInterval))
-		defer t.Stop()
-		tick = t.C
+		polling(true)
 	}
 	buf := make([]byte, 32<<10)
-	base := filepath.Base(fl.path)
+	dir, base := filepath.Dir(fl.path), filepath.Base(fl.path)
 	for {
 		if err := fl.drain(buf, emit); err != nil {
 			return err
@@ -197,16 +216,19 @@ func (fl *follower) run(ctx context.Context, emit func([]byte) error) error {
 		if switched {
 			continue
 		}
+		polling(fl.missing())
 	wait:
 		for {
 			select {
 			case <-ctx.Done():
 				return nil
 			case ev, ok := <-events:
-				if !ok {
-					return nil
-				}
-				if filepath.Base(ev.Name) == base && !ev.Has(fsnotify.Chmod) {
+				switch {
+				case !ok, ev.Name == dir && (ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)):
+					events, errs = nil, nil
+					polling(true)
+					break wait
+				case filepath.Base(ev.Name) == base && !ev.Has(fsnotify.Chmod):
 					break wait
 				}
 			case <-errs:
@@ -216,6 +238,12 @@ func (fl *follower) run(ctx context.Context, emit func([]byte) error) error {
 			}
 		}
 	}
+}
+
+// missing reports whether nothing is at path.
+func (fl *follower) missing() bool {
+	_, err := os.Lstat(fl.path)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 func (fl *follower) watch() (*fsnotify.Watcher, error) {
