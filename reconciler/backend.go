@@ -72,6 +72,8 @@ func (r *Reconciler) status(names []string) (control.Status, error) {
 			cu.Error = u.waitMsg
 		case u.err != nil:
 			cu.Error = u.err.Error()
+		case u.spec.IsJob() && u.state == Inactive:
+			cu.Error = "scheduled job: not started at load; the scheduler (SPEC §9) is not built yet, `hermesctl start " + n + "` runs it once"
 		}
 		st.Units = append(st.Units, cu)
 	}

@@ -360,3 +360,19 @@ func validStopOrder(got, want []string) bool {
 	}
 	return true
 }
+
+func TestJobNotStartedAtLoad(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t, Gateway, spec("job", func(s *units.Spec) { s.Schedule = "*/15 * * * *" }))
+		synctest.Wait()
+		if n := len(h.fs.spawnTimes("job")); n != 0 {
+			t.Errorf("a scheduled job was spawned %d times at load, want 0", n)
+		}
+		if err := h.r.Start(context.Background(), "job"); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(h.fs.spawnTimes("job")); n != 1 {
+			t.Errorf("job spawned %d times after start, want 1", n)
+		}
+	})
+}

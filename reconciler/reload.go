@@ -94,7 +94,7 @@ func (r *Reconciler) apply(ctx context.Context, p control.Plan, l Loaded) {
 			u.stopWhy = stopReload
 			continue
 		}
-		r.units[n] = &unit{spec: s, hash: hash(s), enabled: true}
+		r.units[n] = &unit{spec: s, hash: hash(s), enabled: !s.IsJob()}
 	}
 	for _, n := range p.Keep {
 		if s, ok := specs[n]; ok {

@@ -219,7 +219,7 @@ func (r *Reconciler) replace(u *unit, s units.Spec) {
 	u.spec, u.hash = s, hash(s)
 	u.pending, u.removed = nil, false
 	u.starts, u.attempt, u.err = nil, 0, nil
-	u.enabled = true
+	u.enabled = !s.IsJob() // jobs run on their schedule, not at load
 	u.stopTimer(timerBackoff)
 	if !u.state.active() {
 		u.state = Inactive
