@@ -36,7 +36,10 @@ const (
 // Open opens the log file at path for appending, creating it (mode 0600) and
 // its missing parent directories (mode 0700) first. The returned file is
 // meant to be handed to a child as its stdout and stderr; the caller closes
-// its own copy once the child has started.
+// its own copy once the child has started. Hand the *os.File itself to
+// exec.Cmd.Stdout and Stderr: os/exec then passes the descriptor to the
+// child, whereas any other io.Writer makes it insert a pipe and a copying
+// goroutine in the daemon, which is what survivors must never have.
 func Open(path string) (*os.File, error) {
 	if err := os.MkdirAll(filepath.Dir(path), DirMode); err != nil {
 		return nil, fmt.Errorf("create log directory for %s: %w", path, err)

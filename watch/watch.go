@@ -144,13 +144,12 @@ func (w *Watcher) Run(ctx context.Context) error {
 			if w.observe != nil {
 				w.observe(ev, rel)
 			}
-		case err, ok := <-w.fs.Errors:
+		case _, ok := <-w.fs.Errors:
 			if !ok {
 				return errors.New("watch: event stream closed")
 			}
 			// An overflow lost events, and another error may have too: the
 			// rescan a notification causes recovers either way.
-			_ = err
 			_, _ = w.sync()
 			w.deb.trigger()
 		}
