@@ -32,14 +32,15 @@ var (
 // only on a spawn time RFC 3339 cannot hold (a year outside 0–9999), as
 // encoding/json would.
 func Marshal(entries []Entry) ([]byte, error) {
-	return marshalReusing(entries, nil, nil)
+	return marshalReusing(entries, nil, nil, false)
 }
 
 // marshalReusing is Marshal, copying the line of an entry that is equal to
 // the next unmatched entry of prev (whose lines are prevLines) instead of
 // encoding it again. An Update usually keeps the entries it read, in order,
-// and adds or drops a few.
-func marshalReusing(entries, prev []Entry, prevLines []string) ([]byte, error) {
+// and adds or drops a few. With redact, the entries it encodes afresh get
+// their Argv redacted, so that no Update can store a secret.
+func marshalReusing(entries, prev []Entry, prevLines []string, redact bool) ([]byte, error) {
 	size := len(fileHead) + len(fileTail) + len(entries)*384
 	if len(prevLines) > 0 && len(prev) == len(prevLines) {
 		size = len(fileHead) + len(fileTail) + 64
@@ -65,6 +66,9 @@ func marshalReusing(entries, prev []Entry, prevLines []string) ([]byte, error) {
 			}
 		}
 		if !reused {
+			if redact {
+				e.Argv = Redact(e.Argv)
+			}
 			var err error
 			if b, err = appendEntry(b, e); err != nil {
 				return nil, err

@@ -64,7 +64,7 @@ func checkCanonical(t *testing.T, b []byte) {
 		t.Fatalf("parseCanonical: %d lines for %d entries", len(lines), len(cold))
 	}
 	// Reusing the lines re-encodes to the same bytes as encoding afresh.
-	if reused, err := marshalReusing(cold, cold, lines); err == nil {
+	if reused, err := marshalReusing(cold, cold, lines, false); err == nil {
 		if fresh, err := Marshal(cold); err == nil {
 			if back, err := Parse(reused); err != nil || !reflect.DeepEqual(normalize(back), normalize(mustParse(t, fresh))) {
 				t.Fatalf("reused lines decode differently (%v):\n%s\n%s", err, reused, fresh)

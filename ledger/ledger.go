@@ -143,7 +143,7 @@ func (l *Ledger) updateLocked(fn func([]Entry) ([]Entry, error)) error {
 	if err != nil {
 		return err
 	}
-	b, err := marshalReusing(out, entries, lines)
+	b, err := marshalReusing(out, entries, lines, true)
 	if err != nil {
 		return fmt.Errorf("ledger: encode: %w", err)
 	}
@@ -192,7 +192,8 @@ func (l *Ledger) parse(b []byte) ([]Entry, []string, error) {
 	return entries, nil, err
 }
 
-// Add records entries. Their Argv is stored redacted (see Redact).
+// Add records entries. Their Argv is stored redacted (see Redact), as is
+// that of any entry an Update writes anew.
 func (l *Ledger) Add(ctx context.Context, es ...Entry) error {
 	add := make([]Entry, len(es))
 	for i, e := range es {

@@ -257,6 +257,18 @@ func TestAddRedactsArgv(t *testing.T) {
 	if strings.Contains(string(b), "hunter2") {
 		t.Errorf("secret stored in the ledger file: %s", b)
 	}
+	// An Update that changes an entry cannot store a secret either.
+	err = l.Update(t.Context(), func(es []Entry) ([]Entry, error) {
+		es[0].Argv = []string{"bot", "--password=swordfish"}
+		es[0].State = "released"
+		return es, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := mustRead(t, l.Path()); strings.Contains(string(b), "swordfish") || !strings.Contains(string(b), "released") {
+		t.Errorf("after Update: %s", b)
+	}
 }
 
 // TestConcurrentWriters: three owner processes add 15 entries each, one Add
@@ -269,6 +281,29 @@ func TestConcurrentWriters(t *testing.T) {
 		env := []string{"LEDGER_DIR=" + dir, fmt.Sprintf("WRITER_NAME=owner%d", i), fmt.Sprintf("WRITER_N=%d", each), fmt.Sprintf("LEADER_PID=%d", os.Getpid())}
 		hs = append(hs, startHelper(t, "writer", env, nil, "ready"))
 	}
+	// A reader without the lock never sees a half-written file.
+	stop, readerDone := make(chan struct{}), make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				readerDone <- nil
+				return
+			default:
+			}
+			b, err := os.ReadFile(filepath.Join(dir, FileName))
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			if err == nil {
+				_, err = Parse(b)
+			}
+			if err != nil {
+				readerDone <- err
+				return
+			}
+		}
+	}()
 	for _, h := range hs {
 		if _, err := io.WriteString(h.stdin, "go\n"); err != nil {
 			t.Fatal(err)
@@ -279,6 +314,13 @@ func TestConcurrentWriters(t *testing.T) {
 			t.Errorf("writer %d: %s", i, got)
 		}
 		h.stop()
+	}
+	close(stop)
+	if err := <-readerDone; err != nil {
+		t.Errorf("a reader saw a broken file: %v", err)
+	}
+	if aside, _ := filepath.Glob(filepath.Join(dir, FileName+".corrupt-*")); len(aside) != 0 {
+		t.Errorf("files moved aside during concurrent writes: %v", aside)
 	}
 	l, err := Open(dir)
 	if err != nil {
