@@ -181,7 +181,7 @@ func (s *Server) setup(abstract bool) error {
 func (s *Server) Path() string { return s.path }
 
 // Close closes the socket and removes its file. It is safe to call more than
-// once and concurrently with Run, which then returns.
+// once and concurrently with Run, which then returns ErrClosed.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.closeErr = s.conn.Close()
@@ -200,9 +200,11 @@ func (s *Server) Close() error {
 // descriptors passed along (FDSTORE) are closed. deliver must not block for
 // long: the kernel queue behind it is bounded and senders then block or fail.
 //
-// Run returns nil once ctx ends, after closing the socket; it returns an
-// error if receiving fails for another reason (the socket is closed then
-// too). A Server is run once.
+// Run returns nil once ctx ends, after closing the socket and removing its
+// file; ErrClosed if the Server was closed by Close; another error if
+// receiving failed (the socket is closed then too). A Server is run once.
+// Messages from any uid are delivered: the socket's mode 0600 limits who
+// can send, and the caller maps PID to a unit's group.
 func (s *Server) Run(ctx context.Context, deliver func(Message)) error {
 	defer s.Close()
 	stop := context.AfterFunc(ctx, func() { s.Close() })
