@@ -129,6 +129,10 @@ func Listen(path string) (*Server, error) {
 	if path == "" {
 		return nil, errors.New("listen notify socket: empty path")
 	}
+	// sun_path holds 108 bytes with the terminating NUL.
+	if len(path) >= len(unix.RawSockaddrUnix{}.Path) {
+		return nil, fmt.Errorf("listen notify socket %s: the path is %d bytes, the limit for a Unix socket is %d; choose a shorter state directory", path, len(path), len(unix.RawSockaddrUnix{}.Path)-1)
+	}
 	abstract := path[0] == '@'
 	if !abstract {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {

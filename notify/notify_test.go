@@ -229,6 +229,13 @@ func TestListen(t *testing.T) {
 			t.Errorf("file content = %q, want it untouched", b)
 		}
 	})
+	t.Run("path too long", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), strings.Repeat("d", 100), "notify.sock")
+		if s, err := Listen(path); err == nil {
+			s.Close()
+			t.Fatalf("Listen(%d-byte path) succeeded, want an error", len(path))
+		}
+	})
 	t.Run("Close without Run", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "notify.sock")
 		s, err := Listen(path)
