@@ -145,7 +145,11 @@ func (v *validator) dir(dir string) {
 }
 
 func (v *validator) summary() string {
-	s := fmt.Sprintf("%d unit(s) valid", v.units+v.files)
+	n := v.units + v.files
+	if n == 0 && v.config != "" {
+		return "config " + v.config + " valid"
+	}
+	s := fmt.Sprintf("%d unit(s) valid", n)
 	if v.config != "" {
 		s += ", config " + v.config
 	} else {
