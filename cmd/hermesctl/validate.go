@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -103,15 +104,15 @@ func (v *validator) loadConfig(path string) *units.Config {
 }
 
 func (v *validator) path(p string, g *globals) {
+	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+		v.report(&units.Error{File: p, Msg: "no such file or directory", Err: units.ErrFile})
+		return
+	}
 	fi, err := os.Stat(p)
 	switch {
 	case err == nil && fi.IsDir():
 		v.dir(p)
 	case isConfigPath(p, g):
-		if _, err := os.Stat(p); err != nil {
-			v.report(&units.Error{File: p, Msg: "no such file", Err: units.ErrFile})
-			return
-		}
 		v.loadConfig(p)
 	default:
 		if _, err := v.loader.Load(p); err != nil {
