@@ -1,0 +1,375 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+
+	"github.com/hermes-units/hermes/providers"
+	"github.com/hermes-units/hermes/sse"
+	"github.com/hermes-units/hermes/timeouts"
+)
+
+// maxResponse bounds a non-streaming answer held in memory.
+const maxResponse = 256 << 20
+
+// call serves one model request: parse, route, resolve, breaker, wrap-up,
+// forward, record. It runs on the request's handler goroutine, which owns
+// the call's watchdog.
+func (p *Proxy) call(w http.ResponseWriter, r *http.Request, api timeouts.API, runID string) {
+	raw, err := io.ReadAll(io.LimitReader(r.Body, maxRequest+1))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "bad_body", "hermes proxy: reading the request body: "+err.Error())
+		return
+	}
+	if len(raw) > maxRequest {
+		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "body_too_large", fmt.Sprintf("hermes proxy: the request body exceeds %d MiB", maxRequest>>20))
+		return
+	}
+	req, err := parseRequest(raw)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "bad_body", "hermes proxy: "+err.Error())
+		return
+	}
+	set := p.set.Load()
+	rt, err := set.Route(req.Model)
+	if err != nil {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "hermes proxy: "+err.Error())
+		return
+	}
+	prov, err := set.Get(rt.Provider)
+	if err != nil {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "hermes proxy: "+err.Error())
+		return
+	}
+
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	var rn *run
+	if runID != "" {
+		var ok bool
+		if rn, ok = p.attach(runID, &cancel); !ok {
+			writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_run",
+				fmt.Sprintf("hermes proxy: run %q is not registered: it has ended, or this base URL belongs to another hermesd; start the job again through hermesd", runID))
+			return
+		}
+		defer p.detach(rn, &cancel)
+	}
+
+	c := providers.Call{Model: rt.Model, Stream: req.Stream, API: api, Tokens: req.tokens(), Env: p.opts.Env}
+	if rn != nil {
+		c.Run = rn.budget.Run()
+	}
+	in, err := set.Inputs(rt.Provider, c)
+	if err != nil {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "hermes proxy: "+err.Error())
+		return
+	}
+	plan := timeouts.Resolve(in)
+	key, err := set.APIKey(rt.Provider, p.opts.Env)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "hermes_config_error", "missing_api_key", "hermes proxy: "+err.Error())
+		return
+	}
+	if prov.BaseURL == "" {
+		writeError(w, http.StatusInternalServerError, "hermes_config_error", "missing_base_url",
+			fmt.Sprintf("hermes proxy: provider %s has no base_url: set %s.base_url", rt.Provider, in.Provider.Source))
+		return
+	}
+
+	ss := p.sessions.get(sessionKey(r, runID, rt.Provider), plan.GiveUp)
+	if err := ss.allow(rt.Provider, rt.Model, r.Header.Get(HeaderTurn), p.opts.Now()); err != nil {
+		w.Header().Set("X-Should-Retry", "false")
+		writeError(w, http.StatusServiceUnavailable, "hermes_gave_up", "stale_giveup", "hermes proxy: "+err.Error())
+		return
+	}
+	if rn != nil && rn.wrapup != "" && rn.budget.TakeWrapUp() {
+		if err := req.wrapUp(api, rn.wrapup); err != nil {
+			ss.breaker.Record(timeouts.Failed)
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "bad_body", "hermes proxy: "+err.Error())
+			return
+		}
+	}
+	req.setModel(rt.Model)
+
+	wd := &watchdog{cut: cancel, plan: plan, scale: p.opts.Scale, template: CutError{
+		Provider: rt.Provider, Model: rt.Model, BaseURL: prov.BaseURL, Scale: p.opts.Scale,
+		Setting: staleSetting(in.Provider, rt.Model),
+	}}
+	defer wd.stop()
+	url := strings.TrimRight(prov.BaseURL, "/") + "/chat/completions"
+	if api == timeouts.Responses {
+		url = strings.TrimRight(prov.BaseURL, "/") + "/responses"
+	}
+	outcome := p.forward(ctx, w, r, wd, url, key, req.body(), api)
+	ss.breaker.Record(outcome)
+}
+
+// sessionKey is the give-up breaker's key: the client's X-Hermes-Session,
+// else the run and provider, else the client host and provider.
+func sessionKey(r *http.Request, runID, provider string) string {
+	if s := r.Header.Get(HeaderSession); s != "" {
+		return s
+	}
+	if runID != "" {
+		return "run " + runID + " → " + provider
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return host + " → " + provider
+}
+
+// staleSetting names the setting a user changes for this call's stale
+// patience: the explicit one in force, else the model's key.
+func staleSetting(p timeouts.Provider, model string) string {
+	for k, m := range p.Models {
+		if strings.EqualFold(k, model) {
+			if m.StaleTimeout > 0 || p.StaleTimeout <= 0 {
+				return setting(p.Source, k)
+			}
+		}
+	}
+	if p.StaleTimeout > 0 {
+		return setting(p.Source, "")
+	}
+	return setting(p.Source, model)
+}
+
+// forward sends the request upstream and relays the answer; it returns the
+// outcome for the breaker. The upstream response body is always closed and
+// the call's context cancelled before it returns (by the caller's defer),
+// which closes the upstream connection of any call not read to its end.
+func (p *Proxy) forward(ctx context.Context, w http.ResponseWriter, r *http.Request, wd *watchdog, url, key string, payload []byte, api timeouts.API) timeouts.Outcome {
+	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { wd.connected.Store(true) }}
+	ureq, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, url, bytes.NewReader(payload))
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "hermes_config_error", "bad_base_url", "hermes proxy: "+err.Error())
+		return timeouts.Failed
+	}
+	copyRequestHeaders(ureq.Header, r.Header)
+	ureq.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		ureq.Header.Set("Authorization", "Bearer "+key)
+	}
+	wd.arm(timeouts.SocketRead)
+	if wd.plan.Stream {
+		wd.arm(timeouts.StaleStream)
+		if api == timeouts.Responses {
+			wd.arm(timeouts.FirstEvent)
+		}
+	} else {
+		wd.arm(timeouts.StaleNonStream)
+		wd.arm(timeouts.APICall)
+	}
+	resp, err := p.client.Do(ureq)
+	if err != nil {
+		return p.fail(ctx, r, w, false, wd, err)
+	}
+	b := &body{rc: resp.Body, w: wd}
+	defer b.Close()
+	wd.arm(timeouts.SocketRead) // the headers were bytes
+	if wd.plan.Stream && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		return p.relayStream(ctx, r, w, resp, b, wd, api)
+	}
+	return p.relayWhole(ctx, r, w, resp, b, wd)
+}
+
+// relayWhole relays a non-streaming answer (or a provider's error answer
+// to a streaming request) once it is complete.
+func (p *Proxy) relayWhole(ctx context.Context, r *http.Request, w http.ResponseWriter, resp *http.Response, b io.Reader, wd *watchdog) timeouts.Outcome {
+	data, err := io.ReadAll(io.LimitReader(b, maxResponse))
+	if err != nil {
+		return p.fail(ctx, r, w, false, wd, err)
+	}
+	wd.stop()
+	copyResponseHeaders(w.Header(), resp.Header)
+	w.WriteHeader(resp.StatusCode)
+	if _, err := w.Write(data); err != nil {
+		p.opts.Logf("proxy: writing the answer to %s: %v", r.RemoteAddr, err)
+		return timeouts.Failed
+	}
+	if resp.StatusCode/100 == 2 {
+		return timeouts.Completed
+	}
+	return timeouts.Failed
+}
+
+// relayStream relays an SSE answer piece by piece, flushing whenever
+// nothing more is buffered, and feeds the watchdog: a dispatched event ends
+// the first-event wait, content re-arms the stale stream timer, the
+// terminal event starts the drain.
+func (p *Proxy) relayStream(ctx context.Context, r *http.Request, w http.ResponseWriter, resp *http.Response, b io.Reader, wd *watchdog, api timeouts.API) timeouts.Outcome {
+	rc := http.NewResponseController(w)
+	started := false
+	start := func() {
+		if !started {
+			started = true
+			copyResponseHeaders(w.Header(), resp.Header)
+			w.WriteHeader(resp.StatusCode)
+		}
+	}
+	rd := sse.NewReader(b)
+	done, finished := false, false
+	for {
+		pc, err := rd.Next()
+		if err != nil {
+			cause := context.Cause(ctx)
+			switch {
+			case done && (errors.Is(err, io.EOF) || errors.Is(cause, errDrained) || r.Context().Err() == nil):
+				// Closed by the provider within the drain, or by us after
+				// it: the client's response is complete either way.
+				if err := rc.Flush(); err != nil {
+					return timeouts.Failed
+				}
+				return timeouts.Completed
+			case errors.Is(err, io.EOF) && finished:
+				start()
+				_ = rc.Flush()
+				return timeouts.Completed
+			case errors.Is(err, io.EOF):
+				start()
+				writeSSEError(w, "upstream_error", "stream_truncated",
+					fmt.Sprintf("hermes proxy: provider %s closed the stream before its terminal event: retry the call, and check the provider if it happens again", wd.template.Provider))
+				_ = rc.Flush()
+				return timeouts.Failed
+			}
+			return p.fail(ctx, r, w, started, wd, err)
+		}
+		if done {
+			continue // after the terminal event: read to the close, drop
+		}
+		if pc.Kind == sse.Event {
+			wd.disarm(timeouts.FirstEvent)
+			switch classify(api, pc) {
+			case content:
+				wd.arm(timeouts.StaleStream)
+				if api == timeouts.Chat && !finished && hasValue(pc.Data, `"finish_reason"`) {
+					finished = true
+				}
+			case terminal, failed:
+				done = true
+			}
+		}
+		start()
+		if _, err := w.Write(pc.Raw); err != nil {
+			p.opts.Logf("proxy: relaying to %s: %v", r.RemoteAddr, err)
+			return timeouts.Failed
+		}
+		if done || rd.Buffered() == 0 {
+			if err := rc.Flush(); err != nil {
+				return timeouts.Failed
+			}
+		}
+		if done {
+			wd.stop()
+			wd.draining = true
+			wd.arm(timeouts.Drain)
+		}
+	}
+}
+
+// fail reports a call that ended with err: a cut (504), shutdown (503), a
+// run that ended, a provider unreachable or broken (502), or a client that
+// went away (nothing to report). Before anything was relayed the client
+// gets an OpenAI-style JSON error; after, an SSE error event.
+func (p *Proxy) fail(ctx context.Context, r *http.Request, w http.ResponseWriter, started bool, wd *watchdog, err error) timeouts.Outcome {
+	cause := context.Cause(ctx)
+	var ce *CutError
+	status, typ, code, msg, outcome := 0, "", "", "", timeouts.Failed
+	switch {
+	case errors.As(cause, &ce):
+		status, typ, code, msg = http.StatusGatewayTimeout, "timeout_error", ce.Code(), "hermes proxy: "+ce.Error()
+		if ce.Stale() {
+			outcome = timeouts.StaleKill
+		}
+	case errors.Is(cause, ErrShuttingDown):
+		status, typ, code, msg = http.StatusServiceUnavailable, "server_error", "hermes_shutting_down", "hermes proxy: "+ErrShuttingDown.Error()+": retry once it is back"
+	case errors.Is(cause, ErrRunEnded):
+		status, typ, code, msg = http.StatusGone, "invalid_request_error", "run_ended", "hermes proxy: "+ErrRunEnded.Error()+": its budget is spent or it was stopped"
+	case r.Context().Err() != nil:
+		return timeouts.Failed // the client went away: nobody to tell
+	case errors.Is(err, sse.ErrTooLong):
+		status, typ, code, msg = http.StatusBadGateway, "upstream_error", "event_too_long",
+			fmt.Sprintf("hermes proxy: provider %s sent an SSE event over %d MiB: check the provider", wd.template.Provider, sse.DefaultMaxEvent>>20)
+	default:
+		status, typ, code, msg = http.StatusBadGateway, "upstream_error", "upstream_unreachable",
+			fmt.Sprintf("hermes proxy: provider %s at %s: %v: check that it runs and that its base_url is right", wd.template.Provider, wd.template.BaseURL, err)
+	}
+	if started {
+		writeSSEError(w, typ, code, msg)
+		_ = http.NewResponseController(w).Flush()
+	} else {
+		writeError(w, status, typ, code, msg)
+	}
+	return outcome
+}
+
+type errorJSON struct {
+	Error errorFields `json:"error"`
+}
+
+type errorFields struct {
+	Message string `json:"message"`
+	Type    string `json:"type"`
+	Code    string `json:"code"`
+}
+
+func writeError(w http.ResponseWriter, status int, typ, code, msg string) {
+	writeJSON(w, status, errorJSON{errorFields{msg, typ, code}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// writeSSEError writes an "error" event; it follows whole pieces, so it
+// starts a fresh event.
+func writeSSEError(w io.Writer, typ, code, msg string) {
+	b, _ := json.Marshal(errorJSON{errorFields{msg, typ, code}})
+	fmt.Fprintf(w, "event: error\ndata: %s\n\n", b)
+}
+
+// Headers never forwarded upstream: the client's own credentials (the
+// provider's key is injected instead), hop-by-hop headers, what the
+// transport computes, and the proxy's own headers.
+var dropRequest = map[string]bool{
+	"Authorization": true, "Proxy-Authorization": true, "Cookie": true, "Api-Key": true, "X-Api-Key": true,
+	"Host": true, "Content-Length": true, "Accept-Encoding": true,
+	"Connection": true, "Keep-Alive": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+	"Proxy-Connection": true,
+}
+
+var dropResponse = map[string]bool{
+	"Content-Length": true, "Connection": true, "Keep-Alive": true, "Te": true, "Trailer": true,
+	"Transfer-Encoding": true, "Upgrade": true, "Proxy-Connection": true,
+}
+
+func copyRequestHeaders(dst, src http.Header) {
+	for k, vs := range src {
+		if dropRequest[k] || strings.HasPrefix(k, "X-Hermes-") {
+			continue
+		}
+		dst[k] = append([]string(nil), vs...)
+	}
+}
+
+func copyResponseHeaders(dst, src http.Header) {
+	for k, vs := range src {
+		if dropResponse[k] {
+			continue
+		}
+		dst[k] = append([]string(nil), vs...)
+	}
+}

@@ -1,0 +1,27 @@
+// Package proxy is hermesd's OpenAI-compatible provider proxy (SPEC §10):
+// an HTTP endpoint on loopback that routes /v1/chat/completions,
+// /v1/responses and /v1/models to the configured LLM providers and enforces
+// the timeout stack of package timeouts on real traffic.
+//
+// Every call is resolved once with timeouts.Resolve (through
+// providers.Set.Plan's inputs) and watched layer by layer:
+//
+//   - socket read: the time between chunks of bytes from the provider,
+//     connection included;
+//   - stale stream: the time between content events. SSE comments and
+//     keep-alive events without content do not reset it; content, reasoning
+//     and tool-call deltas do;
+//   - first event (Responses API streams): accepted, no event yet;
+//   - stale non-stream: a non-streaming call whose answer never starts;
+//   - API call: a whole non-streaming call;
+//   - post-terminal drain: after [DONE] or response.completed, the relay
+//     waits at most the drain for the provider to close, then closes it and
+//     finishes the client's response.
+//
+// A cut names the layer, its value, its provenance chain and the setting to
+// change: as an OpenAI-style JSON error (HTTP 504) before anything was
+// relayed, as an SSE "error" event after. A give-up breaker per session
+// fails calls at once after repeated stale kills. Requests of a registered
+// run (path prefix /run/<id>/v1 or header X-Hermes-Run-Id) are resolved with
+// that run's remaining budget and get its wrap-up notice once.
+package proxy

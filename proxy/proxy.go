@@ -1,0 +1,325 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hermes-units/hermes/providers"
+	"github.com/hermes-units/hermes/timeouts"
+	"github.com/hermes-units/hermes/units"
+)
+
+// maxRequest bounds a client's request body.
+const maxRequest = 64 << 20
+
+// shutdownGrace bounds how long Serve waits for handlers after cutting
+// their calls.
+const shutdownGrace = 5 * time.Second
+
+// Options configure a Proxy. Providers is required; zero values elsewhere
+// take the defaults named.
+type Options struct {
+	// Providers routes models and builds each call's timeout inputs.
+	// SetProviders replaces it on reload.
+	Providers *providers.Set
+	// Listen is the address Listen binds (gateway.listen); "" means
+	// units.DefaultListen.
+	Listen string
+	// AllowNonLoopback lets Listen and Serve use a non-loopback address.
+	// The proxy injects API keys: exposing it to a network hands the keys
+	// to anyone who can reach it.
+	AllowNonLoopback bool
+	// Env looks up API key variables and the timeout knobs
+	// (HERMES_STREAM_STALE_TIMEOUT, HERMES_STREAM_STALE_GIVEUP). Nil is an
+	// empty environment; hermesd passes os.LookupEnv.
+	Env func(string) (string, bool)
+	// Now is the clock of breakers; nil is time.Now.
+	Now func() time.Time
+	// ProbeInterval is the breakers' half-open probe interval; 0 is
+	// timeouts.DefaultProbeInterval.
+	ProbeInterval time.Duration
+	// Scale multiplies every resolved timeout before it is armed, and is
+	// named in cut errors. For tests only, where 180 s of silence must take
+	// 180 ms; 0 means 1.
+	Scale float64
+	// Logf reports what no client sees (a failed write to a gone client);
+	// nil discards.
+	Logf func(format string, args ...any)
+}
+
+// Proxy is the provider proxy. Create it with New, serve it with Serve (or
+// mount it as an http.Handler); its methods are safe for concurrent use.
+type Proxy struct {
+	opts      Options
+	set       atomic.Pointer[providers.Set]
+	transport *http.Transport
+	client    *http.Client
+	sessions  sessions
+
+	mu   sync.Mutex
+	runs map[string]*run // guarded by mu
+}
+
+// run is a registered run: its budget clock, wrap-up notice, and the calls
+// it has in flight (cancelled when the run is unregistered).
+type run struct {
+	budget *timeouts.Budget
+	wrapup string
+	calls  map[*context.CancelCauseFunc]struct{} // guarded by Proxy.mu
+}
+
+// New returns a Proxy for opts. It fails only when opts.Providers is nil. A
+// set with no provider is valid (every model request then fails with an
+// unknown model error); hermesd leaves the proxy off in that case.
+func New(opts Options) (*Proxy, error) {
+	if opts.Providers == nil {
+		return nil, errors.New("proxy: Options.Providers is nil: build it with providers.New")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Scale == 0 {
+		opts.Scale = 1
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	p := &Proxy{opts: opts, runs: map[string]*run{}}
+	p.set.Store(opts.Providers)
+	p.sessions = sessions{now: opts.Now, interval: opts.ProbeInterval, m: map[string]*session{}}
+	dialer := &net.Dialer{KeepAlive: 30 * time.Second}
+	p.transport = &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         dialer.DialContext,
+		ForceAttemptHTTP2:   true,
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     90 * time.Second,
+		// Compressed streams would hide the event boundaries the watchdog
+		// reads, and delay bytes behind the decompressor's buffer.
+		DisableCompression: true,
+	}
+	p.client = &http.Client{
+		Transport: p.transport,
+		// A redirect would resend the injected API key elsewhere.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return p, nil
+}
+
+// SetProviders replaces the provider set (on a config reload). Calls in
+// flight keep the plan they started with.
+func (p *Proxy) SetProviders(s *providers.Set) { p.set.Store(s) }
+
+// Status returns every session's give-up breaker, sorted by session key.
+func (p *Proxy) Status() []BreakerStatus { return p.sessions.status() }
+
+// RegisterRun makes runID's requests (path prefix /run/<runID>/v1, or
+// header X-Hermes-Run-Id) resolve with budget's remaining time, and injects
+// wrapup (if not empty) once into the first model request after the
+// budget's wrap-up point. The caller (hermesd's job runner) owns budget:
+// it calls UnregisterRun when the run ends, then budget.Stop. Registering
+// an id again replaces its budget and notice.
+func (p *Proxy) RegisterRun(runID string, budget *timeouts.Budget, wrapup string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := &run{budget: budget, wrapup: wrapup, calls: map[*context.CancelCauseFunc]struct{}{}}
+	if old, ok := p.runs[runID]; ok {
+		r.calls = old.calls
+	}
+	p.runs[runID] = r
+}
+
+// UnregisterRun forgets runID and cuts its calls in flight (cause
+// ErrRunEnded): the run is over, nobody reads their answers. Later requests
+// for it fail with HTTP 404.
+func (p *Proxy) UnregisterRun(runID string) {
+	p.mu.Lock()
+	r, ok := p.runs[runID]
+	delete(p.runs, runID)
+	p.mu.Unlock()
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	calls := make([]context.CancelCauseFunc, 0, len(r.calls))
+	for c := range r.calls {
+		calls = append(calls, *c)
+	}
+	p.mu.Unlock()
+	for _, c := range calls {
+		c(ErrRunEnded)
+	}
+}
+
+// attach records a call of run id; detach undoes it.
+func (p *Proxy) attach(id string, cancel *context.CancelCauseFunc) (*run, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r, ok := p.runs[id]
+	if ok {
+		r.calls[cancel] = struct{}{}
+	}
+	return r, ok
+}
+
+func (p *Proxy) detach(r *run, cancel *context.CancelCauseFunc) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(r.calls, cancel)
+}
+
+// CheckLoopback returns an error wrapping ErrNotLoopback unless addr's host
+// is a loopback IP or "localhost".
+func CheckLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("proxy: listen address %q is not host:port: %w", addr, err)
+	}
+	if strings.EqualFold(host, "localhost") {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("%w: %q; the proxy injects provider API keys, so it listens on loopback only (127.0.0.1:7411 by default): change gateway.listen, or allow other addresses explicitly", ErrNotLoopback, addr)
+}
+
+// Listen binds Options.Listen (default 127.0.0.1:7411), refusing a
+// non-loopback address unless Options.AllowNonLoopback.
+func (p *Proxy) Listen(ctx context.Context) (net.Listener, error) {
+	addr := p.opts.Listen
+	if addr == "" {
+		addr = units.DefaultListen
+	}
+	if !p.opts.AllowNonLoopback {
+		if err := CheckLoopback(addr); err != nil {
+			return nil, err
+		}
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: listen on %s (gateway.listen): %w", addr, err)
+	}
+	return ln, nil
+}
+
+// Serve serves the proxy on ln until ctx ends, then cuts the calls in
+// flight (streams get an SSE error event saying hermesd is shutting down),
+// waits for their handlers (at most 5 s), closes ln and idle upstream
+// connections, and returns nil. It returns earlier with the error if ln
+// fails. ln must be loopback unless Options.AllowNonLoopback.
+func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
+	if !p.opts.AllowNonLoopback {
+		if err := CheckLoopback(ln.Addr().String()); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	base, stop := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer stop(nil)
+	srv := &http.Server{
+		Handler:           p,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog:          log.New(logWriter{p.opts.Logf}, "proxy: ", 0),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	defer p.transport.CloseIdleConnections()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("proxy: serve %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	stop(ErrShuttingDown)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	<-errc
+	return nil
+}
+
+type logWriter struct{ logf func(string, ...any) }
+
+func (w logWriter) Write(b []byte) (int, error) {
+	w.logf("%s", strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
+// ServeHTTP routes /v1/... and /run/<id>/v1/....
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path, runID := r.URL.Path, r.Header.Get(HeaderRunID)
+	if rest, ok := strings.CutPrefix(path, "/run/"); ok {
+		id, tail, _ := strings.Cut(rest, "/")
+		runID, path = id, "/"+tail
+	}
+	var api timeouts.API
+	switch path {
+	case "/v1/models":
+		if r.Method != http.MethodGet {
+			writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "use GET /v1/models")
+			return
+		}
+		p.models(w)
+		return
+	case "/v1/chat/completions":
+		api = timeouts.Chat
+	case "/v1/responses":
+		api = timeouts.Responses
+	default:
+		writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_url",
+			fmt.Sprintf("hermes proxy: no route %s %s: it serves POST /v1/chat/completions, POST /v1/responses and GET /v1/models (also under /run/<id>/v1)", r.Method, r.URL.Path))
+		return
+	}
+	if r.Method != http.MethodPost {
+		writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "use POST "+path)
+		return
+	}
+	p.call(w, r, api, runID)
+}
+
+type modelJSON struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+// models lists the models of every provider: by their own name when that
+// name routes to them, else as PROVIDER/MODEL.
+func (p *Proxy) models(w http.ResponseWriter) {
+	set := p.set.Load()
+	data := []modelJSON{}
+	for _, id := range set.IDs() {
+		prov, err := set.Get(id)
+		if err != nil {
+			continue
+		}
+		keys := make([]string, 0, len(prov.Models))
+		for k := range prov.Models {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			name := k
+			if rt, err := set.Route(k); err != nil || rt.Provider != id {
+				name = id + "/" + k
+			}
+			data = append(data, modelJSON{ID: name, Object: "model", OwnedBy: id})
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}
