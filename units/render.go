@@ -10,14 +10,15 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// MarshalYAML renders the unit in canonical form: keys in a fixed order
+// MarshalYAML renders the unit in canonical form (a value receiver, so
+// that yaml.Marshal of a Spec and of a *Spec agree): keys in a fixed order
 // (the order of the unit reference), every effective value written out
 // (defaults included), durations as Go durations, seconds keys as whole
 // seconds, sizes in the largest exact binary unit, signals by name, env
 // sorted by name. Parsing the rendering under the same file name and
 // defaults gives back an equal Spec. Name and File are not part of it
 // (they come from the file's path).
-func (s *Spec) MarshalYAML() (any, error) {
+func (s Spec) MarshalYAML() (any, error) {
 	m := &mapNode{}
 	m.str("description", s.Description, false)
 	if len(s.Command) > 0 {

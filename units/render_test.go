@@ -210,3 +210,18 @@ command:
 		}
 	}
 }
+
+func TestMarshalValueAndPointerAgree(t *testing.T) {
+	s := fullSpec()
+	byPtr, err := yaml.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byVal, err := yaml.Marshal(*s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(byPtr) != string(byVal) {
+		t.Errorf("yaml.Marshal(*Spec):\n%s\nyaml.Marshal(Spec):\n%s\nwant the same canonical rendering", byPtr, byVal)
+	}
+}
