@@ -5,7 +5,7 @@ BIN := bin
 STATE ?= $(CURDIR)/.run/state
 PKGS := ./...
 
-.PHONY: help build run test lint bench chaos clean schema
+.PHONY: help build run test lint bench clean schema
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -31,6 +31,9 @@ lint: ## gofmt, go vet, staticcheck, shellcheck, the detached-spawn ratchet
 
 bench: build ## measure the targets; prints a table (figure, value, method, machine)
 	$(GO) run ./internal/bench
+
+schema: ## regenerate schema/*.schema.json from the Go types
+	$(GO) generate ./schema
 
 clean: ## remove build output and the run state
 	rm -rf $(BIN) .run
