@@ -38,7 +38,9 @@ func (o *Owner) safeLocked(g Group) error {
 
 // Own registers groups that something else started (a previous gateway, an
 // adopt command): they now die with this owner. Each group must be safe
-// (pgid > 1, not the owner's or the supervisor's) and still have members;
+// (pgid > 1, not the owner's or the supervisor's), its recorded leader must
+// still be the same process (pid and start time, checked now: ErrUnsafe for
+// a recycled pid, proc.ErrGone for an exit), and it must still have members;
 // its ledger entry (matched by leader identity, or added) is marked
 // "adopted" under this owner. A cgroup outside the hermes hierarchy is not
 // used: the group is then contained as a process group.
@@ -57,9 +59,11 @@ func (o *Owner) Own(ctx context.Context, groups ...Group) error {
 		if o.findLocked(g) != nil {
 			continue
 		}
-		if g.Cgroup != "" && (o.tree == nil || !strings.HasPrefix(g.Cgroup, o.tree.base+"/")) {
-			g.Cgroup = ""
+		if err := checkLeader(g); err != nil {
+			o.mu.Unlock()
+			return err
 		}
+		g = o.foreignCgroupLocked(g)
 		if groupEmpty(g) {
 			o.mu.Unlock()
 			return fmt.Errorf("own group %d of %s: %w", g.PGID, g.Unit, proc.ErrGone)
@@ -150,7 +154,9 @@ func (o *Owner) ReleaseOnceEmpty(ctx context.Context, g Group) error {
 	return nil
 }
 
-// Stop sends sig to every member of g (identity-checked), waits up to grace
+// Stop sends sig to every member of g (identity-checked: a cgroup member is
+// signalled through a pidfd after checking it is still in the cgroup; a
+// process group only while its id is not a recycled leader's), waits up to grace
 // for the group to be empty, sends KILL to what is left, waits for empty
 // (until ctx ends), then releases it (ReleaseOnceEmpty). Escapee groups
 // found under g are stopped with it.
@@ -158,7 +164,10 @@ func (o *Owner) Stop(ctx context.Context, g Group, sig syscall.Signal, grace tim
 	o.mu.Lock()
 	r := o.findLocked(g)
 	if r == nil {
-		r = &reg{g: g}
+		// Not registered here (a re-adopted survivor): a cgroup from
+		// outside our hierarchy is not trusted; the process group is
+		// signalled only while its leader id is not a stranger's.
+		r = &reg{g: o.foreignCgroupLocked(g)}
 		if err := o.safeLocked(g); err != nil {
 			o.mu.Unlock()
 			return err
@@ -240,7 +249,7 @@ func (o *Owner) signal(r *reg, sig syscall.Signal) {
 				continue
 			}
 			for _, pid := range cgroupProcs(g.Cgroup) {
-				syscall.Kill(pid, sig)
+				signalMember(pid, g.Cgroup, sig)
 			}
 			continue
 		}

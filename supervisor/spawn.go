@@ -211,6 +211,7 @@ func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
 	}
 	if !spec.Survive {
 		o.mu.Lock()
+		r.waited = c.done
 		err = o.registerLocked(r)
 		o.mu.Unlock()
 		if err != nil {
@@ -247,11 +248,10 @@ func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
 			o.poke()
 		}
 	}
-	o.children.Add(1)
-	go func() { // joined by Close (owned children) via o.children
-		defer o.children.Done()
-		o.wait(cmd, c, onExit)
-	}()
+	// The waiter ends when the leader is reaped. Close joins it (through
+	// r.waited) while the group is registered; a Survive or released leader
+	// outlives the owner, and so may its waiter, until the process exits.
+	go o.wait(cmd, c, onExit)
 	return c, nil
 }
 

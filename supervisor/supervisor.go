@@ -115,6 +115,10 @@ type reg struct {
 	leaderGone bool   // the leader exited: release once empty
 	onceEmpty  bool   // ReleaseOnceEmpty asked
 	esc        []*reg // escapee groups found under this spawn (pgroup mode)
+	// waited is closed when the waiter of a spawned leader has reaped it;
+	// nil for adopted groups. Close joins the waiters of the groups still
+	// registered, the only ones its supervisor kills.
+	waited <-chan struct{}
 }
 
 // Owner owns the groups it spawns or adopts: they die with it.
@@ -149,10 +153,9 @@ type Owner struct {
 	leaders   map[int]bool    // guarded by mu; pids of our exec.Cmd children (never reaped by the scan)
 	escPids   map[int]bool    // guarded by mu; escapee pids identified, reaped by the scan
 
-	wake     chan struct{} // buffered(1): janitor should look now
-	stop     chan struct{}
-	done     chan struct{} // closed when the janitor returned
-	children sync.WaitGroup
+	wake chan struct{} // buffered(1): janitor should look now
+	stop chan struct{}
+	done chan struct{} // closed when the janitor returned
 }
 
 // New makes an owner. It starts nothing: the supervisor starts lazily at the
@@ -236,8 +239,11 @@ func (o *Owner) Status() Status {
 // Close is the clean owner exit: it closes the death pipe, so the
 // supervisor kills every group still registered (TERM, grace, KILL) and
 // exits; Close waits for that (at most the grace plus 5 s), and for the
-// waiters of owned children. Released and Survive groups live on. Close is
-// idempotent; every other method fails with ErrClosed afterwards.
+// waiters of the spawned children whose groups were still registered.
+// Released and Survive groups live on, and Close does not wait for their
+// leaders: a clean stop whose owned groups are already gone returns as soon
+// as the supervisor has read EOF and exited. Close is idempotent; every
+// other method fails with ErrClosed afterwards.
 func (o *Owner) Close() error {
 	o.mu.Lock()
 	if o.closed {
@@ -245,6 +251,12 @@ func (o *Owner) Close() error {
 		return nil
 	}
 	o.closed = true
+	var waiters []<-chan struct{}
+	for _, r := range o.regs {
+		if r.waited != nil {
+			waiters = append(waiters, r.waited)
+		}
+	}
 	pipes := append(o.retired, o.pipe)
 	o.pipe, o.retired = nil, nil
 	o.mu.Unlock()
@@ -267,11 +279,13 @@ func (o *Owner) Close() error {
 			return fmt.Errorf("supervisor %d did not exit within %v of close", p.PID(), o.opts.Grace+5*time.Second)
 		}
 	}
-	waited := make(chan struct{})
-	go func() { o.children.Wait(); close(waited) }()
-	select {
-	case <-waited:
-	case <-bound.C:
+wait:
+	for _, w := range waiters {
+		select {
+		case <-w:
+		case <-bound.C:
+			break wait
+		}
 	}
 	if o.tree != nil {
 		os.Remove(o.tree.root) // the supervisor removed it already unless a survivor lives in it

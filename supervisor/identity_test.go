@@ -1,0 +1,133 @@
+package supervisor
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/hermes-units/hermes/proc"
+)
+
+// sleeperGroup starts `sleep` leading its own group; the group is killed at
+// the end of the test.
+func sleeperGroup(t *testing.T) (Group, *exec.Cmd) {
+	t.Helper()
+	cmd := exec.Command("sleep", "1000")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+	id, err := proc.Read(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Group{Unit: "ext", PGID: id.PID, Leader: id}, cmd
+}
+
+// TestOwnRevalidatesLeader: Own checks the leader's identity at the moment
+// of the call: a recycled pid (another start time) is ErrUnsafe, an exited
+// leader proc.ErrGone; neither is registered.
+func TestOwnRevalidatesLeader(t *testing.T) {
+	o, err := New(Options{Mode: ModePGroup})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+
+	live, _ := sleeperGroup(t)
+	recycled := live
+	recycled.Leader.StartTime++
+	exited, cmd := sleeperGroup(t)
+	cmd.Process.Kill()
+	cmd.Wait()
+
+	for _, tc := range []struct {
+		name string
+		g    Group
+		want error
+	}{
+		{"recycled pid", recycled, ErrUnsafe},
+		{"exited leader", exited, proc.ErrGone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := o.Own(t.Context(), tc.g); !errors.Is(err, tc.want) {
+				t.Errorf("Own: got %v, want %v", err, tc.want)
+			}
+			if got := o.Status().Groups; got != 0 {
+				t.Errorf("registered groups after a refused Own: got %d, want 0", got)
+			}
+		})
+	}
+	if err := o.Own(t.Context(), live); err != nil {
+		t.Fatalf("Own of a live group: %v", err)
+	}
+	if got := o.Status().Groups; got != 1 {
+		t.Errorf("registered groups: got %d, want 1", got)
+	}
+}
+
+// TestStopSparesStranger: Stop of a group this owner did not register,
+// whose leader pid now belongs to another process (a recycled pid), sends
+// no signal to that process.
+func TestStopSparesStranger(t *testing.T) {
+	o, err := New(Options{Mode: ModePGroup})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	g, _ := sleeperGroup(t)
+	stranger := g
+	stranger.Leader.StartTime++
+	if err := o.Stop(t.Context(), stranger, syscall.SIGKILL, 0); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if !g.Leader.Alive() {
+		t.Errorf("the process holding the recycled pid %d was killed", g.Leader.PID)
+	}
+	if err := o.Stop(t.Context(), g, syscall.SIGTERM, 0); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if g.Leader.Alive() {
+		t.Errorf("group %d still alive after Stop with its true identity", g.PGID)
+	}
+}
+
+// TestInCgroup checks the membership test that guards each per-member
+// signal in cgroup mode, and that a cgroup outside the owner's hierarchy is
+// not trusted.
+func TestInCgroup(t *testing.T) {
+	mount := cgroupMount()
+	if mount == "" {
+		t.Skip("no cgroup v2 hierarchy mounted")
+	}
+	rel, err := ownCgroup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !inCgroup(os.Getpid(), filepath.Join(mount, rel)) {
+		t.Errorf("inCgroup(self, %s): got false, want true", filepath.Join(mount, rel))
+	}
+	if inCgroup(os.Getpid(), filepath.Join(mount, rel, "not-here")) {
+		t.Errorf("inCgroup(self, a child dir): got true, want false")
+	}
+	o := &Owner{}
+	if g := o.foreignCgroupLocked(Group{Cgroup: filepath.Join(mount, "elsewhere")}); g.Cgroup != "" {
+		t.Errorf("cgroup kept without a hermes tree: %q", g.Cgroup)
+	}
+	o.tree = &cgroupTree{base: filepath.Join(mount, "hermes")}
+	for dir, keep := range map[string]bool{
+		filepath.Join(mount, "hermes", "u.1"): true,
+		filepath.Join(mount, "other", "u.1"):  false,
+		mount + "/hermes/../other":            false,
+	} {
+		if got := o.foreignCgroupLocked(Group{Cgroup: dir}).Cgroup != ""; got != keep {
+			t.Errorf("cgroup %s kept: got %v, want %v", dir, got, keep)
+		}
+	}
+	_ = strings.TrimSpace
+}
