@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 
@@ -129,5 +128,4 @@ func TestInCgroup(t *testing.T) {
 			t.Errorf("cgroup %s kept: got %v, want %v", dir, got, keep)
 		}
 	}
-	_ = strings.TrimSpace
 }
