@@ -101,15 +101,6 @@ func openCgroupTree(name string) (*cgroupTree, error) {
 	return &cgroupTree{base: base, root: root}, nil
 }
 
-// create makes the leaf cgroup of one group and returns its dir.
-func (t *cgroupTree) create(name string) (string, error) {
-	dir := filepath.Join(t.root, name)
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return "", fmt.Errorf("create cgroup %s: %w", dir, err)
-	}
-	return dir, nil
-}
-
 // populated reports whether a process lives in the cgroup dir or below. A
 // dir that is gone is not populated.
 func populated(dir string) bool {

@@ -72,7 +72,7 @@ func TestScriptProtocol(t *testing.T) {
 		"R " + strings.Repeat("z", 300) + fmt.Sprintf(" %d %d %d - -\n", killID.PID, killID.PID, killID.StartTime),
 		"R p1 1 1 0 - -\n", // pgid 1: refused
 		fmt.Sprintf("R own %d %d 0 - -\n", syscall.Getpgrp(), 0), // the owner's group: refused
-		fmt.Sprintf("R cg 0 0 0 - /sys/fs/cgroup/../../etc\n"),   // cgroup outside the base: refused
+		"R cg 0 0 0 - /sys/fs/cgroup/../../etc\n",                // cgroup outside the base: refused
 		line("ok1", killID, killID.StartTime),                    // good
 		line("rec", recycledID, recycledID.StartTime+1),          // leader alive with another start time
 		line("un", unregID, unregID.StartTime), "U un\n",         // unregistered

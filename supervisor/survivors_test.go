@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,7 +74,7 @@ func buildHermesctl(t *testing.T) string {
 			return
 		}
 		hermesctlBin = filepath.Join(dir, "hermesctl")
-		out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", hermesctlBin, "../cmd/hermesctl").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", hermesctlBin, "../cmd/hermesctl").CombinedOutput()
 		if err != nil {
 			hermesctlErr = fmt.Errorf("go build hermesctl: %v\n%s", err, out)
 		}

@@ -37,6 +37,7 @@ type section struct {
 // sections run in this order; -only selects some by name.
 var sections = []section{
 	{"ledger", benchLedger},
+	{"supervisor", benchSupervisor},
 }
 
 func main() {
