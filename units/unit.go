@@ -47,8 +47,16 @@ func (s *Spec) IsJob() bool { return s.Schedule != "" }
 // no seconds field, so that what validates here is what the scheduler runs.
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow)
 
-// ParseSchedule parses a unit's schedule: a 5-field cron expression.
-func ParseSchedule(expr string) (cron.Schedule, error) { return cronParser.Parse(expr) }
+// ParseSchedule parses a unit's schedule: a 5-field cron expression,
+// optionally after a CRON_TZ= or TZ= time zone prefix.
+func ParseSchedule(expr string) (cron.Schedule, error) {
+	// robfig/cron takes the zone up to the first space after the prefix and
+	// panics (a negative slice bound) when there is none: "TZ=" alone.
+	if (strings.HasPrefix(expr, "TZ=") || strings.HasPrefix(expr, "CRON_TZ=")) && !strings.Contains(expr, " ") {
+		return nil, fmt.Errorf("time zone prefix %q is not followed by the 5 fields", expr)
+	}
+	return cronParser.Parse(expr)
+}
 
 // NameOf is the unit name of a unit file: its base name without .yaml or
 // .yml. ok is false for a file that is not a unit file (see IsUnitFile).
