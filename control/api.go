@@ -100,4 +100,6 @@ type Backend interface {
 	Reload(ctx context.Context, dryRun bool) (Plan, error)
 	// LogPath is the unit's current log file, for `hermesctl logs`.
 	LogPath(ctx context.Context, unit string) (string, error)
+	// Adopt, Orphans and Release transfer ownership (see Adopter).
+	Adopter
 }

@@ -59,6 +59,7 @@ var codes = []struct {
 	{ErrConflict, CodeConflict, http.StatusConflict},
 	{ErrDenied, CodeDenied, http.StatusForbidden},
 	{ErrBadRequest, CodeBadRequest, http.StatusBadRequest},
+	{ErrRefused, CodeRefused, http.StatusUnprocessableEntity},
 	{context.DeadlineExceeded, CodeTimeout, http.StatusGatewayTimeout},
 }
 

@@ -165,3 +165,21 @@ func (s *served) stopServing() error {
 	}
 	return err
 }
+
+func (b *fakeBackend) Adopt(_ context.Context, req AdoptRequest) (Adopted, error) {
+	b.record("adopt pid=%d pgid=%d as=%s caller_pgid=%d", req.PID, req.PGID, req.As, req.CallerPGID)
+	if b.err != nil {
+		return Adopted{}, b.err
+	}
+	return Adopted{Unit: req.As, PGID: req.PGID, PID: req.PID}, nil
+}
+
+func (b *fakeBackend) Orphans(_ context.Context, adopt bool) (OrphanReport, error) {
+	b.record("orphans adopt=%v", adopt)
+	return OrphanReport{}, b.err
+}
+
+func (b *fakeBackend) Release(_ context.Context, unit string) (Released, error) {
+	b.record("release %s", unit)
+	return Released{Unit: unit}, b.err
+}

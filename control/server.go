@@ -23,6 +23,7 @@ import (
 //	POST /v1/units/{unit}/restart         → ActionResult
 //	POST /v1/reload  ReloadRequest        → Plan
 //	GET  /v1/units/{unit}/log             → LogInfo
+//	POST /v1/adopt, /v1/orphans, /v1/units/{unit}/release (see adopt.go)
 //
 // Every failure is a non-2xx status with an ErrorBody.
 const (
@@ -166,6 +167,7 @@ func (s *Server) handler() http.Handler {
 	}
 	mux.HandleFunc("POST "+pathReload, s.reload)
 	mux.HandleFunc("GET "+pathUnits+"{unit}/log", s.logPath)
+	s.routeAdopter(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeBody(w, http.StatusNotFound, ErrorBody{
 			Error: fmt.Sprintf("hermesd does not serve %s %s; are hermesctl and hermesd the same version?", r.Method, r.URL.Path),

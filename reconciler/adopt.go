@@ -2,8 +2,21 @@ package reconciler
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
+	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/ledger"
+	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/supervisor"
 	"github.com/hermes-units/hermes/units"
 )
 
@@ -29,6 +42,10 @@ func (r *Reconciler) readopt(ctx context.Context, l Loaded) {
 	}
 	for _, s := range svs {
 		if s.OwnerAlive || !s.Group.Leader.Alive() {
+			continue
+		}
+		if s.State == "released" { // given up on purpose: listed, never re-adopted
+			r.released = append(r.released, s)
 			continue
 		}
 		if r.units[s.Unit] != nil {
@@ -74,4 +91,278 @@ func (r *Reconciler) readopt(ctx context.Context, l Loaded) {
 		}
 		r.log.Info("survivor re-adopted", "unit", s.Unit, "pid", s.Group.Leader.PID, "pgid", s.Group.PGID)
 	}
+}
+
+// Adopter is the part of the supervisor that `hermesctl adopt` and
+// `release` need. The Spawner of Supervised implements it; with a Spawner
+// that does not, Adopt, Orphans --yes and Release are refused.
+type Adopter interface {
+	// Own registers g with the death supervisor, so that it dies with this
+	// owner, and marks its ledger entry adopted (adding one if there is
+	// none). It re-validates the leader's identity at the moment of the
+	// call and refuses unsafe groups.
+	Own(ctx context.Context, g Group) error
+	// Release unregisters g, so that it outlives this owner, and marks its
+	// ledger entry released. A group that was never registered (a
+	// survivor) is not an error.
+	Release(ctx context.Context, g Group) error
+}
+
+func (s ownerSpawner) Own(ctx context.Context, g Group) error {
+	return s.o.Own(ctx, supervisor.Group(g))
+}
+
+func (s ownerSpawner) Release(ctx context.Context, g Group) error {
+	if err := s.o.Release(ctx, supervisor.Group(g)); err != nil && !errors.Is(err, supervisor.ErrUnknown) {
+		return err
+	}
+	return nil
+}
+
+// Record is a ledger entry of another owner whose group is alive.
+type Record struct {
+	Survivor
+	Argv []string
+	Role string
+}
+
+// recorder is the part of the ledger Checkpoint that adopt reads: every
+// live entry of another owner, whatever its ownership. Ledger's Checkpoint
+// implements it; without it, adopt cannot see other owners' claims and
+// `adopt --orphans` finds nothing.
+type recorder interface {
+	Records(ctx context.Context) ([]Record, error)
+}
+
+// Records lists the ledger entries of other owners whose group is alive.
+func (c ledgerCheckpoint) Records(ctx context.Context) ([]Record, error) {
+	es, err := c.l.Entries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []Record
+	for _, e := range es {
+		if e.Owner == c.self || !e.Alive() {
+			continue
+		}
+		out = append(out, Record{Survivor: survivorOf(e), Argv: e.Argv, Role: e.Role})
+	}
+	return out, nil
+}
+
+// guards are the groups adopt never takes, and the uid it adopts for.
+type guards struct {
+	selfPID, selfPGID int // hermesd itself
+	supervisorPID     int // the death supervisor leads its own group; 0 when none runs
+	callerPGID        int // the group of the hermesctl that asked; 0 unknown
+	uid               int // hermesd's effective uid; 0 (root) adopts anyone's
+}
+
+func (r *Reconciler) guards(callerPGID int) guards {
+	g := guards{selfPID: os.Getpid(), selfPGID: syscall.Getpgrp(), callerPGID: callerPGID, uid: os.Geteuid()}
+	if r.opt.Supervisor != nil {
+		g.supervisorPID = r.opt.Supervisor().PID
+	}
+	return g
+}
+
+func refused(format string, args ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), control.ErrRefused)
+}
+
+// vetGroup resolves an adopt request (the group of pid, or pgid) to a group
+// and refuses what must never be adopted: an exited process, pgid ≤ 1,
+// hermesd's own group, its supervisor's, the caller's, and a group with a
+// member of another user (unless hermesd runs as root). The leader is the
+// process whose pid is the pgid, or, if it has exited, the group's lowest
+// live pid, whose identity then stands for the group.
+func vetGroup(pid, pgid int, gd guards) (Group, error) {
+	if pid != 0 {
+		st, err := proc.ReadStat(pid)
+		if err != nil || st.Zombie() {
+			return Group{}, refused("process %d has already exited; nothing to adopt", pid)
+		}
+		pgid = st.PGID
+	}
+	switch {
+	case pgid <= 1:
+		return Group{}, refused("pgid %d: a group id must be greater than 1 (0 and 1 are the kernel's and init's)", pgid)
+	case pgid == gd.selfPGID || pgid == gd.selfPID:
+		return Group{}, refused("group %d is hermesd's own group", pgid)
+	case gd.supervisorPID != 0 && pgid == gd.supervisorPID:
+		return Group{}, refused("group %d is hermesd's death supervisor", pgid)
+	case gd.callerPGID != 0 && pgid == gd.callerPGID:
+		return Group{}, refused("group %d is your own (the group of the hermesctl that asked): it would die with hermesd; start the program in a group of its own (setsid) or adopt it from another shell", pgid)
+	}
+	members, err := proc.GroupMembers(pgid)
+	if err != nil {
+		return Group{}, fmt.Errorf("adopt group %d: %w", pgid, err)
+	}
+	if len(members) == 0 {
+		return Group{}, refused("group %d has no live process: it has already exited", pgid)
+	}
+	if gd.uid != 0 {
+		for _, m := range members {
+			if u, err := uidOf(m); err == nil && u != gd.uid {
+				return Group{}, refused("process %d of group %d belongs to uid %d; hermesd runs as uid %d and adopts only that user's processes (run hermesd as root to adopt other users')", m, pgid, u, gd.uid)
+			}
+		}
+	}
+	lead := members[0]
+	if slices.Contains(members, pgid) {
+		lead = pgid
+	}
+	id, err := proc.Read(lead)
+	if err != nil {
+		return Group{}, refused("group %d: its process %d has just exited", pgid, lead)
+	}
+	return Group{PGID: pgid, Leader: id}, nil
+}
+
+// uidOf is the real uid of pid (/proc/PID/status), the one kill(2) checks.
+func uidOf(pid int) (int, error) {
+	b, err := os.ReadFile(filepath.Join(proc.Root, strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(l, "Uid:"); ok {
+			if f := strings.Fields(rest); len(f) > 0 {
+				return strconv.Atoi(f[0])
+			}
+		}
+	}
+	return 0, fmt.Errorf("pid %d: no Uid in status", pid)
+}
+
+// validName: what --as accepts, and what derived names are made of.
+var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
+
+// derivedName is a unit name for an adopted group: the leader's command
+// and the pgid ("llama-server-4242").
+func derivedName(g Group) string {
+	comm := "group"
+	if st, err := proc.ReadStat(g.Leader.PID); err == nil && st.Comm != "" {
+		comm = st.Comm
+	}
+	b := []byte(comm)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	name := strings.TrimLeft(string(b), "._-")
+	if name == "" {
+		name = "group"
+	}
+	return fmt.Sprintf("%s-%d", name, g.PGID)
+}
+
+// Adopt makes hermesd own a group that something else started (SPEC §8):
+// registered with the death supervisor, recorded in the ledger as adopted,
+// shown in status as an adopted unit, stopped by `hermesctl stop`, killed if
+// hermesd dies. Refusals wrap control.ErrRefused.
+func (r *Reconciler) Adopt(ctx context.Context, req control.AdoptRequest) (control.Adopted, error) {
+	ad, ok := r.opt.Spawner.(Adopter)
+	if !ok {
+		return control.Adopted{}, refused("this hermesd has no supervisor that can adopt groups")
+	}
+	if (req.PID == 0) == (req.PGID == 0) {
+		return control.Adopted{}, fmt.Errorf("%w: adopt takes a pid or a pgid", control.ErrBadRequest)
+	}
+	gd := r.guards(req.CallerPGID)
+	var res control.Adopted
+	var err error
+	if e := r.do(ctx, func(ctx context.Context) {
+		var g Group
+		if g, err = vetGroup(req.PID, req.PGID, gd); err != nil {
+			return
+		}
+		res, err = r.take(ctx, ad, g, req.As, gd)
+	}); e != nil {
+		return control.Adopted{}, e
+	}
+	return res, err
+}
+
+// take owns g under name (derived when ""), on Run's goroutine. g has been
+// resolved (vetGroup, or a ledger record); take refuses a group hermesd
+// already runs, one another live owner holds in the ledger, and a name in
+// use, then registers it (Own re-validates the leader's identity) and adds
+// it as an adopted unit whose leader's exit is watched.
+func (r *Reconciler) take(ctx context.Context, ad Adopter, g Group, name string, gd guards) (control.Adopted, error) {
+	if r.shutting {
+		return control.Adopted{}, ErrStopped
+	}
+	if g.PGID <= 1 || g.PGID == gd.selfPGID || g.PGID == gd.selfPID || (gd.supervisorPID != 0 && g.PGID == gd.supervisorPID) {
+		return control.Adopted{}, refused("group %d is hermesd's own or its supervisor's", g.PGID)
+	}
+	for _, u := range r.units {
+		if u.state.active() && u.group.PGID == g.PGID {
+			return control.Adopted{}, refused("group %d is already owned by this hermesd, as unit %s", g.PGID, u.spec.Name)
+		}
+	}
+	if rc, ok := r.opt.Checkpoint.(recorder); ok {
+		recs, err := rc.Records(ctx)
+		if err != nil {
+			return control.Adopted{}, fmt.Errorf("adopt group %d: read the ledger: %w", g.PGID, err)
+		}
+		for _, rec := range recs {
+			if rec.Group.PGID == g.PGID && rec.OwnerAlive && rec.State != "released" {
+				return control.Adopted{}, refused("group %d belongs to unit %s of another live owner (pid %d, %s); stop it there, or stop that owner first", g.PGID, rec.Unit, rec.Owner.PID, rec.Role)
+			}
+		}
+	}
+	if name == "" {
+		name = derivedName(g)
+	}
+	if !validName.MatchString(name) {
+		return control.Adopted{}, fmt.Errorf("%w: --as %q: a unit name is letters, digits, '.', '_', '@', '-' (at most 64)", control.ErrBadRequest, name)
+	}
+	if r.units[name] != nil {
+		return control.Adopted{}, refused("a unit named %s exists already; choose another name with --as", name)
+	}
+	g.Unit = name
+	if err := ad.Own(ctx, g); err != nil {
+		if errors.Is(err, supervisor.ErrUnsafe) || errors.Is(err, proc.ErrGone) {
+			return control.Adopted{}, refused("adopt group %d: %v", g.PGID, err)
+		}
+		return control.Adopted{}, fmt.Errorf("adopt group %d: %w", g.PGID, err)
+	}
+	spec := units.Spec{Name: name, Ownership: units.Owned}
+	u := &unit{spec: spec, hash: hash(spec), external: true, group: g,
+		state: Running, ready: true, adopted: true, started: time.Now()}
+	r.units[name] = u
+	r.watchAdopted(u)
+	r.log.Info("group adopted", "unit", name, "pgid", g.PGID, "leader", g.Leader.PID)
+	members, _ := proc.GroupMembers(g.PGID)
+	cmd := ""
+	if argv, err := proc.Cmdline(g.Leader.PID); err == nil {
+		cmd = strings.Join(ledger.Redact(argv), " ")
+	}
+	return control.Adopted{Unit: name, PGID: g.PGID, PID: g.Leader.PID, Command: cmd, Members: len(members)}, nil
+}
+
+// watchAdopted starts a new run of u, whose leader is not our child: its
+// exit arrives through a pidfd (WatchExit). A leader that has already gone
+// is an exit now.
+func (r *Reconciler) watchAdopted(u *unit) {
+	u.gen = r.nextGen()
+	runCtx, cancel := context.WithCancel(r.base)
+	u.cancel = cancel
+	name, gen := u.spec.Name, u.gen
+	exited, err := r.opt.Spawner.WatchExit(runCtx, u.group)
+	if err != nil {
+		r.log.Warn("adopted group's leader exited already", "unit", name, "pid", u.group.Leader.PID, "err", err)
+		c := make(chan struct{})
+		close(c)
+		exited = c
+	}
+	r.wg.Go(func() {
+		select {
+		case <-exited:
+			r.post(exitEvent{name, gen, nil})
+		case <-runCtx.Done():
+		}
+	})
 }

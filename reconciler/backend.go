@@ -120,6 +120,9 @@ func (r *Reconciler) Start(ctx context.Context, name string) error {
 			err = fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
 			return
 		}
+		if err = r.startRefused(name); err != nil {
+			return
+		}
 		u.enabled = true
 		if !u.state.active() {
 			u.stopTimer(timerBackoff)

@@ -71,7 +71,7 @@ func unitOf(file string) string {
 func (r *Reconciler) plan(l Loaded) control.Plan {
 	cur := map[string]string{}
 	for n, u := range r.units {
-		if !u.removed {
+		if !u.removed && !u.external { // an adopted group is no unit file
 			cur[n] = u.hash
 		}
 	}

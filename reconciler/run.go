@@ -183,6 +183,11 @@ func (r *Reconciler) stopped(ctx context.Context, u *unit, err error) {
 		u.replyWaiters(u.err)
 		return
 	}
+	if u.external { // an adopted group, now empty: nothing to restart
+		delete(r.units, u.spec.Name)
+		u.replyWaiters(nil)
+		return
+	}
 	switch u.stopWhy {
 	case stopFailure:
 		r.afterRun(u, u.cause)

@@ -68,6 +68,7 @@ type Survivor struct {
 	Log        string
 	Owner      proc.Identity
 	OwnerAlive bool
+	State      string // the ledger entry's: "" | "adopted" | "released"
 }
 
 // Checkpoint is the ledger as the reconciler sees it: the survivors of a

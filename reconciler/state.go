@@ -69,17 +69,18 @@ const (
 
 // unit is one unit's state. Every field is owned by the Run goroutine.
 type unit struct {
-	spec    units.Spec
-	hash    string
-	state   State
-	enabled bool   // wanted running: declared and not stopped by command
-	gen     uint64 // the current run or stop; events with another gen are stale
-	proc    Process
-	group   Group
-	adopted bool
-	ready   bool
-	started time.Time
-	logPath string
+	spec     units.Spec
+	hash     string
+	state    State
+	enabled  bool   // wanted running: declared and not stopped by command
+	gen      uint64 // the current run or stop; events with another gen are stale
+	proc     Process
+	group    Group
+	adopted  bool
+	external bool // adopted with `hermesctl adopt`: no unit file, nothing to restart
+	ready    bool
+	started  time.Time
+	logPath  string
 
 	restarts int         // automatic restarts so far
 	attempt  int         // consecutive failed runs, for the backoff

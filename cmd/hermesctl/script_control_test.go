@@ -70,6 +70,10 @@ type fakeScript struct {
 	Plan   control.Plan      `json:"plan"`
 	Logs   map[string]string `json:"logs"` // unit → log file, relative to $WORK
 	Fail   map[string]string `json:"fail"` // unit → why its start/restart is refused (ErrConflict)
+	// Ownership transfer (script_adopt_test.go).
+	Adopt   map[string]control.Adopted `json:"adopt"`  // "pid N" or "pgid N" → what adopt answers
+	Refuse  map[string]string          `json:"refuse"` // "pid N" or "pgid N" → why adopt is refused
+	Orphans []control.Orphan           `json:"orphans"`
 }
 
 // fakeDaemon implements control.Backend from a fakeScript; start and stop

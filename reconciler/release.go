@@ -1,0 +1,278 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/ledger"
+	"github.com/hermes-units/hermes/proc"
+)
+
+// Release gives a unit's group up (SPEC §8): it is unregistered from the
+// death supervisor, so it outlives hermesd; its ledger entry is marked
+// released; status lists it as released; the reconciler stops managing it:
+// no restart, and a later Start of the unit is refused while the released
+// group runs (see startRefused). Only an active unit can be released.
+func (r *Reconciler) Release(ctx context.Context, name string) (control.Released, error) {
+	ad, ok := r.opt.Spawner.(Adopter)
+	if !ok {
+		return control.Released{}, refused("this hermesd has no supervisor to release groups from")
+	}
+	var res control.Released
+	var err error
+	if e := r.do(ctx, func(ctx context.Context) {
+		u := r.units[name]
+		if u == nil || u.removed {
+			err = fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
+			return
+		}
+		if !u.state.active() || u.state == Stopping {
+			err = refused("unit %s is %s: only a running group can be released", name, u.state)
+			return
+		}
+		g := u.group
+		if err = ad.Release(ctx, g); err != nil {
+			err = fmt.Errorf("release %s: %w", name, err)
+			return
+		}
+		s := Survivor{Unit: name, Group: g, Ownership: string(ownership(u.spec)), Reason: u.spec.Reason, Log: u.logPath, State: "released"}
+		if r.opt.Checkpoint != nil {
+			if cerr := r.opt.Checkpoint.Released(ctx, s); cerr != nil {
+				r.log.Warn("ledger: release not recorded", "unit", name, "err", cerr)
+			}
+		}
+		u.endRun()
+		u.stopTimer(timerBackoff)
+		u.gen = r.nextGen() // events of the released run are stale
+		r.released = append(r.released, s)
+		if u.external {
+			delete(r.units, name)
+		} else {
+			u.state, u.enabled, u.proc, u.adopted, u.ready, u.err = Inactive, false, nil, false, false, nil
+		}
+		r.log.Info("group released: it outlives hermesd", "unit", name, "pgid", g.PGID)
+		res = control.Released{Unit: name, PGID: g.PGID, PID: g.Leader.PID}
+	}); e != nil {
+		return control.Released{}, e
+	}
+	return res, err
+}
+
+// startRefused runs on Run's goroutine before a Start of name: a unit whose
+// released group still runs is not started again beside it (two copies,
+// a port clash); a released group that is gone is forgotten and the unit
+// starts afresh. An adopted group's unit has nothing to start once gone.
+func (r *Reconciler) startRefused(name string) error {
+	kept := r.released[:0]
+	var err error
+	for _, s := range r.released {
+		if s.Unit != name {
+			kept = append(kept, s)
+			continue
+		}
+		e := ledger.Entry{Leader: s.Group.Leader, PGID: s.Group.PGID, Cgroup: s.Group.Cgroup}
+		if e.Alive() {
+			kept = append(kept, s)
+			err = fmt.Errorf("unit %s: its released group (pgid %d, pid %d) still runs; stop it yourself, or take it back with `hermesctl adopt --pgid %d --as %s-old`, then start again: %w",
+				name, s.Group.PGID, s.Group.Leader.PID, s.Group.PGID, name, control.ErrConflict)
+		}
+	}
+	r.released = kept
+	if err != nil {
+		return err
+	}
+	if u := r.units[name]; u != nil && u.external && !u.state.active() {
+		return fmt.Errorf("unit %s is an adopted group, not a unit file: there is nothing to start: %w", name, control.ErrConflict)
+	}
+	return nil
+}
+
+// Orphans lists the leftovers of dead owners found in the ledger (SPEC §8),
+// each with its evidence, and with adopt set adopts those whose leader
+// identity still matches the ledger. Processes with no ledger entry are
+// never listed; released groups are not leftovers (they were given up on
+// purpose) and are skipped.
+func (r *Reconciler) Orphans(ctx context.Context, adopt bool) (control.OrphanReport, error) {
+	ad, canAdopt := r.opt.Spawner.(Adopter)
+	if adopt && !canAdopt {
+		return control.OrphanReport{}, refused("this hermesd has no supervisor that can adopt groups")
+	}
+	rc, ok := r.opt.Checkpoint.(recorder)
+	if !ok {
+		return control.OrphanReport{Orphans: []control.Orphan{}, Adopted: []control.Adopted{}}, nil
+	}
+	gd := r.guards(0)
+	rep := control.OrphanReport{Orphans: []control.Orphan{}, Adopted: []control.Adopted{}}
+	var err error
+	if e := r.do(ctx, func(ctx context.Context) {
+		var recs []Record
+		if recs, err = rc.Records(ctx); err != nil {
+			err = fmt.Errorf("orphans: read the ledger: %w", err)
+			return
+		}
+		ports := listeningPorts()
+		for _, rec := range recs {
+			if rec.OwnerAlive || rec.State == "released" || r.holds(rec.Group.PGID) {
+				continue
+			}
+			o := r.evidence(rec, gd, ports)
+			rep.Orphans = append(rep.Orphans, o)
+		}
+		if !adopt {
+			return
+		}
+		for i, o := range rep.Orphans {
+			if !o.Adoptable {
+				continue
+			}
+			rec := recs[indexOf(recs, o)]
+			name := rec.Unit
+			if r.units[name] != nil || !validName.MatchString(name) {
+				name = ""
+			}
+			g := rec.Group
+			g.Cgroup = "" // contained as a process group: the cgroup path came from the ledger
+			res, aerr := r.take(ctx, ad, g, name, gd)
+			if aerr != nil {
+				rep.Orphans[i].Adoptable, rep.Orphans[i].Why = false, aerr.Error()
+				continue
+			}
+			rep.Adopted = append(rep.Adopted, res)
+		}
+	}); e != nil {
+		return control.OrphanReport{}, e
+	}
+	return rep, err
+}
+
+func indexOf(recs []Record, o control.Orphan) int {
+	for i, rec := range recs {
+		if rec.Group.PGID == o.PGID && rec.Group.Leader.PID == o.PID && rec.Group.Leader.StartTime == o.StartTime {
+			return i
+		}
+	}
+	return -1
+}
+
+// holds reports whether an active unit of this hermesd runs group pgid.
+func (r *Reconciler) holds(pgid int) bool {
+	for _, u := range r.units {
+		if u.state.active() && u.group.PGID == pgid {
+			return true
+		}
+	}
+	return false
+}
+
+// evidence says why rec is a leftover, and whether the sweep may adopt it:
+// only when the leader recorded in the ledger is still that very process.
+func (r *Reconciler) evidence(rec Record, gd guards, ports map[uint64]int) control.Orphan {
+	g := rec.Group
+	o := control.Orphan{
+		Unit: rec.Unit, PID: g.Leader.PID, PGID: g.PGID, StartTime: g.Leader.StartTime,
+		Ownership: rec.Ownership, Owner: rec.Owner.PID, OwnerRole: rec.Role, Command: strings.Join(rec.Argv, " "),
+	}
+	if argv, err := proc.Cmdline(g.Leader.PID); err == nil && g.Leader.Alive() {
+		o.Command = strings.Join(ledger.Redact(argv), " ")
+	}
+	if g.Leader.Alive() {
+		o.Evidence = append(o.Evidence, fmt.Sprintf("identity matches: pid %d still has start time %d, as recorded in the ledger", g.Leader.PID, g.Leader.StartTime))
+		o.Adoptable = true
+	} else {
+		o.Why = fmt.Sprintf("its leader pid %d has exited (or the pid was recycled): the identity cannot be checked; adopt it yourself with `hermesctl adopt --pgid %d` if you are sure", g.Leader.PID, g.PGID)
+	}
+	if st, err := proc.ReadStat(g.Leader.PID); err == nil && o.Adoptable {
+		o.PPID = st.PPID
+		switch {
+		case st.PPID == 1:
+			o.Evidence = append(o.Evidence, "ppid 1: re-parented to init")
+		case st.PPID != rec.Owner.PID:
+			comm := "?"
+			if ps, err := proc.ReadStat(st.PPID); err == nil {
+				comm = ps.Comm
+			}
+			o.Evidence = append(o.Evidence, fmt.Sprintf("ppid %d (%s): re-parented to a subreaper, not its owner", st.PPID, comm))
+		}
+	}
+	o.Evidence = append(o.Evidence, fmt.Sprintf("owner pid %d (%s) is gone", rec.Owner.PID, dashed(rec.Role)))
+	members, _ := proc.GroupMembers(g.PGID)
+	o.Ports = portsOf(members, ports)
+	if len(o.Ports) > 0 {
+		ps := make([]string, len(o.Ports))
+		for i, p := range o.Ports {
+			ps[i] = strconv.Itoa(p)
+		}
+		o.Evidence = append(o.Evidence, "holds port "+strings.Join(ps, ", "))
+	}
+	if o.Adoptable && gd.uid != 0 {
+		for _, m := range members {
+			if u, err := uidOf(m); err == nil && u != gd.uid {
+				o.Adoptable, o.Why = false, fmt.Sprintf("process %d belongs to uid %d; hermesd runs as uid %d", m, u, gd.uid)
+				break
+			}
+		}
+	}
+	return o
+}
+
+func dashed(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// listeningPorts maps the inode of every listening TCP socket to its port
+// (/proc/net/tcp and tcp6).
+func listeningPorts() map[uint64]int {
+	out := map[uint64]int{}
+	for _, name := range []string{"tcp", "tcp6"} {
+		f, err := os.Open(filepath.Join(proc.Root, "net", name))
+		if err != nil {
+			continue
+		}
+		ls, _ := parseNetTCP(f)
+		f.Close()
+		for _, l := range ls {
+			out[l.Inode] = l.Port
+		}
+	}
+	return out
+}
+
+// portsOf lists the ports whose listening sockets the pids hold open
+// (/proc/PID/fd → socket:[inode]), sorted, without repeats.
+func portsOf(pids []int, ports map[uint64]int) []int {
+	seen := map[int]bool{}
+	var out []int
+	for _, pid := range pids {
+		dir := filepath.Join(proc.Root, strconv.Itoa(pid), "fd")
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			l, err := os.Readlink(filepath.Join(dir, e.Name()))
+			if err != nil {
+				continue
+			}
+			in, ok := strings.CutPrefix(l, "socket:[")
+			if !ok {
+				continue
+			}
+			n, err := strconv.ParseUint(strings.TrimSuffix(in, "]"), 10, 64)
+			if p, ok := ports[n]; err == nil && ok && !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	sort.Ints(out)
+	return out
+}
