@@ -63,5 +63,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newReloadCmd(g))
 	root.AddCommand(newLogsCmd(g))
 	root.AddCommand(newTimeoutsCmd(g))
+	root.AddCommand(newAdoptCmd(g))
+	root.AddCommand(newReleaseCmd(g))
 	return root
 }

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/hermes-units/hermes/control"
+	"github.com/spf13/cobra"
+)
+
+func newAdoptCmd(g *globals) *cobra.Command {
+	var (
+		pgid    int
+		as      string
+		orphans bool
+		yes     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "adopt PID | --pgid N [--as NAME] | --orphans [--yes]",
+		Short: "Make hermesd own a process group something else started: it then dies with hermesd",
+		Long: "adopt PID and adopt --pgid N make hermesd own that process group: it is\n" +
+			"registered with the death supervisor, recorded in the ledger, shown in status\n" +
+			"as adopted, stopped by `hermesctl stop NAME`, and killed if hermesd dies.\n" +
+			"hermesd refuses pgid <= 1, its own and its supervisor's groups, your own group,\n" +
+			"other users' processes (unless it runs as root), exited processes, and groups\n" +
+			"another live owner holds.\n\n" +
+			"adopt --orphans lists the leftovers of dead owners found in the ledger with\n" +
+			"their evidence; with --yes it adopts those whose identity still matches.\n" +
+			"Processes the ledger does not know are never adopted by this sweep.",
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case orphans && (len(args) > 0 || pgid != 0 || as != ""):
+				return fmt.Errorf("--orphans takes no pid, --pgid or --as")
+			case yes && !orphans:
+				return fmt.Errorf("--yes goes with --orphans")
+			case orphans:
+				return nil
+			case pgid != 0 && len(args) > 0:
+				return fmt.Errorf("give a PID or --pgid N, not both")
+			case pgid == 0 && len(args) != 1:
+				return fmt.Errorf("adopt takes one PID, or --pgid N, or --orphans")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := g.jsonOutput()
+			if err != nil {
+				return err
+			}
+			req := control.AdoptRequest{PGID: pgid, As: as}
+			if len(args) == 1 {
+				if req.PID, err = strconv.Atoi(args[0]); err != nil || req.PID <= 0 {
+					return &exitError{code: 2, err: fmt.Errorf("adopt: %q is not a pid (a positive number)", args[0])}
+				}
+			}
+			c, err := dial(g)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			out := cmd.OutOrStdout()
+			if orphans {
+				rep, err := c.Orphans(cmd.Context(), yes)
+				if err != nil {
+					return fmt.Errorf("adopt --orphans: %w", err)
+				}
+				if asJSON {
+					return writeJSON(out, rep)
+				}
+				writeOrphans(out, rep, yes)
+				return nil
+			}
+			a, err := c.Adopt(cmd.Context(), req)
+			if err != nil {
+				return fmt.Errorf("adopt: %w", err)
+			}
+			if asJSON {
+				return writeJSON(out, a)
+			}
+			fmt.Fprintf(out, "adopted %s: %s; it now dies with hermesd (stop it with `hermesctl stop %s`)\n", a.Unit, groupText(a), a.Unit)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&pgid, "pgid", 0, "adopt this process group")
+	f.StringVar(&as, "as", "", "unit name of the adopted group (default: the leader's command and the pgid)")
+	f.BoolVar(&orphans, "orphans", false, "list the leftovers of dead owners found in the ledger")
+	f.BoolVar(&yes, "yes", false, "with --orphans: adopt those whose identity still matches")
+	return cmd
+}
+
+// groupText describes an adopted group in one phrase.
+func groupText(a control.Adopted) string {
+	s := fmt.Sprintf("group %d, leader pid %d", a.PGID, a.PID)
+	if a.Members > 1 {
+		s += fmt.Sprintf(", %d processes", a.Members)
+	}
+	if a.Command != "" {
+		s += " (" + a.Command + ")"
+	}
+	return s
+}
+
+// writeOrphans prints each leftover with its evidence, then what was (or
+// would be) adopted.
+func writeOrphans(w io.Writer, rep control.OrphanReport, adopted bool) {
+	if len(rep.Orphans) == 0 {
+		fmt.Fprintln(w, "no leftovers of dead owners in the ledger")
+		return
+	}
+	n := 0
+	for _, o := range rep.Orphans {
+		cmd := o.Command
+		if cmd == "" {
+			cmd = "-"
+		}
+		fmt.Fprintf(w, "%s: pgid %d, pid %d, %s, started by %s pid %d: %s\n", o.Unit, o.PGID, o.PID, dash(o.Ownership), dash(o.OwnerRole), o.Owner, cmd)
+		for _, e := range o.Evidence {
+			fmt.Fprintf(w, "  - %s\n", e)
+		}
+		if o.Adoptable {
+			n++
+		} else {
+			fmt.Fprintf(w, "  not adopted: %s\n", o.Why)
+		}
+	}
+	fmt.Fprintln(w)
+	if !adopted {
+		fmt.Fprintf(w, "%d %s; %d can be adopted: run `hermesctl adopt --orphans --yes`\n",
+			len(rep.Orphans), plural(len(rep.Orphans), "leftover", "leftovers"), n)
+		return
+	}
+	if len(rep.Adopted) == 0 {
+		fmt.Fprintln(w, "nothing adopted")
+		return
+	}
+	names := make([]string, len(rep.Adopted))
+	for i, a := range rep.Adopted {
+		fmt.Fprintf(w, "adopted %s: %s\n", a.Unit, groupText(a))
+		names[i] = a.Unit
+	}
+	fmt.Fprintf(w, "%d %s now %s with hermesd: %s\n", len(names), plural(len(names), "group", "groups"), plural(len(names), "dies", "die"), strings.Join(names, " "))
+}
