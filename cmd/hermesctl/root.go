@@ -65,5 +65,8 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newTimeoutsCmd(g))
 	root.AddCommand(newAdoptCmd(g))
 	root.AddCommand(newReleaseCmd(g))
+	root.AddCommand(newWhoCmd(g))
+	root.AddCommand(newExportCmd(g))
+	root.AddCommand(newCompletionCmd())
 	return root
 }

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hermes-units/hermes/ledger"
+	"github.com/hermes-units/hermes/proc"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func init() {
+	scriptCmds["waitpid"] = cmdWaitPID
+	scriptCmds["ledger-add"] = cmdLedgerAdd
+}
+
+// cmdWaitPID is the script command `waitpid VAR FILE`: it waits (up to 10
+// s) until FILE holds a pid, written by a process the script started in the
+// background (`echo $$ > FILE`), and sets $VAR to it. The file is polled:
+// the kernel has no event for "a shell wrote a line".
+func cmdWaitPID(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: waitpid VAR FILE")
+	}
+	path := ts.MkAbs(args[1])
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile(path)
+		if s := strings.TrimSpace(string(b)); err == nil && strings.HasSuffix(string(b), "\n") && s != "" {
+			if _, err := strconv.Atoi(s); err != nil {
+				ts.Fatalf("waitpid: %s holds %q, not a pid", args[1], s)
+			}
+			ts.Setenv(args[0], s)
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("waitpid: no pid in %s after 10s", args[1])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// cmdLedgerAdd is the script command `ledger-add STATE UNIT PID OWNER`: it
+// records the live process PID, which must lead its own process group, as
+// a spawn of UNIT in the ledger of STATE, as hermesd would (identity,
+// pgid, argv, log, spawn time). OWNER is "dead" (an owner that no longer
+// exists) or "alive" (this test process, a gateway). At the end of the
+// script the whole group is killed, so that no member outlives the test.
+func cmdLedgerAdd(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 4 {
+		ts.Fatalf("usage: ledger-add STATE UNIT PID dead|alive")
+	}
+	pid, err := strconv.Atoi(args[2])
+	ts.Check(err)
+	id, err := proc.Read(pid)
+	ts.Check(err)
+	st, err := proc.ReadStat(pid)
+	ts.Check(err)
+	if st.PGID != pid {
+		ts.Fatalf("ledger-add: pid %d does not lead its group (pgid %d); start it with setsid", pid, st.PGID)
+	}
+	ts.Defer(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
+	argv, err := proc.Cmdline(pid)
+	ts.Check(err)
+	owner := proc.Identity{PID: 1 << 30, StartTime: 7, BootID: id.BootID} // beyond pid_max: never alive
+	if args[3] == "alive" {
+		owner, err = proc.Self()
+		ts.Check(err)
+	}
+	l, err := ledger.Open(ts.MkAbs(args[0]))
+	ts.Check(err)
+	ts.Check(l.Add(context.Background(), ledger.Entry{
+		Unit:      args[1],
+		Leader:    id,
+		PGID:      pid,
+		Argv:      argv,
+		Owner:     owner,
+		Role:      "gateway",
+		Ownership: "adoptable",
+		Reason:    "keeps the model warm",
+		Log:       ts.MkAbs(args[0]) + "/logs/" + args[1] + ".log",
+		Spawned:   time.Now().Add(-time.Minute),
+		Spawn:     ledger.NewSpawnKey(),
+	}))
+}
