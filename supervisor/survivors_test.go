@@ -225,10 +225,12 @@ func runRow(t *testing.T, f family, mode Mode, marker string) (found, control in
 		// A released group keeps its owner's cgroup subtree; remove what
 		// the killed processes leave behind.
 		t.Cleanup(func() {
+			killMarked(victim) // runs before the cleanup registered earlier
+			killMarked(ctl)
 			for _, o := range append(owners, c) {
 				dirs, _ := filepath.Glob(filepath.Join(cgroupMount(), "hermes-"+strconv.Itoa(o.cmd.Process.Pid)+"_*"))
 				for _, d := range dirs {
-					subs, _ := filepath.Glob(filepath.Join(d, "*.*_*"))
+					subs, _ := filepath.Glob(filepath.Join(d, "*.*_*_*"))
 					for _, s := range subs {
 						eventually(2*time.Second, func() bool { return os.Remove(s) == nil || os.IsNotExist(os.Remove(s)) })
 					}
