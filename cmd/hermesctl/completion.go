@@ -54,9 +54,13 @@ Unit names complete from the units directory, offline.`,
 // the --units flag (or HERMES_UNITS, or hermes.yaml) as typed on the
 // command line being completed, names already given left out. Files that
 // do not load still complete (a user may want to stop or fix them).
+// Nothing completes once the command's Args would take no more.
 // Use it as a command's ValidArgsFunction.
 func completeUnits(g *globals) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if cmd.ValidateArgs(append(slices.Clone(args), toComplete)) != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp // the command takes no more units
+		}
 		dir := g.Units
 		// Completion runs no PersistentPreRunE: resolve the paths here.
 		if r, err := paths.Resolve(cmd.Flags()); err == nil || r.Units != "" {

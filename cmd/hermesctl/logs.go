@@ -52,6 +52,7 @@ func newLogsCmd(g *globals) *cobra.Command {
 			}
 			return nil
 		},
+		ValidArgsFunction: completeUnits(g),
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing what is appended")
 	cmd.Flags().IntVarP(&lines, "lines", "n", 10, "print the last N lines (-1: all)")

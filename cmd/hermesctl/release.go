@@ -40,5 +40,6 @@ func newReleaseCmd(g *globals) *cobra.Command {
 			fmt.Fprintf(cmd.OutOrStdout(), "released %s: group %d (pid %d) will outlive hermesd\n", r.Unit, r.PGID, r.PID)
 			return nil
 		},
+		ValidArgsFunction: completeUnits(g),
 	}
 }

@@ -43,6 +43,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			writeStatus(out, st, colorFor(out), time.Now())
 			return nil
 		},
+		ValidArgsFunction: completeUnits(g),
 	}
 }
 

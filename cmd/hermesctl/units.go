@@ -58,6 +58,7 @@ func newActionCmd(g *globals, verb, done, short string, do func(*control.Client,
 			}
 			return nil
 		},
+		ValidArgsFunction: completeUnits(g),
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up waiting after this long per unit (0: wait as long as it takes)")
 	return cmd
