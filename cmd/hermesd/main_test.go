@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -33,10 +34,17 @@ func TestMain(m *testing.M) {
 }
 
 // playUnit writes "started PID" to its output (the unit's log file), then a
-// "ping N" line for each SIGUSR1, until TERM.
+// "ping N" line for each SIGUSR1, until TERM. With HERMESD_TEST_LISTEN set
+// it first listens on that TCP address (a port the unit holds).
 func playUnit() {
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
+	if addr := os.Getenv("HERMESD_TEST_LISTEN"); addr != "" {
+		if _, err := net.Listen("tcp", addr); err != nil {
+			fmt.Println("listen:", err)
+			os.Exit(1)
+		}
+	}
 	fmt.Printf("started %d\n", os.Getpid())
 	for n := 1; ; n++ {
 		<-usr1
