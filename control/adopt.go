@@ -148,13 +148,20 @@ func (s *Server) routeAdopter(mux *http.ServeMux) {
 	})
 }
 
-// decodeBody decodes a small JSON body into v (an empty body leaves v
-// zero); on failure it answers 400 and returns false.
+// decodeBody decodes a small JSON body, one value and nothing after it,
+// into v (an empty body leaves v zero); on failure it answers 400 and
+// returns false.
 func decodeBody(w http.ResponseWriter, r *http.Request, what string, v any) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
 		writeError(w, fmt.Errorf("%w: %s body: %v", ErrBadRequest, what, err))
+		return false
+	}
+	// One value and nothing after it: trailing data is a client bug, and a
+	// second object would be an intent silently dropped.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		writeError(w, fmt.Errorf("%w: %s body: data after the JSON object; send exactly one", ErrBadRequest, what))
 		return false
 	}
 	return true

@@ -3,9 +3,7 @@ package control
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"log"
 	"net"
 	"net/http"
@@ -199,10 +197,9 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
 	var req ReloadRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
-	dec.DisallowUnknownFields() // a newer client's intent is refused, not silently ignored
-	if err := dec.Decode(&req); err != nil && !errors.Is(err, io.EOF) {
-		writeError(w, fmt.Errorf("%w: reload body: %v", ErrBadRequest, err))
+	// Unknown fields are refused (a newer client's intent is not silently
+	// ignored), and so is anything after the object.
+	if !decodeBody(w, r, "reload", &req) {
 		return
 	}
 	plan, err := s.b.Reload(r.Context(), req.DryRun)
