@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path"
 	"sync"
 	"time"
 )
@@ -180,6 +181,14 @@ func (s *Server) handler() http.Handler {
 				err = a.err
 			}
 			writeError(w, err)
+			return
+		}
+		// ServeMux answers an unclean path ("/v1/units//stop", a unit
+		// named "." or "..") with a redirect and an HTML body; every answer
+		// of this API is JSON, and no client of ours sends such a path on
+		// purpose.
+		if p := r.URL.Path; p != path.Clean(p) {
+			writeError(w, fmt.Errorf("%w: path %q is not canonical: is the unit name empty, \".\" or \"..\"?", ErrBadRequest, p))
 			return
 		}
 		mux.ServeHTTP(w, r)
