@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/hermes-units/hermes/ledger"
@@ -86,4 +87,41 @@ func cmdLedgerAdd(ts *testscript.TestScript, neg bool, args []string) {
 		Spawned:   time.Now().Add(-time.Minute),
 		Spawn:     ledger.NewSpawnKey(),
 	}))
+}
+
+func TestMatchEntry(t *testing.T) {
+	self, err := proc.Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const boot, mount = "boot-a", "/sys/fs/cgroup/unified"
+	gone := 1 << 30                // beyond pid_max: never a live process
+	start := self.StartTime + 1000 // the process asked about started after this test
+	st := proc.Stat{PID: 500, PGID: 400, StartTime: start}
+	tests := []struct {
+		name string
+		e    ledger.Entry
+		cg   string
+		want string
+	}{
+		{"leader", ledger.Entry{Leader: proc.Identity{PID: 500, StartTime: start, BootID: boot}, PGID: 500}, "", matchLeader},
+		{"recycled leader pid", ledger.Entry{Leader: proc.Identity{PID: 500, StartTime: start - 1, BootID: boot}, PGID: 400}, "", ""},
+		{"other boot", ledger.Entry{Leader: proc.Identity{PID: 500, StartTime: start, BootID: "boot-b"}, PGID: 500}, "", ""},
+		{"group member, leader gone", ledger.Entry{Leader: proc.Identity{PID: gone, StartTime: 100, BootID: boot}, PGID: 400}, "", matchPGID},
+		{"group member older than the leader", ledger.Entry{Leader: proc.Identity{PID: gone, StartTime: start + 1, BootID: boot}, PGID: 400}, "", ""},
+		{"group id held by a stranger", ledger.Entry{Leader: proc.Identity{PID: self.PID, StartTime: self.StartTime + 1, BootID: boot}, PGID: 400}, "", ""},
+		{"group member, leader alive", ledger.Entry{Leader: proc.Identity{PID: self.PID, StartTime: self.StartTime, BootID: boot}, PGID: 400}, "", matchPGID},
+		{"other group", ledger.Entry{Leader: proc.Identity{PID: gone, StartTime: 100, BootID: boot}, PGID: 401}, "", ""},
+		{"group id 1", ledger.Entry{Leader: proc.Identity{PID: gone, StartTime: 100, BootID: boot}, PGID: 1}, "", ""},
+		{"in the cgroup", ledger.Entry{Leader: proc.Identity{PID: gone, BootID: boot}, PGID: 77, Cgroup: mount + "/hermes/web"}, "/hermes/web", matchCgroup},
+		{"below the cgroup", ledger.Entry{Leader: proc.Identity{PID: gone, BootID: boot}, PGID: 77, Cgroup: mount + "/hermes/web"}, "/hermes/web/worker", matchCgroup},
+		{"a sibling cgroup", ledger.Entry{Leader: proc.Identity{PID: gone, BootID: boot}, PGID: 77, Cgroup: mount + "/hermes/web"}, "/hermes/webx", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := matchEntry(tt.e, st, tt.cg, mount, boot); got != tt.want {
+				t.Errorf("matchEntry = %q, want %q", got, tt.want)
+			}
+		})
+	}
 }
