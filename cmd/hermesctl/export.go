@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/hermes-units/hermes/systemdunit"
 	"github.com/hermes-units/hermes/units"
@@ -46,6 +47,7 @@ func newExportSystemdCmd(g *globals) *cobra.Command {
 		hermesd  string
 		gateway  bool
 		insecure bool
+		watchdog time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "systemd [UNIT...] --dir DIR",
@@ -113,7 +115,7 @@ Then: systemctl --user daemon-reload.`,
 				files = append(files, fs...)
 			}
 			if gateway {
-				gw, err := gatewayFile(g, cfg, hermesd)
+				gw, err := gatewayFile(g, cfg, hermesd, watchdog)
 				if err != nil {
 					return &exitError{code: 1, err: fmt.Errorf("export: %w", err)}
 				}
@@ -155,20 +157,21 @@ Then: systemctl --user daemon-reload.`,
 	f.BoolVar(&force, "force", false, "overwrite files that exist")
 	f.StringVar(&hermesd, "hermesd", "", "path of the hermesd binary for hermesd.service (default: next to hermesctl, else from PATH)")
 	f.BoolVar(&gateway, "gateway", true, "also write hermesd.service")
+	f.DurationVar(&watchdog, "watchdog", 30*time.Second, "WatchdogSec of hermesd.service (hermesd pings at half of it; 0: none)")
 	f.BoolVar(&insecure, "insecure-units", false, "load unit files and directories that other users can write (unsafe)")
 	_ = cmd.MarkFlagRequired("dir") // the flag is defined just above
 	return cmd
 }
 
 // gatewayFile builds hermesd.service for the paths hermesctl resolved.
-func gatewayFile(g *globals, cfg *units.Config, hermesd string) (systemdunit.File, error) {
+func gatewayFile(g *globals, cfg *units.Config, hermesd string, watchdog time.Duration) (systemdunit.File, error) {
 	if hermesd == "" {
 		hermesd = findHermesd()
 	}
 	if hermesd == "" {
 		return systemdunit.File{}, errors.New("cannot find the hermesd binary next to hermesctl or in PATH; pass --hermesd PATH (or --gateway=false)")
 	}
-	gw := systemdunit.Gateway{Hermesd: absPath(hermesd), Units: absPath(g.Units), State: absPath(g.State)}
+	gw := systemdunit.Gateway{Hermesd: absPath(hermesd), Units: absPath(g.Units), State: absPath(g.State), Watchdog: watchdog}
 	if cfg.File != "" {
 		gw.Config = absPath(cfg.File)
 	}
