@@ -11,6 +11,7 @@ package control
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -79,6 +80,20 @@ type ConfigError struct {
 	Line    int    `json:"line"`
 	Column  int    `json:"column"`
 	Message string `json:"message"`
+}
+
+// String formats e as package units formats its errors: "file:line:col:
+// message"; "file: message" when the error is about the file as a whole
+// (Line 0: a directory, a dangling symlink, permissions, size); the message
+// alone when there is no file.
+func (e ConfigError) String() string {
+	switch {
+	case e.File == "":
+		return e.Message
+	case e.Line <= 0:
+		return fmt.Sprintf("%s: %s", e.File, e.Message)
+	}
+	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Column, e.Message)
 }
 
 // Plan is what a reload does or would do.

@@ -43,7 +43,7 @@ func (r *Reconciler) status(names []string) (control.Status, error) {
 	fileErr := map[string]string{}
 	for _, e := range r.errs {
 		if _, ok := fileErr[unitOf(e.File)]; !ok {
-			fileErr[unitOf(e.File)] = fmt.Sprintf("unit file invalid, last good version kept: %s:%d:%d: %s", e.File, e.Line, e.Column, e.Message)
+			fileErr[unitOf(e.File)] = "unit file invalid, last good version kept: " + e.String()
 		}
 	}
 	for _, u := range r.order() {

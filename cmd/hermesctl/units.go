@@ -177,7 +177,7 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 func configError(e control.ConfigError) string {
-	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Column, e.Message)
+	return e.String()
 }
 
 func plural(n int, one, many string) string {
