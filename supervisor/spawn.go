@@ -94,6 +94,16 @@ func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spawn %s: %w", spec.Unit, err)
 	}
+	// A missing working directory makes the exec fail with the chdir's
+	// errno reported against the program ("fork/exec /usr/bin/x: no such
+	// file or directory"), which blames the wrong path: check it first.
+	if spec.Dir != "" {
+		if st, err := os.Stat(spec.Dir); err != nil {
+			return nil, fmt.Errorf("spawn %s: working directory: %w", spec.Unit, err)
+		} else if !st.IsDir() {
+			return nil, fmt.Errorf("spawn %s: working directory %s is not a directory", spec.Unit, spec.Dir)
+		}
+	}
 	o.mu.Lock()
 	if o.closed {
 		o.mu.Unlock()
