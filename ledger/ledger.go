@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hermes-units/hermes/proc"
@@ -158,12 +159,20 @@ func (l *Ledger) readLocked() ([]Entry, []string, error) {
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil, nil
 	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("ledger: read %s: %w", l.path, err)
-	}
-	entries, lines, perr := l.parse(b)
-	if perr == nil {
-		return entries, lines, nil
+	var perr error
+	switch {
+	case errors.Is(err, syscall.EISDIR):
+		// Nothing can be written in its place: keep it aside like a
+		// corrupt file rather than fail every spawn.
+		perr = fmt.Errorf("%w: a directory, not a file", ErrCorrupt)
+	case err != nil:
+		return nil, nil, fmt.Errorf("ledger: %w", err)
+	default:
+		var entries []Entry
+		var lines []string
+		if entries, lines, perr = l.parse(b); perr == nil {
+			return entries, lines, nil
+		}
 	}
 	aside := fmt.Sprintf("%s.corrupt-%s", l.path, time.Now().UTC().Format("20060102T150405.000000000Z"))
 	if err := os.Rename(l.path, aside); err != nil {
@@ -231,8 +240,8 @@ func (l *Ledger) Entries(ctx context.Context) ([]Entry, error) {
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("ledger: read %s: %w", l.path, err)
+	if err != nil && !errors.Is(err, syscall.EISDIR) {
+		return nil, fmt.Errorf("ledger: %w", err)
 	}
 	entries, _, err := l.parse(b)
 	if err == nil {
