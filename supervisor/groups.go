@@ -229,6 +229,12 @@ func groupEmpty(g Group) bool {
 			return true
 		}
 	}
+	if errors.Is(syscall.Kill(-g.PGID, 0), syscall.ESRCH) {
+		return true // not even a zombie is left: no need to scan /proc
+	}
+	// kill(-pgid, 0) also succeeds while only zombies are left (orphans
+	// stay zombies forever where init does not reap them): a zombie is no
+	// member, and GroupMembers skips them.
 	m, err := proc.GroupMembers(g.PGID)
 	return err == nil && len(m) == 0
 }

@@ -3,11 +3,14 @@ package supervisor
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -39,6 +42,18 @@ func TestMain(m *testing.M) {
 	case "owner":
 		os.Exit(playOwner())
 	default:
+		// Helpers (owners, children) inherit the environment: under -race,
+		// do not let each of them sleep a second at exit.
+		os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+		// The survivors rows spend their time waiting for processes, not
+		// computing: unless -parallel was given, run more of them at once
+		// than there are CPUs.
+		flag.Parse()
+		explicit := false
+		flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+		if !explicit {
+			flag.Set("test.parallel", strconv.Itoa(max(runtime.GOMAXPROCS(0), 8)))
+		}
 		os.Exit(m.Run())
 	}
 }

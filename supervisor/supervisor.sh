@@ -35,41 +35,105 @@ while IFS= read -r l; do
   esac
 done
 
-# same PID START: true unless PID is alive with another start time (recycled).
-same() {
-  [ "$2" = 0 ] && return 0
-  s=
-  read -r s <"/proc/$1/stat" 2>/dev/null || return 0
-  t=$2
-  # shellcheck disable=SC2086 # fields after the command name
+# fields FILE: st, pg, t0 := the state, process group and start time in the
+# stat file FILE (/proc/PID/stat); false, with st empty, when it is gone.
+fields() {
+  st='' s=''
+  read -r s 2>/dev/null <"$1" || return 1
+  # shellcheck disable=SC2086 # the fields after the command name
   set -- ${s##*) }
-  [ "${20}" = "$t" ]
+  st=$1 pg=$3 t0=${20}
 }
 
-# hit SIG: send SIG to every registered group that is not empty, and to the
-# escapees found by the last sweep; left=1 if anything was alive.
+# look ID: ok=1 when group ID may have members and may be signalled; then
+# live=1 when a live member is known, else pm=its pgid (pgroup mode: only
+# zombies may be left, to be confirmed by members). kill -0 of a process
+# group succeeds while a zombie member remains, and orphaned zombies stay
+# forever where init does not reap them: a zombie is not a member.
+# A leader alive with another start time (recycled pid) means the group id
+# is a stranger's: never signalled, not counted.
+look() {
+  ok=0 live=0 pm=''
+  eval "set -- \$g_$1"
+  if [ "$7" != - ]; then
+    e=''
+    while read -r k v; do [ "$k" = populated ] && e=$v; done 2>/dev/null <"$7/cgroup.events"
+    [ "$e" = 1 ] && ok=1 live=1
+    return 0
+  fi
+  kill -s 0 -- "-$3" 2>/dev/null || return 0
+  if fields "/proc/$4/stat"; then
+    [ "$5" = 0 ] || [ "$t0" = "$5" ] || return 0
+    case $st in Z | X) ;; *) [ "$pg" = "$3" ] && live=1 ;; esac
+  fi
+  ok=1
+  [ "$live" = 1 ] || pm=$3
+}
+
+# hit SIG: send SIG to every group of $pending that may have members, and to
+# the escapees found by the last sweep.
 hit() {
-  sig=$1 left=0
-  for id in $ids; do
+  sig=$1
+  for id in $pending; do
+    look "$id"
+    [ "$ok" = 1 ] || continue
     eval "set -- \$g_$id"
-    if [ "$7" != - ]; then
-      e=
-      while read -r k v; do [ "$k" = populated ] && e=$v; done 2>/dev/null <"$7/cgroup.events"
-      [ "$e" = 1 ] || continue
-      left=1
-      if [ "$sig" = KILL ]; then
-        echo 1 2>/dev/null >"$7/cgroup.kill"
-      else
-        while read -r p; do kill -s "$sig" "$p" 2>/dev/null; done 2>/dev/null <"$7/cgroup.procs"
-      fi
-    else
-      kill -s 0 -- "-$3" 2>/dev/null || continue
-      same "$4" "$5" || continue
-      left=1
+    if [ "$7" = - ]; then
       kill -s "$sig" -- "-$3" 2>/dev/null
+    elif [ "$sig" = KILL ]; then
+      echo 1 2>/dev/null >"$7/cgroup.kill"
+    else
+      while read -r p; do kill -s "$sig" "$p" 2>/dev/null; done 2>/dev/null <"$7/cgroup.procs"
     fi
   done
-  for p in $esc; do kill -s "$sig" "$p" 2>/dev/null && left=1; done
+  for p in $esc; do kill -s "$sig" "$p" 2>/dev/null; done
+}
+
+# members PGID...: alive := those of the given groups that have a live
+# (non-zombie) member, as " PG PG ... ", from one scan of /proc.
+members() {
+  want=" $* " alive=' '
+  set +f
+  set -- /proc/[0-9]*/stat
+  set -f
+  for f; do
+    fields "$f" || continue
+    case $st in Z | X) continue ;; esac
+    case $want in *" $pg "*) case $alive in *" $pg "*) ;; *) alive="$alive$pg " ;; esac ;; esac
+  done
+}
+
+# pgof ID: pgid := the process group of registration ID.
+pgof() { eval "set -- \$g_$1"; pgid=$3; }
+
+# check: left=1 when anything may still be alive. Groups seen empty are
+# dropped from the front of $pending, and the check stops at the first
+# live one, so a poll costs little however many groups wait; groups that
+# may hold only zombies are confirmed by one scan of /proc, only when
+# nothing else is known alive. Escapees that are gone or zombies are
+# dropped from $esc.
+check() {
+  left=0 keep='' rest=$pending maybe=''
+  for id in $pending; do
+    look "$id"
+    if [ "$live" = 1 ]; then left=1; break; fi
+    rest=${rest#"$id" }
+    [ -n "$pm" ] && keep="$keep$id " maybe="$maybe $pm"
+  done
+  pending=$keep$rest
+  e=$esc esc=''
+  for p in $e; do
+    fields "/proc/$p/stat" || continue
+    case $st in Z | X) ;; *) esc="$esc $p" left=1 ;; esac
+  done
+  [ "$left" = 0 ] && [ -n "$maybe" ] || return 0
+  # shellcheck disable=SC2086 # a list of pgids: splitting is the point
+  members $maybe
+  keep=$pending pending=''
+  for id in $keep; do
+    pgof "$id"
+    case $alive in *" $pgid "*) pending="$pending$id " left=1 ;; esac
+  done
 }
 
 # sweep: esc=pids of live processes that carry the spawn key of a registered
@@ -90,31 +154,34 @@ sweep() {
   set -f
 }
 
-now() { read -r u _ </proc/uptime; c=${u%.*}${u#*.}; c=${c#"${c%%[!0]*}"}; }
+# now: c := the time since boot in centiseconds (/proc/uptime).
+now() { read -r u _ </proc/uptime; c=${u%.*}${u#*.}; c=${c#"${c%%[!0]*}"}; c=${c:-0}; }
 
-esc=
+# The grace runs from EOF: the deadline is fixed first, so that the TERM
+# round and the polls count against it and KILL fires at the grace.
+now
+start=$c end=$((c + (grace + 9) / 10))
+pending=${ids# } esc=''
 sweep
 hit TERM
-if [ "$left" = 1 ]; then
+check
+while [ "$left" = 1 ]; do
   now
-  end=$((${c:-0} + grace / 10))
-  while :; do
+  [ "$c" -lt "$end" ] || break
+  # Poll every 10 ms at first (TERM-obeying groups go at once) and near
+  # the deadline; in between every 50 ms, to spare the CPU.
+  if [ $((c - start)) -gt 10 ] && [ $((end - c)) -gt 6 ]; then sleep 0.05; else sleep 0.01; fi
+  check
+done
+if [ "$left" = 1 ]; then
+  sweep
+  hit KILL
+  n=0
+  while [ "$left" = 1 ] && [ $n -lt 100 ]; do
     sleep 0.01
-    hit 0
-    [ "$left" = 1 ] || break
-    now
-    [ "${c:-0}" -lt "$end" ] || break
+    check
+    n=$((n + 1))
   done
-  if [ "$left" = 1 ]; then
-    sweep
-    hit KILL
-    n=0
-    while [ "$left" = 1 ] && [ $n -lt 100 ]; do
-      sleep 0.01
-      hit 0
-      n=$((n + 1))
-    done
-  fi
 fi
 for id in $ids; do
   eval "set -- \$g_$id"

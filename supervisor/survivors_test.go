@@ -275,10 +275,12 @@ func runRow(t *testing.T, f family, mode Mode, marker string) (found, control in
 	for _, o := range owners {
 		o.cmd.Wait()
 	}
-	// Done when every killed owner's supervisor has finished its work.
+	// Done when every killed owner's supervisor has finished its work. An
+	// exited supervisor may stay a zombie (orphans are re-parented to an
+	// init that need not reap them): a zombie has finished.
 	eventually(testGrace+10*time.Second, func() bool {
 		for _, s := range sups {
-			if syscall.Kill(s, 0) == nil {
+			if st, err := proc.ReadStat(s); err == nil && !st.Zombie() {
 				return false
 			}
 		}

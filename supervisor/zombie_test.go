@@ -1,0 +1,104 @@
+package supervisor
+
+import (
+	"fmt"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hermes-units/hermes/proc"
+)
+
+// zombieGroup starts `sleep` leading its own group and never reaps it until
+// the test ends: once killed, its group holds only a zombie, as the groups
+// of a dead owner do where init does not reap orphans. kill(-pgid, 0) still
+// succeeds on such a group.
+func zombieGroup(t *testing.T) (Group, *exec.Cmd) {
+	t.Helper()
+	cmd := exec.Command("sleep", "1000")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	id, err := proc.Read(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Group{Unit: "zombie", PGID: id.PID, Leader: id}, cmd
+}
+
+// waitZombie waits until pid is a zombie (the kernel gives no event for
+// that to a parent that does not wait).
+func waitZombie(t *testing.T, pid int) {
+	t.Helper()
+	if !eventually(10*time.Second, func() bool { st, err := proc.ReadStat(pid); return err == nil && st.Zombie() }) {
+		t.Fatalf("pid %d did not become a zombie", pid)
+	}
+}
+
+// TestZombieIsGone: a group whose only member is a zombie is empty, for the
+// sh supervisor at EOF (it exits without waiting out its grace) and for the
+// owner (Empty, and Stop that does not wait out its grace).
+func TestZombieIsGone(t *testing.T) {
+	const grace = time.Hour // waiting it out would time the test out
+	t.Run("script", func(t *testing.T) {
+		g, cmd := zombieGroup(t)
+		g2, cmd2 := zombieGroup(t)
+		p, err := startShell(grace, syscall.Getpgrp(), "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lines string
+		for i, x := range []Group{g, g2} {
+			lines += fmt.Sprintf("R z%d %d %d %d - -\n", i, x.PGID, x.Leader.PID, x.Leader.StartTime)
+		}
+		if err := p.Write([]byte(lines)); err != nil {
+			t.Fatal(err)
+		}
+		p.Close()
+		waitZombie(t, cmd.Process.Pid)
+		waitZombie(t, cmd2.Process.Pid)
+		select {
+		case <-p.Exited():
+		case <-time.After(30 * time.Second):
+			syscall.Kill(p.PID(), syscall.SIGKILL)
+			<-p.Exited()
+			t.Fatalf("the supervisor still waits with only zombies left in its groups (grace %v)", grace)
+		}
+		if err := syscall.Kill(-g.PGID, 0); err != nil {
+			t.Fatalf("kill(-%d, 0) after the TERM: %v; want success (a zombie is left)", g.PGID, err)
+		}
+	})
+	t.Run("owner", func(t *testing.T) {
+		o, err := New(Options{Mode: ModePGroup})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer o.Close()
+		g, cmd := zombieGroup(t)
+		if o.Empty(g) {
+			t.Fatalf("Empty(live group %d) = true, want false", g.PGID)
+		}
+		cmd.Process.Signal(syscall.SIGKILL)
+		waitZombie(t, cmd.Process.Pid)
+		if !o.Empty(g) {
+			t.Errorf("Empty(group %d holding a zombie only) = false, want true", g.PGID)
+		}
+		g2, cmd2 := zombieGroup(t)
+		done := make(chan error, 1)
+		go func() { done <- o.Stop(t.Context(), g2, syscall.SIGTERM, grace) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Stop: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("Stop still waits with only a zombie left in group %d (grace %v)", g2.PGID, grace)
+		}
+		if st, err := proc.ReadStat(cmd2.Process.Pid); err != nil || !st.Zombie() {
+			t.Errorf("the stopped leader: got %+v, %v; want a zombie (TERM delivered, not reaped)", st, err)
+		}
+	})
+}
