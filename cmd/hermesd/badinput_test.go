@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hermes-units/hermes/control"
+)
+
+// The daemon half of the bad-input catalogue (docs/bad-input.md; the unit
+// file messages themselves are pinned by units.TestBadInputCatalogue). Each
+// test runs hermesd as a real process.
+
+// waitUnit polls hermesd's status (a unit's state changes with no event the
+// test can wait on) until ok holds for unit, or fails after 15 s.
+func (d *hermesd) waitUnit(name string, what string, ok func(control.Unit) bool) control.Unit {
+	d.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		u := d.status()[name]
+		if ok(u) {
+			return u
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(d.dir, "hermesd.log"))
+			d.t.Fatalf("%s: %s not reached within 15s; last status %+v\nhermesd log:\n%s", name, what, u, log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestBadLedgerAtStart: a ledger truncated mid-write, or a directory in its
+// place, is kept aside as ledger.json.corrupt-<time> and hermesd starts its
+// units.
+func TestBadLedgerAtStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts hermesd processes")
+	}
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, path string)
+	}{
+		{"truncated mid-write", func(t *testing.T, path string) {
+			if err := os.WriteFile(path, []byte(`{"version": 1, "entries": [`+"\n"+`{"unit":"web","le`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a directory", func(t *testing.T, path string) {
+			if err := os.MkdirAll(filepath.Join(path, "kept"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeUnits(t, dir, map[string]string{"web": "owned"})
+			state := filepath.Join(dir, "state")
+			if err := os.Mkdir(state, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			tt.setup(t, filepath.Join(state, "ledger.json"))
+			d := startDaemon(t, dir, "gateway")
+			d.waitUnit("web", "running", func(u control.Unit) bool { return u.State == "running" })
+			if aside, _ := filepath.Glob(filepath.Join(state, "ledger.json.corrupt-*")); len(aside) != 1 {
+				t.Errorf("kept aside: %v, want one ledger.json.corrupt-*", aside)
+			}
+		})
+	}
+}
+
+// TestFullStateDir: on a state directory with no space left (a full tmpfs),
+// a unit does not start and status says why; once space is freed, the
+// retry starts it.
+func TestFullStateDir(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts hermesd processes")
+	}
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", state, "tmpfs", 0, "size=64k,mode=0700"); err != nil {
+		t.Skipf("cannot mount a small tmpfs to fill (needs root): %v; the full-disk case is untested here", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(state, syscall.MNT_DETACH) })
+	writeUnits(t, dir, map[string]string{"web": "owned"})
+	filler := filepath.Join(state, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := f.Write(make([]byte, 4096)); err != nil {
+			break
+		}
+	}
+	f.Close()
+	d := startDaemon(t, dir, "gateway")
+	d.waitUnit("web", "the no-space error", func(u control.Unit) bool {
+		return strings.Contains(u.Error, "no space left on device") && strings.Contains(u.Error, "record in ledger")
+	})
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	d.waitUnit("web", "running once space is freed", func(u control.Unit) bool { return u.State == "running" })
+}
+
+// runHermesd runs hermesd to its exit and returns the exit code and stderr.
+func runHermesd(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), roleEnv+"=hermesd")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return cmd.ProcessState.ExitCode(), stderr.String()
+}
+
+// TestSocketPathNotSocket: a file (here a FIFO) at the control socket path is
+// not removed: hermesd exits 4 and says what to do.
+func TestSocketPathNotSocket(t *testing.T) {
+	dir := t.TempDir()
+	writeUnits(t, dir, map[string]string{})
+	sock := filepath.Join(dir, "run", "hermesd.sock")
+	if err := os.Mkdir(filepath.Dir(sock), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(sock, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stderr := runHermesd(t, "--units", filepath.Join(dir, "units"), "--state", filepath.Join(dir, "state"),
+		"--socket", sock, "--config", filepath.Join(dir, "none.yaml"))
+	want := "hermesd: " + sock + " exists and is not a socket; move it away or choose another --socket\n"
+	if code != exitSocket || stderr != want {
+		t.Errorf("hermesd: exit %d, stderr %q; want exit %d, %q", code, stderr, exitSocket, want)
+	}
+	if fi, err := os.Lstat(sock); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("the FIFO at the socket path was touched: %v %v", fi, err)
+	}
+}
+
+// TestSecondHermesdSocketDeleted: the refusal of a second hermesd comes
+// from the state directory's lock, not from the socket file: with the first
+// one's socket deleted, the second on the same paths still exits 3.
+func TestSecondHermesdSocketDeleted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts hermesd processes")
+	}
+	dir := t.TempDir()
+	writeUnits(t, dir, map[string]string{})
+	first := startDaemon(t, dir, "gateway")
+	if err := os.Remove(first.socket); err != nil {
+		t.Fatal(err)
+	}
+	code, stderr := runHermesd(t, "--units", filepath.Join(dir, "units"), "--state", filepath.Join(dir, "state"),
+		"--socket", first.socket, "--config", filepath.Join(dir, "none.yaml"))
+	lock := filepath.Join(dir, "state", "hermesd.lock")
+	want := "hermesd: state directory is locked by another hermesd: " + lock + " is held by pid " +
+		strconv.Itoa(first.cmd.Process.Pid) + "; stop that hermesd or pass another --state\n"
+	if code != exitLocked || stderr != want {
+		t.Errorf("second hermesd: exit %d, stderr %q; want exit %d, %q", code, stderr, exitLocked, want)
+	}
+	if _, err := os.Lstat(first.socket); err == nil {
+		t.Errorf("the refused hermesd created a socket at %s", first.socket)
+	}
+}
