@@ -28,6 +28,24 @@ type Status struct {
 	Supervisor   Supervisor    `json:"supervisor"`
 	Units        []Unit        `json:"units"`
 	ConfigErrors []ConfigError `json:"config_errors"`
+	Proxy        *Proxy        `json:"proxy,omitempty"` // absent when the provider proxy is off
+}
+
+// Proxy describes hermesd's provider proxy (SPEC §10).
+type Proxy struct {
+	Listen    string    `json:"listen"`    // host:port it serves on (gateway.listen)
+	Providers []string  `json:"providers"` // provider ids, sorted
+	Breakers  []Breaker `json:"breakers"`  // one per session, sorted by session
+}
+
+// Breaker is one session's give-up breaker.
+type Breaker struct {
+	Session   string `json:"session"`
+	Provider  string `json:"provider"`
+	Model     string `json:"model"`
+	Streak    int    `json:"streak"`    // consecutive stale kills
+	Threshold int    `json:"threshold"` // HERMES_STREAM_STALE_GIVEUP in force; 0 disabled
+	Tripped   bool   `json:"tripped"`
 }
 
 // Daemon describes hermesd itself.
@@ -71,7 +89,10 @@ type Job struct {
 	Schedule string    `json:"schedule"`
 	Next     time.Time `json:"next"`
 	LastRun  string    `json:"last_run,omitempty"`
-	Result   string    `json:"result,omitempty"` // success | failed | budget exceeded
+	Result   string    `json:"result,omitempty"`  // success | failed | budget exceeded | running | stopped
+	RunID    string    `json:"run_id,omitempty"`  // HERMES_RUN_ID of the latest run
+	Deadline time.Time `json:"deadline,omitzero"` // of the latest run, when it has a budget
+	Skipped  int       `json:"skipped,omitempty"` // fires skipped because a run was still running
 }
 
 // ConfigError is a unit file or config file that did not load.

@@ -35,6 +35,9 @@ func (r *Reconciler) status(names []string) (control.Status, error) {
 	if r.opt.Supervisor != nil {
 		st.Supervisor = r.opt.Supervisor()
 	}
+	if r.opt.Proxy != nil {
+		st.Proxy = r.opt.Proxy()
+	}
 	want := map[string]bool{}
 	for _, n := range names {
 		want[n] = true
@@ -72,9 +75,8 @@ func (r *Reconciler) status(names []string) (control.Status, error) {
 			cu.Error = u.waitMsg
 		case u.err != nil:
 			cu.Error = u.err.Error()
-		case u.spec.IsJob() && u.state == Inactive:
-			cu.Error = "scheduled job: not started at load; the scheduler (SPEC §9) is not built yet, `hermesctl start " + n + "` runs it once"
 		}
+		cu.Job = r.jobStatus(u)
 		st.Units = append(st.Units, cu)
 	}
 	for _, s := range r.released {

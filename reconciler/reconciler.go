@@ -99,6 +99,12 @@ type Options struct {
 	// time every declared unit has been given its first chance to start, with
 	// the number of running units: hermesd's READY=1.
 	OnReady func(running int)
+	// Runs is the provider proxy's run registry (jobs.go); nil when the
+	// proxy is off. ProxyURL is its base URL ("http://127.0.0.1:7411"), the
+	// OPENAI_BASE_URL of jobs; "" when off. Proxy reports it for Status.
+	Runs     Runs
+	ProxyURL string
+	Proxy    func() *control.Proxy
 }
 
 // Reconciler is the state machine. Create it with New, drive it with Run;
@@ -120,6 +126,7 @@ type Reconciler struct {
 	wg          sync.WaitGroup  // goroutines started by Run's goroutine
 	rotate      *time.Timer
 	readyCalled bool
+	jobs        scheduler // jobs.go
 }
 
 // New checks opts and returns a Reconciler ready to Run.
@@ -282,6 +289,8 @@ func (r *Reconciler) handle(ctx context.Context, ev any) {
 		r.onNotify(ev)
 	case rotateEvent:
 		r.rotateLogs()
+	case jobEvent:
+		r.onJob(ev)
 	}
 }
 
@@ -515,6 +524,7 @@ func (r *Reconciler) up(dep *unit) bool {
 
 // reconcile walks the units in dependency order and acts on each.
 func (r *Reconciler) reconcile(ctx context.Context) {
+	r.schedule()
 	order := r.order()
 	if r.shutting {
 		// Reverse order: a unit stops once nothing active depends on it.

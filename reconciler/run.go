@@ -47,10 +47,11 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 	if dir == "" {
 		dir = r.opt.UnitsDir
 	}
+	jr := r.beginJobRun(u, now)
 	p, err := r.opt.Spawner.Spawn(context.WithoutCancel(ctx), SpawnSpec{
 		Unit:      u.spec.Name,
 		Argv:      argv(u.spec),
-		Env:       r.env(u.spec),
+		Env:       append(r.env(u.spec), jr.env(r.opt.ProxyURL, u.spec.Env)...),
 		Dir:       dir,
 		Stdout:    f,
 		Stderr:    f,
@@ -63,6 +64,7 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 	u.starts = append(u.starts, now)
 	u.logPath = logPath
 	if err != nil {
+		jr.end()
 		u.started = now
 		r.afterRun(u, fmt.Errorf("unit %s: spawn: %w", u.spec.Name, err))
 		return
@@ -74,6 +76,7 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 	u.cancel = cancel
 	name, gen := u.spec.Name, u.gen
 	r.log.Info("unit started", "unit", name, "pid", u.group.Leader.PID, "pgid", u.group.PGID)
+	r.watchJobRun(runCtx, u, jr)
 	r.wg.Go(func() {
 		select {
 		case <-p.Done():
@@ -122,7 +125,7 @@ func (r *Reconciler) afterRun(u *unit, cause error) {
 	case units.RestartAlways:
 		restart = true
 	case units.RestartOnFailure:
-		restart = !success
+		restart = !success && !errors.Is(cause, ErrBudgetExceeded) // a run stopped at its budget is over
 	}
 	if !restart || !u.enabled {
 		if success {

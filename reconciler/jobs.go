@@ -1,0 +1,441 @@
+package reconciler
+
+// Jobs (SPEC §9). A unit with schedule: is a job: it is not started at load
+// but at the times of its 5-field cron schedule (and by `hermesctl start`,
+// a manual run). A fire does what `hermesctl start` does to an idle unit;
+// a fire while the previous run is still running is skipped and logged, so
+// runs never overlap. A run that exits 0 is not restarted (state exited,
+// result success); a failed run is restarted per restart: on-failure within
+// the start limit, like any unit; a run stopped at its budget is not.
+//
+// One timer serves every job: armed for the nearest fire, re-armed after
+// each fire and whenever a reconcile pass sees a schedule appear, change or
+// go (reload). No polling.
+//
+// Each run gets HERMES_RUN_ID, and with a budget (run_budget_seconds, or
+// agent.run_budget_seconds where hermesd fills it in for jobs that set
+// none) HERMES_RUN_DEADLINE and HERMES_WRAPUP_FILE; with the provider proxy
+// on, OPENAI_BASE_URL too. The budget is one timeouts.Budget per run,
+// shared with the proxy (RegisterRun): at 80 % the state goroutine writes
+// the notice file and sends wrapup_signal, and the proxy injects the same
+// notice into the run's next model request; at 100 % the run is stopped
+// (stop signal, grace, KILL) with ErrBudgetExceeded.
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/timeouts"
+	"github.com/hermes-units/hermes/units"
+	"github.com/robfig/cron/v3"
+	"golang.org/x/sys/unix"
+)
+
+// ErrBudgetExceeded is the cause of a run stopped at 100 % of its budget.
+var ErrBudgetExceeded = errors.New("budget exceeded")
+
+// Job results in status (control.Job.Result).
+const (
+	ResultSuccess        = "success"         // the last run exited 0
+	ResultFailed         = "failed"          // it failed (and may be restarting)
+	ResultBudgetExceeded = "budget exceeded" // it was stopped at its deadline
+	ResultRunning        = "running"         // it is running now
+	ResultStopped        = "stopped"         // it was stopped by a command, a reload or shutdown
+)
+
+// Environment variables of a job's run.
+const (
+	EnvRunID       = "HERMES_RUN_ID"
+	EnvRunDeadline = "HERMES_RUN_DEADLINE" // RFC 3339, rounded down to the second
+	EnvWrapupFile  = "HERMES_WRAPUP_FILE"  // created at 80 % of the budget
+	EnvOpenAIBase  = "OPENAI_BASE_URL"
+)
+
+// Runs is the provider proxy's run registry as a job's run uses it
+// (*proxy.Proxy implements it). The reconciler registers a run with a
+// budget right before spawning it and unregisters it when the run ends.
+type Runs interface {
+	RegisterRun(runID string, budget *timeouts.Budget, wrapup string)
+	UnregisterRun(runID string)
+}
+
+// NextFire is the first fire of s strictly after t (cron schedules have a
+// resolution of one minute here: the seconds of the result are 0).
+func NextFire(s cron.Schedule, t time.Time) time.Time { return s.Next(t) }
+
+// WrapUpNotice is the text of the wrap-up notice: in the notice file, and
+// injected by the proxy into the run's next model request.
+func WrapUpNotice(unit, runID string, total, remaining time.Duration, deadline time.Time) string {
+	return fmt.Sprintf("hermes: job %s (run %s) has used 80%% of its run budget of %s; %s remain, until %s. "+
+		"Wrap up now: finish or save your work, report, and exit. At the deadline the job is stopped and marked %q.\n",
+		unit, runID, total, remaining.Round(time.Second), deadline.Format(time.RFC3339), ResultBudgetExceeded)
+}
+
+type jobKind int
+
+const (
+	jobFire     jobKind = iota // the scheduler's timer: fire every job that is due
+	jobWrapUp                  // a run reached 80 % of its budget
+	jobDeadline                // a run reached 100 %
+)
+
+// jobEvent is a scheduler or budget event; name and gen are unset for
+// jobFire.
+type jobEvent struct {
+	name string
+	gen  uint64
+	kind jobKind
+}
+
+// scheduler is the job state of a Reconciler. Owned by Run's goroutine.
+type scheduler struct {
+	timer *time.Timer // the one timer, armed for at; nil when no job is declared
+	at    time.Time
+	m     map[string]*job // by unit name
+}
+
+// job is one job unit's schedule state.
+type job struct {
+	expr    string        // the schedule sched was parsed from
+	sched   cron.Schedule // nil when expr does not parse (the loader refuses that)
+	next    time.Time
+	run     *jobRun // the latest run; nil before the first
+	skipped int     // fires skipped because a run was still running
+}
+
+// jobRun is one run of a job. Its fields are set before the spawn and only
+// read afterwards; end may be called from the run's watcher goroutine.
+type jobRun struct {
+	id       string
+	started  time.Time
+	budget   *timeouts.Budget // nil: no budget
+	wrapFile string
+	runs     Runs // non-nil when registered with the proxy
+	once     sync.Once
+}
+
+// env is the run's part of the environment. proxyURL is the proxy's base
+// ("" when off); own is the unit's env, whose OPENAI_BASE_URL, if set, is
+// the operator's choice and kept.
+func (jr *jobRun) env(proxyURL string, own map[string]string) []string {
+	if jr == nil {
+		return nil
+	}
+	env := []string{EnvRunID + "=" + jr.id}
+	if jr.budget != nil {
+		env = append(env, EnvRunDeadline+"="+jr.budget.Deadline().Format(time.RFC3339), EnvWrapupFile+"="+jr.wrapFile)
+	}
+	if _, set := own[EnvOpenAIBase]; proxyURL != "" && !set {
+		base := strings.TrimRight(proxyURL, "/") + "/v1"
+		if jr.runs != nil {
+			base = strings.TrimRight(proxyURL, "/") + "/run/" + url.PathEscape(jr.id) + "/v1"
+		}
+		env = append(env, EnvOpenAIBase+"="+base)
+	}
+	return env
+}
+
+// end releases the run: unregisters it from the proxy (cutting its calls in
+// flight), stops its budget's timers and removes its notice file. Safe to
+// call more than once and from any goroutine; nil-safe.
+func (jr *jobRun) end() {
+	if jr == nil {
+		return
+	}
+	jr.once.Do(func() {
+		if jr.runs != nil {
+			jr.runs.UnregisterRun(jr.id)
+		}
+		if jr.budget != nil {
+			jr.budget.Stop()
+			os.Remove(jr.wrapFile)
+		}
+	})
+}
+
+// schedule brings the scheduler level with the declared units: every job
+// has its parsed schedule and next fire, and the one timer is armed for the
+// nearest (stopped when there is none, or hermesd is stopping). It runs at
+// the start of every reconcile pass, on Run's goroutine; a schedule that
+// appears or changes gets its next fire from now.
+func (r *Reconciler) schedule() {
+	s := &r.jobs
+	if s.m == nil {
+		s.m = map[string]*job{}
+	}
+	for n := range s.m {
+		if u := r.units[n]; u == nil || !u.spec.IsJob() {
+			delete(s.m, n)
+		}
+	}
+	now := time.Now()
+	var first time.Time
+	for _, u := range r.units {
+		if !u.spec.IsJob() || u.removed || u.external {
+			continue
+		}
+		j := r.jobOf(u)
+		if j.expr != u.spec.Schedule {
+			sc, err := units.ParseSchedule(u.spec.Schedule)
+			if err != nil {
+				r.log.Error("job schedule does not parse; the job runs only by `hermesctl start`", "unit", u.spec.Name, "schedule", u.spec.Schedule, "err", err)
+				j.expr, j.sched, j.next = u.spec.Schedule, nil, time.Time{}
+				continue
+			}
+			j.expr, j.sched, j.next = u.spec.Schedule, sc, NextFire(sc, now)
+		}
+		if j.sched != nil && (first.IsZero() || j.next.Before(first)) {
+			first = j.next
+		}
+	}
+	if r.shutting {
+		first = time.Time{}
+	}
+	if first.Equal(s.at) && (s.timer != nil) == !first.IsZero() {
+		return
+	}
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	s.at = first
+	if !first.IsZero() {
+		s.timer = time.AfterFunc(first.Sub(now), func() { r.post(jobEvent{kind: jobFire}) })
+	}
+}
+
+func (r *Reconciler) jobOf(u *unit) *job {
+	if r.jobs.m == nil {
+		r.jobs.m = map[string]*job{}
+	}
+	j := r.jobs.m[u.spec.Name]
+	if j == nil {
+		j = &job{}
+		r.jobs.m[u.spec.Name] = j
+	}
+	return j
+}
+
+// onJob handles a jobEvent on Run's goroutine. Budget events of a run that
+// has ended (another gen) are dropped.
+func (r *Reconciler) onJob(ev jobEvent) {
+	if ev.kind == jobFire {
+		r.onFire()
+		return
+	}
+	u := r.units[ev.name]
+	if u == nil || u.gen != ev.gen || (u.state != Starting && u.state != Running) {
+		return
+	}
+	j := r.jobs.m[ev.name]
+	if j == nil || j.run == nil || j.run.budget == nil {
+		return
+	}
+	jr := j.run
+	switch ev.kind {
+	case jobWrapUp:
+		r.wrapUp(u, jr)
+	case jobDeadline:
+		r.log.Warn("job run reached its budget; stopping it", "unit", u.spec.Name, "run", jr.id, "budget", jr.budget.Total())
+		r.stop(u, stopFailure, fmt.Errorf("%w: run %s used its whole run budget of %s and was stopped; raise run_budget_seconds if the job needs longer",
+			ErrBudgetExceeded, jr.id, jr.budget.Total()))
+	}
+}
+
+// onFire fires every job that is due, in dependency order, and computes
+// each one's next fire. The reconcile pass that follows starts them.
+func (r *Reconciler) onFire() {
+	r.jobs.timer, r.jobs.at = nil, time.Time{} // it fired; schedule re-arms
+	if r.shutting {
+		return
+	}
+	now := time.Now()
+	for _, u := range r.order() {
+		j := r.jobs.m[u.spec.Name]
+		if j == nil || j.sched == nil || j.next.After(now) {
+			continue
+		}
+		j.next = NextFire(j.sched, now)
+		r.fire(u, j)
+	}
+}
+
+// fire wants one run of u now, as `hermesctl start` does, unless a run is
+// still going (skipped: no overlap) or a reload is replacing the unit.
+func (r *Reconciler) fire(u *unit, j *job) {
+	switch {
+	case u.removed || u.pending != nil:
+		return
+	case u.state.active():
+		j.skipped++
+		id := ""
+		if j.run != nil {
+			id = j.run.id
+		}
+		r.log.Warn("job fire skipped: the previous run is still running", "unit", u.spec.Name, "run", id, "skipped", j.skipped)
+		return
+	}
+	r.log.Info("job fired", "unit", u.spec.Name, "schedule", u.spec.Schedule)
+	u.enabled = true
+	u.stopTimer(timerBackoff)
+	u.state, u.attempt, u.err = Inactive, 0, nil
+}
+
+// beginJobRun prepares a run of u right before its spawn (Run's goroutine):
+// a fresh run id, the budget clock started, and the run registered with the
+// proxy. It returns nil for a unit that is no job.
+func (r *Reconciler) beginJobRun(u *unit, now time.Time) *jobRun {
+	if !u.spec.IsJob() {
+		return nil
+	}
+	j := r.jobOf(u)
+	jr := &jobRun{id: runID(u.spec.Name, now), started: now}
+	if total := u.spec.RunBudget; total > 0 {
+		jr.budget = timeouts.NewBudget(total, nil)
+		jr.wrapFile = filepath.Join(r.opt.StateDir, "runs", jr.id+".wrapup")
+		if r.opt.Runs != nil {
+			jr.runs = r.opt.Runs
+			remain := total - time.Duration(float64(total)*timeouts.WrapUpFraction)
+			jr.runs.RegisterRun(jr.id, jr.budget, WrapUpNotice(u.spec.Name, jr.id, total, remain, jr.budget.Deadline()))
+		}
+	}
+	j.run = jr
+	return jr
+}
+
+// runID is unique per run and safe in a URL path segment: the unit name,
+// the start time and random letters.
+func runID(unit string, now time.Time) string {
+	return unit + "-" + now.UTC().Format("20060102T150405Z") + "-" + strings.ToLower(rand.Text()[:8])
+}
+
+// watchJobRun turns the run's budget into events for Run's goroutine, and
+// ends the run (jobRun.end) once ctx, the run's context, ends: the run's
+// end always passes through unit.endRun, which cancels it.
+func (r *Reconciler) watchJobRun(ctx context.Context, u *unit, jr *jobRun) {
+	if jr == nil {
+		return
+	}
+	if jr.budget == nil {
+		jr.end()
+		return
+	}
+	name, gen := u.spec.Name, u.gen
+	r.wg.Go(func() {
+		defer jr.end()
+		for _, k := range []struct {
+			c    <-chan struct{}
+			kind jobKind
+		}{{jr.budget.WrapUp(), jobWrapUp}, {jr.budget.Done(), jobDeadline}} {
+			select {
+			case <-k.c:
+				select {
+				case r.events <- jobEvent{name, gen, k.kind}:
+				case <-ctx.Done():
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+		<-ctx.Done()
+	})
+}
+
+// wrapUp gives a run its one wrap-up notice: the notice file, then
+// wrapup_signal to the job's main process. (The proxy injects its copy by
+// itself, from the same budget.)
+func (r *Reconciler) wrapUp(u *unit, jr *jobRun) {
+	b := jr.budget
+	text := WrapUpNotice(u.spec.Name, jr.id, b.Total(), b.Remaining(), b.Deadline())
+	err := os.MkdirAll(filepath.Dir(jr.wrapFile), 0o700)
+	if err == nil {
+		err = os.WriteFile(jr.wrapFile, []byte(text), 0o600)
+	}
+	if err != nil {
+		r.log.Error("job wrap-up notice file not written", "unit", u.spec.Name, "run", jr.id, "path", jr.wrapFile, "err", err)
+	}
+	r.log.Info("job run at 80% of its budget: wrap-up notice given", "unit", u.spec.Name, "run", jr.id, "file", jr.wrapFile, "remaining", b.Remaining())
+	if sig := u.spec.WrapupSig; sig != 0 && u.proc != nil {
+		if err := signalLeader(u.proc, sig.Syscall()); err != nil {
+			r.log.Warn("wrapup_signal not sent", "unit", u.spec.Name, "signal", sig, "err", err)
+		}
+	}
+}
+
+// errReaped: the leader has exited and been reaped; there is nobody to
+// signal.
+var errReaped = errors.New("the job's main process has exited")
+
+// signalLeader sends sig to p's leader, our child. The pidfd is opened
+// before checking that p is not reaped, so it cannot name a recycled pid. A
+// Process that signals by itself (tests' fakes) is asked to.
+func signalLeader(p Process, sig syscall.Signal) error {
+	if s, ok := p.(interface{ Signal(syscall.Signal) error }); ok {
+		return s.Signal(sig)
+	}
+	fd, err := unix.PidfdOpen(p.Group().Leader.PID, 0)
+	if err != nil {
+		return fmt.Errorf("pidfd_open %d: %w", p.Group().Leader.PID, err)
+	}
+	defer unix.Close(fd)
+	select {
+	case <-p.Done():
+		return errReaped
+	default:
+	}
+	return unix.PidfdSendSignal(fd, sig, nil, 0)
+}
+
+// jobStatus is u's control.Job, nil for a unit that is no job.
+func (r *Reconciler) jobStatus(u *unit) *control.Job {
+	if !u.spec.IsJob() {
+		return nil
+	}
+	cj := &control.Job{Schedule: u.spec.Schedule}
+	j := r.jobs.m[u.spec.Name]
+	if j == nil {
+		return cj
+	}
+	cj.Next, cj.Skipped = j.next, j.skipped
+	if j.run == nil {
+		return cj
+	}
+	cj.LastRun, cj.RunID = j.run.started.Format(time.RFC3339), j.run.id
+	if j.run.budget != nil {
+		cj.Deadline = j.run.budget.Deadline()
+	}
+	cj.Result = jobResult(u)
+	return cj
+}
+
+// jobResult is the outcome of u's latest run, read from its state.
+func jobResult(u *unit) string {
+	switch u.state {
+	case Starting, Running:
+		return ResultRunning
+	case Stopping:
+		if u.stopWhy == stopFailure && errors.Is(u.cause, ErrBudgetExceeded) {
+			return ResultBudgetExceeded
+		}
+		return ResultRunning
+	case Exited:
+		return ResultSuccess
+	case Failed, BackingOff:
+		if errors.Is(u.err, ErrBudgetExceeded) {
+			return ResultBudgetExceeded
+		}
+		return ResultFailed
+	}
+	return ResultStopped
+}
