@@ -20,7 +20,8 @@ func newStatusCmd(g *globals) *cobra.Command {
 		Short: "Show units, the supervisor, config errors, released and adopted groups",
 		Long: "Show every unit (or the named ones): state, pid, pgid, ownership, readiness,\n" +
 			"uptime, restarts, ports, RSS and last error; the death supervisor; unit files\n" +
-			"that did not load (file:line:col); groups released or re-adopted.\n" +
+			"that did not load (file:line:col); groups released, survivors re-adopted, and\n" +
+			"groups adopted with `hermesctl adopt`.\n" +
 			"-o json prints the stable JSON contract instead.",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := g.jsonOutput()
@@ -123,14 +124,21 @@ func writeStatus(w io.Writer, st control.Status, color bool, now time.Time) {
 			fmt.Fprintf(w, "  %s\n", configError(e))
 		}
 	}
-	var released, adopted table
+	// Adopted covers two cases that end differently: a survivor (adoptable,
+	// persist_on_release) re-adopted from the ledger by a restarted gateway
+	// was spawned to outlive hermesd and still does; a group taken with
+	// `hermesctl adopt` (state "adopted", or recorded as owned) now dies
+	// with hermesd.
+	var released, readopted, adopted table
 	for _, u := range st.Units {
 		row := []cell{{text: u.Name}, {text: "pgid " + num(u.PGID)}, {text: "pid " + num(u.PID)}}
 		switch {
 		case u.State == "released":
 			released = append(released, row)
-		case u.Adopted || u.State == "adopted":
+		case u.State == "adopted" || u.Adopted && !survivor(u.Ownership):
 			adopted = append(adopted, row)
+		case u.Adopted:
+			readopted = append(readopted, row)
 		}
 	}
 	for _, sec := range []struct {
@@ -138,6 +146,7 @@ func writeStatus(w io.Writer, st control.Status, color bool, now time.Time) {
 		t     table
 	}{
 		{"released groups (they outlive hermesd):", released},
+		{"re-adopted survivors (they outlive hermesd):", readopted},
 		{"adopted groups (they now die with hermesd):", adopted},
 	} {
 		if len(sec.t) == 0 {
@@ -147,6 +156,11 @@ func writeStatus(w io.Writer, st control.Status, color bool, now time.Time) {
 		fmt.Fprintln(w, sec.title)
 		sec.t.write(w, "  ")
 	}
+}
+
+// survivor reports an ownership whose groups outlive their gateway.
+func survivor(ownership string) bool {
+	return ownership == "adoptable" || ownership == "persist_on_release"
 }
 
 // cell is one table cell; color, if set, wraps text without counting
