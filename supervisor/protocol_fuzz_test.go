@@ -140,8 +140,11 @@ func FuzzProtocol(f *testing.F) {
 // exits (a zombie would keep its group non-empty); done is closed then.
 func canary(t *testing.T) (*exec.Cmd, <-chan struct{}, proc.Identity) {
 	t.Helper()
-	cmd := exec.Command("sleep", "1000")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// When the fuzzing engine stops a worker mid-iteration, Cleanup does
+	// not run: the death signal and a bounded sleep keep a canary from
+	// outliving it for long.
+	cmd := exec.Command("sleep", "60")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
