@@ -156,6 +156,7 @@ func writeStatus(w io.Writer, st control.Status, color bool, now time.Time) {
 		fmt.Fprintln(w, sec.title)
 		sec.t.write(w, "  ")
 	}
+	writeJobsAndProxy(w, st)
 }
 
 // survivor reports an ownership whose groups outlive their gateway.

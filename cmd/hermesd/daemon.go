@@ -35,6 +35,7 @@ const (
 	exitUsage   = 2
 	exitLocked  = 3
 	exitSocket  = 4
+	exitProxy   = 5
 )
 
 // exitError carries an exit code out of run; main prints err once.
@@ -153,6 +154,12 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	defer owner.Close()
 
+	px, err := startProxy(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer px.close()
+
 	notifyPath := filepath.Join(cfg.State, "notify.sock")
 	ns, err := notify.Listen(notifyPath)
 	if err != nil {
@@ -177,7 +184,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	rec, err := reconciler.New(reconciler.Options{
 		Role:         cfg.role,
 		Spawner:      reconciler.Supervised(owner),
-		Load:         loader(cfg, log),
+		Load:         loader(cfg, log, loadHook(px, log)),
 		Changes:      w.Changes(),
 		Checkpoint:   reconciler.Ledger(led, self, cfg.role),
 		StateDir:     cfg.State,
@@ -190,8 +197,11 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 			s := owner.Status()
 			return control.Supervisor{PID: s.PID, Groups: s.Groups, Mode: string(s.Mode), Health: s.Health}
 		},
-		Daemon: control.Daemon{PID: os.Getpid(), Role: string(cfg.role), Started: started, Units: cfg.Units, State: cfg.State},
-		Logger: log,
+		Daemon:   control.Daemon{PID: os.Getpid(), Role: string(cfg.role), Started: started, Units: cfg.Units, State: cfg.State},
+		Logger:   log,
+		Runs:     px.runs(),
+		ProxyURL: px.url(),
+		Proxy:    px.statusFunc(),
 		OnReady: func(n int) {
 			sdNotify(log, "READY=1\nSTATUS="+strconv.Itoa(n)+" units running")
 		},
@@ -224,6 +234,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		}
 	})
 	wg.Go(func() { watchdog(helpers, log) })
+	wg.Go(func() { px.serve(helpers) })
 
 	err = rec.Run(ctx)
 	sdNotify(log, "STOPPING=1")
@@ -243,8 +254,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 
 // loader reads hermes.yaml (its unit defaults) and the units directory on
 // every reload. A config file that does not load keeps the last good
-// defaults and is reported with the unit errors.
-func loader(cfg config, log *slog.Logger) func(context.Context) (reconciler.Loaded, error) {
+// defaults and is reported with the unit errors. seen is then given the
+// config in force and what was loaded (loadHook).
+func loader(cfg config, log *slog.Logger, seen func(units.Config, *reconciler.Loaded)) func(context.Context) (reconciler.Loaded, error) {
 	last := units.DefaultConfig()
 	return func(ctx context.Context) (reconciler.Loaded, error) {
 		var cfgErrs []control.ConfigError
@@ -260,6 +272,7 @@ func loader(cfg config, log *slog.Logger) func(context.Context) (reconciler.Load
 			return out, err
 		}
 		out.Errors = append(cfgErrs, out.Errors...)
+		seen(*last, &out)
 		return out, nil
 	}
 }

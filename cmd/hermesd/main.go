@@ -1,6 +1,7 @@
 // Command hermesd is the gateway: it keeps the units of a directory running,
 // re-adopts the survivors of a previous gateway, serves the control API for
-// hermesctl and a NOTIFY_SOCKET for its units, and stops cleanly on TERM or
+// hermesctl and a NOTIFY_SOCKET for its units, serves the provider proxy on
+// gateway.listen when a provider is configured, and stops cleanly on TERM or
 // INT (owned units stopped, survivors left running and recorded).
 //
 // Flags (each also HERMES_* env and a top-level key of hermes.yaml; flag >
@@ -14,6 +15,7 @@
 //	2  usage or configuration error (bad flag, role, config file, units directory)
 //	3  the state directory is locked by another hermesd
 //	4  the control socket is served by another daemon, or unsafe
+//	5  the provider proxy cannot listen on gateway.listen (address in use, or not loopback)
 package main
 
 import (

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sync/atomic"
+
+	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/providers"
+	"github.com/hermes-units/hermes/proxy"
+	"github.com/hermes-units/hermes/reconciler"
+	"github.com/hermes-units/hermes/units"
+)
+
+// gatewayProxy is hermesd's provider proxy (SPEC §10): served on
+// gateway.listen for hermesd's lifetime when, at startup, hermes.yaml's
+// providers: or a unit's provider: block declares at least one provider;
+// off otherwise. Whether it runs and where it listens are decided at
+// startup; a reload rebuilds its provider set (proxy.SetProviders), and a
+// reload that adds the first provider or moves gateway.listen is logged as
+// needing a restart of hermesd.
+//
+// A nil *gatewayProxy is the proxy off; its methods accept it.
+type gatewayProxy struct {
+	p      *proxy.Proxy
+	ln     net.Listener
+	listen string // as configured, to notice a change on reload
+	set    atomic.Pointer[providers.Set]
+	log    *slog.Logger
+}
+
+// ErrProxyListen reports that the proxy cannot listen on gateway.listen.
+var ErrProxyListen = errors.New("provider proxy cannot listen")
+
+// startProxy reads hermes.yaml and the units directory once, and when they
+// declare a provider builds the proxy and binds gateway.listen. It returns
+// nil (off) when there is no provider. A config file or unit that does not
+// load counts as declaring nothing: the reconciler reports it. A duplicate
+// provider id is a configuration error (exitUsage); an address in use or
+// not on loopback is exitProxy.
+func startProxy(ctx context.Context, cfg config, log *slog.Logger) (*gatewayProxy, error) {
+	c, err := units.LoadConfig(cfg.Config)
+	if err != nil {
+		c = units.DefaultConfig()
+	}
+	l := &units.Loader{Defaults: &c.Defaults, Insecure: cfg.insecure}
+	var specs []*units.Spec
+	if d, err := l.LoadDir(cfg.Units); err == nil {
+		for _, n := range d.Order() {
+			specs = append(specs, d.Units[n])
+		}
+	}
+	set, err := providers.New(c, specs...)
+	if err != nil {
+		return nil, exit(exitUsage, fmt.Errorf("providers: %w", err))
+	}
+	if len(set.IDs()) == 0 {
+		log.Info("provider proxy off: no provider in hermes.yaml or the units")
+		return nil, nil
+	}
+	p, err := proxy.New(proxy.Options{
+		Providers: set,
+		Listen:    c.Gateway.Listen,
+		Env:       os.LookupEnv,
+		Logf:      func(f string, a ...any) { log.Warn(fmt.Sprintf(f, a...), "part", "proxy") },
+	})
+	if err != nil {
+		return nil, exit(exitFailure, err)
+	}
+	ln, err := p.Listen(ctx)
+	if err != nil {
+		return nil, exit(exitProxy, fmt.Errorf("%w: %w; free the address, or set gateway.listen in %s to another loopback host:port",
+			ErrProxyListen, err, orNone(c.File)))
+	}
+	g := &gatewayProxy{p: p, ln: ln, listen: c.Gateway.Listen, log: log}
+	g.set.Store(set)
+	log.Info("provider proxy listening", "listen", ln.Addr().String(), "providers", set.IDs())
+	return g, nil
+}
+
+func orNone(file string) string {
+	if file == "" {
+		return "hermes.yaml"
+	}
+	return file
+}
+
+// serve runs the proxy until ctx ends (Proxy.Serve closes the listener).
+func (g *gatewayProxy) serve(ctx context.Context) {
+	if g == nil {
+		return
+	}
+	if err := g.p.Serve(ctx, g.ln); err != nil {
+		g.log.Error("provider proxy stopped", "err", err)
+	}
+}
+
+// close releases the listener of a proxy that was never served.
+func (g *gatewayProxy) close() {
+	if g != nil {
+		g.ln.Close()
+	}
+}
+
+// url is the proxy's base URL for OPENAI_BASE_URL, "" when off.
+func (g *gatewayProxy) url() string {
+	if g == nil {
+		return ""
+	}
+	return "http://" + g.ln.Addr().String()
+}
+
+// runs is the run registry for the reconciler's jobs; nil (no interface
+// holding a nil pointer) when off.
+func (g *gatewayProxy) runs() reconciler.Runs {
+	if g == nil {
+		return nil
+	}
+	return g.p
+}
+
+// statusFunc reports the proxy in `hermesctl status`; nil when off.
+func (g *gatewayProxy) statusFunc() func() *control.Proxy {
+	if g == nil {
+		return nil
+	}
+	return func() *control.Proxy {
+		st := &control.Proxy{Listen: g.ln.Addr().String(), Providers: g.set.Load().IDs(), Breakers: []control.Breaker{}}
+		for _, b := range g.p.Status() {
+			st.Breakers = append(st.Breakers, control.Breaker{
+				Session: b.Session, Provider: b.Provider, Model: b.Model,
+				Streak: b.Streak, Threshold: b.Threshold, Tripped: b.Tripped,
+			})
+		}
+		return st
+	}
+}
+
+// loadHook is called by the loader after every load (Run's goroutine),
+// with the config in force and the units read: it gives jobs without a
+// run_budget_seconds the agent's, and rebuilds g's provider set. A set
+// that does not build (a duplicate id) keeps the last good one. With the
+// proxy off, a reload that declares a provider is logged once: serving it
+// needs a restart of hermesd.
+func loadHook(g *gatewayProxy, log *slog.Logger) func(units.Config, *reconciler.Loaded) {
+	warned := false
+	return func(c units.Config, l *reconciler.Loaded) {
+		jobBudgets(c.Agent, l.Specs)
+		specs := make([]*units.Spec, len(l.Specs))
+		for i := range l.Specs {
+			specs[i] = &l.Specs[i]
+		}
+		set, err := providers.New(&c, specs...)
+		switch {
+		case err != nil:
+			log.Error("providers not rebuilt; the proxy keeps the last good set", "err", err)
+		case g == nil:
+			if len(set.IDs()) > 0 && !warned {
+				warned = true
+				log.Warn("providers are declared but the provider proxy is off: restart hermesd to serve it", "providers", set.IDs())
+			}
+		default:
+			if c.Gateway.Listen != g.listen {
+				log.Warn("gateway.listen changed; the proxy keeps serving on its address until hermesd restarts", "listen", g.ln.Addr().String(), "configured", c.Gateway.Listen)
+			}
+			g.set.Store(set)
+			g.p.SetProviders(set)
+		}
+	}
+}
+
+// jobBudgets gives each job that sets no run_budget_seconds the agent's
+// agent.run_budget_seconds (SPEC §10: "agent.run_budget_seconds, or a
+// job's budget"): a job's own budget wins, and with neither a job runs
+// unbounded. Applied at load, like the unit defaults of hermes.yaml, so a
+// change of the agent budget restarts running jobs as a change of their
+// own would.
+func jobBudgets(a units.Agent, specs []units.Spec) {
+	if a.RunBudget <= 0 {
+		return
+	}
+	for i := range specs {
+		if specs[i].IsJob() && specs[i].RunBudget == 0 {
+			specs[i].RunBudget = a.RunBudget
+		}
+	}
+}
