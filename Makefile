@@ -4,8 +4,10 @@ GO ?= go
 BIN := bin
 STATE ?= $(CURDIR)/.run/state
 PKGS := ./...
+CHAOS_ROUNDS ?= 200
+CHAOS_SEED ?= 0
 
-.PHONY: help build run test lint bench clean schema
+.PHONY: help build run test lint bench clean schema chaos
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -31,6 +33,9 @@ lint: ## gofmt, go vet, staticcheck, shellcheck, the detached-spawn ratchet
 
 bench: build ## measure the targets; prints a table (figure, value, method, machine)
 	$(GO) run ./internal/bench
+
+chaos: ## kill hermesd at random moments, restart it, check nothing owned survives or is lost (CHAOS_ROUNDS, CHAOS_SEED; 0 = from the clock)
+	$(GO) run ./internal/chaos -rounds $(CHAOS_ROUNDS) -seed $(CHAOS_SEED)
 
 schema: ## regenerate schema/*.schema.json from the Go types
 	$(GO) generate ./schema

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/hermes-units/hermes/proc"
+)
+
+// marked is a live process of one of the harness's units, found in /proc by
+// the environment tags the harness gives every unit (envRun, inherited from
+// hermesd; CHAOS_UNIT, from the unit file).
+type marked struct {
+	pid, pgid int
+	start     uint64
+	unit      string
+	argv      []string
+}
+
+// escapee reports whether m is the escapee unit's setsid'd process.
+func (m marked) escapee() bool { return len(m.argv) > 1 && m.argv[1] == escapeeArg }
+
+func (m marked) String() string {
+	return m.unit + " pid " + strconv.Itoa(m.pid) + " pgid " + strconv.Itoa(m.pgid) + " (" + strings.Join(m.argv, " ") + ")"
+}
+
+// scan lists the live (non-zombie) processes carrying run's tag.
+func scan(run string) []marked {
+	pids, _ := proc.Pids()
+	tag := envRun + "=" + run
+	var out []marked
+	for _, pid := range pids {
+		env, err := proc.Environ(pid)
+		if err != nil || !slices.Contains(env, tag) {
+			continue
+		}
+		unit := ""
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, "CHAOS_UNIT="); ok {
+				unit = v
+			}
+		}
+		if unit == "" {
+			continue // hermesd itself, or the harness's own helpers
+		}
+		st, err := proc.ReadStat(pid)
+		if err != nil || st.Zombie() {
+			continue // a zombie is dead: this machine's init may never reap orphans
+		}
+		argv, _ := proc.Cmdline(pid)
+		out = append(out, marked{pid: pid, pgid: st.PGID, start: st.StartTime, unit: unit, argv: argv})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].pid < out[j].pid })
+	return out
+}
+
+// groups maps each unit to the process groups its live processes are in
+// (the escapee's setsid'd process excluded), and each group to its leader
+// when the leader is among them.
+func groups(ps []marked) (byUnit map[string][]int, leaders map[int]marked) {
+	byUnit, leaders = map[string][]int{}, map[int]marked{}
+	for _, p := range ps {
+		if p.escapee() {
+			continue
+		}
+		if !slices.Contains(byUnit[p.unit], p.pgid) {
+			byUnit[p.unit] = append(byUnit[p.unit], p.pgid)
+		}
+		if p.pid == p.pgid {
+			leaders[p.pgid] = p
+		}
+	}
+	return byUnit, leaders
+}
+
+// killAll sends SIGKILL to every process of ps.
+func killAll(ps []marked) {
+	for _, p := range ps {
+		syscall.Kill(p.pid, syscall.SIGKILL)
+	}
+}
+
+func ofKind(ps []marked, k kind) []marked {
+	var out []marked
+	for _, p := range ps {
+		if d, ok := defOf(p.unit); ok && d.kind == k {
+			out = append(out, p)
+		}
+	}
+	return out
+}
