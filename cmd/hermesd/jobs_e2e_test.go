@@ -1,0 +1,288 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/notify"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+)
+
+// jobEnv makes the test binary play a job unit (see playJob). It is
+// dispatched from init, before TestMain, so that TestMain stays as it is.
+const jobEnv = "HERMESD_TEST_JOB"
+
+func init() {
+	if kind := os.Getenv(jobEnv); kind != "" {
+		os.Exit(playJob(kind))
+	}
+}
+
+// playJob is a job's body. "ok" exits 0. "stream" is an agent whose
+// provider hangs: it opens a streaming chat call through $OPENAI_BASE_URL
+// (which never sends content), and on wrapup_signal (USR1) reads
+// $HERMES_WRAPUP_FILE into its log and makes one more call, whose answer
+// says whether the proxy injected the notice; on TERM it says so and
+// exits 1.
+func playJob(kind string) int {
+	fmt.Printf("job %s run %s deadline %s\n", kind, os.Getenv("HERMES_RUN_ID"), os.Getenv("HERMES_RUN_DEADLINE"))
+	if kind == "ok" {
+		return 0
+	}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGTERM)
+	c := openai.NewClient(option.WithBaseURL(os.Getenv("OPENAI_BASE_URL")), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+	params := openai.ChatCompletionNewParams{Model: "slow-model", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("work")}}
+	go func() {
+		s := c.Chat.Completions.NewStreaming(context.Background(), params)
+		for s.Next() {
+			for _, ch := range s.Current().Choices {
+				fmt.Printf("stream content %q\n", ch.Delta.Content)
+			}
+		}
+		fmt.Printf("stream ended: %v\n", s.Err())
+	}()
+	for sig := range sigs {
+		if sig == syscall.SIGTERM {
+			fmt.Println("got TERM")
+			return 1
+		}
+		b, err := os.ReadFile(os.Getenv("HERMES_WRAPUP_FILE"))
+		fmt.Printf("wrapup notice: %s (err %v)\n", strings.TrimSpace(string(b)), err)
+		r, err := c.Chat.Completions.New(context.Background(), params)
+		if err != nil {
+			fmt.Printf("after wrapup: error %v\n", err)
+			continue
+		}
+		fmt.Printf("after wrapup: %s\n", r.Choices[0].Message.Content)
+	}
+	return 1
+}
+
+// upstream is a scripted provider: streaming calls get headers and then
+// nothing until the caller goes; a non-streaming call answers whether its
+// messages hold the wrap-up notice.
+func upstream(t *testing.T) *httptest.Server {
+	t.Helper()
+	quit := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req struct {
+			Stream bool `json:"stream"`
+		}
+		json.Unmarshal(body, &req)
+		if req.Stream {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			select { // hang without content
+			case <-r.Context().Done():
+			case <-quit:
+			}
+			return
+		}
+		answer := "no notice"
+		if strings.Contains(string(body), "Wrap up now") {
+			answer = "notice injected"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","created":1,"model":"slow-model","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":%q}}]}`, answer)
+	}))
+	t.Cleanup(func() { close(quit); srv.Close() })
+	return srv
+}
+
+// startDaemonConfig is startDaemon with a hermes.yaml of the test's.
+func startDaemonConfig(t *testing.T, dir, config string) *hermesd {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	nsPath := filepath.Join(t.TempDir(), "n.sock")
+	ns, err := notify.Listen(nsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{}, 1)
+	nsDone := make(chan error, 1)
+	go func() {
+		nsDone <- ns.Run(ctx, func(m notify.Message) {
+			if m.Ready() {
+				select {
+				case ready <- struct{}{}:
+				default:
+				}
+			}
+		})
+	}()
+	defer func() { cancel(); <-nsDone }()
+
+	d := &hermesd{t: t, dir: dir, socket: filepath.Join(dir, "state", "ctl.sock"), done: make(chan error, 1)}
+	logf, err := os.OpenFile(filepath.Join(dir, "hermesd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	d.cmd = exec.Command(os.Args[0], "--units", filepath.Join(dir, "units"), "--state", filepath.Join(dir, "state"),
+		"--socket", d.socket, "--config", config)
+	d.cmd.Env = append(os.Environ(), roleEnv+"=hermesd", "NOTIFY_SOCKET="+nsPath)
+	d.cmd.Stdout, d.cmd.Stderr = logf, logf
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { d.done <- d.cmd.Wait() }()
+	t.Cleanup(func() {
+		if d.cmd.ProcessState == nil {
+			d.cmd.Process.Signal(syscall.SIGTERM)
+			<-d.done
+		}
+	})
+	select {
+	case <-ready:
+	case err := <-d.done:
+		b, _ := os.ReadFile(filepath.Join(dir, "hermesd.log"))
+		t.Fatalf("hermesd exited before READY=1: %v\n%s", err, b)
+	case <-time.After(20 * time.Second):
+		t.Fatalf("hermesd sent no READY=1 within 20s")
+	}
+	return d
+}
+
+// jobUntil polls status (a run's end is another process's event) until
+// unit is in state with job result want, or fails after within.
+func (d *hermesd) jobUntil(unit, state, want string, within time.Duration) control.Unit {
+	d.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		u := d.status()[unit]
+		if u.State == state && u.Job != nil && u.Job.Result == want {
+			return u
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(filepath.Join(d.dir, "hermesd.log"))
+			d.t.Fatalf("job %s: %+v (state %s, error %q) after %s, want %s with result %q\n%s", unit, u.Job, u.State, u.Error, within, state, want, b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestJobsThroughProxy: hermesd serves the proxy for a scripted provider;
+// a job whose stream hangs gets the wrap-up notice (file, signal, and
+// injected into its next call) and is stopped at its budget, marked budget
+// exceeded; a job that exits 0 is not restarted.
+func TestJobsThroughProxy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts hermesd and job processes")
+	}
+	up := upstream(t)
+	dir := t.TempDir()
+	config := filepath.Join(dir, "hermes.yaml")
+	writeFile(t, config, fmt.Sprintf("gateway: {listen: \"127.0.0.1:0\"}\nproviders:\n  scripted:\n    base_url: %s/v1\n", up.URL))
+	// The schedule never comes during the test: runs are started by hand.
+	job := func(kind, extra string) string {
+		return fmt.Sprintf("command: [%q]\nenv: {%s: %s}\nschedule: \"0 0 1 1 *\"\nrestart: on-failure\n%s", os.Args[0], jobEnv, kind, extra)
+	}
+	writeFile(t, filepath.Join(dir, "units", "agent.yaml"), job("stream", "run_budget_seconds: 4\nwrapup_signal: USR1\ntimeouts: {stop: 2s}\n"))
+	writeFile(t, filepath.Join(dir, "units", "quick.yaml"), job("ok", ""))
+
+	d := startDaemonConfig(t, dir, config)
+	c := d.client()
+	st, err := c.Status(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Proxy == nil || st.Proxy.Listen == "" || !slices.Equal(st.Proxy.Providers, []string{"scripted"}) {
+		t.Fatalf("status proxy %+v, want listening with provider scripted", st.Proxy)
+	}
+	for _, u := range []string{"agent", "quick"} {
+		if s := d.status()[u]; s.State != "inactive" || s.Job == nil || s.Job.Next.IsZero() {
+			t.Errorf("%s before its first run: state %s job %+v, want inactive with a next fire", u, s.State, s.Job)
+		}
+		if err := c.Start(t.Context(), u); err != nil {
+			t.Fatalf("start %s: %v", u, err)
+		}
+	}
+
+	q := d.jobUntil("quick", "exited", "success", 10*time.Second)
+	if q.State != "exited" || q.Restarts != 0 {
+		t.Errorf("quick: state %s restarts %d, want exited 0", q.State, q.Restarts)
+	}
+
+	a := d.jobUntil("agent", "failed", "budget exceeded", 20*time.Second)
+	if a.State != "failed" || !strings.Contains(a.Error, "budget exceeded") || a.Restarts != 0 {
+		t.Errorf("agent: state %s error %q restarts %d, want failed, budget exceeded, no restart", a.State, a.Error, a.Restarts)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "state", "logs", "agent.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := string(b)
+	t.Logf("agent log:\n%s", log)
+	notice := strings.Index(log, "wrapup notice: hermes: job agent (run "+a.Job.RunID+") has used 80% of its run budget of 4s")
+	injected := strings.Index(log, "after wrapup: notice injected")
+	term := strings.Index(log, "got TERM")
+	if notice < 0 || injected < notice || term < injected {
+		t.Errorf("agent log: want the wrap-up notice read, then the notice injected into the next call, then TERM at the deadline; got\n%s", log)
+	}
+	if strings.Contains(log, "stream content") {
+		t.Errorf("agent log shows stream content from a provider that sends none:\n%s", log)
+	}
+	if strings.Count(log, "wrapup notice:") != 1 {
+		t.Errorf("agent got %d wrap-up notices, want 1:\n%s", strings.Count(log, "wrapup notice:"), log)
+	}
+
+	// Still exited after the other job's whole run: not restarted.
+	if q := d.status()["quick"]; q.State != "exited" || q.Restarts != 0 || q.Job.Result != "success" {
+		t.Errorf("quick later: state %s restarts %d result %q, want exited 0 success", q.State, q.Restarts, q.Job.Result)
+	}
+}
+
+// TestProxyPortInUse: hermesd refuses to start when gateway.listen is
+// taken, with exit code 5 and a line naming the address.
+func TestProxyPortInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dir := t.TempDir()
+	config := filepath.Join(dir, "hermes.yaml")
+	writeFile(t, config, fmt.Sprintf("gateway: {listen: %q}\nproviders:\n  p: {base_url: \"http://127.0.0.1:1/v1\"}\n", ln.Addr()))
+	cmd := exec.Command(os.Args[0], "--units", filepath.Join(dir, "units"), "--state", filepath.Join(dir, "state"),
+		"--socket", filepath.Join(dir, "ctl.sock"), "--config", config)
+	cmd.Env = append(os.Environ(), roleEnv+"=hermesd")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitProxy {
+		t.Fatalf("hermesd: %v, want exit %d\n%s", err, exitProxy, out)
+	}
+	if !strings.Contains(string(out), "hermesd: provider proxy cannot listen") || !strings.Contains(string(out), ln.Addr().String()) {
+		t.Errorf("hermesd output lacks the proxy error naming %s:\n%s", ln.Addr(), out)
+	}
+}
