@@ -67,12 +67,18 @@ func unitOf(file string) string {
 }
 
 // plan is Diff against the current units; units already being removed do
-// not count as current.
+// not count as current. A unit stopping to switch to a pending version
+// counts as that version: the file is compared with what the unit is about
+// to run, so that saving the running version back over a pending edit is a
+// change (the unit must not go on to the edit the file no longer holds).
 func (r *Reconciler) plan(l Loaded) control.Plan {
 	cur := map[string]string{}
 	for n, u := range r.units {
 		if !u.removed && !u.external { // an adopted group is no unit file
 			cur[n] = u.hash
+			if u.pending != nil {
+				cur[n] = hash(*u.pending)
+			}
 		}
 	}
 	return Diff(cur, l)
@@ -98,7 +104,13 @@ func (r *Reconciler) apply(ctx context.Context, p control.Plan, l Loaded) {
 	}
 	for _, n := range p.Keep {
 		if s, ok := specs[n]; ok {
-			r.units[n].spec = s // fields outside the hash apply without a restart
+			// Fields outside the hash apply without a restart, to the
+			// version the unit runs or is about to run.
+			if u := r.units[n]; u.pending != nil {
+				u.pending = &s
+			} else {
+				u.spec = s
+			}
 		}
 	}
 	for _, n := range p.Restart {
