@@ -217,6 +217,12 @@ func (p *Proxy) relayStream(ctx context.Context, r *http.Request, w http.Respons
 			w.WriteHeader(resp.StatusCode)
 		}
 	}
+	// The stream starts when the provider's does: a client waiting for
+	// headers while the provider thinks would otherwise see nothing at all.
+	start()
+	if err := rc.Flush(); err != nil {
+		return timeouts.Failed
+	}
 	rd := sse.NewReader(b)
 	done, finished := false, false
 	for {

@@ -19,8 +19,10 @@
 //     finishes the client's response.
 //
 // A cut names the layer, its value, its provenance chain and the setting to
-// change: as an OpenAI-style JSON error (HTTP 504) before anything was
-// relayed, as an SSE "error" event after. A give-up breaker per session
+// change: as an OpenAI-style JSON error (HTTP 504) before the provider's
+// stream started (its response headers, which are relayed at once so that a
+// client sees the stream open while the model thinks), as an SSE "error"
+// event after. A give-up breaker per session
 // fails calls at once after repeated stale kills. Requests of a registered
 // run (path prefix /run/<id>/v1 or header X-Hermes-Run-Id) are resolved with
 // that run's remaining budget and get its wrap-up notice once.

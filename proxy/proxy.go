@@ -107,6 +107,12 @@ func New(opts Options) (*Proxy, error) {
 		// Compressed streams would hide the event boundaries the watchdog
 		// reads, and delay bytes behind the decompressor's buffer.
 		DisableCompression: true,
+		// An idle stream holds its connection's buffers: the request is
+		// written once (a large body bypasses the buffer), and the SSE
+		// reader keeps its own buffer, so small ones cost nothing in speed
+		// and keep 1000 idle streams small.
+		WriteBufferSize: 512,
+		ReadBufferSize:  2048,
 	}
 	p.client = &http.Client{
 		Transport: p.transport,

@@ -94,7 +94,7 @@ func NewReader(r io.Reader) *Reader { return NewReaderSize(r, DefaultMaxEvent) }
 // NewReaderSize returns a Reader whose events and lines may not exceed max
 // bytes.
 func NewReaderSize(r io.Reader, max int) *Reader {
-	return &Reader{r: r, max: max, buf: make([]byte, 0, 4096)}
+	return &Reader{r: r, max: max, buf: make([]byte, 0, 512)}
 }
 
 // Buffered reports how many bytes have been read from the underlying reader
