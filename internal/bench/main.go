@@ -38,7 +38,6 @@ type section struct {
 var sections = []section{
 	{"ledger", benchLedger},
 	{"supervisor", benchSupervisor},
-	{"hermesd", benchHermesd},
 	{"load", benchLoad},
 	{"proxy", benchProxy},
 }
