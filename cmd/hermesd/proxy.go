@@ -59,8 +59,7 @@ func startProxy(ctx context.Context, cfg config, log *slog.Logger) (*gatewayProx
 		return nil, exit(exitUsage, fmt.Errorf("providers: %w", err))
 	}
 	if len(set.IDs()) == 0 {
-		log.Info("provider proxy off: no provider in hermes.yaml or the units")
-		return nil, nil
+		return nil, nil // off; said nothing, so that a later startup error is hermesd's only line
 	}
 	p, err := proxy.New(proxy.Options{
 		Providers: set,
