@@ -38,6 +38,7 @@ type section struct {
 var sections = []section{
 	{"ledger", benchLedger},
 	{"supervisor", benchSupervisor},
+	{"hermesd", benchHermesd},
 	{"load", benchLoad},
 	{"proxy", benchProxy},
 }
