@@ -72,9 +72,11 @@ func (e *ExitError) Status() int {
 	return e.Code
 }
 
-// gate is run by /bin/sh as the child in pgroup mode: it waits on fd 3 for
-// the owner's "go" (sent after registration) and execs the program; at EOF
-// (the owner died first) it exits without running it.
+// gate is run by /bin/sh as the child in pgroup mode, and for a Survive
+// child in either mode: it waits on fd 3 for the owner's "go" (sent after
+// registration, and for a Survive child after its ledger record is on disk)
+// and execs the program; at EOF (the owner died first) it exits without
+// running it.
 const gate = `IFS= read -r g <&3 && [ "$g" = go ] && exec 3<&- && exec "$@"; exit 125`
 
 // SpawnOwned starts spec as the leader of a new process group (and cgroup,
@@ -174,8 +176,19 @@ func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
 				o.opts.Logf("supervisor: child subreaper: %v (escapees may be missed)", err)
 			}
 		})
+	}
+	// The gate. An owned child in cgroup mode needs none: its cgroup is
+	// registered before it starts. A Survive child always has one: nothing
+	// kills it when the owner dies, and the ledger record is how the next
+	// owner finds it, so it must never run unrecorded (an owner killed
+	// between the start and the record would leave a survivor no one
+	// knows, and the next owner would start a duplicate).
+	if o.tree == nil || spec.Survive {
 		var gateR *os.File
 		if gateR, gateW, err = os.Pipe(); err != nil {
+			if r.g.Cgroup != "" {
+				os.Remove(r.g.Cgroup)
+			}
 			return nil, fmt.Errorf("spawn %s: gate: %w", spec.Unit, err)
 		}
 		defer gateR.Close()
@@ -183,11 +196,13 @@ func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
 		cmd.Path = Shell
 		cmd.Args = append([]string{Shell, "-c", gate, spec.Argv[0], path}, spec.Argv[1:]...)
 		cmd.ExtraFiles = []*os.File{gateR}
-		abort = func() {
-			gateW.Close() // the gate sees EOF and exits without running the program
-			o.mu.Lock()
-			o.unregisterLocked(r)
-			o.mu.Unlock()
+		if o.tree == nil {
+			abort = func() {
+				gateW.Close() // the gate sees EOF and exits without running the program
+				o.mu.Lock()
+				o.unregisterLocked(r)
+				o.mu.Unlock()
+			}
 		}
 	}
 
