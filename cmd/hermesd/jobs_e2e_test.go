@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +22,10 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/notify"
+	"github.com/hermes-units/hermes/providers"
+	"github.com/hermes-units/hermes/proxy"
+	"github.com/hermes-units/hermes/reconciler"
+	"github.com/hermes-units/hermes/units"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 )
@@ -284,5 +289,53 @@ func TestProxyPortInUse(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "hermesd: provider proxy cannot listen") || !strings.Contains(string(out), ln.Addr().String()) {
 		t.Errorf("hermesd output lacks the proxy error naming %s:\n%s", ln.Addr(), out)
+	}
+}
+
+// TestLoadHook: each load gives budget-less jobs the agent's budget and
+// swaps the proxy's provider set; a set that does not build keeps the old.
+func TestLoadHook(t *testing.T) {
+	set0, err := providers.New(&units.Config{Providers: map[string]units.Provider{"old": {BaseURL: "http://127.0.0.1:1/v1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := proxy.New(proxy.Options{Providers: set0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gatewayProxy{p: p, listen: units.DefaultListen}
+	g.set.Store(set0)
+	hook := loadHook(g, slog.New(slog.DiscardHandler))
+	models := func() string {
+		rec := httptest.NewRecorder()
+		p.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/models", nil))
+		return rec.Body.String()
+	}
+
+	cfg := units.Config{Gateway: units.Gateway{Listen: units.DefaultListen}, Agent: units.Agent{RunBudget: time.Minute},
+		Providers: map[string]units.Provider{"new": {BaseURL: "http://127.0.0.1:2/v1", Models: map[string]units.ProviderModel{"m1": {}}}}}
+	l := reconciler.Loaded{Specs: []units.Spec{
+		{Name: "bare", Schedule: "* * * * *"},
+		{Name: "own", Schedule: "* * * * *", RunBudget: 10 * time.Second},
+		{Name: "svc"},
+		{Name: "llm", Provider: &units.Provider{ID: "unitp", BaseURL: "http://127.0.0.1:3/v1"}},
+	}}
+	hook(cfg, &l)
+	for i, want := range []time.Duration{time.Minute, 10 * time.Second, 0, 0} {
+		if got := l.Specs[i].RunBudget; got != want {
+			t.Errorf("%s: run budget %v, want %v", l.Specs[i].Name, got, want)
+		}
+	}
+	if got := g.set.Load().IDs(); !slices.Equal(got, []string{"new", "unitp"}) {
+		t.Errorf("providers after reload %v, want [new unitp]", got)
+	}
+	if m := models(); !strings.Contains(m, `"m1"`) {
+		t.Errorf("/v1/models after reload %s, want m1 of the new set", m)
+	}
+
+	dup := reconciler.Loaded{Specs: []units.Spec{{Name: "llm", Provider: &units.Provider{ID: "new", BaseURL: "http://127.0.0.1:4/v1"}}}}
+	hook(cfg, &dup)
+	if got := g.set.Load().IDs(); !slices.Equal(got, []string{"new", "unitp"}) {
+		t.Errorf("providers after a duplicate id %v, want the last good [new unitp]", got)
 	}
 }
