@@ -75,10 +75,6 @@ func (h *harness) steady(ctx context.Context) map[string]marked {
 	byUnit, leaders := groups(ps)
 	out := map[string]marked{}
 	for _, d := range unitSet {
-		gs := byUnit[d.name]
-		if len(gs) > 1 {
-			h.violate("duplicate: unit %s has %d live groups %v: %s", d.name, len(gs), gs, listUnit(ps, d.name))
-		}
 		for _, u := range st.Units {
 			if u.Name != d.name || u.PID == 0 {
 				continue
@@ -90,9 +86,42 @@ func (h *harness) steady(ctx context.Context) map[string]marked {
 			}
 			out[d.name] = l
 		}
+		if gs := byUnit[d.name]; len(gs) > 1 {
+			h.violate("duplicate: unit %s has %d live groups %v: %s", d.name, len(gs), gs, listUnit(ps, d.name))
+			// Repair, so that the next rounds are judged on their own:
+			// the groups hermesd does not show are killed.
+			for _, p := range ps {
+				if p.unit == d.name && p.pgid != out[d.name].pgid {
+					syscall.Kill(p.pid, syscall.SIGKILL)
+					delete(leaders, p.pid)
+				}
+			}
+		}
+	}
+	// An owned spawn's record may trail its start by one ledger write
+	// (SpawnOwned queues it): allow it a moment before calling it missing.
+	deadline = time.Now().Add(2 * time.Second)
+	for !h.recorded(leaders) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
 	}
 	h.ledgerComplete(leaders, "steady")
 	return out
+}
+
+// recorded reports whether the ledger parses and has an entry for every
+// leader of leaders (see ledgerComplete, which says what is wrong).
+func (h *harness) recorded(leaders map[int]marked) bool {
+	b, _ := os.ReadFile(filepath.Join(h.state, ledger.FileName))
+	es, err := ledger.Parse(b)
+	if err != nil {
+		return false
+	}
+	for _, l := range leaders {
+		if !slices.ContainsFunc(es, func(e ledger.Entry) bool { return e.Leader.PID == l.pid && e.Leader.StartTime == l.start }) {
+			return false
+		}
+	}
+	return true
 }
 
 func allRunning(st control.Status) bool {
@@ -131,17 +160,18 @@ func listUnit(ps []marked, unit string) string {
 
 // ledgerComplete checks that the ledger parses, that nothing was set aside
 // as corrupt, and that each live group leader has an entry with its
-// identity.
-func (h *harness) ledgerComplete(leaders map[int]marked, when string) {
+// identity. It reports whether all held.
+func (h *harness) ledgerComplete(leaders map[int]marked, when string) bool {
+	n := len(h.violations)
 	b, err := os.ReadFile(filepath.Join(h.state, ledger.FileName))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		h.violate("ledger unreadable (%s): %v", when, err)
-		return
+		return false
 	}
 	es, err := ledger.Parse(b)
 	if err != nil {
 		h.violate("ledger does not parse (%s): %v", when, err)
-		return
+		return false
 	}
 	if cs, _ := filepath.Glob(filepath.Join(h.state, ledger.FileName+".corrupt-*")); len(cs) > 0 {
 		h.violate("ledger was set aside as corrupt (%s): %v", when, cs)
@@ -163,6 +193,7 @@ func (h *harness) ledgerComplete(leaders map[int]marked, when string) {
 			h.violate("ledger (%s): live spawn %s recorded %d times, want once", when, l, found)
 		}
 	}
+	return len(h.violations) == n
 }
 
 // act performs the round's activity and delivers the fault; it returns once
@@ -363,7 +394,16 @@ func (h *harness) afterDeath(fault string, before map[string]marked, touched []s
 			h.violate("survivor %s (pid %d), untouched this round, did not outlive hermesd's %s: now %s", u, b.pid, fault, listUnit(ps, u))
 		}
 	}
-	h.ledgerComplete(leaders, "after the death")
+	if !h.ledgerComplete(leaders, "after the death") {
+		// Repair: a survivor the ledger does not know cannot be
+		// re-adopted and would be a duplicate for every later round.
+		for u, l := range out {
+			if !h.recorded(map[int]marked{l.pid: l}) {
+				syscall.Kill(-l.pgid, syscall.SIGKILL)
+				delete(out, u)
+			}
+		}
+	}
 	return out
 }
 
