@@ -131,6 +131,9 @@ func sessionKey(r *http.Request, runID, provider string) string {
 // staleSetting names the setting a user changes for this call's stale
 // patience: the explicit one in force, else the model's key.
 func staleSetting(p timeouts.Provider, model string) string {
+	if p.Source == "" {
+		p.Source = "providers." + p.ID // as the resolver names it
+	}
 	for k, m := range p.Models {
 		if strings.EqualFold(k, model) {
 			if m.StaleTimeout > 0 || p.StaleTimeout <= 0 {

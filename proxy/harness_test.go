@@ -95,6 +95,7 @@ func (u *upstream) waitExit(t *testing.T, n int) {
 // harness is a proxy serving on loopback in front of an upstream, and an
 // openai-go client pointed at it.
 type harness struct {
+	stop  func() error // ends Serve and returns its error (once)
 	up    *upstream
 	proxy *Proxy
 	url   string // http://127.0.0.1:port
@@ -153,14 +154,17 @@ func newHarness(t *testing.T, s setup) *harness {
 	done := make(chan error, 1)
 	go func() { done <- p.Serve(ctx, ln) }()
 	tr := &http.Transport{}
-	t.Cleanup(func() {
+	stop := sync.OnceValue(func() error {
 		cancel()
-		if err := <-done; err != nil {
+		return <-done
+	})
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
 			t.Errorf("Serve: got %v, want nil", err)
 		}
 		tr.CloseIdleConnections()
 	})
-	return &harness{up: up, proxy: p, url: "http://" + ln.Addr().String(), hc: &http.Client{Transport: tr}}
+	return &harness{stop: stop, up: up, proxy: p, url: "http://" + ln.Addr().String(), hc: &http.Client{Transport: tr}}
 }
 
 // client returns an openai-go client for base (a path under the proxy, like

@@ -7,6 +7,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -268,9 +269,17 @@ func (w logWriter) Write(b []byte) (int, error) {
 // ServeHTTP routes /v1/... and /run/<id>/v1/....
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path, runID := r.URL.Path, r.Header.Get(HeaderRunID)
-	if rest, ok := strings.CutPrefix(path, "/run/"); ok {
+	// The run id is cut from the escaped path, so that an id holding an
+	// escaped "/" stays one segment.
+	if rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/run/"); ok {
 		id, tail, _ := strings.Cut(rest, "/")
-		runID, path = id, "/"+tail
+		uid, err1 := url.PathUnescape(id)
+		utail, err2 := url.PathUnescape(tail)
+		if err1 != nil || err2 != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "bad_path", "hermes proxy: malformed path "+r.URL.EscapedPath())
+			return
+		}
+		runID, path = uid, "/"+utail
 	}
 	var api timeouts.API
 	switch path {
@@ -328,4 +337,11 @@ func (p *Proxy) models(w http.ResponseWriter) {
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+// RunBaseURL is the OPENAI_BASE_URL a job of run runID gets when the proxy
+// listens on addr: http://ADDR/run/RUNID/v1, so that a plain
+// OpenAI-compatible client needs no extra header.
+func RunBaseURL(addr net.Addr, runID string) string {
+	return "http://" + addr.String() + "/run/" + url.PathEscape(runID) + "/v1"
 }

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -358,5 +359,32 @@ func TestCheckLoopback(t *testing.T) {
 	}
 	if _, err := p.Listen(t.Context()); !errors.Is(err, ErrNotLoopback) {
 		t.Errorf("Listen 0.0.0.0: got %v, want ErrNotLoopback", err)
+	}
+}
+
+func TestServeEndsInFlightStreams(t *testing.T) {
+	h := newHarness(t, setup{stale: time.Hour}) // nothing cuts the stream but shutdown
+	h.up.play(keepAlives)
+	c := h.client("/v1/")
+	s := c.Chat.Completions.NewStreaming(t.Context(), chatParams("gpt-4o"))
+	defer s.Close()
+	if !s.Next() { // the role chunk: the stream is in flight
+		t.Fatalf("got no first chunk: %v", s.Err())
+	}
+	if err := h.stop(); err != nil {
+		t.Errorf("Serve: got %v, want nil", err)
+	}
+	for s.Next() {
+	}
+	if msg := errMessage(t, s.Err()); !strings.Contains(msg, "shutting down") {
+		t.Errorf("got %q, want the shutdown error event", msg)
+	}
+	h.up.waitExit(t, 1)
+}
+
+func TestRunBaseURL(t *testing.T) {
+	addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 7411}
+	if got, want := RunBaseURL(addr, "nightly-42"), "http://127.0.0.1:7411/run/nightly-42/v1"; got != want {
+		t.Errorf("got %s, want %s", got, want)
 	}
 }
