@@ -24,6 +24,13 @@ func (r *Reconciler) Status(ctx context.Context, names ...string) (control.Statu
 	if e := r.do(ctx, func(context.Context) { st, err = r.status(names) }); e != nil {
 		return control.Status{}, e
 	}
+	// /proc is read here, on the caller's goroutine: with hundreds of
+	// units, reading it on Run's would hold every other caller and event.
+	for i := range st.Units {
+		if u := &st.Units[i]; u.State != "released" && u.PID > 0 {
+			u.RSS = rss(u.PID)
+		}
+	}
 	return st, err
 }
 
@@ -66,7 +73,6 @@ func (r *Reconciler) status(names []string) (control.Status, error) {
 		if u.state.active() {
 			cu.PID, cu.PGID, cu.Cgroup = u.group.Leader.PID, u.group.PGID, u.group.Cgroup
 			cu.Uptime = time.Since(u.started)
-			cu.RSS = rss(cu.PID)
 		}
 		switch {
 		case fileErr[n] != "":
@@ -130,7 +136,9 @@ func (r *Reconciler) Start(ctx context.Context, name string) error {
 			u.stopTimer(timerBackoff)
 			u.state, u.starts, u.attempt, u.err = Inactive, nil, 0, nil
 		}
+		r.asked = u
 		r.reconcile(ctx)
+		r.asked = nil
 		if u.state == Failed || u.state == BackingOff {
 			err = u.err
 		}

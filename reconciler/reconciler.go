@@ -114,7 +114,10 @@ type Reconciler struct {
 	opt    Options
 	log    *slog.Logger
 	events chan any
-	done   chan struct{} // closed when Run returns
+	// requests carries control calls (see do) apart from events, so that a
+	// status is not queued behind a backlog of exits and timers.
+	requests chan request
+	done     chan struct{} // closed when Run returns
 
 	// Owned by Run's goroutine.
 	units       map[string]*unit
@@ -127,6 +130,8 @@ type Reconciler struct {
 	rotate      *time.Timer
 	readyCalled bool
 	jobs        scheduler // jobs.go
+	more        bool      // the last pass ran out of its start budget (pace.go)
+	asked       *unit     // the unit a Start call is starting: exempt from the budget
 }
 
 // New checks opts and returns a Reconciler ready to Run.
@@ -151,11 +156,12 @@ func New(opts Options) (*Reconciler, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Reconciler{
-		opt:    opts,
-		log:    log,
-		events: make(chan any, 64),
-		done:   make(chan struct{}),
-		units:  map[string]*unit{},
+		opt:      opts,
+		log:      log,
+		events:   make(chan any, 64),
+		requests: make(chan request),
+		done:     make(chan struct{}),
+		units:    map[string]*unit{},
 	}, nil
 }
 
@@ -226,23 +232,67 @@ func (r *Reconciler) Run(ctx context.Context) error {
 			r.finishShutdown()
 			return nil
 		}
-		select {
-		case <-shut:
-			shut = nil
-			r.beginShutdown()
-		case <-r.opt.Changes:
-			if r.shutting {
-				continue
-			}
-			if l, err := r.opt.Load(ctx); err != nil {
-				r.log.Error("reload: units not read; running units kept", "err", err)
-			} else {
-				r.apply(ctx, r.plan(l), l)
-			}
-		case ev := <-r.events:
-			r.handle(ctx, ev)
-		}
+		// A pass that ran out of its start budget is continued at once,
+		// but only after whatever input is already waiting (see pace.go).
+		r.step(ctx, &shut, !r.more)
 		r.reconcile(ctx)
+	}
+}
+
+// input is what step received.
+type input int
+
+const (
+	inputNone input = iota
+	inputShut
+	inputChange
+	inputEvent
+)
+
+// step takes one input (a shutdown, a change of the units, a control
+// request or an event) and handles it. With wait false it returns at once
+// when none is ready.
+func (r *Reconciler) step(ctx context.Context, shut *<-chan struct{}, wait bool) {
+	in, ev := inputNone, any(nil)
+	if wait {
+		select {
+		case <-*shut:
+			in = inputShut
+		case <-r.opt.Changes:
+			in = inputChange
+		case req := <-r.requests:
+			in, ev = inputEvent, req
+		case ev = <-r.events:
+			in = inputEvent
+		}
+	} else {
+		select {
+		case <-*shut:
+			in = inputShut
+		case <-r.opt.Changes:
+			in = inputChange
+		case req := <-r.requests:
+			in, ev = inputEvent, req
+		case ev = <-r.events:
+			in = inputEvent
+		default:
+		}
+	}
+	switch in {
+	case inputShut:
+		*shut = nil
+		r.beginShutdown()
+	case inputChange:
+		if r.shutting {
+			return
+		}
+		if l, err := r.opt.Load(ctx); err != nil {
+			r.log.Error("reload: units not read; running units kept", "err", err)
+		} else {
+			r.apply(ctx, r.plan(l), l)
+		}
+	case inputEvent:
+		r.handle(ctx, ev)
 	}
 }
 
@@ -438,7 +488,7 @@ func (r *Reconciler) do(ctx context.Context, fn func(ctx context.Context)) error
 	ran := make(chan struct{})
 	req := request{fn: func(ctx context.Context) { fn(ctx); close(ran) }}
 	select {
-	case r.events <- req:
+	case r.requests <- req:
 	case <-r.done:
 		return ErrStopped
 	case <-ctx.Done():
@@ -540,6 +590,8 @@ func (r *Reconciler) reconcile(ctx context.Context) {
 		}
 		return
 	}
+	r.more = false
+	pass := startPass{began: time.Now()}
 	for _, u := range order {
 		switch u.state {
 		case Inactive, Waiting:
@@ -551,8 +603,14 @@ func (r *Reconciler) reconcile(ctx context.Context) {
 				u.state, u.waitMsg = Waiting, why
 				continue
 			}
+			if !pass.allows() && len(u.waiters) == 0 && u != r.asked {
+				u.state, u.waitMsg = Waiting, waitQueued
+				r.more = true
+				continue
+			}
 			u.waitMsg = ""
 			r.start(ctx, u)
+			pass.started++
 		case Starting, Running:
 			if !u.enabled || u.removed || u.pending != nil {
 				continue // a stop is already on its way via a command or reload
@@ -566,7 +624,7 @@ func (r *Reconciler) reconcile(ctx context.Context) {
 			}
 		}
 	}
-	if !r.readyCalled && r.opt.OnReady != nil {
+	if !r.readyCalled && r.opt.OnReady != nil && !r.more {
 		r.readyCalled = true
 		n := 0
 		for _, u := range r.units {
