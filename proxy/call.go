@@ -64,7 +64,7 @@ func (p *Proxy) call(w http.ResponseWriter, r *http.Request, api timeouts.API, r
 	}
 
 	c := providers.Call{Model: rt.Model, Stream: req.Stream, API: api, Tokens: req.tokens(), Env: p.opts.Env}
-	if rn != nil {
+	if rn != nil && rn.budget != nil {
 		c.Run = rn.budget.Run()
 	}
 	in, err := set.Inputs(rt.Provider, c)
@@ -90,7 +90,7 @@ func (p *Proxy) call(w http.ResponseWriter, r *http.Request, api timeouts.API, r
 		writeError(w, http.StatusServiceUnavailable, "hermes_gave_up", "stale_giveup", "hermes proxy: "+err.Error())
 		return
 	}
-	if rn != nil && rn.wrapup != "" && rn.budget.TakeWrapUp() {
+	if rn != nil && rn.budget != nil && rn.wrapup != "" && rn.budget.TakeWrapUp() {
 		if err := req.wrapUp(api, rn.wrapup); err != nil {
 			ss.breaker.Record(timeouts.Failed)
 			writeError(w, http.StatusBadRequest, "invalid_request_error", "bad_body", "hermes proxy: "+err.Error())

@@ -134,7 +134,8 @@ func (p *Proxy) Status() []BreakerStatus { return p.sessions.status() }
 // header X-Hermes-Run-Id) resolve with budget's remaining time, and injects
 // wrapup (if not empty) once into the first model request after the
 // budget's wrap-up point. The caller (hermesd's job runner) owns budget:
-// it calls UnregisterRun when the run ends, then budget.Stop. Registering
+// it calls UnregisterRun when the run ends, then budget.Stop. A nil budget
+// registers a run without one (its calls resolve like any other). Registering
 // an id again replaces its budget and notice.
 func (p *Proxy) RegisterRun(runID string, budget *timeouts.Budget, wrapup string) {
 	p.mu.Lock()
