@@ -57,6 +57,7 @@ type config struct {
 	paths.Paths
 	role     reconciler.Role
 	insecure bool
+	mode     supervisor.Mode // "" = automatic
 }
 
 func parseFlags(args []string) (config, error) {
@@ -64,6 +65,7 @@ func parseFlags(args []string) (config, error) {
 	paths.AddFlags(fs)
 	fs.String(paths.KeyRole, string(reconciler.Gateway), "owner role: gateway (survivors are re-adopted) or worker (env HERMES_ROLE, config key role)")
 	insecure := fs.Bool("insecure-units", false, "skip the ownership and permission checks of unit files")
+	addModeFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return config{}, exit(exitUsage, err)
 	}
@@ -81,10 +83,19 @@ func parseFlags(args []string) (config, error) {
 	if err != nil {
 		return config{}, exit(exitUsage, err)
 	}
-	return config{Paths: res.Paths, role: role, insecure: *insecure}, nil
+	mode, err := resolveMode(fs)
+	if err != nil {
+		return config{}, exit(exitUsage, err)
+	}
+	return config{Paths: res.Paths, role: role, insecure: *insecure, mode: mode}, nil
 }
 
 func run(args []string) error {
+	// Before anything is opened or started: what hermesd inherited must
+	// not pass on to the units and the death supervisor.
+	if err := cloexecInherited(); err != nil {
+		return exit(exitFailure, err)
+	}
 	cfg, err := parseFlags(args)
 	if errors.Is(err, pflag.ErrHelp) {
 		return nil
@@ -146,7 +157,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		return exit(exitFailure, err)
 	}
 	owner, err := supervisor.New(supervisor.Options{
-		StateDir: cfg.State, Role: string(cfg.role),
+		StateDir: cfg.State, Role: string(cfg.role), Mode: cfg.mode,
 		Logf: func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...), "part", "supervisor") },
 	})
 	if err != nil {

@@ -6,7 +6,10 @@
 //
 // Flags (each also HERMES_* env and a top-level key of hermes.yaml; flag >
 // env > file > default): --config, --units, --state, --socket,
-// --role gateway|worker, --insecure-units.
+// --role gateway|worker, --insecure-units. The hidden flag
+// --supervisor-mode cgroup|pgroup (env HERMES_SUPERVISOR_MODE, no file key)
+// forces the containment mode; by default it is cgroup where a writable
+// cgroup v2 hierarchy exists, else pgroup.
 //
 // Exit codes:
 //

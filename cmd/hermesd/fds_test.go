@@ -1,0 +1,336 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/procfd"
+	"github.com/hermes-units/hermes/notify"
+	"github.com/hermes-units/hermes/proc"
+)
+
+// The role "notify-exec" of the test binary: a unit with ready: {notify:
+// true} that sends READY=1 and then execs sleep, so that the process the
+// test inspects holds only what it inherited (the Go runtime's own
+// descriptors are close-on-exec and go at the exec). Dispatched from init,
+// before TestMain, so that main_test.go needs no case for it.
+func init() {
+	if os.Getenv(roleEnv) == "notify-exec" {
+		playNotifyExec()
+	}
+}
+
+func playNotifyExec() {
+	c, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: os.Getenv("NOTIFY_SOCKET"), Net: "unixgram"})
+	if err != nil {
+		fmt.Println("notify:", err)
+		os.Exit(1)
+	}
+	if _, err := c.Write([]byte("READY=1")); err != nil {
+		fmt.Println("notify:", err)
+		os.Exit(1)
+	}
+	c.Close()
+	sleep, err := exec.LookPath("sleep")
+	if err == nil {
+		err = syscall.Exec(sleep, []string{"sleep", "1000"}, os.Environ())
+	}
+	fmt.Println("exec sleep:", err)
+	os.Exit(1)
+}
+
+// TestDescriptorHygiene (issue 7, item 5; SPEC §4): every process of every
+// unit — owned command, owned shell with two children, adoptable survivor,
+// notify unit — holds exactly fd 0 (/dev/null) and fds 1 and 2 (its log
+// file), nothing else: no end of the death pipe, no control or notify
+// socket, no ledger or state lock, no gate pipe, no cgroup directory, no
+// hermesd log. The death supervisor holds exactly the read end of its pipe
+// on fd 0 and /dev/null on fds 1 and 2 (it prints nothing; holding hermesd's
+// stderr would keep a terminal or a log pipe of hermesd open after its
+// death): no write end of its own pipe (EOF would never come), nothing of
+// hermesd's. hermesd is started with a descriptor it inherited without
+// close-on-exec (as a careless parent leaves one, or a script's flock): that
+// one must reach neither the units nor the supervisor. Run in cgroup mode
+// (when the machine offers it) and in pgroup mode, forced.
+func TestDescriptorHygiene(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts hermesd processes")
+	}
+	for _, mode := range []string{"cgroup", "pgroup"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFDUnits(t, dir)
+			inherited, err := os.OpenFile(filepath.Join(dir, "inherited-by-hermesd"), os.O_CREATE|os.O_RDWR, 0o600)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer inherited.Close()
+			var keep proc.Identity // the adoptable survivor, killed after hermesd's stop
+			var keepCgroup string
+			t.Cleanup(func() { killSurvivor(t, keep, keepCgroup) })
+			env := []string{modeEnv + "=" + mode}
+			if mode == "cgroup" {
+				env = []string{modeEnv + "="} // automatic: cgroup where the machine offers it
+			}
+			d := startDaemonFDs(t, dir, env, inherited)
+			st := d.fullStatus()
+			if st.Supervisor.Mode != mode {
+				if mode == "cgroup" {
+					t.Skipf("hermesd chose %s mode: no writable cgroup v2 hierarchy here, so cgroup mode is untested; the pgroup case covers the fallback", st.Supervisor.Mode)
+				}
+				t.Fatalf("supervisor mode %q, want %q", st.Supervisor.Mode, mode)
+			}
+			us := map[string]control.Unit{}
+			for _, name := range []string{"cmd", "shell", "keep", "notified"} {
+				us[name] = d.waitUnit(name, "running and ready", func(u control.Unit) bool { return u.State == "running" && u.Ready })
+			}
+			if id, err := proc.Read(us["keep"].PID); err == nil {
+				keep, keepCgroup = id, us["keep"].Cgroup
+			}
+			hermesdFDs := byTarget(t, d.cmd.Process.Pid)
+
+			for name, u := range us {
+				pids := unitProcesses(t, u, name == "shell")
+				for _, pid := range pids {
+					want := []string{"/dev/null", u.Log, u.Log}
+					checkFDs(t, fmt.Sprintf("unit %s pid %d", name, pid), pid, want, hermesdFDs)
+				}
+			}
+
+			sup := d.fullStatus().Supervisor.PID
+			if sup == 0 {
+				t.Fatalf("no death supervisor runs with owned units registered")
+			}
+			fds, err := procfd.List(sup)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkFDs(t, fmt.Sprintf("supervisor pid %d", sup), sup, []string{"pipe:[", "/dev/null", "/dev/null"}, hermesdFDs)
+			if len(fds) > 0 && fds[0].Num == 0 {
+				in := fds[0]
+				if in.Write() {
+					t.Errorf("supervisor fd 0 %v is open for writing, want the read end of the death pipe", in)
+				}
+				var writer bool
+				for _, h := range hermesdFDs[in.Target] {
+					writer = writer || h.Write()
+				}
+				if !writer {
+					t.Errorf("hermesd holds no write end of the supervisor's pipe %s", in.Target)
+				}
+			}
+		})
+	}
+}
+
+// writeFDUnits writes the units of TestDescriptorHygiene.
+func writeFDUnits(t *testing.T, dir string) {
+	t.Helper()
+	ud := filepath.Join(dir, "units")
+	if err := os.MkdirAll(ud, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skipf("no sleep program: %v", err)
+	}
+	files := map[string]string{
+		"cmd":      fmt.Sprintf("command: [%q, \"1000\"]\n", sleep),
+		"shell":    fmt.Sprintf("shell: \"%s 1001 & %s 1002 & wait\"\n", sleep, sleep),
+		"keep":     fmt.Sprintf("command: [%q, \"1003\"]\nownership: adoptable\nreason: kept across gateway restarts in the test\n", sleep),
+		"notified": fmt.Sprintf("command: [%q]\nenv: {%s: notify-exec}\nready: {notify: true}\n", os.Args[0], roleEnv),
+	}
+	for name, y := range files {
+		if err := os.WriteFile(filepath.Join(ud, name+".yaml"), []byte(y), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// startDaemonFDs is startDaemon with extra environment for hermesd and one
+// descriptor it inherits as fd 3, not close-on-exec.
+func startDaemonFDs(t *testing.T, dir string, env []string, inherited *os.File) *hermesd {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	nsPath := filepath.Join(t.TempDir(), "n.sock")
+	ns, err := notify.Listen(nsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{}, 1)
+	nsDone := make(chan error, 1)
+	go func() {
+		nsDone <- ns.Run(ctx, func(m notify.Message) {
+			if m.Ready() {
+				select {
+				case ready <- struct{}{}:
+				default:
+				}
+			}
+		})
+	}()
+	defer func() { cancel(); <-nsDone }()
+
+	d := &hermesd{t: t, dir: dir, socket: filepath.Join(dir, "state", "ctl.sock"), done: make(chan error, 1)}
+	logf, err := os.OpenFile(filepath.Join(dir, "hermesd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	d.cmd = exec.Command(os.Args[0], "--units", filepath.Join(dir, "units"), "--state", filepath.Join(dir, "state"),
+		"--socket", d.socket, "--config", filepath.Join(dir, "none.yaml"), "--role", "gateway")
+	d.cmd.Env = append(append(os.Environ(), roleEnv+"=hermesd", "NOTIFY_SOCKET="+nsPath), env...)
+	d.cmd.Stdout, d.cmd.Stderr = logf, logf
+	d.cmd.ExtraFiles = []*os.File{inherited}
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { d.done <- d.cmd.Wait() }()
+	t.Cleanup(func() {
+		if d.cmd.ProcessState == nil {
+			d.cmd.Process.Signal(syscall.SIGTERM)
+			<-d.done
+		}
+	})
+	select {
+	case <-ready:
+	case err := <-d.done:
+		b, _ := os.ReadFile(filepath.Join(dir, "hermesd.log"))
+		t.Fatalf("hermesd exited before READY=1: %v\n%s", err, b)
+	case <-time.After(20 * time.Second):
+		t.Fatalf("hermesd sent no READY=1 within 20s")
+	}
+	return d
+}
+
+// unitProcesses returns u's leader, its descendants and, in cgroup mode,
+// every member of its cgroup. With children, it waits (polling: another
+// process's fork gives the test no event) until the leader has two.
+func unitProcesses(t *testing.T, u control.Unit, children bool) []int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	var below []int
+	for {
+		var err error
+		if below, err = procfd.Descendants(u.PID); err != nil {
+			t.Fatal(err)
+		}
+		if !children || len(below) >= 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if children && len(below) < 2 {
+		t.Fatalf("unit %s: %d processes below the leader %d, want its two children", u.Name, len(below), u.PID)
+	}
+	seen := map[int]bool{u.PID: true}
+	pids := []int{u.PID}
+	add := func(p int) {
+		if !seen[p] {
+			seen[p] = true
+			pids = append(pids, p)
+		}
+	}
+	for _, p := range below {
+		add(p)
+	}
+	if u.Cgroup != "" {
+		b, err := os.ReadFile(filepath.Join(u.Cgroup, "cgroup.procs"))
+		if err != nil {
+			t.Fatalf("unit %s: %v", u.Name, err)
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if p, err := strconv.Atoi(f); err == nil {
+				add(p)
+			}
+		}
+	}
+	return pids
+}
+
+// byTarget maps each target that pid holds open to its descriptors.
+func byTarget(t *testing.T, pid int) map[string][]procfd.FD {
+	t.Helper()
+	fds, err := procfd.List(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]procfd.FD{}
+	for _, f := range fds {
+		out[f.Target] = append(out[f.Target], f)
+	}
+	return out
+}
+
+// checkFDs asserts that pid holds exactly fds 0..len(want)-1, fd i's
+// target starting with want[i]. An extra descriptor is reported with what
+// hermesd holds under the same target, which names the leak.
+func checkFDs(t *testing.T, who string, pid int, want []string, hermesd map[string][]procfd.FD) {
+	t.Helper()
+	fds, err := procfd.List(pid)
+	if err != nil {
+		t.Errorf("%s: %v", who, err)
+		return
+	}
+	got := map[int]procfd.FD{}
+	for _, f := range fds {
+		got[f.Num] = f
+	}
+	for i, w := range want {
+		f, ok := got[i]
+		switch {
+		case !ok:
+			t.Errorf("%s: fd %d is not open, want %s", who, i, w)
+		case !strings.HasPrefix(f.Target, w):
+			t.Errorf("%s: fd %d is %s, want %s", who, i, f.Target, w)
+		}
+		delete(got, i)
+	}
+	for _, f := range fds {
+		if _, extra := got[f.Num]; !extra {
+			continue
+		}
+		also := ""
+		if hs := hermesd[f.Target]; len(hs) > 0 {
+			also = fmt.Sprintf("; hermesd holds it as %v", hs)
+		}
+		t.Errorf("%s: holds %v, want nothing beyond fd %d%s", who, f, len(want)-1, also)
+	}
+}
+
+// killSurvivor kills the adoptable unit that outlives hermesd's clean stop,
+// and removes the cgroup it leaves (cgroup mode).
+func killSurvivor(t *testing.T, id proc.Identity, cgroup string) {
+	if id.IsZero() {
+		return
+	}
+	if id.Alive() {
+		syscall.Kill(-id.PID, syscall.SIGKILL)
+	}
+	if cgroup == "" {
+		return
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for { // the cgroup empties once the kernel has reaped the group
+		err := os.Remove(cgroup)
+		if err == nil || os.IsNotExist(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("survivor's cgroup %s not removed: %v", cgroup, err)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
