@@ -205,26 +205,7 @@ func (r *Reconciler) stopAndWait(ctx context.Context, name string, why stopReaso
 // Reload re-reads the units directory and applies the plan, or with dryRun
 // only returns it.
 func (r *Reconciler) Reload(ctx context.Context, dryRun bool) (control.Plan, error) {
-	var p control.Plan
-	var err error
-	if e := r.do(ctx, func(ctx context.Context) {
-		if r.shutting {
-			err = ErrStopped
-			return
-		}
-		var l Loaded
-		if l, err = r.opt.Load(ctx); err != nil {
-			return
-		}
-		p = r.plan(l)
-		if !dryRun {
-			r.apply(ctx, p, l)
-			r.reconcile(ctx)
-		}
-	}); e != nil {
-		return control.Plan{}, e
-	}
-	return p, err
+	return r.reload(ctx, dryRun)
 }
 
 // LogPath is the unit's log file.

@@ -118,6 +118,9 @@ type Reconciler struct {
 	// status is not queued behind a backlog of exits and timers.
 	requests chan request
 	done     chan struct{} // closed when Run returns
+	// loadMu serialises reading the units with handing the result to Run
+	// (loader.go), so that reads are applied in the order they were made.
+	loadMu sync.Mutex
 
 	// Owned by Run's goroutine.
 	units       map[string]*unit
@@ -218,13 +221,17 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		r.wg.Wait()
 	}()
 
+	r.loadMu.Lock() // a Reload called meanwhile reads after this first load
 	loaded, err := r.opt.Load(ctx)
 	if err != nil {
+		r.loadMu.Unlock()
 		return fmt.Errorf("load units: %w", err)
 	}
 	r.readopt(ctx, loaded)
 	r.apply(ctx, r.plan(loaded), loaded)
 	r.reconcile(ctx)
+	r.loadMu.Unlock()
+	r.wg.Go(func() { r.followChanges(base) })
 
 	shut := ctx.Done()
 	for {
@@ -245,21 +252,18 @@ type input int
 const (
 	inputNone input = iota
 	inputShut
-	inputChange
 	inputEvent
 )
 
-// step takes one input (a shutdown, a change of the units, a control
-// request or an event) and handles it. With wait false it returns at once
-// when none is ready.
+// step takes one input (a shutdown, a control request or an event) and
+// handles it. With wait false it returns at once when none is ready.
+// Changes of the units arrive as requests, once read (see loader.go).
 func (r *Reconciler) step(ctx context.Context, shut *<-chan struct{}, wait bool) {
 	in, ev := inputNone, any(nil)
 	if wait {
 		select {
 		case <-*shut:
 			in = inputShut
-		case <-r.opt.Changes:
-			in = inputChange
 		case req := <-r.requests:
 			in, ev = inputEvent, req
 		case ev = <-r.events:
@@ -269,8 +273,6 @@ func (r *Reconciler) step(ctx context.Context, shut *<-chan struct{}, wait bool)
 		select {
 		case <-*shut:
 			in = inputShut
-		case <-r.opt.Changes:
-			in = inputChange
 		case req := <-r.requests:
 			in, ev = inputEvent, req
 		case ev = <-r.events:
@@ -282,15 +284,6 @@ func (r *Reconciler) step(ctx context.Context, shut *<-chan struct{}, wait bool)
 	case inputShut:
 		*shut = nil
 		r.beginShutdown()
-	case inputChange:
-		if r.shutting {
-			return
-		}
-		if l, err := r.opt.Load(ctx); err != nil {
-			r.log.Error("reload: units not read; running units kept", "err", err)
-		} else {
-			r.apply(ctx, r.plan(l), l)
-		}
 	case inputEvent:
 		r.handle(ctx, ev)
 	}

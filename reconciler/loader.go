@@ -1,0 +1,67 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+
+	"github.com/hermes-units/hermes/control"
+)
+
+// Reading the units directory (Options.Load) parses every unit file: tens
+// of milliseconds with hundreds of units. It runs off Run's goroutine, so
+// that status and the other control calls, exits and timers are not held
+// while a reload reads; only the diff and its application run on Run's
+// goroutine.
+//
+// Reads and applications are serialised by loadMu: each reader (Run's first
+// load, followChanges, Reload) holds it from its read until Run has applied
+// the result. So results are applied in the order they were read, and an
+// older read never lands after a newer one: no edit is undone by a late
+// reload.
+
+// followChanges reloads on each value of Options.Changes until ctx ends. It
+// is started by Run once the first load is applied, and joined by Run's
+// wait group.
+func (r *Reconciler) followChanges(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.opt.Changes:
+		}
+		if _, err := r.reload(ctx, false); err != nil && ctx.Err() == nil && !errors.Is(err, ErrStopped) {
+			r.log.Error("reload: units not read; running units kept", "err", err)
+		}
+	}
+}
+
+// reload reads the units and, unless dryRun, applies the plan on Run's
+// goroutine. It fails with ErrStopped once hermesd is stopping.
+func (r *Reconciler) reload(ctx context.Context, dryRun bool) (control.Plan, error) {
+	select {
+	case <-r.done:
+		return control.Plan{}, ErrStopped
+	default:
+	}
+	r.loadMu.Lock()
+	defer r.loadMu.Unlock()
+	l, err := r.opt.Load(ctx)
+	if err != nil {
+		return control.Plan{}, err
+	}
+	var p control.Plan
+	if e := r.do(ctx, func(ctx context.Context) {
+		if r.shutting {
+			err = ErrStopped
+			return
+		}
+		p = r.plan(l)
+		if !dryRun {
+			r.apply(ctx, p, l)
+			r.reconcile(ctx)
+		}
+	}); e != nil {
+		return control.Plan{}, e
+	}
+	return p, err
+}
