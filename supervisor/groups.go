@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -76,10 +77,10 @@ func (o *Owner) Own(ctx context.Context, groups ...Group) error {
 		added = append(added, g)
 	}
 	o.mu.Unlock()
-	if o.led == nil || len(added) == 0 {
+	if o.jr == nil || len(added) == 0 {
 		return nil
 	}
-	return o.led.Update(ctx, func(es []ledger.Entry) ([]ledger.Entry, error) {
+	return o.jr.do(ctx, func(es []ledger.Entry) []ledger.Entry {
 		for _, g := range added {
 			found := false
 			for i := range es {
@@ -92,7 +93,7 @@ func (o *Owner) Own(ctx context.Context, groups ...Group) error {
 					Owner: o.self, Role: o.opts.Role, Ownership: "owned", Spawned: time.Now().UTC(), State: "adopted"})
 			}
 		}
-		return es, nil
+		return es
 	})
 }
 
@@ -117,8 +118,10 @@ func (o *Owner) Release(ctx context.Context, groups ...Group) error {
 		done = append(done, g)
 	}
 	o.mu.Unlock()
-	if o.led != nil && len(done) > 0 {
-		errs = append(errs, o.led.Update(ctx, func(es []ledger.Entry) ([]ledger.Entry, error) {
+	if o.jr != nil && len(done) > 0 {
+		// Queued after the records of these spawns, if those still trail:
+		// the mark cannot be overtaken by them.
+		errs = append(errs, o.jr.do(ctx, func(es []ledger.Entry) []ledger.Entry {
 			for _, g := range done {
 				for i := range es {
 					if es[i].Leader == g.Leader || es[i].Leader.PID == g.Leader.PID && es[i].Leader.StartTime == g.Leader.StartTime {
@@ -126,7 +129,7 @@ func (o *Owner) Release(ctx context.Context, groups ...Group) error {
 					}
 				}
 			}
-			return es, nil
+			return es
 		}))
 	}
 	return errors.Join(errs...)
@@ -303,11 +306,15 @@ func (o *Owner) drop(ctx context.Context, r *reg) error {
 	if r.g.Cgroup != "" && o.tree != nil && strings.HasPrefix(r.g.Cgroup, o.tree.root+"/") {
 		os.Remove(r.g.Cgroup)
 	}
-	if o.led == nil {
+	if o.jr == nil {
 		return nil
 	}
-	return o.led.Remove(ctx, func(e ledger.Entry) bool {
-		return e.Leader.PID == r.g.Leader.PID && e.Leader.StartTime == r.g.Leader.StartTime && e.PGID == r.g.PGID
+	// Queued after the spawn's record, if that still trails: a record
+	// removed before it was written is never written afterwards.
+	return o.jr.do(ctx, func(es []ledger.Entry) []ledger.Entry {
+		return slices.DeleteFunc(es, func(e ledger.Entry) bool {
+			return e.Leader.PID == r.g.Leader.PID && e.Leader.StartTime == r.g.Leader.StartTime && e.PGID == r.g.PGID
+		})
 	})
 }
 

@@ -83,8 +83,27 @@ const gate = `IFS= read -r g <&3 && [ "$g" = go ] && exec 3<&- && exec "$@"; exi
 // in cgroup mode), registers the group with the death supervisor (unless
 // Survive) before the program runs, and records it in the ledger (argv
 // redacted). When the leader exits, the group is released once it is empty
-// and its ledger entry removed. ctx bounds the ledger write only; it does
-// not kill the child.
+// and its ledger entry removed. ctx bounds the wait for the ledger only; it
+// does not kill the child.
+//
+// Ledger records are written by group commit (one Update, one fsync, for
+// every change queued meanwhile, see journal), and when SpawnOwned returns
+// depends on what keeps the child in check:
+//   - An owned child (not Survive) is registered with the death supervisor
+//     before its program runs; that, not the ledger, is what makes it die
+//     with the owner. So SpawnOwned only queues its record and returns: the
+//     record may trail by at most one write in progress. Close writes what
+//     is queued before it returns. If the owner dies before the write, the
+//     child dies too, and the missing record names nothing alive.
+//   - A Survive child outlives the owner, and the ledger is how the next
+//     owner finds and re-adopts it: SpawnOwned returns only once its record
+//     is on disk, and fails (killing the child in cgroup mode) if the write
+//     fails.
+//
+// Every later change of a record (Release, ReleaseOnceEmpty, the removal
+// when the group is empty) is queued behind the record itself, so it is
+// never overtaken by a record that still trails: an entry removed before it
+// was written is not written afterwards.
 func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
 	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
 		return nil, fmt.Errorf("spawn %s: empty argv", spec.Unit)
@@ -245,13 +264,16 @@ func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
 			return nil, fmt.Errorf("spawn %s: %w", spec.Unit, err)
 		}
 	}
-	if o.led != nil {
+	if o.jr != nil {
 		e := ledger.Entry{
 			Unit: spec.Unit, Leader: id, PGID: pid, Cgroup: r.g.Cgroup, Argv: ledger.Redact(spec.Argv),
 			Owner: o.self, Role: o.opts.Role, Ownership: spec.Ownership, Reason: spec.Reason,
 			Log: spec.LogPath, Spawned: time.Now().UTC(), Spawn: r.key,
 		}
-		if err := o.led.Add(ctx, e); err != nil {
+		add := func(es []ledger.Entry) []ledger.Entry { return append(es, e) }
+		if !spec.Survive {
+			o.jr.post(add) // registered: it dies with us whether or not its record is written
+		} else if err := o.jr.do(ctx, add); err != nil {
 			abort()
 			o.wait(cmd, c, nil)
 			return nil, fmt.Errorf("spawn %s: record in ledger: %w", spec.Unit, err)

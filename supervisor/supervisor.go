@@ -129,6 +129,7 @@ type Owner struct {
 	pgid   int
 	name   string // owner's name in keys and cgroup dirs: PID_STARTTIME
 	led    *ledger.Ledger
+	jr     *journal    // nil without a ledger; every ledger change goes through it
 	tree   *cgroupTree // nil in pgroup mode
 	launch launcher
 	ctx    context.Context // lives until Close; used by the janitor's ledger writes
@@ -211,6 +212,9 @@ func newOwner(opts Options, launch launcher) (*Owner, error) {
 	// The owner's lifetime context: library code has no caller context
 	// here, and the janitor's ledger writes must stop at Close.
 	o.ctx, o.cancel = context.WithCancel(context.Background())
+	if o.led != nil {
+		o.jr = newJournal(o.ctx, o.led, opts.Logf)
+	}
 	o.idleSince = time.Now()
 	go o.run()
 	return o, nil
@@ -236,7 +240,8 @@ func (o *Owner) Status() Status {
 	return s
 }
 
-// Close is the clean owner exit: it closes the death pipe, so the
+// Close is the clean owner exit: it writes the ledger records still queued
+// (see SpawnOwned), then closes the death pipe, so the
 // supervisor kills every group still registered (TERM, grace, KILL) and
 // exits; Close waits for that (at most the grace plus 5 s), and for the
 // waiters of the spawned children whose groups were still registered.
@@ -262,6 +267,9 @@ func (o *Owner) Close() error {
 	o.mu.Unlock()
 	close(o.stop)
 	<-o.done
+	if o.jr != nil {
+		o.jr.close() // the records of owned spawns that trail are written now
+	}
 	o.cancel()
 	bound := time.NewTimer(o.opts.Grace + 5*time.Second)
 	defer bound.Stop()
