@@ -97,12 +97,14 @@ func TestDescriptorHygiene(t *testing.T) {
 			if id, err := proc.Read(us["keep"].PID); err == nil {
 				keep, keepCgroup = id, us["keep"].Cgroup
 			}
-			hermesdFDs := byTarget(t, d.cmd.Process.Pid)
+			hermesdFDs, err := procfd.List(d.cmd.Process.Pid)
+			if err != nil {
+				t.Fatal(err)
+			}
 
 			for name, u := range us {
-				pids := unitProcesses(t, u, name == "shell")
-				for _, pid := range pids {
-					want := []string{"/dev/null", u.Log, u.Log}
+				for _, pid := range unitProcesses(t, u, name == "shell") {
+					want := map[int]string{0: "/dev/null", 1: u.Log, 2: u.Log}
 					checkFDs(t, fmt.Sprintf("unit %s pid %d", name, pid), pid, want, hermesdFDs)
 				}
 			}
@@ -111,19 +113,19 @@ func TestDescriptorHygiene(t *testing.T) {
 			if sup == 0 {
 				t.Fatalf("no death supervisor runs with owned units registered")
 			}
+			checkFDs(t, fmt.Sprintf("supervisor pid %d", sup), sup, map[int]string{0: "pipe:[", 1: "/dev/null", 2: "/dev/null"}, hermesdFDs)
 			fds, err := procfd.List(sup)
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkFDs(t, fmt.Sprintf("supervisor pid %d", sup), sup, []string{"pipe:[", "/dev/null", "/dev/null"}, hermesdFDs)
 			if len(fds) > 0 && fds[0].Num == 0 {
 				in := fds[0]
 				if in.Write() {
 					t.Errorf("supervisor fd 0 %v is open for writing, want the read end of the death pipe", in)
 				}
-				var writer bool
-				for _, h := range hermesdFDs[in.Target] {
-					writer = writer || h.Write()
+				writer := false
+				for _, h := range hermesdFDs {
+					writer = writer || h.Target == in.Target && h.Write()
 				}
 				if !writer {
 					t.Errorf("hermesd holds no write end of the supervisor's pipe %s", in.Target)
@@ -259,53 +261,17 @@ func unitProcesses(t *testing.T, u control.Unit, children bool) []int {
 	return pids
 }
 
-// byTarget maps each target that pid holds open to its descriptors.
-func byTarget(t *testing.T, pid int) map[string][]procfd.FD {
+// checkFDs asserts that pid comes to hold exactly want (fd → target
+// prefix), no other descriptor; an extra one is shown with hermesd's
+// descriptors on the same target, which names the leak.
+func checkFDs(t *testing.T, who string, pid int, want map[int]string, hermesd []procfd.FD) {
 	t.Helper()
-	fds, err := procfd.List(pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]procfd.FD{}
-	for _, f := range fds {
-		out[f.Target] = append(out[f.Target], f)
-	}
-	return out
-}
-
-// checkFDs asserts that pid holds exactly fds 0..len(want)-1, fd i's
-// target starting with want[i]. An extra descriptor is reported with what
-// hermesd holds under the same target, which names the leak.
-func checkFDs(t *testing.T, who string, pid int, want []string, hermesd map[string][]procfd.FD) {
-	t.Helper()
-	fds, err := procfd.List(pid)
+	diff, err := procfd.Settled(pid, want, hermesd, 3*time.Second)
 	if err != nil {
 		t.Errorf("%s: %v", who, err)
-		return
 	}
-	got := map[int]procfd.FD{}
-	for _, f := range fds {
-		got[f.Num] = f
-	}
-	for i, w := range want {
-		f, ok := got[i]
-		switch {
-		case !ok:
-			t.Errorf("%s: fd %d is not open, want %s", who, i, w)
-		case !strings.HasPrefix(f.Target, w):
-			t.Errorf("%s: fd %d is %s, want %s", who, i, f.Target, w)
-		}
-		delete(got, i)
-	}
-	for _, f := range fds {
-		if _, extra := got[f.Num]; !extra {
-			continue
-		}
-		also := ""
-		if hs := hermesd[f.Target]; len(hs) > 0 {
-			also = fmt.Sprintf("; hermesd holds it as %v", hs)
-		}
-		t.Errorf("%s: holds %v, want nothing beyond fd %d%s", who, f, len(want)-1, also)
+	for _, d := range diff {
+		t.Errorf("%s: %s", who, d)
 	}
 }
 
