@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,7 +56,7 @@ func writeAtomic(dir, path string, b []byte) error {
 	fail := func(step string, err error) error {
 		tmp.Close()
 		os.Remove(name)
-		return fmt.Errorf("ledger: %s %s: %w", step, name, err)
+		return stepError(step, name, err)
 	}
 	if _, err := tmp.Write(b); err != nil {
 		return fail("write", err)
@@ -79,6 +80,18 @@ func writeAtomic(dir, path string, b []byte) error {
 		return fmt.Errorf("ledger: fsync %s: %w", dir, err)
 	}
 	return nil
+}
+
+// stepError is the error of step (write, fsync, close) on the temporary
+// file name. The *os.File methods already name the file in a *PathError
+// ("write NAME: no space left on device"): that one is only prefixed, so
+// the path appears once.
+func stepError(step, name string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == name {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	return fmt.Errorf("ledger: %s %s: %w", step, name, err)
 }
 
 // removeStaleTemps deletes temporary files a crashed writer left behind. The

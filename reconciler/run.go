@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -66,7 +67,7 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 	if err != nil {
 		jr.end()
 		u.started = now
-		r.afterRun(u, fmt.Errorf("unit %s: spawn: %w", u.spec.Name, err))
+		r.afterRun(u, spawnError(u.spec, err))
 		return
 	}
 	u.gen = r.nextGen()
@@ -212,6 +213,21 @@ func (r *Reconciler) stopped(ctx context.Context, u *unit, err error) {
 	u.adopted = false
 	r.reconcile(ctx)
 	u.replyWaiters(u.replyErr())
+}
+
+// spawnError is the error of a failed spawn of s. The spawner's error says
+// "spawn" and names the unit already, so only the unit prefix of every unit
+// error is added; a program in no directory of PATH also gets what to do,
+// and where (units.Spec carries no line numbers: the file).
+func spawnError(s units.Spec, err error) error {
+	if errors.Is(err, exec.ErrNotFound) && len(s.Command) > 0 {
+		where := ""
+		if s.File != "" {
+			where = " of " + s.File
+		}
+		return fmt.Errorf("unit %s: %w; install it, or write its absolute path in command:%s", s.Name, err, where)
+	}
+	return fmt.Errorf("unit %s: %w", s.Name, err)
 }
 
 // replyErr is what a Stop or Restart caller hears once the stop is done.

@@ -379,5 +379,5 @@ func lookPath(name string, env []string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%q not found in PATH %q: %w", name, pathEnv, exec.ErrNotFound)
+	return "", &NotFoundError{Name: name}
 }

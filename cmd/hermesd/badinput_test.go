@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/proc"
 )
 
 // The daemon half of the bad-input catalogue (docs/bad-input.md; the unit
@@ -78,8 +80,11 @@ func TestBadLedgerAtStart(t *testing.T) {
 }
 
 // TestFullStateDir: on a state directory with no space left (a full tmpfs),
-// a unit does not start and status says why; once space is freed, the
-// retry starts it.
+// a survivor (adoptable under a gateway: it must be recorded before it
+// runs) does not start and status says why, naming the temporary ledger
+// file once; once space is freed, the retry starts it. (An owned unit
+// starts: it dies with hermesd whether or not its record is written, and
+// the record is retried.)
 func TestFullStateDir(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts hermesd processes")
@@ -93,7 +98,22 @@ func TestFullStateDir(t *testing.T) {
 		t.Skipf("cannot mount a small tmpfs to fill (needs root): %v; the full-disk case is untested here", err)
 	}
 	t.Cleanup(func() { syscall.Unmount(state, syscall.MNT_DETACH) })
-	writeUnits(t, dir, map[string]string{"web": "owned"})
+	writeUnits(t, dir, map[string]string{"web": "adoptable"})
+	var web proc.Identity // survives hermesd's clean stop: killed after it
+	var webCgroup string
+	t.Cleanup(func() {
+		killSurvivor(t, web, webCgroup)
+		if webCgroup == "" {
+			return
+		}
+		// The cgroups of the attempts refused for want of space are left
+		// behind by the supervisor (empty): remove them.
+		prefix := strings.TrimRightFunc(webCgroup, func(r rune) bool { return r >= '0' && r <= '9' })
+		left, _ := filepath.Glob(prefix + "*")
+		for _, dir := range left {
+			os.Remove(dir)
+		}
+	})
 	filler := filepath.Join(state, "filler")
 	f, err := os.Create(filler)
 	if err != nil {
@@ -106,13 +126,19 @@ func TestFullStateDir(t *testing.T) {
 	}
 	f.Close()
 	d := startDaemon(t, dir, "gateway")
-	d.waitUnit("web", "the no-space error", func(u control.Unit) bool {
-		return strings.Contains(u.Error, "no space left on device") && strings.Contains(u.Error, "record in ledger")
-	})
+	u := d.waitUnit("web", "the no-space error", func(u control.Unit) bool { return u.Error != "" })
+	want := regexp.MustCompile(`^unit web: spawn web: record in ledger: ledger: write ` + regexp.QuoteMeta(state) +
+		`/ledger\.json\.tmp-[0-9]+: no space left on device; restarting in [0-9.]+m?s$`)
+	if !want.MatchString(u.Error) {
+		t.Errorf("status error %q, want it to match %s", u.Error, want)
+	}
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	d.waitUnit("web", "running once space is freed", func(u control.Unit) bool { return u.State == "running" })
+	u = d.waitUnit("web", "running once space is freed", func(u control.Unit) bool { return u.State == "running" })
+	if id, err := proc.Read(u.PID); err == nil {
+		web, webCgroup = id, u.Cgroup
+	}
 }
 
 // runHermesd runs hermesd to its exit and returns the exit code and stderr.
