@@ -124,24 +124,31 @@ func (d *hermesd) kill() {
 	<-d.done
 }
 
-// identity of a unit's leader as the ledger recorded it.
+// identity of a unit's leader as the ledger recorded it. An owned spawn's
+// record may trail its start by one journal flush (see
+// supervisor.Owner.SpawnOwned), so this waits for it, with a deadline.
 func leaderOf(t *testing.T, state, unit string) proc.Identity {
 	t.Helper()
 	l, err := ledger.Open(state)
 	if err != nil {
 		t.Fatal(err)
 	}
-	es, err := l.Entries(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range es {
-		if e.Unit == unit {
-			return e.Leader
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		es, err := l.Entries(t.Context())
+		if err != nil {
+			t.Fatal(err)
 		}
+		for _, e := range es {
+			if e.Unit == unit {
+				return e.Leader
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no ledger entry for %s within 10s", unit)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("no ledger entry for %s", unit)
-	return proc.Identity{}
 }
 
 // goneWithin polls (the kernel gives no event for another process's death
