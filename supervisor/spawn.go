@@ -248,7 +248,11 @@ func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
 	if err != nil {
 		id = proc.Identity{PID: pid}
 	}
+	// Under mu: in cgroup mode r is registered already, and a supervisor
+	// restart replays it (startLocked) from another goroutine.
+	o.mu.Lock()
 	r.g.PGID, r.g.Leader = pid, id
+	o.mu.Unlock()
 	c := &Child{Group: r.g, Key: r.key, done: make(chan struct{})}
 	if o.afterSpawn != nil {
 		o.afterSpawn(pid)
