@@ -125,4 +125,11 @@ func (p *shellPipe) Close() error {
 }
 
 func (p *shellPipe) Exited() <-chan struct{} { return p.exited }
+
+// killed reports whether the supervisor was killed by a signal (a kill,
+// the OOM killer), not exited by itself. Valid once Exited is closed.
+func (p *shellPipe) killed() bool {
+	ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled()
+}
 func (p *shellPipe) PID() int                { return p.cmd.Process.Pid }

@@ -349,7 +349,11 @@ func (o *Owner) supervisorExited(p deathPipe) {
 	p.Close()
 	now := time.Now()
 	lived := now.Sub(o.started)
-	if lived < quickExit {
+	// A supervisor killed by a signal (pkill, the OOM killer) is not a
+	// broken install: it is restarted at once, or the registered groups
+	// would be unprotected for the whole backoff.
+	k, ok := p.(interface{ killed() bool })
+	if lived < quickExit && !(ok && k.killed()) {
 		o.failures++
 		backoff := min(time.Second<<min(o.failures-1, 6), maxBackoff)
 		o.retryAt = now.Add(backoff)
