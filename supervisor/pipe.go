@@ -132,4 +132,4 @@ func (p *shellPipe) killed() bool {
 	ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
 	return ok && ws.Signaled()
 }
-func (p *shellPipe) PID() int                { return p.cmd.Process.Pid }
+func (p *shellPipe) PID() int { return p.cmd.Process.Pid }

@@ -257,7 +257,9 @@ func (o *Owner) Close() error {
 	}
 	o.closed = true
 	var waiters []<-chan struct{}
+	var regs []*reg
 	for _, r := range o.regs {
+		regs = append(regs, r)
 		if r.waited != nil {
 			waiters = append(waiters, r.waited)
 		}
@@ -287,6 +289,7 @@ func (o *Owner) Close() error {
 			return fmt.Errorf("supervisor %d did not exit within %v of close", p.PID(), o.opts.Grace+5*time.Second)
 		}
 	}
+	o.finish(regs)
 wait:
 	for _, w := range waiters {
 		select {
@@ -299,6 +302,32 @@ wait:
 		os.Remove(o.tree.root) // the supervisor removed it already unless a survivor lives in it
 	}
 	return err
+}
+
+// finish is Close's fallback for a supervisor that did not finish its kill
+// sequence (killed during the grace): the groups of regs that still have
+// members get TERM, the grace, then KILL, from the owner itself. After a
+// supervisor that finished, every group is empty and finish does nothing.
+func (o *Owner) finish(regs []*reg) {
+	var left []*reg
+	for _, r := range regs {
+		if !o.regEmpty(r) {
+			left = append(left, r)
+		}
+	}
+	if len(left) == 0 {
+		return
+	}
+	o.opts.Logf("supervisor: %d groups still alive after the supervisor exited; stopping them", len(left))
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		for _, r := range left {
+			o.signal(r, sig)
+		}
+		deadline := time.Now().Add(o.opts.Grace)
+		for _, r := range left {
+			o.waitEmpty(context.WithoutCancel(o.ctx), r, max(time.Until(deadline), 0))
+		}
+	}
 }
 
 // poke asks the janitor to look now.
