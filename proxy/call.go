@@ -173,7 +173,12 @@ func (p *Proxy) forward(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		wd.arm(timeouts.StaleNonStream)
 		wd.arm(timeouts.APICall)
 	}
-	resp, err := p.client.Do(ureq)
+	var resp *http.Response
+	if p.streamed(ureq, wd.plan.Stream) {
+		resp, err = p.stream.do(ctx, url, ureq.Header, payload, func() { wd.connected.Store(true) })
+	} else {
+		resp, err = p.client.Do(ureq)
+	}
 	if err != nil {
 		return p.fail(ctx, r, w, false, wd, err)
 	}
@@ -184,6 +189,21 @@ func (p *Proxy) forward(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		return p.relayStream(ctx, r, w, resp, b, wd, api)
 	}
 	return p.relayWhole(ctx, r, w, resp, b, wd)
+}
+
+// streamed reports whether a call goes through the stream client: a
+// streaming call to a provider the environment names no HTTP proxy for.
+// Other calls go through the Transport, whose connection goroutines are
+// worth their cost only when they do not sit idle with a stream.
+func (p *Proxy) streamed(ureq *http.Request, stream bool) bool {
+	if !stream {
+		return false
+	}
+	if p.transport.Proxy == nil {
+		return true
+	}
+	u, err := p.transport.Proxy(ureq)
+	return err == nil && u == nil
 }
 
 // relayWhole relays a non-streaming answer (or a provider's error answer

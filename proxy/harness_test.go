@@ -146,6 +146,7 @@ func newHarness(t *testing.T, s setup) *harness {
 		var d net.Dialer
 		return d.DialContext(ctx, network, upAddr)
 	}
+	p.stream.dial = p.transport.DialContext
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -63,7 +63,8 @@ type Proxy struct {
 	opts      Options
 	set       atomic.Pointer[providers.Set]
 	transport *http.Transport
-	client    *http.Client
+	client    *http.Client // non-streaming calls, and calls through an HTTP proxy
+	stream    streamClient // streaming calls
 	sessions  sessions
 
 	mu   sync.Mutex
@@ -115,6 +116,7 @@ func New(opts Options) (*Proxy, error) {
 		WriteBufferSize: 512,
 		ReadBufferSize:  2048,
 	}
+	p.stream.dial = dialer.DialContext
 	p.client = &http.Client{
 		Transport: p.transport,
 		// A redirect would resend the injected API key elsewhere.
@@ -245,6 +247,7 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	defer p.transport.CloseIdleConnections()
+	defer p.stream.closeIdle()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("proxy: serve %s: %w", ln.Addr(), err)
