@@ -135,6 +135,7 @@ type Reconciler struct {
 	jobs        scheduler // jobs.go
 	more        bool      // the last pass ran out of its start budget (pace.go)
 	asked       *unit     // the unit a Start call is starting: exempt from the budget
+	reloads     uint64    // plans applied so far (the first load is 1); see unit.epoch
 }
 
 // New checks opts and returns a Reconciler ready to Run.
@@ -532,11 +533,56 @@ func dependsOn(u *unit, name string) bool {
 	return slices.Contains(u.spec.After, name) || slices.Contains(u.spec.Requires, name)
 }
 
-// blocked says why u cannot start now, or "".
-func (r *Reconciler) blocked(u *unit) string {
+// inFlight indexes, for one reconcile pass, the stops a start could clash
+// with: the reload stop of the earliest reload still under way, and the
+// ports declared by every stopping unit. Built once per pass (a pass
+// visits every unit, and most of them may be waiting) and kept current by
+// the stops the pass itself begins.
+type inFlight struct {
+	reload *unit          // the stopping unit whose reload stop began first; nil when none
+	ports  map[int]string // port → a stopping unit that declares it
+}
+
+func (r *Reconciler) inFlight() inFlight {
+	f := inFlight{ports: map[int]string{}}
 	for _, c := range r.units {
-		if c.state == Stopping && (c.removed || c.pending != nil) {
-			return "waiting for " + c.spec.Name + " to stop (reload)"
+		f.add(c)
+	}
+	return f
+}
+
+// add records c if it is stopping.
+func (f *inFlight) add(c *unit) {
+	if c.state != Stopping {
+		return
+	}
+	if (c.removed || c.pending != nil) && (f.reload == nil || c.stopEpoch < f.reload.stopEpoch ||
+		(c.stopEpoch == f.reload.stopEpoch && c.spec.Name < f.reload.spec.Name)) {
+		f.reload = c
+	}
+	for _, p := range c.spec.Ports {
+		f.ports[p] = c.spec.Name
+	}
+}
+
+// blocked says why u cannot start now, or "". A start waits only for the
+// stops it could clash with (a unit's own previous run is never replaced
+// before its group is empty: the unit is Stopping until then):
+//   - the stops begun by the reload that produced u's version, or by an
+//     earlier one: a renamed unit never meets its old self, on a port or
+//     anything else, and a reload's starts follow its stops;
+//   - the stop of any unit that declares one of u's ports.
+//
+// Stops begun by later reloads do not hold u: under a stream of edits some
+// stop is always under way, and waiting for all of them would hold every
+// start until the edits end.
+func (r *Reconciler) blocked(u *unit, f *inFlight) string {
+	if c := f.reload; c != nil && c.stopEpoch <= u.epoch {
+		return "waiting for " + c.spec.Name + " to stop (reload)"
+	}
+	for _, p := range u.spec.Ports {
+		if n, ok := f.ports[p]; ok {
+			return fmt.Sprintf("waiting for %s to stop: it declares port %d too", n, p)
 		}
 	}
 	for _, d := range u.spec.After {
@@ -585,6 +631,7 @@ func (r *Reconciler) reconcile(ctx context.Context) {
 	}
 	r.more = false
 	pass := startPass{began: time.Now()}
+	stops := r.inFlight()
 	for _, u := range order {
 		switch u.state {
 		case Inactive, Waiting:
@@ -592,7 +639,7 @@ func (r *Reconciler) reconcile(ctx context.Context) {
 				u.state = Inactive
 				continue
 			}
-			if why := r.blocked(u); why != "" {
+			if why := r.blocked(u, &stops); why != "" {
 				u.state, u.waitMsg = Waiting, why
 				continue
 			}
@@ -612,6 +659,7 @@ func (r *Reconciler) reconcile(ctx context.Context) {
 				if dep := r.units[d]; dep == nil || !r.up(dep) {
 					r.log.Info("required unit went down; stopping", "unit", u.spec.Name, "requires", d)
 					r.stop(u, stopRequires, nil)
+					stops.add(u)
 					break
 				}
 			}

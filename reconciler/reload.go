@@ -85,22 +85,24 @@ func (r *Reconciler) plan(l Loaded) control.Plan {
 }
 
 // apply carries a plan out: starts come from reconcile, stops and restarts
-// begin here. Stops of a reload finish before its starts begin (see blocked),
-// so a renamed unit never clashes with its old self on a port.
+// begin here. The stops of a reload (and of earlier ones) finish before its
+// starts begin (see blocked), so a renamed unit never clashes with its old
+// self on a port.
 func (r *Reconciler) apply(ctx context.Context, p control.Plan, l Loaded) {
 	specs := map[string]units.Spec{}
 	for _, s := range l.Specs {
 		specs[s.Name] = s
 	}
 	r.errs = p.Errors
+	r.reloads++
 	for _, n := range p.Start {
 		s := specs[n]
 		if u := r.units[n]; u != nil { // still stopping after a removal
-			u.removed, u.pending = false, &s
+			u.removed, u.pending, u.pendEpoch = false, &s, r.reloads
 			u.stopWhy = stopReload
 			continue
 		}
-		r.units[n] = &unit{spec: s, hash: hash(s), enabled: !s.IsJob()}
+		r.units[n] = &unit{spec: s, hash: hash(s), enabled: !s.IsJob(), epoch: r.reloads}
 	}
 	for _, n := range p.Keep {
 		if s, ok := specs[n]; ok {
@@ -116,15 +118,17 @@ func (r *Reconciler) apply(ctx context.Context, p control.Plan, l Loaded) {
 	for _, n := range p.Restart {
 		u, s := r.units[n], specs[n]
 		if u.state.active() {
-			u.pending = &s
+			r.markReloadStop(u)
+			u.pending, u.pendEpoch = &s, r.reloads
 			r.log.Info("unit changed; restarting", "unit", n)
 			r.stop(u, stopReload, nil)
 		} else {
-			r.replace(u, s)
+			r.replace(u, s, r.reloads)
 		}
 	}
 	for _, n := range p.Stop {
 		u := r.units[n]
+		r.markReloadStop(u)
 		u.removed, u.pending = true, nil
 		u.stopTimer(timerBackoff)
 		if u.state.active() {
@@ -135,6 +139,16 @@ func (r *Reconciler) apply(ctx context.Context, p control.Plan, l Loaded) {
 		}
 	}
 	r.armRotate()
+}
+
+// markReloadStop stamps the stop a reload is about to begin (or take over)
+// with the current reload, unless it already is a reload's stop: then it
+// keeps the earlier reload, whose starts still wait for it (blocked).
+func (r *Reconciler) markReloadStop(u *unit) {
+	if u.state == Stopping && (u.removed || u.pending != nil) {
+		return
+	}
+	u.stopEpoch = r.reloads
 }
 
 // LoadDir adapts units.Loader.LoadDir to Options.Load.

@@ -206,7 +206,7 @@ func (r *Reconciler) stopped(ctx context.Context, u *unit, err error) {
 			return
 		}
 		if u.pending != nil {
-			r.replace(u, *u.pending)
+			r.replace(u, *u.pending, u.pendEpoch)
 		}
 		u.state = Inactive
 	}
@@ -238,9 +238,9 @@ func (u *unit) replyErr() error {
 	return nil
 }
 
-// replace switches u to a new spec, as if newly declared.
-func (r *Reconciler) replace(u *unit, s units.Spec) {
-	u.spec, u.hash = s, hash(s)
+// replace switches u to a new spec, as if newly declared by reload epoch.
+func (r *Reconciler) replace(u *unit, s units.Spec, epoch uint64) {
+	u.spec, u.hash, u.epoch = s, hash(s), epoch
 	u.pending, u.removed = nil, false
 	u.starts, u.attempt, u.err = nil, 0, nil
 	u.enabled = !s.IsJob() // jobs run on their schedule, not at load

@@ -91,11 +91,17 @@ type unit struct {
 	cancel context.CancelFunc // ends the run's probes and exit watcher
 	timers map[timerKind]*time.Timer
 
-	stopWhy stopReason
-	cause   error          // stopFailure: what failed
-	pending *units.Spec    // stopReload: the spec to switch to
-	removed bool           // stopReload: forget the unit once stopped
-	waiters []chan<- error // Stop callers waiting for the group to be empty
+	// epoch is the reload (Reconciler.reloads) that produced spec: a start
+	// waits for the stops of that reload and earlier ones (blocked).
+	epoch uint64
+
+	stopWhy   stopReason
+	cause     error          // stopFailure: what failed
+	pending   *units.Spec    // stopReload: the spec to switch to
+	pendEpoch uint64         // the reload that produced pending
+	removed   bool           // stopReload: forget the unit once stopped
+	stopEpoch uint64         // pending or removed: the reload that began the stop
+	waiters   []chan<- error // Stop callers waiting for the group to be empty
 }
 
 func (u *unit) stopTimer(k timerKind) {
