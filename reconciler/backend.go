@@ -131,7 +131,7 @@ func (r *Reconciler) Start(ctx context.Context, name string) error {
 		if err = r.startRefused(name); err != nil {
 			return
 		}
-		u.enabled = true
+		u.enabled, u.held = true, false
 		if !u.state.active() {
 			u.stopTimer(timerBackoff)
 			u.state, u.starts, u.attempt, u.err = Inactive, nil, 0, nil
@@ -149,7 +149,9 @@ func (r *Reconciler) Start(ctx context.Context, name string) error {
 }
 
 // Stop stops the unit and returns once its group is empty (or ctx ends).
-// The unit stays stopped until Start (or a reload that changes it).
+// The unit stays stopped until Start: a reload or an edit of its file
+// switches it to the new version without starting it. Only removing its
+// file and adding it again (a new unit) starts it.
 func (r *Reconciler) Stop(ctx context.Context, name string) error {
 	return r.stopAndWait(ctx, name, stopCommand)
 }
@@ -170,7 +172,7 @@ func (r *Reconciler) stopAndWait(ctx context.Context, name string, why stopReaso
 			err = fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
 			return
 		}
-		u.enabled = why == stopRestart
+		u.enabled, u.held = why == stopRestart, why == stopCommand
 		u.stopTimer(timerBackoff)
 		if why == stopRestart {
 			u.starts, u.attempt = nil, 0

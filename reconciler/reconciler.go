@@ -9,6 +9,11 @@
 // starts, stops or leaves it. Nothing outside Run touches a unit: control
 // calls post a request and wait for the reply.
 //
+// A unit stopped with `hermesctl stop` stays stopped until `hermesctl
+// start`: reloads and edits of its file switch it to the new version (the
+// start then runs that one) but do not start it. A unit whose file is
+// removed and added again is a new unit, and starts.
+//
 // Timing (backoff, start limits, start timeout, watchdog, runtime max) uses
 // the time package's timers, so tests run it under testing/synctest; the
 // arithmetic is in pure functions (Backoff, StartLimitHit, Stable).

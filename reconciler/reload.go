@@ -99,6 +99,7 @@ func (r *Reconciler) apply(ctx context.Context, p control.Plan, l Loaded) {
 		s := specs[n]
 		if u := r.units[n]; u != nil { // still stopping after a removal
 			u.removed, u.pending, u.pendEpoch = false, &s, r.reloads
+			u.held = false // removed and declared again: a new unit
 			u.stopWhy = stopReload
 			continue
 		}

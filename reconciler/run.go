@@ -192,22 +192,22 @@ func (r *Reconciler) stopped(ctx context.Context, u *unit, err error) {
 		u.replyWaiters(nil)
 		return
 	}
+	// A reload's removal or new version applies whatever stop came last
+	// (a command, a restart, shutdown): the file is the truth.
+	if u.removed {
+		delete(r.units, u.spec.Name)
+		u.replyWaiters(nil)
+		return
+	}
+	if u.pending != nil {
+		r.replace(u, *u.pending, u.pendEpoch)
+	}
 	switch u.stopWhy {
 	case stopFailure:
 		r.afterRun(u, u.cause)
 	case stopCommand:
 		u.state, u.enabled = Inactive, false
-	case stopRestart, stopRequires, stopShutdown:
-		u.state = Inactive
-	case stopReload:
-		if u.removed {
-			delete(r.units, u.spec.Name)
-			u.replyWaiters(nil)
-			return
-		}
-		if u.pending != nil {
-			r.replace(u, *u.pending, u.pendEpoch)
-		}
+	case stopRestart, stopRequires, stopShutdown, stopReload:
 		u.state = Inactive
 	}
 	u.adopted = false
@@ -243,7 +243,9 @@ func (r *Reconciler) replace(u *unit, s units.Spec, epoch uint64) {
 	u.spec, u.hash, u.epoch = s, hash(s), epoch
 	u.pending, u.removed = nil, false
 	u.starts, u.attempt, u.err = nil, 0, nil
-	u.enabled = !s.IsJob() // jobs run on their schedule, not at load
+	// Jobs run on their schedule, not at load; a unit stopped by command
+	// stays stopped.
+	u.enabled = !s.IsJob() && !u.held
 	u.stopTimer(timerBackoff)
 	if !u.state.active() {
 		u.state = Inactive

@@ -102,6 +102,11 @@ type unit struct {
 	removed   bool           // stopReload: forget the unit once stopped
 	stopEpoch uint64         // pending or removed: the reload that began the stop
 	waiters   []chan<- error // Stop callers waiting for the group to be empty
+
+	// held: stopped by `hermesctl stop`. Reloads still switch the unit to
+	// its file's new version, but do not start it; Start (or Restart)
+	// clears it. A unit removed and declared again is new: not held.
+	held bool
 }
 
 func (u *unit) stopTimer(k timerKind) {
