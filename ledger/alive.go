@@ -108,10 +108,10 @@ func (s *scanProbe) stat(pid int) (proc.Stat, error) {
 	return st, nil
 }
 
-// prune keeps the entries that are alive, and the lines of those (lines is
-// nil or has one line per entry). Entries sharing a leader, pgid and cgroup
+// prune returns the entries that are alive, and the lines of those (lines is
+// nil or has one line per entry), in new slices. Entries sharing a leader, pgid and cgroup
 // are judged once.
-func prune(entries []Entry, lines []string) ([]Entry, []string) {
+func prune(entries []*Entry, lines []string) ([]*Entry, []string) {
 	type key struct {
 		leader proc.Identity
 		pgid   int
@@ -119,10 +119,11 @@ func prune(entries []Entry, lines []string) ([]Entry, []string) {
 	}
 	seen := map[key]bool{}
 	p := &scanProbe{}
-	out := entries[:0]
+	// New slices: entries and lines may be a Ledger's cached snapshot.
+	out := make([]*Entry, 0, len(entries))
 	var outLines []string
 	if lines != nil {
-		outLines = lines[:0]
+		outLines = make([]string, 0, len(lines))
 	}
 	var last key
 	lastAlive, haveLast := false, false

@@ -32,29 +32,32 @@ var (
 // only on a spawn time RFC 3339 cannot hold (a year outside 0–9999), as
 // encoding/json would.
 func Marshal(entries []Entry) ([]byte, error) {
-	return marshalReusing(entries, nil, nil, false)
+	return marshalReusing(nil, entries, nil, nil, false)
 }
 
-// marshalReusing is Marshal, copying the line of an entry that is equal to
-// the next unmatched entry of prev (whose lines are prevLines) instead of
-// encoding it again. An Update usually keeps the entries it read, in order,
-// and adds or drops a few. With redact, the entries it encodes afresh get
-// their Argv redacted, so that no Update can store a secret.
-func marshalReusing(entries, prev []Entry, prevLines []string, redact bool) ([]byte, error) {
+// marshalReusing is Marshal appending to dst, copying the line of an entry
+// that is equal to the next unmatched entry of prev (whose lines are
+// prevLines) instead of encoding it again. An Update usually keeps the
+// entries it read, in order, and adds or drops a few. With redact, the
+// entries it encodes afresh get their Argv redacted, so that no Update can
+// store a secret.
+func marshalReusing(dst []byte, entries []Entry, prev []*Entry, prevLines []string, redact bool) ([]byte, error) {
+	if len(prev) != len(prevLines) {
+		prev = nil
+	}
 	size := len(fileHead) + len(fileTail) + len(entries)*384
-	if len(prevLines) > 0 && len(prev) == len(prevLines) {
+	if len(prev) > 0 {
 		size = len(fileHead) + len(fileTail) + 64
 		for _, l := range prevLines {
 			size += len(l) + 2
 		}
 		size += max(len(entries)-len(prev), 0) * 384
-	} else {
-		prev = nil
 	}
-	b := make([]byte, 0, size)
+	b := slices.Grow(dst[:0], size)
 	b = append(b, fileHead...)
 	j := 0 // next unmatched entry of prev
-	for i, e := range entries {
+	for i := range entries {
+		e := &entries[i]
 		reused := false
 		// Look a little ahead in prev: dropped entries are skipped over.
 		for k := j; k < len(prev) && k < j+lookahead; k++ {
@@ -66,11 +69,12 @@ func marshalReusing(entries, prev []Entry, prevLines []string, redact bool) ([]b
 			}
 		}
 		if !reused {
+			enc := *e
 			if redact {
-				e.Argv = Redact(e.Argv)
+				enc.Argv = Redact(enc.Argv)
 			}
 			var err error
-			if b, err = appendEntry(b, e); err != nil {
+			if b, err = appendEntry(b, enc); err != nil {
 				return nil, err
 			}
 		}
@@ -89,7 +93,7 @@ const lookahead = 64
 // equalEntry reports whether a and b encode the same. False negatives only
 // cost an encoding: times are compared as values (same instant, same
 // location pointer), not with Time.Equal.
-func equalEntry(a, b Entry) bool {
+func equalEntry(a, b *Entry) bool {
 	return a.Unit == b.Unit && a.Leader == b.Leader && a.PGID == b.PGID && a.Cgroup == b.Cgroup &&
 		a.Owner == b.Owner && a.Role == b.Role && a.Ownership == b.Ownership && a.Reason == b.Reason &&
 		a.Log == b.Log && a.Spawned == b.Spawned && a.State == b.State && a.Spawn == b.Spawn &&
@@ -203,69 +207,99 @@ func appendString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// lineCache maps the lines of the canonical layout to the entries they
-// decode to. It holds the lines of the last file parsed.
-type lineCache map[string]*cachedLine
-
-type cachedLine struct {
-	line string // the key, kept so that a hit needs no new string
-	e    Entry
+// snapshot is a parsed file in the canonical layout: its entries and the
+// line of each, in file order. A Ledger keeps the last one it parsed, so that
+// the next parse decodes only the lines that are new.
+type snapshot struct {
+	entries []*Entry // never changed once decoded: clone before handing out
+	lines   []string
 }
 
 var errNotCanonical = errors.New("not in the canonical layout")
 
 // parseCanonical decodes b when it is in the canonical layout, decoding only
-// the lines missing from cache. It returns the entries, the line of each, and
-// the cache for the next call. Any other input yields errNotCanonical (Parse
-// then decides). When it succeeds, its entries are the ones Parse would give;
-// their Argv is shared with the cache: copy before changing it (cloneEntry).
-func parseCanonical(b []byte, cache lineCache) ([]Entry, []string, lineCache, error) {
+// the lines that prev does not hold. It returns the snapshot of b. Any other
+// input yields errNotCanonical (Parse then decides). When it succeeds, its
+// entries are the ones Parse would give; they are shared with prev and must
+// not be changed (hand out copies: cloneEntries).
+//
+// Lines are matched in order, as writers change the file: a write keeps the
+// lines it read in order, drops some (pruned, removed) and appends new ones
+// at the end. So under contention a parse compares each line once with the
+// line at the same place in prev (a memory compare, no hashing, no map) and
+// decodes only what other writers appended since; a line dropped in between
+// is skipped by looking a little ahead in prev.
+func parseCanonical(b []byte, prev snapshot) (snapshot, error) {
 	rest, ok := bytes.CutPrefix(b, fileHead)
 	if !ok {
-		return nil, nil, nil, errNotCanonical
+		return snapshot{}, errNotCanonical
 	}
 	rest, ok = bytes.CutSuffix(rest, fileTail)
 	if !ok {
-		return nil, nil, nil, errNotCanonical
+		return snapshot{}, errNotCanonical
 	}
 	n := bytes.Count(rest, []byte{'\n'})
-	entries := make([]Entry, 0, n)
-	lines := make([]string, 0, n)
-	next := make(lineCache, n)
+	next := snapshot{entries: make([]*Entry, 0, n), lines: make([]string, 0, n)}
+	j := 0 // next unmatched line of prev
 	for len(rest) > 0 {
 		i := bytes.IndexByte(rest, '\n')
 		if i < 0 {
-			return nil, nil, nil, errNotCanonical
+			return snapshot{}, errNotCanonical
 		}
 		line := rest[:i]
 		rest = rest[i+1:]
 		if len(rest) > 0 {
 			var comma bool
 			if line, comma = bytes.CutSuffix(line, []byte{','}); !comma {
-				return nil, nil, nil, errNotCanonical
+				return snapshot{}, errNotCanonical
 			}
 		}
-		c, ok := cache[string(line)]
-		if !ok {
-			// A fresh Entry: Unmarshal into a used one would merge.
-			var e Entry
-			if err := json.Unmarshal(line, &e); err != nil {
-				return nil, nil, nil, errNotCanonical
-			}
-			c = &cachedLine{line: string(line), e: e}
+		k := matchLine(line, prev.lines, j)
+		if k >= 0 {
+			next.entries = append(next.entries, prev.entries[k])
+			next.lines = append(next.lines, prev.lines[k])
+			j = k + 1
+			continue
 		}
-		next[c.line] = c
-		entries = append(entries, c.e)
-		lines = append(lines, c.line)
+		// A fresh Entry: Unmarshal into a used one would merge.
+		e := new(Entry)
+		if err := json.Unmarshal(line, e); err != nil {
+			return snapshot{}, errNotCanonical
+		}
+		next.entries = append(next.entries, e)
+		next.lines = append(next.lines, string(line))
 	}
-	return entries, lines, next, nil
+	return next, nil
 }
 
-// cloneEntry copies the one field of Entry that shares memory, so that a
-// caller cannot change a cached entry.
-func cloneEntry(e Entry) Entry {
-	if e.Argv != nil {
-		e.Argv = append([]string{}, e.Argv...)
+// matchLine returns the index of line in lines[from:from+lookahead], or -1.
+func matchLine(line []byte, lines []string, from int) int {
+	for k := from; k < len(lines) && k < from+lookahead; k++ {
+		if len(lines[k]) == len(line) && lines[k] == string(line) {
+			return k
+		}
 	}
-	return e
+	return -1
+}
+
+// cloneEntries copies the entries, Argv included (the one field of Entry
+// that shares memory), so that a caller cannot change a cached entry. It
+// leaves room to append extra more without a copy. The Argv copies share one
+// allocation, each capped so that an append to one cannot reach the next.
+func cloneEntries(es []*Entry, extra int) []Entry {
+	n := 0
+	for _, e := range es {
+		n += len(e.Argv)
+	}
+	argv := make([]string, 0, n)
+	out := make([]Entry, len(es), len(es)+extra)
+	for i, e := range es {
+		out[i] = *e
+		if e.Argv != nil {
+			start := len(argv)
+			argv = append(argv, e.Argv...)
+			out[i].Argv = argv[start:len(argv):len(argv)]
+		}
+	}
+	return out
 }

@@ -7,8 +7,8 @@
 // the separate file ledger.lock, held only for the read-modify-write) that
 // waits at most LockTimeout, so a stuck writer cannot freeze the others: they
 // fail with an error wrapping ErrLocked instead. Every write is atomic (a
-// temporary file in the same directory, fsync, rename, fsync of the
-// directory), so a reader never sees a half-written file and needs no lock.
+// temporary file in the same directory, fsync, rename), so a reader never
+// sees a half-written file and needs no lock.
 //
 // Every write prunes the entries whose process group is gone (see
 // Entry.Alive). A file that cannot be parsed, or that carries an unknown
@@ -70,9 +70,16 @@ type Ledger struct {
 	path string
 	lock string
 
+	// turn is held (a value sent) by the one Update of this Ledger that is
+	// taking or holding the file lock: goroutines of one process queue here,
+	// not in flock, and it guards the buffers below.
+	turn chan struct{}
+	rbuf []byte // guarded by turn; the file as last read
+	wbuf []byte // guarded by turn; the file as last encoded
+
 	mu        sync.Mutex
 	lastWait  time.Duration // guarded by mu
-	lines     lineCache     // guarded by mu; the lines of the last file parsed
+	last      snapshot      // guarded by mu; the last file parsed
 	abandoned int           // guarded by mu; lock waiters given up but still blocked in flock
 }
 
@@ -90,7 +97,7 @@ func Open(stateDir string) (*Ledger, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("ledger: create state directory: %w", err)
 	}
-	return &Ledger{dir: dir, path: filepath.Join(dir, FileName), lock: filepath.Join(dir, LockName)}, nil
+	return &Ledger{dir: dir, path: filepath.Join(dir, FileName), lock: filepath.Join(dir, LockName), turn: make(chan struct{}, 1)}, nil
 }
 
 // Path is the ledger file's path.
@@ -115,7 +122,19 @@ func (l *Ledger) LastLockWait() time.Duration {
 // within LockTimeout, and with ctx's error when ctx ends first.
 func (l *Ledger) Update(ctx context.Context, fn func([]Entry) ([]Entry, error)) error {
 	start := time.Now()
-	unlock, err := l.acquire(ctx, LockTimeout)
+	timer := time.NewTimer(LockTimeout)
+	defer timer.Stop()
+	var unlock func()
+	var err error
+	select {
+	case l.turn <- struct{}{}:
+		defer func() { <-l.turn }()
+		unlock, err = l.acquire(ctx, LockTimeout-time.Since(start))
+	case <-timer.C:
+		err = l.lockedError(LockTimeout)
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
 	l.mu.Lock()
 	l.lastWait = time.Since(start)
 	l.mu.Unlock()
@@ -126,7 +145,8 @@ func (l *Ledger) Update(ctx context.Context, fn func([]Entry) ([]Entry, error)) 
 	return l.updateLocked(fn)
 }
 
-// updateLocked runs the read-modify-write; the caller holds the file lock.
+// updateLocked runs the read-modify-write; the caller holds turn and the
+// file lock.
 func (l *Ledger) updateLocked(fn func([]Entry) ([]Entry, error)) error {
 	removeStaleTemps(l.dir)
 	entries, lines, err := l.readLocked()
@@ -135,27 +155,27 @@ func (l *Ledger) updateLocked(fn func([]Entry) ([]Entry, error)) error {
 	}
 	entries, lines = prune(entries, lines)
 	// fn may change what it is given, even inside Argv: it gets a deep copy,
-	// and entries keeps what the lines encode.
-	given := make([]Entry, len(entries))
-	for i, e := range entries {
-		given[i] = cloneEntry(e)
-	}
+	// and entries keeps what the lines encode. Room for a few more entries
+	// spares an Add the copy of the whole slice.
+	given := cloneEntries(entries, 8)
 	out, err := fn(given)
 	if err != nil {
 		return err
 	}
-	b, err := marshalReusing(out, entries, lines, true)
+	b, err := marshalReusing(l.wbuf, out, entries, lines, true)
 	if err != nil {
 		return fmt.Errorf("ledger: encode: %w", err)
 	}
+	l.wbuf = b
 	return writeAtomic(l.dir, l.path, b)
 }
 
-// readLocked reads the file; the caller holds the file lock. It returns the
-// entries and, when the file is in the canonical layout, the line of each. A
-// corrupt file is moved aside and replaced by what Rebuild finds alive.
-func (l *Ledger) readLocked() ([]Entry, []string, error) {
-	b, err := os.ReadFile(l.path)
+// readLocked reads the file; the caller holds turn and the file lock. It
+// returns the entries and, when the file is in the canonical layout, the
+// line of each. A corrupt file is moved aside and replaced by what Rebuild
+// finds alive.
+func (l *Ledger) readLocked() ([]*Entry, []string, error) {
+	b, err := readFile(l.path, l.rbuf)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil, nil
 	}
@@ -168,7 +188,8 @@ func (l *Ledger) readLocked() ([]Entry, []string, error) {
 	case err != nil:
 		return nil, nil, fmt.Errorf("ledger: %w", err)
 	default:
-		var entries []Entry
+		l.rbuf = b
+		var entries []*Entry
 		var lines []string
 		if entries, lines, perr = l.parse(b); perr == nil {
 			return entries, lines, nil
@@ -182,23 +203,33 @@ func (l *Ledger) readLocked() ([]Entry, []string, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("ledger: %s was corrupt (moved to %s); rebuild from /proc failed: %w", l.path, aside, err)
 	}
-	return rebuilt, nil, nil
+	return pointers(rebuilt), nil, nil
 }
 
 // parse is Parse, fast on a file in the canonical layout whose lines this
-// Ledger has mostly seen before (see parseCanonical).
-// It returns the line of each entry when the layout is canonical, else nil.
-func (l *Ledger) parse(b []byte) ([]Entry, []string, error) {
+// Ledger has mostly seen before (see parseCanonical). It returns the line
+// of each entry when the layout is canonical, else nil. The entries are
+// shared with the Ledger's snapshot: the caller must not change them. b is
+// not retained.
+func (l *Ledger) parse(b []byte) ([]*Entry, []string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	entries, lines, next, err := parseCanonical(b, l.lines)
+	next, err := parseCanonical(b, l.last)
 	if err == nil {
-		l.lines = next
-		return entries, lines, nil
+		l.last = next
+		return next.entries, next.lines, nil
 	}
-	l.lines = nil
-	entries, err = Parse(b)
-	return entries, nil, err
+	l.last = snapshot{}
+	entries, err := Parse(b)
+	return pointers(entries), nil, err
+}
+
+func pointers(es []Entry) []*Entry {
+	out := make([]*Entry, len(es))
+	for i := range es {
+		out[i] = &es[i]
+	}
+	return out
 }
 
 // Add records entries. Their Argv is stored redacted (see Redact), as is
@@ -243,12 +274,9 @@ func (l *Ledger) Entries(ctx context.Context) ([]Entry, error) {
 	if err != nil && !errors.Is(err, syscall.EISDIR) {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
-	entries, _, err := l.parse(b)
+	shared, _, err := l.parse(b)
 	if err == nil {
-		for i, e := range entries {
-			entries[i] = cloneEntry(e)
-		}
-		return entries, nil
+		return cloneEntries(shared, 0), nil
 	}
 	var snap []Entry
 	err = l.Update(ctx, func(cur []Entry) ([]Entry, error) {

@@ -557,7 +557,7 @@ func TestAlive(t *testing.T) {
 			if got := tc.e.Alive(); got != tc.want {
 				t.Errorf("Alive() = %v, want %v", got, tc.want)
 			}
-			if got, _ := prune([]Entry{tc.e}, nil); (len(got) == 1) != tc.want {
+			if got, _ := prune([]*Entry{&tc.e}, nil); (len(got) == 1) != tc.want {
 				t.Errorf("prune kept %d, want alive=%v", len(got), tc.want)
 			}
 		})
