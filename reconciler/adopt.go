@@ -262,6 +262,11 @@ func derivedName(g Group) string {
 // registered with the death supervisor, recorded in the ledger as adopted,
 // shown in status as an adopted unit, stopped by `hermesctl stop`, killed if
 // hermesd dies. Refusals wrap control.ErrRefused.
+//
+// The adopted group keeps its name while it lives: a unit file of the same
+// name that appears later does not start; status shows the clash on the
+// name's row, and the file's unit starts once the group is gone (exited,
+// stopped, or released and then ended).
 func (r *Reconciler) Adopt(ctx context.Context, req control.AdoptRequest) (control.Adopted, error) {
 	ad, ok := r.opt.Spawner.(Adopter)
 	if !ok {

@@ -75,6 +75,8 @@ func (r *Reconciler) status(names []string) (control.Status, error) {
 			cu.Uptime = time.Since(u.started)
 		}
 		switch {
+		case u.external && u.declared != nil:
+			cu.Error = fmt.Sprintf("name %s is taken by an adopted group (pgid %d); stop it or rename the unit file", n, u.group.PGID)
 		case fileErr[n] != "":
 			cu.Error = fileErr[n]
 		case u.state == Waiting:

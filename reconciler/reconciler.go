@@ -590,6 +590,13 @@ func (r *Reconciler) blocked(u *unit, f *inFlight) string {
 			return fmt.Sprintf("waiting for %s to stop: it declares port %d too", n, p)
 		}
 	}
+	if u.takenBy != 0 {
+		for _, s := range r.released {
+			if s.Group.PGID == u.takenBy {
+				return fmt.Sprintf("name %s is taken by a released group (pgid %d), adopted under it; stop that group to start the unit", u.spec.Name, u.takenBy)
+			}
+		}
+	}
 	for _, d := range u.spec.After {
 		if dep := r.units[d]; dep != nil && !(dep.state == Running) {
 			return "waiting for " + d + " to be ready"

@@ -97,6 +97,13 @@ func (r *Reconciler) apply(ctx context.Context, p control.Plan, l Loaded) {
 	r.reloads++
 	for _, n := range p.Start {
 		s := specs[n]
+		if u := r.units[n]; u != nil && u.external {
+			if u.declared == nil {
+				r.log.Warn("unit file waits: its name is taken by an adopted group", "unit", n, "pgid", u.group.PGID)
+			}
+			u.declared, u.declEpoch = &s, r.reloads
+			continue
+		}
 		if u := r.units[n]; u != nil { // still stopping after a removal
 			u.removed, u.pending, u.pendEpoch = false, &s, r.reloads
 			u.held = false // removed and declared again: a new unit
@@ -137,6 +144,17 @@ func (r *Reconciler) apply(ctx context.Context, p control.Plan, l Loaded) {
 			r.stop(u, stopReload, nil)
 		} else {
 			delete(r.units, n)
+		}
+	}
+	// A unit file that waited for an adopted group of its name and is gone
+	// (not merely invalid: that keeps the last good version) waits no more.
+	invalid := map[string]bool{}
+	for _, e := range p.Errors {
+		invalid[unitOf(e.File)] = true
+	}
+	for n, u := range r.units {
+		if _, ok := specs[n]; u.external && u.declared != nil && !ok && !invalid[n] {
+			u.declared = nil
 		}
 	}
 	r.armRotate()

@@ -189,6 +189,7 @@ func (r *Reconciler) stopped(ctx context.Context, u *unit, err error) {
 	}
 	if u.external { // an adopted group, now empty: nothing to restart
 		delete(r.units, u.spec.Name)
+		r.declare(u, 0)
 		u.replyWaiters(nil)
 		return
 	}
@@ -236,6 +237,18 @@ func (u *unit) replyErr() error {
 		return u.err
 	}
 	return nil
+}
+
+// declare adds the unit file that waited for external unit x's name (if
+// any), once x is gone from r.units; takenBy is the pgid of x's group when
+// it was released rather than ended (the unit waits for it to end).
+func (r *Reconciler) declare(x *unit, takenBy int) {
+	if x.declared == nil {
+		return
+	}
+	s := *x.declared
+	r.units[s.Name] = &unit{spec: s, hash: hash(s), enabled: !s.IsJob(), epoch: x.declEpoch, takenBy: takenBy}
+	r.log.Info("adopted group gone; its name goes to the unit file", "unit", s.Name, "file", s.File)
 }
 
 // replace switches u to a new spec, as if newly declared by reload epoch.

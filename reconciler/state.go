@@ -103,6 +103,15 @@ type unit struct {
 	stopEpoch uint64         // pending or removed: the reload that began the stop
 	waiters   []chan<- error // Stop callers waiting for the group to be empty
 
+	// declared (external units only): the unit file of the same name,
+	// which waits for the adopted group to be gone, then starts as a unit
+	// of reload declEpoch. nil when no file declares the name.
+	declared  *units.Spec
+	declEpoch uint64
+	// takenBy: the pgid of a released group that was adopted under this
+	// unit's name; the unit waits while it is listed as released.
+	takenBy int
+
 	// held: stopped by `hermesctl stop`. Reloads still switch the unit to
 	// its file's new version, but do not start it; Start (or Restart)
 	// clears it. A unit removed and declared again is new: not held.
