@@ -17,50 +17,166 @@ import (
 	"github.com/hermes-units/hermes/timeouts"
 )
 
+// errBadBaseURL: a provider's base_url does not make a request URL.
+var errBadBaseURL = errors.New("bad base_url")
+
 // maxResponse bounds a non-streaming answer held in memory.
 const maxResponse = 256 << 20
 
 // call serves one model request: parse, route, resolve, breaker, wrap-up,
 // forward, record. It runs on the request's handler goroutine, which owns
 // the call's watchdog.
+//
+// Everything up to the relay (parsing, resolving, dialling, TLS, the
+// stream's response headers) runs in begin, on a short-lived goroutine
+// that call waits for: those need deep stacks, and a goroutine's stack
+// keeps its largest size for as long as it is in use. The handler
+// goroutine, which lives as long as the stream, then only ever holds the
+// relay's frames, and an idle stream costs an 8 KB stack instead of 16.
 func (p *Proxy) call(w http.ResponseWriter, r *http.Request, api timeouts.API, runID string) {
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	var c *begun
+	onFreshStack(func() { c = p.begin(ctx, w, r, api, runID, &cancel) })
+	if c == nil {
+		return
+	}
+	if c.run != nil {
+		defer p.detach(c.run, &cancel)
+	}
+	defer c.wd.stop()
+	outcome := c.outcome
+	if c.body != nil {
+		defer c.body.Close()
+		if c.stream {
+			outcome = p.relayStream(ctx, r, w, c.body, c.wd, api)
+		} else {
+			outcome = p.relayWhole(ctx, r, w, c.resp, c.body, c.wd)
+		}
+	}
+	c.wd.record(outcome)
+}
+
+// onFreshStack runs fn on a new goroutine and waits for it to return; a
+// panic in fn is raised again in the caller, as if fn had run there.
+func onFreshStack(fn func()) {
+	done := make(chan struct{})
+	var perr any
+	go func() {
+		defer func() {
+			perr = recover()
+			close(done)
+		}()
+		fn()
+	}()
+	<-done
+	if perr != nil {
+		panic(perr)
+	}
+}
+
+// begun is a call whose request went upstream.
+type begun struct {
+	run *run // nil unless the call is a registered run's, attached
+	wd  *watchdog
+	// resp and body are the provider's answer, nil when the call ended
+	// before one (outcome says how; the client got its error).
+	resp *http.Response
+	body *body
+	// stream: the answer is an event stream whose headers were relayed
+	// and flushed; relayStream relays the rest.
+	stream  bool
+	outcome timeouts.Outcome
+}
+
+// begin prepares the call and sends it (see call). It returns nil when the
+// call ended before reaching the breaker (the client got its error).
+func (p *Proxy) begin(ctx context.Context, w http.ResponseWriter, r *http.Request, api timeouts.API, runID string, cancel *context.CancelCauseFunc) *begun {
+	pc := p.prepare(w, r, api, runID, cancel)
+	if pc == nil {
+		return nil
+	}
+	c := &begun{run: pc.run, wd: pc.wd}
+	resp, err := p.send(ctx, w, r, pc.wd, pc.url, pc.key, pc.payload)
+	if errors.Is(err, errBadBaseURL) {
+		writeError(w, http.StatusInternalServerError, "hermes_config_error", "bad_base_url", "hermes proxy: "+err.Error())
+		c.outcome = timeouts.Failed
+		return c
+	}
+	if err != nil {
+		c.outcome = p.fail(ctx, r, w, false, pc.wd, err)
+		return c
+	}
+	c.resp, c.body = resp, &body{rc: resp.Body, w: pc.wd}
+	if !pc.wd.plan.Stream || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		return c
+	}
+	// The stream starts when the provider's does: a client waiting for
+	// headers while the provider thinks would otherwise see nothing at all.
+	c.stream = true
+	copyResponseHeaders(w.Header(), resp.Header)
+	w.WriteHeader(resp.StatusCode)
+	if err := http.NewResponseController(w).Flush(); err != nil {
+		c.body.Close()
+		c.body, c.outcome = nil, timeouts.Failed
+	}
+	return c
+}
+
+// prepared is a call ready to be forwarded.
+type prepared struct {
+	run     *run // nil unless the call is a registered run's, attached
+	wd      *watchdog
+	url     string
+	key     string
+	payload []byte
+}
+
+// prepare parses, routes and resolves the request, asks the breaker and
+// injects the wrap-up notice. It returns nil when it answered the client
+// with an error (a run it attached is then detached again).
+//
+//go:noinline
+func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, api timeouts.API, runID string, cancel *context.CancelCauseFunc) (pc *prepared) {
 	raw, err := io.ReadAll(io.LimitReader(r.Body, maxRequest+1))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "bad_body", "hermes proxy: reading the request body: "+err.Error())
-		return
+		return nil
 	}
 	if len(raw) > maxRequest {
 		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "body_too_large", fmt.Sprintf("hermes proxy: the request body exceeds %d MiB", maxRequest>>20))
-		return
+		return nil
 	}
 	req, err := parseRequest(raw)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "bad_body", "hermes proxy: "+err.Error())
-		return
+		return nil
 	}
 	set := p.set.Load()
 	rt, err := set.Route(req.Model)
 	if err != nil {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "hermes proxy: "+err.Error())
-		return
+		return nil
 	}
 	prov, err := set.Get(rt.Provider)
 	if err != nil {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "hermes proxy: "+err.Error())
-		return
+		return nil
 	}
 
-	ctx, cancel := context.WithCancelCause(r.Context())
-	defer cancel(nil)
 	var rn *run
 	if runID != "" {
 		var ok bool
-		if rn, ok = p.attach(runID, &cancel); !ok {
+		if rn, ok = p.attach(runID, cancel); !ok {
 			writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_run",
 				fmt.Sprintf("hermes proxy: run %q is not registered: it has ended, or this base URL belongs to another hermesd; start the job again through hermesd", runID))
-			return
+			return nil
 		}
-		defer p.detach(rn, &cancel)
+		defer func() {
+			if pc == nil {
+				p.detach(rn, cancel)
+			}
+		}()
 	}
 
 	c := providers.Call{Model: rt.Model, Stream: req.Stream, API: api, Tokens: req.tokens(), Env: p.opts.Env}
@@ -70,46 +186,44 @@ func (p *Proxy) call(w http.ResponseWriter, r *http.Request, api timeouts.API, r
 	in, err := set.Inputs(rt.Provider, c)
 	if err != nil {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "hermes proxy: "+err.Error())
-		return
+		return nil
 	}
 	plan := timeouts.Resolve(in)
 	key, err := set.APIKey(rt.Provider, p.opts.Env)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "hermes_config_error", "missing_api_key", "hermes proxy: "+err.Error())
-		return
+		return nil
 	}
 	if prov.BaseURL == "" {
 		writeError(w, http.StatusInternalServerError, "hermes_config_error", "missing_base_url",
 			fmt.Sprintf("hermes proxy: provider %s has no base_url: set %s.base_url", rt.Provider, in.Provider.Source))
-		return
+		return nil
 	}
 
 	ss := p.sessions.get(sessionKey(r, runID, rt.Provider), plan.GiveUp)
 	if err := ss.allow(rt.Provider, rt.Model, r.Header.Get(HeaderTurn), p.opts.Now()); err != nil {
 		w.Header().Set("X-Should-Retry", "false")
 		writeError(w, http.StatusServiceUnavailable, "hermes_gave_up", "stale_giveup", "hermes proxy: "+err.Error())
-		return
+		return nil
 	}
 	if rn != nil && rn.budget != nil && rn.wrapup != "" && rn.budget.TakeWrapUp() {
 		if err := req.wrapUp(api, rn.wrapup); err != nil {
 			ss.breaker.Record(timeouts.Failed)
 			writeError(w, http.StatusBadRequest, "invalid_request_error", "bad_body", "hermes proxy: "+err.Error())
-			return
+			return nil
 		}
 	}
 	req.setModel(rt.Model)
 
-	wd := &watchdog{cut: cancel, plan: plan, scale: p.opts.Scale, template: CutError{
+	wd := &watchdog{cut: *cancel, breaker: ss.breaker, plan: plan, scale: p.opts.Scale, template: CutError{
 		Provider: rt.Provider, Model: rt.Model, BaseURL: prov.BaseURL, Scale: p.opts.Scale,
 		Setting: staleSetting(in.Provider, rt.Model),
 	}}
-	defer wd.stop()
 	url := strings.TrimRight(prov.BaseURL, "/") + "/chat/completions"
 	if api == timeouts.Responses {
 		url = strings.TrimRight(prov.BaseURL, "/") + "/responses"
 	}
-	outcome := p.forward(ctx, w, r, wd, url, key, req.body(), api)
-	ss.breaker.Record(outcome)
+	return &prepared{run: rn, wd: wd, url: url, key: key, payload: req.body()}
 }
 
 // sessionKey is the give-up breaker's key: the client's X-Hermes-Session,
@@ -147,16 +261,15 @@ func staleSetting(p timeouts.Provider, model string) string {
 	return setting(p.Source, model)
 }
 
-// forward sends the request upstream and relays the answer; it returns the
-// outcome for the breaker. The upstream response body is always closed and
-// the call's context cancelled before it returns (by the caller's defer),
-// which closes the upstream connection of any call not read to its end.
-func (p *Proxy) forward(ctx context.Context, w http.ResponseWriter, r *http.Request, wd *watchdog, url, key string, payload []byte, api timeouts.API) timeouts.Outcome {
+// send sends the request upstream, arms the watchdog, and returns the
+// provider's response once its headers are in. The caller closes the
+// response body; the call's context, cancelled by the caller's defer,
+// closes the upstream connection of any call not read to its end.
+func (p *Proxy) send(ctx context.Context, w http.ResponseWriter, r *http.Request, wd *watchdog, url, key string, payload []byte) (*http.Response, error) {
 	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { wd.connected.Store(true) }}
 	ureq, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, url, bytes.NewReader(payload))
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "hermes_config_error", "bad_base_url", "hermes proxy: "+err.Error())
-		return timeouts.Failed
+		return nil, fmt.Errorf("%w: %w", errBadBaseURL, err)
 	}
 	copyRequestHeaders(ureq.Header, r.Header)
 	ureq.Header.Set("Content-Type", "application/json")
@@ -166,7 +279,7 @@ func (p *Proxy) forward(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	wd.arm(timeouts.SocketRead)
 	if wd.plan.Stream {
 		wd.arm(timeouts.StaleStream)
-		if api == timeouts.Responses {
+		if wd.plan.API == timeouts.Responses {
 			wd.arm(timeouts.FirstEvent)
 		}
 	} else {
@@ -180,15 +293,10 @@ func (p *Proxy) forward(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		resp, err = p.client.Do(ureq)
 	}
 	if err != nil {
-		return p.fail(ctx, r, w, false, wd, err)
+		return nil, err
 	}
-	b := &body{rc: resp.Body, w: wd}
-	defer b.Close()
 	wd.arm(timeouts.SocketRead) // the headers were bytes
-	if wd.plan.Stream && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		return p.relayStream(ctx, r, w, resp, b, wd, api)
-	}
-	return p.relayWhole(ctx, r, w, resp, b, wd)
+	return resp, nil
 }
 
 // streamed reports whether a call goes through the stream client: a
@@ -226,26 +334,12 @@ func (p *Proxy) relayWhole(ctx context.Context, r *http.Request, w http.Response
 	return timeouts.Failed
 }
 
-// relayStream relays an SSE answer piece by piece, flushing whenever
+// relayStream relays an SSE answer, whose headers begin relayed, piece by piece, flushing whenever
 // nothing more is buffered, and feeds the watchdog: a dispatched event ends
 // the first-event wait, content re-arms the stale stream timer, the
 // terminal event starts the drain.
-func (p *Proxy) relayStream(ctx context.Context, r *http.Request, w http.ResponseWriter, resp *http.Response, b io.Reader, wd *watchdog, api timeouts.API) timeouts.Outcome {
+func (p *Proxy) relayStream(ctx context.Context, r *http.Request, w http.ResponseWriter, b io.Reader, wd *watchdog, api timeouts.API) timeouts.Outcome {
 	rc := http.NewResponseController(w)
-	started := false
-	start := func() {
-		if !started {
-			started = true
-			copyResponseHeaders(w.Header(), resp.Header)
-			w.WriteHeader(resp.StatusCode)
-		}
-	}
-	// The stream starts when the provider's does: a client waiting for
-	// headers while the provider thinks would otherwise see nothing at all.
-	start()
-	if err := rc.Flush(); err != nil {
-		return timeouts.Failed
-	}
 	rd := sse.NewReader(b)
 	done, finished := false, false
 	for {
@@ -261,17 +355,15 @@ func (p *Proxy) relayStream(ctx context.Context, r *http.Request, w http.Respons
 				}
 				return timeouts.Completed
 			case errors.Is(err, io.EOF) && finished:
-				start()
 				_ = rc.Flush()
 				return timeouts.Completed
 			case errors.Is(err, io.EOF):
-				start()
 				writeSSEError(w, "upstream_error", "stream_truncated",
 					fmt.Sprintf("hermes proxy: provider %s closed the stream before its terminal event: retry the call, and check the provider if it happens again", wd.template.Provider))
 				_ = rc.Flush()
 				return timeouts.Failed
 			}
-			return p.fail(ctx, r, w, started, wd, err)
+			return p.fail(ctx, r, w, true, wd, err)
 		}
 		if done {
 			continue // after the terminal event: read to the close, drop
@@ -288,7 +380,6 @@ func (p *Proxy) relayStream(ctx context.Context, r *http.Request, w http.Respons
 				done = true
 			}
 		}
-		start()
 		if _, err := w.Write(pc.Raw); err != nil {
 			p.opts.Logf("proxy: relaying to %s: %v", r.RemoteAddr, err)
 			return timeouts.Failed
@@ -333,6 +424,9 @@ func (p *Proxy) fail(ctx context.Context, r *http.Request, w http.ResponseWriter
 		status, typ, code, msg = http.StatusBadGateway, "upstream_error", "upstream_unreachable",
 			fmt.Sprintf("hermes proxy: provider %s at %s: %v: check that it runs and that its base_url is right", wd.template.Provider, wd.template.BaseURL, err)
 	}
+	// The breaker hears of the call before the client does: a client that
+	// reads the error and asks for the status sees the streak it caused.
+	wd.record(outcome)
 	if started {
 		writeSSEError(w, typ, code, msg)
 		_ = http.NewResponseController(w).Flush()

@@ -17,6 +17,8 @@ import (
 // callbacks only cancel, which is safe from any goroutine.
 type watchdog struct {
 	cut       context.CancelCauseFunc
+	breaker   *timeouts.Breaker // the session's; see record
+	recorded  bool              // the outcome went to breaker
 	plan      timeouts.Plan
 	scale     float64
 	template  CutError    // everything but Layer, Value and Connected
@@ -66,6 +68,15 @@ func (w *watchdog) stop() {
 		if t != nil {
 			t.Stop()
 		}
+	}
+}
+
+// record reports the call's outcome to the session's give-up breaker,
+// once: the first outcome recorded is the call's.
+func (w *watchdog) record(o timeouts.Outcome) {
+	if !w.recorded {
+		w.recorded = true
+		w.breaker.Record(o)
 	}
 }
 
