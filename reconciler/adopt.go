@@ -45,7 +45,7 @@ func (r *Reconciler) readopt(ctx context.Context, l Loaded) {
 			continue
 		}
 		if s.State == "released" { // given up on purpose: listed, never re-adopted
-			r.released = append(r.released, s)
+			r.addReleased(s)
 			continue
 		}
 		if r.units[s.Unit] != nil {
@@ -57,7 +57,7 @@ func (r *Reconciler) readopt(ctx context.Context, l Loaded) {
 			if err := r.opt.Checkpoint.Released(ctx, s); err != nil {
 				r.log.Warn("ledger: release not recorded", "unit", s.Unit, "err", err)
 			}
-			r.released = append(r.released, s)
+			r.addReleased(s)
 			r.log.Info("survivor no longer declared; released", "unit", s.Unit, "pid", s.Group.Leader.PID)
 			continue
 		}

@@ -20,22 +20,46 @@ var _ control.Backend = (*Reconciler)(nil)
 // errors. An unknown name is control.ErrUnknownUnit.
 func (r *Reconciler) Status(ctx context.Context, names ...string) (control.Status, error) {
 	var st control.Status
+	var rel []Group
 	var err error
-	if e := r.do(ctx, func(context.Context) { st, err = r.status(names) }); e != nil {
+	if e := r.do(ctx, func(context.Context) { st, rel, err = r.status(names) }); e != nil {
 		return control.Status{}, e
+	}
+	if err != nil {
+		return control.Status{}, err
 	}
 	// /proc is read here, on the caller's goroutine: with hundreds of
 	// units, reading it on Run's would hold every other caller and event.
-	for i := range st.Units {
-		if u := &st.Units[i]; u.State != "released" && u.PID > 0 {
+	// A released group found ended is left out, and Run drops its row.
+	out := st.Units[:0]
+	for _, u := range st.Units {
+		switch {
+		case u.State == "released":
+			g := rel[0]
+			rel = rel[1:]
+			if !groupAlive(g) {
+				r.post(releasedGone{g})
+				continue
+			}
+			u.Ready = g.Leader.Alive()
+		case u.PID > 0:
 			u.RSS = rss(u.PID)
 		}
+		out = append(out, u)
 	}
-	return st, err
+	st.Units = out
+	for _, n := range names {
+		if !slices.ContainsFunc(st.Units, func(u control.Unit) bool { return u.Name == n }) {
+			return control.Status{}, fmt.Errorf("unit %s: %w", n, control.ErrUnknownUnit)
+		}
+	}
+	return st, nil
 }
 
-func (r *Reconciler) status(names []string) (control.Status, error) {
-	st := control.Status{Daemon: r.opt.Daemon, Units: []control.Unit{}, ConfigErrors: slices.Clone(r.errs)}
+// status builds the status on Run's goroutine, without reading /proc; rel
+// holds the groups of the released rows, in their order.
+func (r *Reconciler) status(names []string) (st control.Status, rel []Group, err error) {
+	st = control.Status{Daemon: r.opt.Daemon, Units: []control.Unit{}, ConfigErrors: slices.Clone(r.errs)}
 	if st.ConfigErrors == nil {
 		st.ConfigErrors = []control.ConfigError{}
 	}
@@ -94,15 +118,16 @@ func (r *Reconciler) status(names []string) (control.Status, error) {
 		found[s.Unit] = true
 		st.Units = append(st.Units, control.Unit{
 			Name: s.Unit, State: "released", PID: s.Group.Leader.PID, PGID: s.Group.PGID,
-			Cgroup: s.Group.Cgroup, Ownership: s.Ownership, Log: s.Log, Ready: s.Group.Leader.Alive(),
+			Cgroup: s.Group.Cgroup, Ownership: s.Ownership, Log: s.Log,
 		})
+		rel = append(rel, s.Group)
 	}
 	for _, n := range names {
 		if !found[n] {
-			return control.Status{}, fmt.Errorf("unit %s: %w", n, control.ErrUnknownUnit)
+			return control.Status{}, nil, fmt.Errorf("unit %s: %w", n, control.ErrUnknownUnit)
 		}
 	}
-	return st, nil
+	return st, rel, nil
 }
 
 // rss is the resident set of pid in bytes, 0 when unreadable.

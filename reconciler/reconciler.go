@@ -340,6 +340,8 @@ func (r *Reconciler) handle(ctx context.Context, ev any) {
 		r.rotateLogs()
 	case jobEvent:
 		r.onJob(ev)
+	case releasedGone:
+		r.dropReleased(ev.g)
 	}
 }
 

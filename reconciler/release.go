@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,7 +51,7 @@ func (r *Reconciler) Release(ctx context.Context, name string) (control.Released
 		u.endRun()
 		u.stopTimer(timerBackoff)
 		u.gen = r.nextGen() // events of the released run are stale
-		r.released = append(r.released, s)
+		r.addReleased(s)
 		if u.external {
 			delete(r.units, name)
 			r.declare(u, g.PGID)
@@ -65,6 +66,52 @@ func (r *Reconciler) Release(ctx context.Context, name string) (control.Released
 	return res, err
 }
 
+// releasedGone reports that a released group is empty: its row goes.
+type releasedGone struct{ g Group }
+
+// addReleased lists s as released (Run's goroutine) and watches its group,
+// so that the row goes once the group has ended: no longer hermesd's, it
+// has nothing more to show. The watch waits for the leader's exit (a
+// pidfd), then checks that the group is empty; a group that outlives its
+// leader is caught by Status, which checks released rows as it reads them.
+// The watch ends with Run.
+func (r *Reconciler) addReleased(s Survivor) {
+	r.released = append(r.released, s)
+	g, ctx := s.Group, r.base
+	exited, err := r.opt.Spawner.WatchExit(ctx, g)
+	r.wg.Go(func() {
+		if err == nil { // else the leader is gone already
+			select {
+			case <-exited:
+			case <-ctx.Done():
+				return
+			}
+		}
+		if !groupAlive(g) {
+			r.post(releasedGone{g})
+		}
+	})
+}
+
+// groupAlive reports whether g has a live member (its leader, or another
+// process of its group or cgroup). It reads /proc: call it off Run's
+// goroutine.
+func groupAlive(g Group) bool {
+	return ledger.Entry{Leader: g.Leader, PGID: g.PGID, Cgroup: g.Cgroup}.Alive()
+}
+
+// dropReleased forgets the released rows of g (Run's goroutine). The unit
+// of a released row stays as it is: inactive, until started.
+func (r *Reconciler) dropReleased(g Group) {
+	n := len(r.released)
+	r.released = slices.DeleteFunc(r.released, func(s Survivor) bool {
+		return s.Group.PGID == g.PGID && s.Group.Leader == g.Leader
+	})
+	if len(r.released) < n {
+		r.log.Info("released group ended", "pgid", g.PGID, "pid", g.Leader.PID)
+	}
+}
+
 // startRefused runs on Run's goroutine before a Start of name: a unit whose
 // released group still runs is not started again beside it (two copies,
 // a port clash); a released group that is gone is forgotten and the unit
@@ -77,8 +124,7 @@ func (r *Reconciler) startRefused(name string) error {
 			kept = append(kept, s)
 			continue
 		}
-		e := ledger.Entry{Leader: s.Group.Leader, PGID: s.Group.PGID, Cgroup: s.Group.Cgroup}
-		if e.Alive() {
+		if groupAlive(s.Group) {
 			kept = append(kept, s)
 			err = fmt.Errorf("unit %s: its released group (pgid %d, pid %d) still runs; stop it yourself, or take it back with `hermesctl adopt --pgid %d --as %s-old`, then start again: %w",
 				name, s.Group.PGID, s.Group.Leader.PID, s.Group.PGID, name, control.ErrConflict)

@@ -2,7 +2,6 @@ package reconciler
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -123,7 +122,7 @@ func TestUnitFileOverAdoptedName(t *testing.T) {
 					if got := unitError(t, r, "web"); !strings.Contains(got, "taken by a released group (pgid 4100000)") {
 						t.Errorf("status error %q after the release, want the released group named", got)
 					}
-					dropReleased(t, r, pgid)
+					dropReleased(t, r, a, pgid)
 					wantSpawns = 1
 				}
 				if n := len(a.spawnTimes("web")); n != wantSpawns {
@@ -139,14 +138,10 @@ func TestUnitFileOverAdoptedName(t *testing.T) {
 	}
 }
 
-// dropReleased forgets the released row of pgid, as its group's end does.
-func dropReleased(t *testing.T, r *Reconciler, pgid int) {
+// dropReleased ends the released fake group pgid: its leader exits (the
+// group exists only in the fake, so it is empty).
+func dropReleased(t *testing.T, r *Reconciler, a *adopting, pgid int) {
 	t.Helper()
-	if err := r.do(t.Context(), func(ctx context.Context) {
-		r.released = slices.DeleteFunc(r.released, func(s Survivor) bool { return s.Group.PGID == pgid })
-		r.reconcile(ctx)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	close(a.exit(pgid))
 	synctest.Wait()
 }
