@@ -53,10 +53,10 @@ type upstream struct {
 	exited chan struct{}    // one value per handler return
 }
 
-func newUpstream(t *testing.T) *upstream {
+func newUpstream(t *testing.T, useTLS bool) *upstream {
 	t.Helper()
 	u := &upstream{exited: make(chan struct{}, 64)}
-	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	u.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() { u.exited <- struct{}{} }()
 		u.calls.Add(1)
 		var body map[string]any
@@ -67,6 +67,11 @@ func newUpstream(t *testing.T) *upstream {
 		u.mu.Unlock()
 		(*u.script.Load())(w, r, body)
 	}))
+	if useTLS {
+		u.srv.StartTLS()
+	} else {
+		u.srv.Start()
+	}
 	t.Cleanup(u.srv.Close)
 	return u
 }
@@ -107,19 +112,25 @@ type setup struct {
 	stale  time.Duration
 	agent  units.Agent
 	env    map[string]string
+	// tls serves the upstream over HTTPS (base URL https://...).
+	tls bool
 }
 
 func newHarness(t *testing.T, s setup) *harness {
 	t.Helper()
-	up := newUpstream(t)
+	up := newUpstream(t, s.tls)
 	if s.models == nil {
 		s.models = map[string]units.ProviderModel{"gpt-4o": {}, "gpt-4o-mini": {}, "o3": {}}
+	}
+	scheme := "http"
+	if s.tls {
+		scheme = "https"
 	}
 	cfg := &units.Config{
 		Agent: s.agent,
 		Providers: map[string]units.Provider{
 			// A cloud-looking name: loopback would get the local ceilings.
-			"openai": {BaseURL: "http://api.openai.test/v1", APIKeyEnv: "OPENAI_API_KEY", Models: s.models, StaleTimeout: s.stale},
+			"openai": {BaseURL: scheme + "://api.openai.test/v1", APIKeyEnv: "OPENAI_API_KEY", Models: s.models, StaleTimeout: s.stale},
 		},
 	}
 	set, err := providers.New(cfg)
@@ -147,6 +158,12 @@ func newHarness(t *testing.T, s setup) *harness {
 		return d.DialContext(ctx, network, upAddr)
 	}
 	p.stream.dial = p.transport.DialContext
+	if s.tls {
+		// The test certificate names example.com, not the configured host.
+		cfg := up.srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+		cfg.ServerName = "example.com"
+		p.stream.tls, p.transport.TLSClientConfig = cfg, cfg
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -95,13 +96,14 @@ func hostKey(u *url.URL) (key, addr string, err error) {
 // the connection. connected is called once a connection is established.
 func (c *streamClient) do(ctx context.Context, rawURL string, h http.Header, payload []byte, connected func()) (*http.Response, error) {
 	u, err := url.Parse(rawURL)
-	if err == nil {
-		resp, err := c.roundTrip(ctx, u, h, payload, connected)
-		if err == nil {
-			return resp, nil
-		}
+	if err != nil {
+		return nil, &url.Error{Op: "Post", URL: rawURL, Err: err}
 	}
-	return nil, &url.Error{Op: "Post", URL: rawURL, Err: err}
+	resp, err := c.roundTrip(ctx, u, h, payload, connected)
+	if err != nil {
+		return nil, &url.Error{Op: "Post", URL: rawURL, Err: err}
+	}
+	return resp, nil
 }
 
 func (c *streamClient) roundTrip(ctx context.Context, u *url.URL, h http.Header, payload []byte, connected func()) (*http.Response, error) {
@@ -233,20 +235,31 @@ func (c *streamClient) get(key string) *upstreamConn {
 	}
 }
 
-// alive reports whether an idle connection is still open: a read that
-// must not wait finds nothing to read (a provider that closed it, or sent
-// bytes nobody asked for, makes it unusable).
+// alive reports whether an idle connection can carry a request: the
+// provider has not closed it, and sent nothing since the last response (a
+// TLS alert or stray bytes make it unusable too). It peeks at the socket
+// without waiting; a read with an expired deadline cannot tell, as the
+// runtime fails it before asking the kernel. A connection that is not a
+// socket (a test's) counts as alive.
 func (uc *upstreamConn) alive() bool {
 	if uc.br.Buffered() > 0 {
 		return false
 	}
-	if err := uc.conn.SetReadDeadline(time.Unix(1, 0)); err != nil {
+	sc, ok := uc.raw.(syscall.Conn)
+	if !ok {
+		return true
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
 		return false
 	}
-	_, err := uc.br.Peek(1)
-	var ne net.Error
-	ok := errors.As(err, &ne) && ne.Timeout()
-	return uc.conn.SetReadDeadline(time.Time{}) == nil && ok
+	var rerr error
+	err = rc.Read(func(fd uintptr) bool {
+		var b [1]byte
+		_, _, rerr = syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		return true // never wait for readability
+	})
+	return err == nil && errors.Is(rerr, syscall.EAGAIN)
 }
 
 // put keeps uc for reuse, or closes it when the host has enough idle
@@ -341,4 +354,3 @@ func (b *streamBody) Close() error {
 	b.uc.raw.Close()
 	return nil
 }
-
