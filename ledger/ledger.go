@@ -66,9 +66,10 @@ type Entry struct {
 // calls; it is safe for concurrent use by goroutines and by processes (each
 // Update takes the file lock on its own open file description).
 type Ledger struct {
-	dir  string
-	path string
-	lock string
+	dir   string
+	path  string
+	lock  string
+	queue string
 
 	// turn is held (a value sent) by the one Update of this Ledger that is
 	// taking or holding the file lock: goroutines of one process queue here,
@@ -97,7 +98,7 @@ func Open(stateDir string) (*Ledger, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("ledger: create state directory: %w", err)
 	}
-	return &Ledger{dir: dir, path: filepath.Join(dir, FileName), lock: filepath.Join(dir, LockName), turn: make(chan struct{}, 1)}, nil
+	return &Ledger{dir: dir, path: filepath.Join(dir, FileName), lock: filepath.Join(dir, LockName), queue: filepath.Join(dir, QueueName), turn: make(chan struct{}, 1)}, nil
 }
 
 // Path is the ledger file's path.

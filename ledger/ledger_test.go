@@ -36,6 +36,8 @@ func TestMain(m *testing.M) {
 		os.Exit(helperHolder())
 	case "sleeper":
 		os.Exit(helperSleeper())
+	case "liner":
+		os.Exit(helperLiner())
 	default:
 		fmt.Fprintln(os.Stderr, "unknown helper", os.Getenv(helperEnv))
 		os.Exit(2)
@@ -96,6 +98,25 @@ func helperHolder() int {
 func helperSleeper() int {
 	fmt.Println("ready")
 	_, _ = io.Copy(io.Discard, os.Stdin)
+	return 0
+}
+
+// helperLiner takes a place in the writers' line and keeps it, as a writer
+// stopped while waiting would, until stdin closes.
+func helperLiner() int {
+	l, err := Open(os.Getenv("LEDGER_DIR"))
+	if err != nil {
+		fmt.Println("error:", err)
+		return 1
+	}
+	t := l.enqueue()
+	if t.own == nil {
+		fmt.Println("error: no ticket")
+		return 1
+	}
+	fmt.Println("queued", t.n)
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	t.leave()
 	return 0
 }
 

@@ -28,43 +28,50 @@ const (
 	maxPoll      = 2 * time.Millisecond
 )
 
-// acquire takes an exclusive flock on l.lock within timeout. The returned
-// func releases it and closes the file. On timeout the error wraps
-// ErrLocked; when ctx ends first, it is ctx's error.
+// acquire takes an exclusive flock on l.lock within timeout, in turn (see
+// queue.go). The returned func releases it and closes the file. On timeout
+// the error wraps ErrLocked; when ctx ends first, it is ctx's error.
 func (l *Ledger) acquire(ctx context.Context, timeout time.Duration) (func(), error) {
-	f, err := os.OpenFile(l.lock, os.O_RDWR|os.O_CREATE, 0o600)
+	expired := time.NewTimer(timeout)
+	defer expired.Stop()
+	t := l.enqueue()
+	f, err := l.openLock()
 	if err != nil {
-		return nil, fmt.Errorf("open lock file: %w", err)
+		t.leave()
+		return nil, err
 	}
-	fd := int(f.Fd())
-	release := func() {
-		_ = unix.Flock(fd, unix.LOCK_UN)
-		f.Close()
+	// Fast path: nobody is ahead in line and the lock is free.
+	if !t.behind() {
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err == nil {
+			return l.held(f, t), nil
+		} else if !errors.Is(err, unix.EWOULDBLOCK) {
+			f.Close()
+			t.leave()
+			return nil, fmt.Errorf("lock %s: %w", l.lock, err)
+		}
 	}
-	// Fast path: the lock is free.
-	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err == nil {
-		return release, nil
-	} else if !errors.Is(err, unix.EWOULDBLOCK) {
-		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", l.lock, err)
-	}
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
 	l.mu.Lock()
 	block := l.abandoned < maxAbandoned
 	l.mu.Unlock()
 	if !block {
-		return l.poll(ctx, f, release, timer.C, timeout)
+		t.leave() // a poller cannot keep its place in line
+		return l.poll(ctx, f, t, expired.C, timeout)
 	}
+	// The waiter goroutine owns f and its own descriptor of the queue file
+	// (wait); the ticket stays with the caller, which drops it at once when
+	// it gives up, so that those behind move on while the waiter may still
+	// be blocked.
+	wait := t.waitFile()
 	got := make(chan error)        // unbuffered: the hand-over of the lock
-	abandon := make(chan struct{}) // closed when the waiter gives up
+	abandon := make(chan struct{}) // closed when the caller gives up
 	go func() {
-		err := flockRetry(fd)
+		t.waitAhead(wait)
+		err := flockRetry(int(f.Fd()))
 		select {
 		case got <- err:
 		case <-abandon:
 			if err == nil {
-				_ = unix.Flock(fd, unix.LOCK_UN)
+				_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
 			}
 			f.Close()
 			l.mu.Lock()
@@ -78,19 +85,63 @@ func (l *Ledger) acquire(ctx context.Context, timeout time.Duration) (func(), er
 		l.mu.Unlock()
 		close(abandon)
 	}
+	// A writer ahead in line that is stopped (SIGSTOP, a debugger) would
+	// hold up the line while the flock is free: after linePatience the
+	// caller stops waiting for it and polls for the flock itself, keeping
+	// its ticket so that those behind still follow it.
+	var impatient <-chan time.Time
+	if wait != nil {
+		p := time.NewTimer(linePatience)
+		defer p.Stop()
+		impatient = p.C
+	}
 	select {
 	case err := <-got:
 		if err != nil {
 			f.Close()
+			t.leave()
 			return nil, fmt.Errorf("lock %s: %w", l.lock, err)
 		}
-		return release, nil
-	case <-timer.C:
+		return l.held(f, t), nil
+	case <-impatient:
 		giveUp()
+		f2, err := l.openLock()
+		if err != nil {
+			t.leave()
+			return nil, err
+		}
+		return l.poll(ctx, f2, t, expired.C, timeout)
+	case <-expired.C:
+		giveUp()
+		t.leave()
 		return nil, l.lockedError(timeout)
 	case <-ctx.Done():
 		giveUp()
+		t.leave()
 		return nil, ctx.Err()
+	}
+}
+
+// linePatience bounds the wait for the writer ahead in line (see acquire).
+const linePatience = 250 * time.Millisecond
+
+func (l *Ledger) openLock() (*os.File, error) {
+	f, err := os.OpenFile(l.lock, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open lock file: %w", err)
+	}
+	return f, nil
+}
+
+// held is the release of a lock taken on f by the writer holding ticket t.
+// It empties a queue file that grew too long first, while it still holds
+// the flock.
+func (l *Ledger) held(f *os.File, t *ticket) func() {
+	return func() {
+		t.reset()
+		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		f.Close()
+		t.leave() // after the flock: the next in line finds it free
 	}
 }
 
@@ -104,28 +155,31 @@ func flockRetry(fd int) error {
 	}
 }
 
-// poll takes the lock by polling with LOCK_NB until expired fires.
-func (l *Ledger) poll(ctx context.Context, f *os.File, release func(), expired <-chan time.Time, timeout time.Duration) (func(), error) {
+// poll takes the lock on f by polling with LOCK_NB until expired fires.
+// It owns f and t: it closes and drops them unless it returns the release.
+func (l *Ledger) poll(ctx context.Context, f *os.File, t *ticket, expired <-chan time.Time, timeout time.Duration) (func(), error) {
+	fail := func(err error) (func(), error) {
+		f.Close()
+		t.leave()
+		return nil, err
+	}
 	wait := minPoll
 	tick := time.NewTimer(wait)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			f.Close()
-			return nil, ctx.Err()
+			return fail(ctx.Err())
 		case <-expired:
-			f.Close()
-			return nil, l.lockedError(timeout)
+			return fail(l.lockedError(timeout))
 		case <-tick.C:
 		}
 		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
-			return release, nil
+			return l.held(f, t), nil
 		}
 		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", l.lock, err)
+			return fail(fmt.Errorf("lock %s: %w", l.lock, err))
 		}
 		wait = min(wait*2, maxPoll)
 		tick.Reset(wait)
