@@ -26,4 +26,11 @@
 // fails calls at once after repeated stale kills. Requests of a registered
 // run (path prefix /run/<id>/v1 or header X-Hermes-Run-Id) are resolved with
 // that run's remaining budget and get its wrap-up notice once.
+//
+// Streaming calls go upstream through a small HTTP/1.1 client of this
+// package (see streamClient) that reads the answer in the handler's own
+// goroutine; non-streaming calls, and any call the environment routes
+// through an HTTP proxy, go through net/http's Transport. An idle relayed
+// stream thus holds one handler goroutine with a small stack, the server's
+// connection reader, and a few kilobytes of buffers.
 package proxy

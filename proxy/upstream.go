@@ -21,8 +21,9 @@ const (
 	// upstreamReadBuffer holds a response's status line and header lines
 	// (longer lines are assembled by textproto) and the chunk framing; the
 	// SSE reader keeps its own buffer for the events, and reads past this
-	// one when it is empty.
-	upstreamReadBuffer = 1024
+	// one when it is empty, so a small one costs no speed and keeps an idle
+	// stream small.
+	upstreamReadBuffer = 512
 	// maxIdlePerHost and idleTimeout bound the connections kept for reuse,
 	// as the Transport's MaxIdleConnsPerHost and IdleConnTimeout did.
 	maxIdlePerHost = 64

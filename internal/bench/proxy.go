@@ -333,8 +333,8 @@ func benchProxy(ctx context.Context) ([]Row, error) {
 		Figure: fmt.Sprintf("proxy memory with %d idle streams", proxyIdleStreams),
 		Value: fmt.Sprintf("Go heap in use %.1f MB, goroutine stacks %.1f MB, RSS %.1f MB (%.1f MB above idle) (target ≤ 50 MB)",
 			float64(heap)/1e6, float64(stack)/1e6, float64(held)/1024, float64(held-base)/1024),
-		Method: fmt.Sprintf("VmRSS of the proxy process (/proc/PID/status) with every stream open through it, first event relayed, upstream silent, read before the runtime figures (runtime.MemStats HeapInuse, StackInuse after runtime.GC); %d goroutines; idle proxy after the other rows: %.1f MB RSS",
-			gs, float64(base)/1024),
+		Method: fmt.Sprintf("VmRSS of the proxy process (/proc/PID/status) with every stream open through it, first event relayed, upstream silent, read before the runtime figures (runtime.MemStats HeapInuse, StackInuse after runtime.GC); %d goroutines (%.1f per stream); idle proxy after the other rows: %.1f MB RSS",
+			gs, float64(gs)/proxyIdleStreams, float64(base)/1024),
 	})
 	return rows, nil
 }
