@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,7 +13,7 @@ import (
 
 // The file is written in a canonical layout: one entry per line.
 //
-//	{"version":1,"entries":[
+//	{"version":2,"boot_id":"…","entries":[
 //	{...},
 //	{...}
 //	]}
@@ -24,45 +23,94 @@ import (
 // contention every writer re-reads the whole file at every write, and
 // decoding it from scratch dominated the time the lock is held.
 var (
-	fileHead = []byte(`{"version":` + strconv.Itoa(Version) + `,"entries":[` + "\n")
-	fileTail = []byte("]}\n")
+	headStart = []byte(`{"version":`)
+	headBoot  = []byte(`,"boot_id":`)
+	headEnd   = []byte(`,"entries":[` + "\n")
+	fileTail  = []byte("]}\n")
 )
+
+// appendHead appends the canonical head of a file whose boot id is boot.
+func appendHead(b []byte, boot string) []byte {
+	b = append(b, headStart...)
+	b = strconv.AppendInt(b, Version, 10)
+	b = append(b, headBoot...)
+	b = appendString(b, boot)
+	return append(b, headEnd...)
+}
+
+// cutHead parses the canonical head of b: version 2 with the file's boot
+// id, or version 1 (no boot id). It returns the boot id and the rest.
+func cutHead(b []byte) (boot string, rest []byte, ok bool) {
+	if rest, ok = bytes.CutPrefix(b, []byte(`{"version":1,"entries":[`+"\n")); ok {
+		return "", rest, true
+	}
+	if rest, ok = bytes.CutPrefix(b, []byte(`{"version":2,"boot_id":"`)); !ok {
+		return "", nil, false
+	}
+	i := bytes.IndexByte(rest, '"')
+	if i < 0 || bytes.IndexByte(rest[:i], '\\') >= 0 || !utf8.Valid(rest[:i]) || !printable(rest[:i]) {
+		return "", nil, false // not as appendString writes it: let Parse decide
+	}
+	boot = string(rest[:i])
+	if rest, ok = bytes.CutPrefix(rest[i+1:], headEnd); !ok {
+		return "", nil, false
+	}
+	return boot, rest, true
+}
+
+// printable reports whether b has no control characters (which
+// appendString escapes).
+func printable(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 {
+			return false
+		}
+	}
+	return true
+}
+
+// fileBoot is the boot id written in the head of new files: this boot's.
+func fileBoot() string {
+	boot, _ := proc.BootID()
+	return boot
+}
 
 // Marshal encodes entries in the file format (canonical layout). It fails
 // only on a spawn time RFC 3339 cannot hold (a year outside 0–9999), as
 // encoding/json would.
 func Marshal(entries []Entry) ([]byte, error) {
-	return marshalReusing(nil, entries, nil, nil, false)
+	return marshalReusing(nil, fileBoot(), entries, snapshot{}, false)
 }
 
-// marshalReusing is Marshal appending to dst, copying the line of an entry
-// that is equal to the next unmatched entry of prev (whose lines are
-// prevLines) instead of encoding it again. An Update usually keeps the
-// entries it read, in order, and adds or drops a few. With redact, the
-// entries it encodes afresh get their Argv redacted, so that no Update can
-// store a secret.
-func marshalReusing(dst []byte, entries []Entry, prev []*Entry, prevLines []string, redact bool) ([]byte, error) {
-	if len(prev) != len(prevLines) {
-		prev = nil
+// marshalReusing is Marshal appending to dst, with boot as the file's boot
+// id, copying the line of an entry that is equal to the next unmatched
+// entry of prev instead of encoding it again (when prev's lines were
+// written with the same boot id). An Update usually keeps the entries it
+// read, in order, and adds or drops a few. With redact, the entries it
+// encodes afresh get their Argv redacted, so that no Update can store a
+// secret.
+func marshalReusing(dst []byte, boot string, entries []Entry, prev snapshot, redact bool) ([]byte, error) {
+	if len(prev.entries) != len(prev.lines) || prev.boot != boot {
+		prev = snapshot{}
 	}
-	size := len(fileHead) + len(fileTail) + len(entries)*384
-	if len(prev) > 0 {
-		size = len(fileHead) + len(fileTail) + 64
-		for _, l := range prevLines {
+	size := 64 + len(fileTail) + len(entries)*384
+	if len(prev.lines) > 0 {
+		size = 128 + len(fileTail)
+		for _, l := range prev.lines {
 			size += len(l) + 2
 		}
-		size += max(len(entries)-len(prev), 0) * 384
+		size += max(len(entries)-len(prev.lines), 0) * 384
 	}
 	b := slices.Grow(dst[:0], size)
-	b = append(b, fileHead...)
+	b = appendHead(b, boot)
 	j := 0 // next unmatched entry of prev
 	for i := range entries {
 		e := &entries[i]
 		reused := false
 		// Look a little ahead in prev: dropped entries are skipped over.
-		for k := j; k < len(prev) && k < j+lookahead; k++ {
-			if equalEntry(prev[k], e) {
-				b = append(b, prevLines[k]...)
+		for k := j; k < len(prev.entries) && k < j+lookahead; k++ {
+			if equalEntry(prev.entries[k], e) {
+				b = append(b, prev.lines[k]...)
 				j = k + 1
 				reused = true
 				break
@@ -74,7 +122,7 @@ func marshalReusing(dst []byte, entries []Entry, prev []*Entry, prevLines []stri
 				enc.Argv = Redact(enc.Argv)
 			}
 			var err error
-			if b, err = appendEntry(b, enc); err != nil {
+			if b, err = appendEntry(b, boot, enc); err != nil {
 				return nil, err
 			}
 		}
@@ -101,12 +149,13 @@ func equalEntry(a, b *Entry) bool {
 }
 
 // appendEntry encodes e as one JSON object with the field names of Entry's
-// tags; it decodes with encoding/json to the same Entry.
-func appendEntry(b []byte, e Entry) ([]byte, error) {
+// tags; it decodes (decodeEntry, with the file's boot id boot) to the same
+// Entry.
+func appendEntry(b []byte, boot string, e Entry) ([]byte, error) {
 	b = append(b, `{"unit":`...)
 	b = appendString(b, e.Unit)
 	b = append(b, `,"leader":`...)
-	b = appendIdentity(b, e.Leader)
+	b = appendIdentity(b, boot, e.Leader)
 	b = append(b, `,"pgid":`...)
 	b = strconv.AppendInt(b, int64(e.PGID), 10)
 	if e.Cgroup != "" {
@@ -127,7 +176,7 @@ func appendEntry(b []byte, e Entry) ([]byte, error) {
 		b = append(b, ']')
 	}
 	b = append(b, `,"owner":`...)
-	b = appendIdentity(b, e.Owner)
+	b = appendIdentity(b, boot, e.Owner)
 	b = append(b, `,"role":`...)
 	b = appendString(b, e.Role)
 	b = append(b, `,"ownership":`...)
@@ -153,13 +202,16 @@ func appendEntry(b []byte, e Entry) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-func appendIdentity(b []byte, id proc.Identity) []byte {
+// appendIdentity encodes id, without its boot id when that is the file's.
+func appendIdentity(b []byte, boot string, id proc.Identity) []byte {
 	b = append(b, `{"pid":`...)
 	b = strconv.AppendInt(b, int64(id.PID), 10)
 	b = append(b, `,"start_time":`...)
 	b = strconv.AppendUint(b, id.StartTime, 10)
-	b = append(b, `,"boot_id":`...)
-	b = appendString(b, id.BootID)
+	if id.BootID != boot {
+		b = append(b, `,"boot_id":`...)
+		b = appendString(b, id.BootID)
+	}
 	return append(b, '}')
 }
 
@@ -211,6 +263,7 @@ func appendString(b []byte, s string) []byte {
 // line of each, in file order. A Ledger keeps the last one it parsed, so that
 // the next parse decodes only the lines that are new.
 type snapshot struct {
+	boot    string   // the file's boot id: the lines mean their entries only with it
 	entries []*Entry // never changed once decoded: clone before handing out
 	lines   []string
 }
@@ -230,16 +283,19 @@ var errNotCanonical = errors.New("not in the canonical layout")
 // decodes only what other writers appended since; a line dropped in between
 // is skipped by looking a little ahead in prev.
 func parseCanonical(b []byte, prev snapshot) (snapshot, error) {
-	rest, ok := bytes.CutPrefix(b, fileHead)
+	boot, rest, ok := cutHead(b)
 	if !ok {
 		return snapshot{}, errNotCanonical
+	}
+	if boot != prev.boot {
+		prev = snapshot{}
 	}
 	rest, ok = bytes.CutSuffix(rest, fileTail)
 	if !ok {
 		return snapshot{}, errNotCanonical
 	}
 	n := bytes.Count(rest, []byte{'\n'})
-	next := snapshot{entries: make([]*Entry, 0, n), lines: make([]string, 0, n)}
+	next := snapshot{boot: boot, entries: make([]*Entry, 0, n), lines: make([]string, 0, n)}
 	j := 0 // next unmatched line of prev
 	for len(rest) > 0 {
 		i := bytes.IndexByte(rest, '\n')
@@ -263,7 +319,7 @@ func parseCanonical(b []byte, prev snapshot) (snapshot, error) {
 		}
 		// A fresh Entry: Unmarshal into a used one would merge.
 		e := new(Entry)
-		if err := json.Unmarshal(line, e); err != nil {
+		if err := decodeEntry(line, boot, e); err != nil {
 			return snapshot{}, errNotCanonical
 		}
 		next.entries = append(next.entries, e)

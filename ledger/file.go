@@ -13,18 +13,27 @@ import (
 	"strings"
 )
 
-// Version is the file format version this package reads and writes. A file
-// with another version is treated as corrupt (moved aside, rebuilt).
-const Version = 1
+// Version is the file format version this package writes. It reads it
+// and version 1 (where every identity carries its boot id); a file of any
+// other version is treated as corrupt (moved aside, rebuilt).
+const Version = 2
 
 // ErrCorrupt reports a ledger file that cannot be parsed or carries an
 // unknown version.
 var ErrCorrupt = errors.New("corrupt ledger file")
 
-// file is the on-disk format: {"version": 1, "entries": [...]}.
+// file is the on-disk format:
+//
+//	{"version":2,"boot_id":"…","entries":[…]}
+//
+// The boot id is said once for the file: an identity (leader, owner) that
+// has no "boot_id" of its own is of the file's boot. Every entry's leader
+// and owner usually are, and the two boot ids were a quarter of each line,
+// all of it read, written and fsynced at every write.
 type file struct {
-	Version int     `json:"version"`
-	Entries []Entry `json:"entries"`
+	Version int               `json:"version"`
+	BootID  string            `json:"boot_id"`
+	Entries []json.RawMessage `json:"entries"`
 }
 
 const tempPrefix = FileName + ".tmp-"
@@ -40,10 +49,26 @@ func Parse(b []byte) ([]Entry, error) {
 	if dec.More() {
 		return nil, fmt.Errorf("%w: trailing data after the JSON object", ErrCorrupt)
 	}
-	if f.Version != Version {
-		return nil, fmt.Errorf("%w: version %d, this build reads version %d", ErrCorrupt, f.Version, Version)
+	if f.Version != Version && f.Version != 1 {
+		return nil, fmt.Errorf("%w: version %d, this build reads versions 1 and %d", ErrCorrupt, f.Version, Version)
 	}
-	return f.Entries, nil
+	if f.Entries == nil {
+		return nil, nil
+	}
+	entries := make([]Entry, len(f.Entries))
+	for i, raw := range f.Entries {
+		if err := decodeEntry(raw, f.BootID, &entries[i]); err != nil {
+			return nil, fmt.Errorf("%w: entry %d: %v", ErrCorrupt, i, err)
+		}
+	}
+	return entries, nil
+}
+
+// decodeEntry decodes one entry into the zero Entry e; an identity without
+// a boot id of its own gets boot, the file's.
+func decodeEntry(b []byte, boot string, e *Entry) error {
+	e.Leader.BootID, e.Owner.BootID = boot, boot
+	return json.Unmarshal(b, e)
 }
 
 // readFile reads the file at path into buf's storage (grown as needed).

@@ -17,6 +17,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("{\"version\":1,\"entries\":[\n{\"unit\":\"a\"},\n{\"unit\":\"b\",\"argv\":[\"x\"]}\n]}\n"))
 	f.Add([]byte("{\"version\":1,\"entries\":[\n]}\n"))
 	f.Add([]byte("{\"version\":1,\"entries\":[\nnull\n]}\n"))
+	f.Add([]byte("{\"version\":2,\"boot_id\":\"b\",\"entries\":[\n{\"unit\":\"a\",\"leader\":{\"pid\":5,\"start_time\":9},\"owner\":{\"pid\":1,\"start_time\":2,\"boot_id\":\"c\"}},\n{\"unit\":\"b\",\"leader\":{\"pid\":5,\"start_time\":9,\"boot_id\":\"\"}}\n]}\n"))
+	f.Add([]byte(`{"version":2,"boot_id":"b","entries":[{"unit":"a","leader":{"pid":5,"start_time":9}}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkCanonical(t, b)
 		es, err := Parse(b)
@@ -70,7 +72,7 @@ func checkCanonical(t *testing.T, b []byte) {
 	for i, e := range cold {
 		plain[i] = *e
 	}
-	if reused, err := marshalReusing(nil, plain, cold, lines, false); err == nil {
+	if reused, err := marshalReusing(nil, snap.boot, plain, snap, false); err == nil {
 		if fresh, err := Marshal(plain); err == nil {
 			if back, err := Parse(reused); err != nil || !reflect.DeepEqual(normalize(back), normalize(mustParse(t, fresh))) {
 				t.Fatalf("reused lines decode differently (%v):\n%s\n%s", err, reused, fresh)

@@ -150,7 +150,7 @@ func (l *Ledger) Update(ctx context.Context, fn func([]Entry) ([]Entry, error)) 
 // file lock.
 func (l *Ledger) updateLocked(fn func([]Entry) ([]Entry, error)) error {
 	removeStaleTemps(l.dir)
-	entries, lines, err := l.readLocked()
+	boot, entries, lines, err := l.readLocked()
 	if err != nil {
 		return err
 	}
@@ -163,7 +163,7 @@ func (l *Ledger) updateLocked(fn func([]Entry) ([]Entry, error)) error {
 	if err != nil {
 		return err
 	}
-	b, err := marshalReusing(l.wbuf, out, entries, lines, true)
+	b, err := marshalReusing(l.wbuf, fileBoot(), out, snapshot{boot: boot, entries: entries, lines: lines}, true)
 	if err != nil {
 		return fmt.Errorf("ledger: encode: %w", err)
 	}
@@ -175,10 +175,10 @@ func (l *Ledger) updateLocked(fn func([]Entry) ([]Entry, error)) error {
 // returns the entries and, when the file is in the canonical layout, the
 // line of each. A corrupt file is moved aside and replaced by what Rebuild
 // finds alive.
-func (l *Ledger) readLocked() ([]*Entry, []string, error) {
+func (l *Ledger) readLocked() (boot string, _ []*Entry, _ []string, _ error) {
 	b, err := readFile(l.path, l.rbuf)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil, nil
+		return "", nil, nil, nil
 	}
 	var perr error
 	switch {
@@ -187,42 +187,41 @@ func (l *Ledger) readLocked() ([]*Entry, []string, error) {
 		// corrupt file rather than fail every spawn.
 		perr = fmt.Errorf("%w: a directory, not a file", ErrCorrupt)
 	case err != nil:
-		return nil, nil, fmt.Errorf("ledger: %w", err)
+		return "", nil, nil, fmt.Errorf("ledger: %w", err)
 	default:
 		l.rbuf = b
-		var entries []*Entry
-		var lines []string
-		if entries, lines, perr = l.parse(b); perr == nil {
-			return entries, lines, nil
+		var snap snapshot
+		if snap, perr = l.parse(b); perr == nil {
+			return snap.boot, snap.entries, snap.lines, nil
 		}
 	}
 	aside := fmt.Sprintf("%s.corrupt-%s", l.path, time.Now().UTC().Format("20060102T150405.000000000Z"))
 	if err := os.Rename(l.path, aside); err != nil {
-		return nil, nil, fmt.Errorf("ledger: %s is corrupt (%v) and could not be moved aside: %w", l.path, perr, err)
+		return "", nil, nil, fmt.Errorf("ledger: %s is corrupt (%v) and could not be moved aside: %w", l.path, perr, err)
 	}
 	rebuilt, err := Rebuild()
 	if err != nil {
-		return nil, nil, fmt.Errorf("ledger: %s was corrupt (moved to %s); rebuild from /proc failed: %w", l.path, aside, err)
+		return "", nil, nil, fmt.Errorf("ledger: %s was corrupt (moved to %s); rebuild from /proc failed: %w", l.path, aside, err)
 	}
-	return pointers(rebuilt), nil, nil
+	return "", pointers(rebuilt), nil, nil
 }
 
 // parse is Parse, fast on a file in the canonical layout whose lines this
-// Ledger has mostly seen before (see parseCanonical). It returns the line
-// of each entry when the layout is canonical, else nil. The entries are
-// shared with the Ledger's snapshot: the caller must not change them. b is
-// not retained.
-func (l *Ledger) parse(b []byte) ([]*Entry, []string, error) {
+// Ledger has mostly seen before (see parseCanonical). The snapshot has the
+// line of each entry when the layout is canonical, else no lines. Its
+// entries are shared with the Ledger's cache: the caller must not change
+// them. b is not retained.
+func (l *Ledger) parse(b []byte) (snapshot, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	next, err := parseCanonical(b, l.last)
 	if err == nil {
 		l.last = next
-		return next.entries, next.lines, nil
+		return next, nil
 	}
 	l.last = snapshot{}
 	entries, err := Parse(b)
-	return pointers(entries), nil, err
+	return snapshot{entries: pointers(entries)}, err
 }
 
 func pointers(es []Entry) []*Entry {
@@ -275,9 +274,8 @@ func (l *Ledger) Entries(ctx context.Context) ([]Entry, error) {
 	if err != nil && !errors.Is(err, syscall.EISDIR) {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
-	shared, _, err := l.parse(b)
-	if err == nil {
-		return cloneEntries(shared, 0), nil
+	if parsed, err := l.parse(b); err == nil {
+		return cloneEntries(parsed.entries, 0), nil
 	}
 	var snap []Entry
 	err = l.Update(ctx, func(cur []Entry) ([]Entry, error) {
