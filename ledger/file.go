@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Version is the file format version this package writes. It reads it
@@ -101,10 +102,27 @@ func readFile(path string, buf []byte) ([]byte, error) {
 // writeAtomic replaces path with b: temporary file in dir, fsync, rename.
 // A reader sees the old file or the new one, never a mix.
 func writeAtomic(dir, path string, b []byte) error {
+	tmp, err := createTemp(dir)
+	if err != nil {
+		return err
+	}
+	return writeTemp(tmp, path, b)
+}
+
+// createTemp creates the temporary file of a write. Update creates it
+// before it waits for the lock: creating a file is a directory update, and
+// it need not be made while the others wait.
+func createTemp(dir string) (*os.File, error) {
 	tmp, err := os.CreateTemp(dir, tempPrefix+"*")
 	if err != nil {
-		return fmt.Errorf("ledger: create temporary file in %s: %w", dir, err)
+		return nil, fmt.Errorf("ledger: create temporary file in %s: %w", dir, err)
 	}
+	return tmp, nil
+}
+
+// writeTemp writes b to tmp, fsyncs it and renames it to path; on failure
+// it removes tmp. Either way tmp is closed.
+func writeTemp(tmp *os.File, path string, b []byte) error {
 	name := tmp.Name()
 	fail := func(step string, err error) error {
 		tmp.Close()
@@ -135,6 +153,12 @@ func writeAtomic(dir, path string, b []byte) error {
 	return nil
 }
 
+// dropTemp closes and removes a temporary file that will not be written.
+func dropTemp(tmp *os.File) {
+	tmp.Close()
+	os.Remove(tmp.Name())
+}
+
 // stepError is the error of step (write, fsync, close) on the temporary
 // file name. The *os.File methods already name the file in a *PathError
 // ("write NAME: no space left on device"): that one is only prefixed, so
@@ -147,15 +171,24 @@ func stepError(step, name string, err error) error {
 	return fmt.Errorf("ledger: %s %s: %w", step, name, err)
 }
 
-// removeStaleTemps deletes temporary files a crashed writer left behind. The
-// caller holds the lock, so no temporary file is in use.
-func removeStaleTemps(dir string) {
+// staleTemp is the age past which a temporary file is a crashed writer's:
+// a live writer's exists from before its lock wait (at most LockTimeout)
+// until its rename.
+const staleTemp = time.Minute
+
+// removeStaleTemps deletes the temporary files a crashed writer left
+// behind, those older than staleTemp. Younger ones may be other writers',
+// created while they wait for the lock.
+func removeStaleTemps(dir string, now time.Time) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), tempPrefix) {
+		if !strings.HasPrefix(e.Name(), tempPrefix) {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && now.Sub(fi.ModTime()) > staleTemp {
 			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}

@@ -77,6 +77,9 @@ type Ledger struct {
 	turn chan struct{}
 	rbuf []byte // guarded by turn; the file as last read
 	wbuf []byte // guarded by turn; the file as last encoded
+	// swept is when this Ledger last removed stale temporary files. Guarded
+	// by turn.
+	swept time.Time
 
 	mu        sync.Mutex
 	lastWait  time.Duration // guarded by mu
@@ -125,34 +128,59 @@ func (l *Ledger) Update(ctx context.Context, fn func([]Entry) ([]Entry, error)) 
 	start := time.Now()
 	timer := time.NewTimer(LockTimeout)
 	defer timer.Stop()
-	var unlock func()
-	var err error
 	select {
 	case l.turn <- struct{}{}:
-		defer func() { <-l.turn }()
-		unlock, err = l.acquire(ctx, LockTimeout-time.Since(start))
 	case <-timer.C:
-		err = l.lockedError(LockTimeout)
+		l.setWait(start)
+		return fmt.Errorf("ledger %s: %w", l.path, l.lockedError(LockTimeout))
 	case <-ctx.Done():
-		err = ctx.Err()
+		l.setWait(start)
+		return fmt.Errorf("ledger %s: %w", l.path, ctx.Err())
 	}
-	l.mu.Lock()
-	l.lastWait = time.Since(start)
-	l.mu.Unlock()
+	defer func() { <-l.turn }()
+	tmp, err := createTemp(l.dir)
 	if err != nil {
+		l.setWait(start)
+		return err
+	}
+	unlock, err := l.acquire(ctx, LockTimeout-time.Since(start))
+	l.setWait(start)
+	if err != nil {
+		dropTemp(tmp)
 		return fmt.Errorf("ledger %s: %w", l.path, err)
 	}
 	defer unlock()
-	return l.updateLocked(fn)
+	return l.updateLocked(tmp, fn)
 }
 
-// updateLocked runs the read-modify-write; the caller holds turn and the
-// file lock.
-func (l *Ledger) updateLocked(fn func([]Entry) ([]Entry, error)) error {
-	removeStaleTemps(l.dir)
+func (l *Ledger) setWait(start time.Time) {
+	l.mu.Lock()
+	l.lastWait = time.Since(start)
+	l.mu.Unlock()
+}
+
+// updateLocked runs the read-modify-write, writing through tmp (which it
+// closes, and removes unless it became the file); the caller holds turn
+// and the file lock.
+func (l *Ledger) updateLocked(tmp *os.File, fn func([]Entry) ([]Entry, error)) error {
+	if now := time.Now(); now.Sub(l.swept) > staleTemp {
+		l.swept = now
+		removeStaleTemps(l.dir, now)
+	}
+	b, err := l.modifyLocked(fn)
+	if err != nil {
+		dropTemp(tmp)
+		return err
+	}
+	return writeTemp(tmp, l.path, b)
+}
+
+// modifyLocked reads, prunes and applies fn, and returns the file to write;
+// the caller holds turn and the file lock.
+func (l *Ledger) modifyLocked(fn func([]Entry) ([]Entry, error)) ([]byte, error) {
 	boot, entries, lines, err := l.readLocked()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	entries, lines = prune(entries, lines)
 	// fn may change what it is given, even inside Argv: it gets a deep copy,
@@ -161,14 +189,14 @@ func (l *Ledger) updateLocked(fn func([]Entry) ([]Entry, error)) error {
 	given := cloneEntries(entries, 8)
 	out, err := fn(given)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	b, err := marshalReusing(l.wbuf, fileBoot(), out, snapshot{boot: boot, entries: entries, lines: lines}, true)
 	if err != nil {
-		return fmt.Errorf("ledger: encode: %w", err)
+		return nil, fmt.Errorf("ledger: encode: %w", err)
 	}
 	l.wbuf = b
-	return writeAtomic(l.dir, l.path, b)
+	return b, nil
 }
 
 // readLocked reads the file; the caller holds turn and the file lock. It
