@@ -86,6 +86,7 @@ func (r *Reconciler) readopt(ctx context.Context, l Loaded) {
 			}
 		})
 		r.units[s.Unit] = u
+		r.reorder()
 		if err := r.opt.Checkpoint.Adopted(ctx, s); err != nil {
 			r.log.Warn("ledger: adoption not recorded", "unit", s.Unit, "err", err)
 		}
@@ -338,6 +339,7 @@ func (r *Reconciler) take(ctx context.Context, ad Adopter, g Group, name string,
 	u := &unit{spec: spec, hash: hash(spec), external: true, group: g,
 		state: Running, ready: true, adopted: true, started: time.Now()}
 	r.units[name] = u
+	r.reorder()
 	r.watchAdopted(u)
 	r.log.Info("group adopted", "unit", name, "pgid", g.PGID, "leader", g.Leader.PID)
 	members, _ := proc.GroupMembers(g.PGID)

@@ -49,6 +49,7 @@ func (r *Reconciler) reload(ctx context.Context, dryRun bool) (control.Plan, err
 	if err != nil {
 		return control.Plan{}, err
 	}
+	l.hashAll(r.specHash) // here, not on Run's goroutine
 	var p control.Plan
 	if e := r.do(ctx, func(ctx context.Context) {
 		if r.shutting {

@@ -67,6 +67,27 @@ var (
 type Loaded struct {
 	Specs  []units.Spec
 	Errors []control.ConfigError // files that did not load; their units keep their last good version
+
+	// hashes maps a spec's name to its hash, computed by hashAll off Run's
+	// goroutine: hashing encodes each spec, and a reload of hundreds of
+	// units would otherwise hold Run (and every status) for as long.
+	hashes map[string]string
+}
+
+// hashAll computes the hash of every spec of l with h.
+func (l *Loaded) hashAll(h func(units.Spec) string) {
+	l.hashes = make(map[string]string, len(l.Specs))
+	for _, s := range l.Specs {
+		l.hashes[s.Name] = h(s)
+	}
+}
+
+// hashOf is s's hash: from hashAll when it ran, else computed now.
+func (l Loaded) hashOf(s units.Spec) string {
+	if h, ok := l.hashes[s.Name]; ok {
+		return h
+	}
+	return hash(s)
 }
 
 // Options configure a Reconciler.
@@ -141,6 +162,9 @@ type Reconciler struct {
 	more        bool      // the last pass ran out of its start budget (pace.go)
 	asked       *unit     // the unit a Start call is starting: exempt from the budget
 	reloads     uint64    // plans applied so far (the first load is 1); see unit.epoch
+	ordered     []*unit   // order's cache; nil when stale (reorder)
+
+	specHash func(units.Spec) string // hash; tests replace it before Run
 }
 
 // New checks opts and returns a Reconciler ready to Run.
@@ -171,6 +195,7 @@ func New(opts Options) (*Reconciler, error) {
 		requests: make(chan request),
 		done:     make(chan struct{}),
 		units:    map[string]*unit{},
+		specHash: hash,
 	}, nil
 }
 
@@ -233,6 +258,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		r.loadMu.Unlock()
 		return fmt.Errorf("load units: %w", err)
 	}
+	loaded.hashAll(r.specHash)
 	r.readopt(ctx, loaded)
 	r.apply(ctx, r.plan(loaded), loaded)
 	r.reconcile(ctx)
@@ -505,9 +531,23 @@ func (r *Reconciler) do(ctx context.Context, fn func(ctx context.Context)) error
 	}
 }
 
+// reorder drops the cached order: a unit was added or removed, or its
+// after or requires may have changed. Every change of r.units calls it.
+func (r *Reconciler) reorder() { r.ordered = nil }
+
 // order returns the units sorted so that every unit comes after the units it
-// names in after and requires (ties and cycles broken by name).
+// names in after and requires (ties and cycles broken by name). The result
+// is cached until reorder (each event's pass, and each status, would sort
+// every unit otherwise); callers must not modify it.
 func (r *Reconciler) order() []*unit {
+	if r.ordered != nil && len(r.ordered) == len(r.units) {
+		return r.ordered
+	}
+	r.ordered = r.sortUnits()
+	return r.ordered
+}
+
+func (r *Reconciler) sortUnits() []*unit {
 	names := make([]string, 0, len(r.units))
 	for n := range r.units {
 		names = append(names, n)

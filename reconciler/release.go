@@ -54,6 +54,7 @@ func (r *Reconciler) Release(ctx context.Context, name string) (control.Released
 		r.addReleased(s)
 		if u.external {
 			delete(r.units, name)
+			r.reorder()
 			r.declare(u, g.PGID)
 		} else {
 			u.state, u.enabled, u.proc, u.adopted, u.ready, u.err = Inactive, false, nil, false, false, nil

@@ -33,7 +33,7 @@ func Diff(cur map[string]string, l Loaded) control.Plan {
 		switch {
 		case !ok:
 			p.Start = append(p.Start, s.Name)
-		case h != hash(s):
+		case h != l.hashOf(s):
 			p.Restart = append(p.Restart, s.Name)
 		default:
 			p.Keep = append(p.Keep, s.Name)
@@ -77,7 +77,7 @@ func (r *Reconciler) plan(l Loaded) control.Plan {
 		if !u.removed && !u.external { // an adopted group is no unit file
 			cur[n] = u.hash
 			if u.pending != nil {
-				cur[n] = hash(*u.pending)
+				cur[n] = u.pendHash
 			}
 		}
 	}
@@ -105,12 +105,13 @@ func (r *Reconciler) apply(ctx context.Context, p control.Plan, l Loaded) {
 			continue
 		}
 		if u := r.units[n]; u != nil { // still stopping after a removal
-			u.removed, u.pending, u.pendEpoch = false, &s, r.reloads
+			u.removed, u.pending, u.pendHash, u.pendEpoch = false, &s, l.hashOf(s), r.reloads
 			u.held = false // removed and declared again: a new unit
 			u.stopWhy = stopReload
 			continue
 		}
-		r.units[n] = &unit{spec: s, hash: hash(s), enabled: !s.IsJob(), epoch: r.reloads}
+		r.units[n] = &unit{spec: s, hash: l.hashOf(s), enabled: !s.IsJob(), epoch: r.reloads}
+		r.reorder()
 	}
 	for _, n := range p.Keep {
 		if s, ok := specs[n]; ok {
@@ -119,6 +120,9 @@ func (r *Reconciler) apply(ctx context.Context, p control.Plan, l Loaded) {
 			if u := r.units[n]; u.pending != nil {
 				u.pending = &s
 			} else {
+				if !sameDeps(u.spec, s) {
+					r.reorder()
+				}
 				u.spec = s
 			}
 		}
@@ -127,11 +131,11 @@ func (r *Reconciler) apply(ctx context.Context, p control.Plan, l Loaded) {
 		u, s := r.units[n], specs[n]
 		if u.state.active() {
 			r.markReloadStop(u)
-			u.pending, u.pendEpoch = &s, r.reloads
+			u.pending, u.pendHash, u.pendEpoch = &s, l.hashOf(s), r.reloads
 			r.log.Info("unit changed; restarting", "unit", n)
 			r.stop(u, stopReload, nil)
 		} else {
-			r.replace(u, s, r.reloads)
+			r.replace(u, s, l.hashOf(s), r.reloads)
 		}
 	}
 	for _, n := range p.Stop {
@@ -144,6 +148,7 @@ func (r *Reconciler) apply(ctx context.Context, p control.Plan, l Loaded) {
 			r.stop(u, stopReload, nil)
 		} else {
 			delete(r.units, n)
+			r.reorder()
 		}
 	}
 	// A unit file that waited for an adopted group of its name and is gone

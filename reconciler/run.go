@@ -189,6 +189,7 @@ func (r *Reconciler) stopped(ctx context.Context, u *unit, err error) {
 	}
 	if u.external { // an adopted group, now empty: nothing to restart
 		delete(r.units, u.spec.Name)
+		r.reorder()
 		r.declare(u, 0)
 		u.replyWaiters(nil)
 		return
@@ -197,11 +198,12 @@ func (r *Reconciler) stopped(ctx context.Context, u *unit, err error) {
 	// (a command, a restart, shutdown): the file is the truth.
 	if u.removed {
 		delete(r.units, u.spec.Name)
+		r.reorder()
 		u.replyWaiters(nil)
 		return
 	}
 	if u.pending != nil {
-		r.replace(u, *u.pending, u.pendEpoch)
+		r.replace(u, *u.pending, u.pendHash, u.pendEpoch)
 	}
 	switch u.stopWhy {
 	case stopFailure:
@@ -248,12 +250,23 @@ func (r *Reconciler) declare(x *unit, takenBy int) {
 	}
 	s := *x.declared
 	r.units[s.Name] = &unit{spec: s, hash: hash(s), enabled: !s.IsJob(), epoch: x.declEpoch, takenBy: takenBy}
+	r.reorder()
 	r.log.Info("adopted group gone; its name goes to the unit file", "unit", s.Name, "file", s.File)
 }
 
-// replace switches u to a new spec, as if newly declared by reload epoch.
-func (r *Reconciler) replace(u *unit, s units.Spec, epoch uint64) {
-	u.spec, u.hash, u.epoch = s, hash(s), epoch
+// sameDeps reports whether a and b order a unit alike: the same after and
+// requires.
+func sameDeps(a, b units.Spec) bool {
+	return slices.Equal(a.After, b.After) && slices.Equal(a.Requires, b.Requires)
+}
+
+// replace switches u to a new spec of hash h, as if newly declared by
+// reload epoch.
+func (r *Reconciler) replace(u *unit, s units.Spec, h string, epoch uint64) {
+	if !sameDeps(u.spec, s) {
+		r.reorder()
+	}
+	u.spec, u.hash, u.epoch = s, h, epoch
 	u.pending, u.removed = nil, false
 	u.starts, u.attempt, u.err = nil, 0, nil
 	// Jobs run on their schedule, not at load; a unit stopped by command

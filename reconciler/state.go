@@ -98,6 +98,7 @@ type unit struct {
 	stopWhy   stopReason
 	cause     error          // stopFailure: what failed
 	pending   *units.Spec    // stopReload: the spec to switch to
+	pendHash  string         // pending's hash
 	pendEpoch uint64         // the reload that produced pending
 	removed   bool           // stopReload: forget the unit once stopped
 	stopEpoch uint64         // pending or removed: the reload that began the stop

@@ -1,0 +1,97 @@
+package reconciler
+
+import (
+	"context"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+
+	"github.com/hermes-units/hermes/units"
+)
+
+// TestReloadHashesOffRun: a reload hashes the specs it read before it hands
+// them to Run's goroutine, so a status is answered while a reload of many
+// units is being hashed.
+func TestReloadHashesOffRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := &files{specs: map[string]units.Spec{"a": spec("a", withArgv("1")), "b": spec("b")}}
+		r, err := New(Options{Spawner: &fakeSpawner{fail: map[string]error{}}, StateDir: t.TempDir(), Env: []string{"PATH=/bin"},
+			Rand: func() float64 { return 0.5 }, Load: fs.load})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gated atomic.Bool
+		gate := make(chan struct{})
+		r.specHash = func(s units.Spec) string {
+			if gated.Load() && s.Name == "a" {
+				<-gate // a slow hash
+			}
+			return s.Hash()
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		errc := make(chan error, 1)
+		go func() { errc <- r.Run(ctx) }()
+		defer func() {
+			cancel()
+			<-errc
+		}()
+		synctest.Wait()
+
+		gated.Store(true)
+		fs.set(spec("a", withArgv("2")))
+		reloaded := make(chan error, 1)
+		go func() { _, err := r.Reload(t.Context(), false); reloaded <- err }()
+		synctest.Wait() // the reload is hashing a
+		if _, err := r.Status(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		close(gate)
+		if err := <-reloaded; err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if n := len(r.opt.Spawner.(*fakeSpawner).spawnTimes("a")); n != 2 {
+			t.Errorf("a spawned %d times, want 2 (restarted for its edit)", n)
+		}
+	})
+}
+
+// TestOrderFollowsEdits: the dependency order, kept between passes,
+// follows the units added, removed and reordered by reloads.
+func TestOrderFollowsEdits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := &files{specs: map[string]units.Spec{"a": spec("a"), "b": spec("b"), "c": spec("c")}}
+		r := runOver(t, &fakeSpawner{fail: map[string]error{}}, fs)
+		order := func() []string {
+			var out []string
+			if err := r.do(t.Context(), func(context.Context) {
+				for _, u := range r.order() {
+					out = append(out, u.spec.Name)
+				}
+			}); err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		for _, step := range []struct {
+			name string
+			edit func()
+			want []string
+		}{
+			{"as loaded", func() {}, []string{"a", "b", "c"}},
+			{"a after c (no restart)", func() { fs.set(spec("a", func(s *units.Spec) { s.After = []string{"c"} })) }, []string{"c", "a", "b"}},
+			{"c after b, with a restart", func() {
+				fs.set(spec("c", withArgv("2"), func(s *units.Spec) { s.After = []string{"b"} }))
+			}, []string{"b", "c", "a"}},
+			{"c removed", func() { fs.del("c") }, []string{"a", "b"}},
+			{"d added", func() { fs.set(spec("d")) }, []string{"a", "b", "d"}},
+		} {
+			step.edit()
+			reloadNow(t, r)
+			if got := order(); !slices.Equal(got, step.want) {
+				t.Errorf("%s: order %v, want %v", step.name, got, step.want)
+			}
+		}
+	})
+}
