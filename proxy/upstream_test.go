@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -362,5 +363,62 @@ func TestStreamedFallsBackForHTTPProxy(t *testing.T) {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// brokenConn fails writes once broken, like a connection the provider
+// closed while it sat idle. It is not a syscall.Conn, so alive cannot
+// look at its socket.
+type brokenConn struct {
+	net.Conn
+	broken *atomic.Bool
+}
+
+func (c brokenConn) Write(b []byte) (int, error) {
+	if c.broken.Load() {
+		return 0, syscall.EPIPE
+	}
+	return c.Conn.Write(b)
+}
+
+// TestStreamClientRetriesUnwrittenRequest: a request that could not be
+// written on a reused connection goes out again on a fresh one.
+func TestStreamClientRetriesUnwrittenRequest(t *testing.T) {
+	srv, _ := rawUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, events)
+	})
+	var mu sync.Mutex
+	var conns []brokenConn // guarded by mu
+	var d net.Dialer
+	c := &streamClient{dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		bc := brokenConn{conn, &atomic.Bool{}}
+		mu.Lock()
+		conns = append(conns, bc)
+		mu.Unlock()
+		return bc, nil
+	}}
+	t.Cleanup(c.closeIdle)
+	for i := range 2 {
+		resp, err := c.do(t.Context(), srv.URL+"/v1/chat/completions", http.Header{}, []byte("{}"), func() {})
+		if err != nil {
+			t.Fatalf("call %d: %v", i+1, err)
+		}
+		if b, err := io.ReadAll(resp.Body); err != nil || string(b) != events {
+			t.Fatalf("call %d: got %q, %v", i+1, b, err)
+		}
+		resp.Body.Close()
+		mu.Lock()
+		conns[0].broken.Store(true) // the pooled connection fails its next write
+		mu.Unlock()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(conns) != 2 {
+		t.Errorf("got %d connections, want 2: the second call retried once on a fresh one", len(conns))
 	}
 }
