@@ -4,7 +4,8 @@
 //
 // The ledger is the file ledger.json in the state directory. Writers go
 // through Update, a read-modify-write under a cross-process lock (flock on
-// the separate file ledger.lock, held only for the read-modify-write) that
+// the separate file ledger.lock, held only for the read-modify-write,
+// taken in the order writers queued in ledger.queue: see queue.go) that
 // waits at most LockTimeout, so a stuck writer cannot freeze the others: they
 // fail with an error wrapping ErrLocked instead. Every write is atomic (a
 // temporary file in the same directory, fsync, rename), so a reader never
