@@ -34,7 +34,8 @@ const (
 // It dials (TCP, then TLS for https), writes the request, and reads the
 // response in the caller's goroutine: a relayed stream then costs no
 // goroutine beyond its handler's, where the Transport keeps a read loop and
-// a write loop per connection (about half the memory of 1000 idle streams).
+// a write loop per connection (with their buffers, 14 of the 56 MB that
+// 1000 idle streams cost through the Transport).
 // The price is HTTP/1.1 only: a TLS provider is asked for "http/1.1" by
 // ALPN, one connection per stream in flight.
 //
@@ -46,7 +47,7 @@ const (
 //
 // streamClient does not follow redirects, does not compress, and does not
 // go through an HTTP proxy: calls for which the environment names a proxy
-// go through the Transport (see Proxy.forward).
+// go through the Transport (see Proxy.streamed).
 type streamClient struct {
 	// dial opens TCP connections; tests point it at their upstream.
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
