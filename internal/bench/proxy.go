@@ -3,13 +3,16 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -36,10 +39,16 @@ func init() {
 	children["proxy"] = proxyChild
 }
 
-// proxyChild serves a proxy whose one provider is the upstream at args[0],
-// prints "ready ADDR", and exits when its stdin closes.
+// proxyChild serves a proxy whose provider "bench" (model "m") is the
+// upstream at args[0] over HTTP and, when args[1] is given, whose provider
+// "benchtls" (model "t") is the upstream at args[1] over HTTPS (trusted
+// through SSL_CERT_FILE). It prints "ready ADDR", and exits when its stdin
+// closes.
 func proxyChild(args []string) int {
 	cfg := &units.Config{Providers: map[string]units.Provider{"bench": {BaseURL: "http://" + args[0] + "/v1", Models: map[string]units.ProviderModel{"m": {}}}}}
+	if len(args) > 1 {
+		cfg.Providers["benchtls"] = units.Provider{BaseURL: "https://" + args[1] + "/v1", Models: map[string]units.ProviderModel{"t": {}}}
+	}
 	set, err := providers.New(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -124,11 +133,15 @@ func (u *benchUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fl.Flush()
 }
 
-// openStream posts a streaming chat request to base and returns the
-// response once its headers are in.
+// openStream posts a streaming chat request for model m to base and
+// returns the response once its headers are in.
 func openStream(ctx context.Context, c *http.Client, base, mode string) (*http.Response, error) {
+	return openModelStream(ctx, c, base, mode, "m")
+}
+
+func openModelStream(ctx context.Context, c *http.Client, base, mode, model string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/chat/completions",
-		strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+		strings.NewReader(`{"model":"`+model+`","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
 	if err != nil {
 		return nil, err
 	}
@@ -219,31 +232,12 @@ func benchProxy(ctx context.Context) ([]Row, error) {
 	go srv.Serve(ln)
 	defer srv.Close()
 
-	exe, err := os.Executable()
+	pc, err := startProxyChild(ctx, nil, ln.Addr().String())
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, exe, "-child", "proxy", ln.Addr().String())
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	defer cmd.Wait()
-	defer stdin.Close()
-	out := bufio.NewReader(stdout)
-	line, err := out.ReadString('\n')
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ready ")
-	if err != nil || !ok {
-		return nil, fmt.Errorf("proxy child: got %q, %v, want ready ADDR", line, err)
-	}
+	defer pc.stop()
+	addr := pc.addr
 	direct, viaProxy := "http://"+ln.Addr().String(), "http://"+addr
 	tr := &http.Transport{MaxIdleConnsPerHost: proxyIdleStreams, MaxConnsPerHost: 0, DisableCompression: true}
 	defer tr.CloseIdleConnections()
@@ -294,9 +288,75 @@ func benchProxy(ctx context.Context) ([]Row, error) {
 		Method: fmt.Sprintf("%d chat chunks of ~190 B, upstream flushing each, client reading to [DONE]; median of %d alternating trials", proxyRateEvents, proxyRateTrials),
 	})
 
-	base, err := rss(cmd.Process.Pid)
+	row, err := up.idleMemory(ctx, pc, c, viaProxy, "m", "idle proxy after the other rows")
 	if err != nil {
 		return rows, err
+	}
+	row.Figure = fmt.Sprintf("proxy memory with %d idle streams", proxyIdleStreams)
+	rows = append(rows, row)
+
+	row, err = up.idleTLS(ctx, ln.Addr().String())
+	if err != nil {
+		return rows, err
+	}
+	return append(rows, row), nil
+}
+
+// proxyChild is a running proxy child process.
+type proxyProc struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+	addr  string // where it listens
+}
+
+// startProxyChild starts a proxy child with args and extra environment,
+// and waits for it to listen.
+func startProxyChild(ctx context.Context, env []string, args ...string) (*proxyProc, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, exe, append([]string{"-child", "proxy"}, args...)...)
+	cmd.Stderr = os.Stderr
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	pc := &proxyProc{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
+	line, err := pc.out.ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ready ")
+	if err != nil || !ok {
+		pc.stop()
+		return nil, fmt.Errorf("proxy child: got %q, %v, want ready ADDR", line, err)
+	}
+	pc.addr = addr
+	return pc, nil
+}
+
+// stop closes the child's stdin, which ends it, and waits for it.
+func (pc *proxyProc) stop() {
+	pc.stdin.Close()
+	pc.cmd.Wait()
+}
+
+// idleMemory opens proxyIdleStreams idle streams for model through the
+// proxy child at viaProxy and returns the memory row, the caller to set its
+// Figure; idle says what state the baseline RSS was read in.
+func (up *benchUpstream) idleMemory(ctx context.Context, pc *proxyProc, c *http.Client, viaProxy, model, idle string) (Row, error) {
+	base, err := rss(pc.cmd.Process.Pid)
+	if err != nil {
+		return Row{}, err
 	}
 	up.idle.Add(proxyIdleStreams)
 	sctx, cancel := context.WithCancel(ctx)
@@ -309,34 +369,66 @@ func benchProxy(ctx context.Context) ([]Row, error) {
 		}
 	}()
 	for range proxyIdleStreams {
-		r, err := openStream(sctx, c, viaProxy, "idle")
+		r, err := openModelStream(sctx, c, viaProxy, "idle", model)
 		if err != nil {
-			return rows, err
+			return Row{}, err
 		}
 		resps = append(resps, r)
 	}
 	up.idle.Wait()
 	time.Sleep(500 * time.Millisecond) // let the proxy's allocations settle before reading RSS
-	held, err := rss(cmd.Process.Pid)
+	held, err := rss(pc.cmd.Process.Pid)
 	if err != nil {
-		return rows, err
+		return Row{}, err
 	}
-	if _, err := io.WriteString(stdin, "mem\n"); err != nil {
-		return rows, err
+	if _, err := io.WriteString(pc.stdin, "mem\n"); err != nil {
+		return Row{}, err
 	}
-	line, err = out.ReadString('\n')
+	line, err := pc.out.ReadString('\n')
 	var heap, stack, sys, gs int
 	if _, serr := fmt.Sscanf(line, "mem %d %d %d %d", &heap, &stack, &sys, &gs); err != nil || serr != nil {
-		return rows, fmt.Errorf("proxy child: got %q, %v, %v, want mem figures", line, err, serr)
+		return Row{}, fmt.Errorf("proxy child: got %q, %v, %v, want mem figures", line, err, serr)
 	}
-	rows = append(rows, Row{
-		Figure: fmt.Sprintf("proxy memory with %d idle streams", proxyIdleStreams),
+	return Row{
 		Value: fmt.Sprintf("Go heap in use %.1f MB, goroutine stacks %.1f MB, RSS %.1f MB (%.1f MB above idle) (target ≤ 50 MB)",
 			float64(heap)/1e6, float64(stack)/1e6, float64(held)/1024, float64(held-base)/1024),
-		Method: fmt.Sprintf("VmRSS of the proxy process (/proc/PID/status) with every stream open through it, first event relayed, upstream silent, read before the runtime figures (runtime.MemStats HeapInuse, StackInuse after runtime.GC); %d goroutines (%.1f per stream); idle proxy after the other rows: %.1f MB RSS",
-			gs, float64(gs)/proxyIdleStreams, float64(base)/1024),
-	})
-	return rows, nil
+		Method: fmt.Sprintf("VmRSS of the proxy process (/proc/PID/status) with every stream open through it, first event relayed, upstream silent, read before the runtime figures (runtime.MemStats HeapInuse, StackInuse after runtime.GC); %d goroutines (%.1f per stream); %s: %.1f MB RSS",
+			gs, float64(gs)/proxyIdleStreams, idle, float64(base)/1024),
+	}, nil
+}
+
+// idleTLS measures idle streams to a provider served over HTTPS in a fresh
+// proxy child, which trusts the upstream's certificate through
+// SSL_CERT_FILE.
+func (up *benchUpstream) idleTLS(ctx context.Context, httpAddr string) (Row, error) {
+	srv := httptest.NewUnstartedServer(up)
+	srv.EnableHTTP2 = true // as cloud providers do
+	srv.StartTLS()
+	defer srv.Close()
+	dir, err := os.MkdirTemp("", "hermes-bench-")
+	if err != nil {
+		return Row{}, err
+	}
+	defer os.RemoveAll(dir)
+	certFile := filepath.Join(dir, "upstream.pem")
+	cert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(certFile, cert, 0o600); err != nil {
+		return Row{}, err
+	}
+	pc, err := startProxyChild(ctx, []string{"SSL_CERT_FILE=" + certFile}, httpAddr, srv.Listener.Addr().String())
+	if err != nil {
+		return Row{}, err
+	}
+	defer pc.stop()
+	tr := &http.Transport{MaxIdleConnsPerHost: proxyIdleStreams, DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	row, err := up.idleMemory(ctx, pc, &http.Client{Transport: tr}, "http://"+pc.addr, "t",
+		"provider over TLS offering h2 and http/1.1 (the proxy's stream client takes http/1.1, one connection per stream); fresh proxy before any call")
+	if err != nil {
+		return Row{}, err
+	}
+	row.Figure = fmt.Sprintf("proxy memory with %d idle HTTPS streams", proxyIdleStreams)
+	return row, nil
 }
 
 func median(xs []float64) float64 {
