@@ -135,8 +135,6 @@ type prepared struct {
 // prepare parses, routes and resolves the request, asks the breaker and
 // injects the wrap-up notice. It returns nil when it answered the client
 // with an error (a run it attached is then detached again).
-//
-//go:noinline
 func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, api timeouts.API, runID string, cancel *context.CancelCauseFunc) (pc *prepared) {
 	raw, err := io.ReadAll(io.LimitReader(r.Body, maxRequest+1))
 	if err != nil {
@@ -334,10 +332,11 @@ func (p *Proxy) relayWhole(ctx context.Context, r *http.Request, w http.Response
 	return timeouts.Failed
 }
 
-// relayStream relays an SSE answer, whose headers begin relayed, piece by piece, flushing whenever
-// nothing more is buffered, and feeds the watchdog: a dispatched event ends
-// the first-event wait, content re-arms the stale stream timer, the
-// terminal event starts the drain.
+// relayStream relays the rest of an SSE answer whose headers were relayed
+// and flushed, piece by piece, flushing whenever nothing more is buffered,
+// and feeds the watchdog: a dispatched event ends the first-event wait,
+// content re-arms the stale stream timer, the terminal event starts the
+// drain. It runs on the handler goroutine for as long as the stream lasts.
 func (p *Proxy) relayStream(ctx context.Context, r *http.Request, w http.ResponseWriter, b io.Reader, wd *watchdog, api timeouts.API) timeouts.Outcome {
 	rc := http.NewResponseController(w)
 	rd := sse.NewReader(b)
