@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hermes-units/hermes/control"
@@ -31,6 +32,7 @@ func (r *Reconciler) Status(ctx context.Context, names ...string) (control.Statu
 	// /proc is read here, on the caller's goroutine: with hundreds of
 	// units, reading it on Run's would hold every other caller and event.
 	// A released group found ended is left out, and Run drops its row.
+	r.rss.fill(st.Units)
 	out := st.Units[:0]
 	for _, u := range st.Units {
 		switch {
@@ -42,8 +44,6 @@ func (r *Reconciler) Status(ctx context.Context, names ...string) (control.Statu
 				continue
 			}
 			u.Ready = g.Leader.Alive()
-		case u.PID > 0:
-			u.RSS = rss(u.PID)
 		}
 		out = append(out, u)
 	}
@@ -128,6 +128,70 @@ func (r *Reconciler) status(names []string) (st control.Status, rel []Group, err
 		}
 	}
 	return st, rel, nil
+}
+
+// RSSMaxAge is how old a unit's RSS in status may be. Reading it costs a
+// /proc file per unit; status asked many times a second (a dashboard, a
+// script's loop) reads each unit's at most once per RSSMaxAge.
+const RSSMaxAge = time.Second
+
+// rssCache keeps the RSS of unit leaders read by Status, which runs on its
+// callers' goroutines. Its zero value is ready to use.
+type rssCache struct {
+	read func(pid int) int64 // nil: rss; tests count reads
+	mu   sync.Mutex
+	m    map[int]rssRead // guarded by mu; by pid
+}
+
+type rssRead struct {
+	bytes int64
+	at    time.Time
+}
+
+// fill sets the RSS of every unit of us that has a pid and is not a
+// released row, reading /proc only for those read more than RSSMaxAge ago;
+// pids no longer listed are forgotten. The reads run without the lock.
+func (c *rssCache) fill(us []control.Unit) {
+	now := time.Now()
+	var stale []int
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[int]rssRead{}
+	}
+	live := make(map[int]bool, len(us))
+	for _, u := range us {
+		if u.State == "released" || u.PID <= 0 {
+			continue
+		}
+		live[u.PID] = true
+		if rd, ok := c.m[u.PID]; !ok || now.Sub(rd.at) >= RSSMaxAge {
+			stale = append(stale, u.PID)
+		}
+	}
+	for pid := range c.m {
+		if !live[pid] {
+			delete(c.m, pid)
+		}
+	}
+	c.mu.Unlock()
+	read := c.read
+	if read == nil {
+		read = rss
+	}
+	got := make([]int64, len(stale))
+	for i, pid := range stale {
+		got[i] = read(pid)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, pid := range stale {
+		c.m[pid] = rssRead{got[i], now}
+	}
+	for i := range us {
+		if rd, ok := c.m[us[i].PID]; ok && us[i].State != "released" {
+			us[i].RSS = rd.bytes
+		}
+	}
 }
 
 // rss is the resident set of pid in bytes, 0 when unreadable.

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/hermes-units/hermes/units"
 )
@@ -92,6 +93,64 @@ func TestOrderFollowsEdits(t *testing.T) {
 			if got := order(); !slices.Equal(got, step.want) {
 				t.Errorf("%s: order %v, want %v", step.name, got, step.want)
 			}
+		}
+	})
+}
+
+// TestStatusRSSReads: status asked many times a second reads each unit's
+// RSS from /proc at most once per RSSMaxAge, shows the last value read,
+// and reads a new pid at once.
+func TestStatusRSSReads(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := &files{specs: map[string]units.Spec{"a": spec("a"), "b": spec("b")}}
+		sp := &fakeSpawner{fail: map[string]error{}}
+		r, err := New(Options{Spawner: sp, StateDir: t.TempDir(), Env: []string{"PATH=/bin"}, Rand: func() float64 { return 0.5 }, Load: fs.load})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reads atomic.Int64
+		r.rss.read = func(pid int) int64 { return 1000 * reads.Add(1) }
+		ctx, cancel := context.WithCancel(t.Context())
+		errc := make(chan error, 1)
+		go func() { errc <- r.Run(ctx) }()
+		defer func() {
+			cancel()
+			<-errc
+		}()
+		synctest.Wait()
+		status := func() map[string]int64 {
+			st, err := r.Status(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := map[string]int64{}
+			for _, u := range st.Units {
+				out[u.Name] = u.RSS
+			}
+			return out
+		}
+		first := status()
+		for range 10 {
+			time.Sleep(RSSMaxAge / 20)
+			if got := status(); got["a"] != first["a"] || got["b"] != first["b"] {
+				t.Fatalf("RSS %v within RSSMaxAge, want the first read %v", got, first)
+			}
+		}
+		if n := reads.Load(); n != 2 {
+			t.Errorf("%d /proc reads for 11 statuses within RSSMaxAge, want 2 (one per unit)", n)
+		}
+		sp.last(t, "a").exit(errExit1) // a fails (restart: no), then is started again
+		synctest.Wait()
+		if err := r.Start(t.Context(), "a"); err != nil {
+			t.Fatal(err)
+		}
+		if got := status(); got["a"] != 3000 || reads.Load() != 3 {
+			t.Errorf("after a's restart: RSS %d with %d reads, want its new pid read at once (3000, 3 reads)", got["a"], reads.Load())
+		}
+		time.Sleep(RSSMaxAge)
+		status()
+		if n := reads.Load(); n != 5 {
+			t.Errorf("%d reads once RSSMaxAge passed, want 5 (both units again)", n)
 		}
 	})
 }

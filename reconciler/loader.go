@@ -58,8 +58,7 @@ func (r *Reconciler) reload(ctx context.Context, dryRun bool) (control.Plan, err
 		}
 		p = r.plan(l)
 		if !dryRun {
-			r.apply(ctx, p, l)
-			r.reconcile(ctx)
+			r.apply(ctx, p, l) // the pass that follows every request starts what it wants
 		}
 	}); e != nil {
 		return control.Plan{}, e

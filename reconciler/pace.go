@@ -4,15 +4,16 @@ import "time"
 
 // StartBudget bounds the time one reconcile pass spends starting units. A
 // reload that restarts hundreds of units would otherwise hold Run's
-// goroutine for as long as all their spawns take (each writes the ledger),
-// and every control call, status included, would wait for it. Once a pass
+// goroutine for as long as all their spawns take (a few milliseconds each,
+// tens on a loaded machine), and every control call, status included,
+// would wait for it. Once a pass
 // has started at least one unit and spent StartBudget, the units still to
 // start wait (state Waiting, "queued to start"), Run handles the inputs
 // already waiting, then runs the next pass at once.
 //
 // Exempt from the budget: a unit a caller waits for (Restart's waiters, the
 // unit of a Start call), so that those calls keep their contract.
-const StartBudget = 20 * time.Millisecond
+const StartBudget = 5 * time.Millisecond
 
 const waitQueued = "queued to start: other units are starting"
 

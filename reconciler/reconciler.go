@@ -165,6 +165,7 @@ type Reconciler struct {
 	ordered     []*unit   // order's cache; nil when stale (reorder)
 
 	specHash func(units.Spec) string // hash; tests replace it before Run
+	rss      rssCache                // Status's, on its callers' goroutines
 }
 
 // New checks opts and returns a Reconciler ready to Run.
@@ -292,6 +293,12 @@ const (
 // Changes of the units arrive as requests, once read (see loader.go).
 func (r *Reconciler) step(ctx context.Context, shut *<-chan struct{}, wait bool) {
 	in, ev := inputNone, any(nil)
+	select { // a control call first: it has a caller waiting
+	case req := <-r.requests:
+		r.handle(ctx, req)
+		return
+	default:
+	}
 	if wait {
 		select {
 		case <-*shut:

@@ -214,7 +214,11 @@ func (r *Reconciler) stopped(ctx context.Context, u *unit, err error) {
 		u.state = Inactive
 	}
 	u.adopted = false
-	r.reconcile(ctx)
+	if len(u.waiters) > 0 {
+		// A Restart caller hears once the new run is started; otherwise
+		// the pass that follows every event (Run) starts it.
+		r.reconcile(ctx)
+	}
 	u.replyWaiters(u.replyErr())
 }
 
