@@ -1,0 +1,122 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/proc"
+)
+
+// TestStoppedUnitStaysStopped: a unit stopped with `hermesctl stop` is not
+// started again by an edit of its file through the watcher; `start` runs
+// the edited version.
+func TestStoppedUnitStaysStopped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts hermesd and unit processes")
+	}
+	dir := t.TempDir()
+	ud := filepath.Join(dir, "units")
+	if err := os.MkdirAll(ud, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := func(name string) string { return filepath.Join(ud, name+".yaml") }
+	if err := os.WriteFile(path("a"), []byte(unitYAML("")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, dir, "gateway")
+	d.waitStatus("a running", func(_ control.Status, u map[string]control.Unit) bool { a, ok := u["a"]; return running(a, ok) })
+	c := d.client()
+	if err := c.Stop(t.Context(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	// The edit, then a new unit: once b runs, hermesd has read a's edit
+	// (each change rescans the whole directory).
+	atomicSave(t, path("a"), unitYAML(", X: edited"))
+	if err := os.WriteFile(path("b"), []byte(unitYAML("")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	u := d.waitStatus("b running", func(_ control.Status, u map[string]control.Unit) bool { b, ok := u["b"]; return running(b, ok) })
+	if a := u["a"]; a.State != "inactive" || a.PID != 0 {
+		t.Errorf("a after an edit of its file: %s with pid %d, want inactive (stopped by command)", a.State, a.PID)
+	}
+	if err := c.Start(t.Context(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	u = d.waitStatus("a running again", func(_ control.Status, u map[string]control.Unit) bool { a, ok := u["a"]; return running(a, ok) })
+	env, err := proc.Environ(u["a"].PID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(env, "X=edited") {
+		t.Errorf("a started without X=edited in its environment: want the edited version")
+	}
+}
+
+// TestUnitFileOverAdoptedName: a unit file named as a group adopted with
+// `adopt --as` waits, status says why, and it starts once the group is
+// gone.
+func TestUnitFileOverAdoptedName(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts hermesd and unit processes")
+	}
+	dir := t.TempDir()
+	ud := filepath.Join(dir, "units")
+	if err := os.MkdirAll(ud, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, dir, "gateway")
+	c := d.client()
+
+	ext := exec.Command(os.Args[0])
+	ext.Env = append(os.Environ(), roleEnv+"=unit")
+	ext.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := ext.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ext.Start(); err != nil {
+		t.Fatal(err)
+	}
+	reaped := false
+	t.Cleanup(func() {
+		if !reaped {
+			syscall.Kill(-ext.Process.Pid, syscall.SIGKILL)
+			ext.Wait()
+		}
+	})
+	buf := make([]byte, 64) // handshake: "started PID"
+	if n, err := out.Read(buf); err != nil || !strings.HasPrefix(string(buf[:n]), "started") {
+		t.Fatalf("external unit did not start: %q %v", buf[:n], err)
+	}
+	pgid := ext.Process.Pid
+	if _, err := c.Adopt(t.Context(), control.AdoptRequest{PGID: pgid, As: "web"}); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := os.WriteFile(filepath.Join(ud, "web.yaml"), []byte(unitYAML("")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("name web is taken by an adopted group (pgid %d); stop it or rename the unit file", pgid)
+	u := d.waitStatus("web's clash in status", func(_ control.Status, u map[string]control.Unit) bool { return u["web"].Error == want })
+	if w := u["web"]; w.PID != pgid || !w.Adopted {
+		t.Errorf("web while its name is taken: pid %d adopted %v, want the adopted group %d", w.PID, w.Adopted, pgid)
+	}
+
+	syscall.Kill(-pgid, syscall.SIGKILL)
+	ext.Wait()
+	reaped = true
+	u = d.waitStatus("web started from its file", func(_ control.Status, u map[string]control.Unit) bool {
+		w, ok := u["web"]
+		return running(w, ok) && w.PID != pgid
+	})
+	if w := u["web"]; w.Adopted || w.Error != "" {
+		t.Errorf("web from its file: adopted %v error %q, want a plain unit", w.Adopted, w.Error)
+	}
+}
