@@ -154,6 +154,7 @@ func (o *Owner) ReleaseOnceEmpty(ctx context.Context, g Group) error {
 	if o.regEmpty(r) {
 		return o.drop(ctx, r)
 	}
+	o.poke() // the janitor polls it until it is empty
 	return nil
 }
 
@@ -177,6 +178,9 @@ func (o *Owner) Stop(ctx context.Context, g Group, sig syscall.Signal, grace tim
 		}
 	}
 	o.mu.Unlock()
+	if o.mode == ModePGroup && r.key != "" {
+		o.scan() // escapees found now are stopped with their spawn
+	}
 	o.signal(r, sig)
 	if !o.waitEmpty(ctx, r, grace) {
 		o.signal(r, syscall.SIGKILL)
@@ -319,7 +323,9 @@ func (o *Owner) drop(ctx context.Context, r *reg) error {
 }
 
 // tidy drops the groups whose leader exited (or that asked for it) once
-// they are empty, and in pgroup mode (scan) looks for escapees.
+// they are empty. In pgroup mode it first looks for escapees (and reaps
+// zombies, see scan) when asked (scan: SIGCHLD) or when groups wait to be
+// dropped: an escapee keeps its spawn registered.
 func (o *Owner) tidy(scan bool) {
 	o.mu.Lock()
 	var pending []*reg

@@ -242,3 +242,98 @@ func TestOwnRefusesUnsafeGroups(t *testing.T) {
 		t.Errorf("supervisors started by refused groups: got %d, want 0", got)
 	}
 }
+
+// TestJanitorIdle checks that the janitor wakes only for work: an idle
+// owner, with or without registered groups, arms no timer (an hour of the
+// bubble's clock costs it no wake-up), and a group waiting to become empty
+// is polled only until it is dropped.
+func TestJanitorIdle(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, o *Owner, g Group)
+	}{
+		{"nothing registered", func(*testing.T, *Owner, Group) {}},
+		{"groups registered", func(t *testing.T, o *Owner, g Group) {
+			if err := o.Own(t.Context(), g); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"idle closed", func(t *testing.T, o *Owner, g Group) {
+			if err := o.Own(t.Context(), g); err != nil {
+				t.Fatal(err)
+			}
+			if err := o.Release(t.Context(), g); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(31 * time.Second) // the idle close
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := externalGroup(t)
+			synctest.Test(t, func(t *testing.T) {
+				o, err := newOwner(Options{Mode: ModePGroup, IdleClose: 30 * time.Second}, (&fakeLauncher{}).launch)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer o.Close()
+				tc.setup(t, o, g)
+				synctest.Wait()
+				before := o.passes.Load()
+				time.Sleep(time.Hour)
+				synctest.Wait()
+				if got := o.passes.Load() - before; got != 0 {
+					t.Errorf("janitor wake-ups in an idle hour: got %d, want 0", got)
+				}
+			})
+		})
+	}
+	t.Run("pending until empty", func(t *testing.T) {
+		cmd := exec.Command("sleep", "1000")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		id, err := proc.Read(cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := Group{Unit: "ext", PGID: id.PID, Leader: id}
+		synctest.Test(t, func(t *testing.T) {
+			o, err := newOwner(Options{Mode: ModePGroup}, (&fakeLauncher{}).launch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer o.Close()
+			if err := o.Own(t.Context(), g); err != nil {
+				t.Fatal(err)
+			}
+			if err := o.ReleaseOnceEmpty(t.Context(), g); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Second)
+			synctest.Wait()
+			if got := o.passes.Load(); got < 4 {
+				t.Errorf("janitor wake-ups in a second with a group waiting to be empty: got %d, want ≥ 4 (it polls)", got)
+			}
+			if got := o.Status().Groups; got != 1 {
+				t.Fatalf("groups before the group is empty: got %d, want 1", got)
+			}
+			cmd.Process.Kill()
+			cmd.Wait()
+			time.Sleep(poll)
+			synctest.Wait()
+			if got := o.Status().Groups; got != 0 {
+				t.Fatalf("groups a poll after the group emptied: got %d, want 0", got)
+			}
+			time.Sleep(time.Second) // the idle close is due 30 s later, not in this window
+			synctest.Wait()
+			before := o.passes.Load()
+			time.Sleep(10 * time.Second)
+			synctest.Wait()
+			if got := o.passes.Load() - before; got != 0 {
+				t.Errorf("janitor wake-ups after the group was dropped: got %d, want 0", got)
+			}
+		})
+	})
+}

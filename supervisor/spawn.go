@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -194,6 +195,9 @@ func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
 			if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 				o.opts.Logf("supervisor: child subreaper: %v (escapees may be missed)", err)
 			}
+			// The janitor scans at each child exit and re-parented zombie,
+			// not on a timer. Stopped by Close.
+			signal.Notify(o.sigchld, syscall.SIGCHLD)
 		})
 	}
 	// The gate. An owned child in cgroup mode needs none: its cgroup is

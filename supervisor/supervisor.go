@@ -13,9 +13,9 @@
 // so that descendants that leave the process group (setsid, double fork)
 // still die. Without cgroups (ModePGroup) the owner is a child subreaper,
 // tags every child's environment (ledger.EnvUnit, EnvOwner, EnvSpawn,
-// EnvOwnership), finds such escapees and registers their groups too; the
-// supervisor also sweeps for processes tagged with a registered spawn key at
-// EOF.
+// EnvOwnership), finds such escapees (looking at each SIGCHLD, at a
+// leader's exit and at Stop) and registers their groups too; the supervisor
+// also sweeps for processes tagged with a registered spawn key at EOF.
 //
 // SpawnOwned is the only way the project starts a long-lived child. There is
 // no window in which a child runs its program unregistered: in cgroup mode
@@ -32,7 +32,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -65,8 +67,10 @@ const (
 	// its start is broken, not merely killed; it is retried with backoff.
 	quickExit  = 5 * time.Second
 	maxBackoff = time.Minute
-	tick       = 250 * time.Millisecond // janitor period: empty groups, idle close, restarts
-	scanEvery  = 4                      // escapee scans every scanEvery ticks (pgroup mode)
+	// poll is how often the janitor looks at groups waiting to become
+	// empty (a leader exited, ReleaseOnceEmpty), and only while there are
+	// any: the kernel gives no event for an empty process group.
+	poll = 250 * time.Millisecond
 )
 
 // Errors.
@@ -155,8 +159,14 @@ type Owner struct {
 	escPids   map[int]bool    // guarded by mu; escapee pids identified, reaped by the scan
 
 	wake chan struct{} // buffered(1): janitor should look now
-	stop chan struct{}
-	done chan struct{} // closed when the janitor returned
+	// sigchld receives SIGCHLD once the owner is a child subreaper
+	// (pgroup mode, first spawn): a child exited or an orphan was
+	// re-parented to the owner, so the janitor scans for escapees and
+	// reaps the zombies it may reap.
+	sigchld chan os.Signal
+	stop    chan struct{}
+	done    chan struct{} // closed when the janitor returned
+	passes  atomic.Int64  // janitor wake-ups (tests: an idle owner has none)
 }
 
 // New makes an owner. It starts nothing: the supervisor starts lazily at the
@@ -189,7 +199,8 @@ func newOwner(opts Options, launch launcher) (*Owner, error) {
 		name:    fmt.Sprintf("%d_%d", self.PID, self.StartTime),
 		regs:    map[string]*reg{},
 		leaders: map[int]bool{}, escPids: map[int]bool{},
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		wake: make(chan struct{}, 1), sigchld: make(chan os.Signal, 1),
+		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	if opts.StateDir != "" {
 		if o.led, err = ledger.Open(opts.StateDir); err != nil {
@@ -269,6 +280,7 @@ func (o *Owner) Close() error {
 	o.mu.Unlock()
 	close(o.stop)
 	<-o.done
+	signal.Stop(o.sigchld)
 	if o.jr != nil {
 		o.jr.close() // the records of owned spawns that trail are written now
 	}
@@ -341,30 +353,83 @@ func (o *Owner) poke() {
 // run is the janitor: it releases groups that became empty, closes an idle
 // pipe, restarts a supervisor that died, and (pgroup mode) finds escapees.
 // Started by newOwner, stopped and joined by Close.
+//
+// It is event-driven: it wakes when the supervisor exits, when poked (a
+// leader exited, a group was released or asked to be released once empty,
+// the registrations changed), on SIGCHLD (pgroup mode), and on a one-shot
+// timer armed only for the next duty that is due at a known time (see
+// dueLocked). An idle owner (nothing pending, nothing due) arms no timer,
+// so it costs no wake-up at all.
 func (o *Owner) run() {
 	defer close(o.done)
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	for n := 1; ; n++ {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	var last time.Time // last look at the pending groups
+	for {
 		o.mu.Lock()
 		p := o.pipe
+		due := o.dueLocked(last)
 		o.mu.Unlock()
 		var exited <-chan struct{}
 		if p != nil {
 			exited = p.Exited()
 		}
+		var fire <-chan time.Time
+		if !due.IsZero() {
+			t.Reset(max(time.Until(due), 0))
+			fire = t.C
+		}
+		scan := false
 		select {
 		case <-o.stop:
+			t.Stop()
 			return
 		case <-exited:
 			o.supervisorExited(p)
 		case <-o.wake:
-			o.tidy(false)
-		case <-t.C:
-			o.tidy(n%scanEvery == 0)
-			o.timers()
+		case <-o.sigchld:
+			scan = true
+		case <-fire:
+		}
+		t.Stop()
+		o.passes.Add(1)
+		last = time.Now()
+		o.tidy(scan)
+		o.timers()
+	}
+}
+
+// dueLocked returns when the janitor must look next without an event: the
+// next poll of the groups waiting to become empty (last is when it looked
+// at them), a supervisor restart after backoff, clearing the failure count
+// of a supervisor that lived past quickExit, the idle close. It returns the
+// zero time when nothing is due: the janitor then arms no timer.
+func (o *Owner) dueLocked(last time.Time) time.Time {
+	var due time.Time
+	at := func(t time.Time) {
+		if due.IsZero() || t.Before(due) {
+			due = t
 		}
 	}
+	if o.closed {
+		return due
+	}
+	for _, r := range o.regs {
+		if r.leaderGone || r.onceEmpty {
+			at(last.Add(poll))
+			break
+		}
+	}
+	switch {
+	case o.pipe == nil && !o.retryAt.IsZero():
+		at(o.retryAt)
+	case o.pipe != nil && o.failures > 0:
+		at(o.started.Add(quickExit))
+	}
+	if o.pipe != nil && len(o.regs) == 0 {
+		at(o.idleSince.Add(o.opts.IdleClose))
+	}
+	return due
 }
 
 // supervisorExited handles the exit of p, the supervisor that ran.
@@ -519,6 +584,7 @@ func (o *Owner) unregisterLocked(r *reg) {
 	}
 	if len(o.regs) == 0 {
 		o.idleSince = time.Now()
+		o.poke() // the idle close is due now: the janitor arms its timer
 	}
 	if o.pipe == nil {
 		return // nothing to tell; a later start replays only what is left
