@@ -323,7 +323,7 @@ func exitedCleanly(t *testing.T, p *shellPipe) bool {
 	case <-time.After(15 * time.Second):
 		t.Fatal("supervisor did not exit within 15s of EOF")
 	}
-	return p.cmd.ProcessState.Exited() && p.cmd.ProcessState.ExitCode() == 0
+	return p.status.Exited() && p.status.ExitStatus() == 0
 }
 
 func regOf(id string, g proc.Identity) string {
@@ -377,7 +377,7 @@ func TestFaultFloodedPipe(t *testing.T) {
 	write([]byte(regOf("a1", afterID) + "U d1\n"))
 
 	if !exitedCleanly(t, p) {
-		t.Errorf("supervisor exit: %v, want status 0", p.cmd.ProcessState)
+		t.Errorf("supervisor exit: wait status %#x, want status 0", uint32(p.status))
 	}
 	if !beforeDead() {
 		t.Error("the group registered before the flood survived EOF")
@@ -437,7 +437,7 @@ func TestFaultUnsafeRegistration(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.live.IsZero() {
 				if !clean {
-					t.Errorf("the supervisor signalled itself: exit %v, want status 0", p.cmd.ProcessState)
+					t.Errorf("the supervisor signalled itself: wait status %#x, want status 0", uint32(p.status))
 				}
 				return
 			}

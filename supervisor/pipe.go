@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // script is the death supervisor, run by /bin/sh. See supervisor.sh for the
@@ -67,6 +69,7 @@ type shellPipe struct {
 	w      *os.File
 	cmd    *exec.Cmd
 	exited chan struct{}
+	status unix.WaitStatus // set before exited is closed
 	once   sync.Once
 	mu     sync.Mutex // serialises writes and Close
 }
@@ -100,7 +103,7 @@ func startShell(grace time.Duration, ownerPGID int, cgBase, cgOwn string) (death
 	r.Close()
 	p := &shellPipe{w: w, cmd: cmd, exited: make(chan struct{})}
 	go func() { // joined by whoever waits on Exited
-		_ = cmd.Wait()
+		p.status, _ = reapChild(cmd.Process.Pid)
 		close(p.exited)
 	}()
 	return p, nil
@@ -128,8 +131,5 @@ func (p *shellPipe) Exited() <-chan struct{} { return p.exited }
 
 // killed reports whether the supervisor was killed by a signal (a kill,
 // the OOM killer), not exited by itself. Valid once Exited is closed.
-func (p *shellPipe) killed() bool {
-	ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
-	return ok && ws.Signaled()
-}
-func (p *shellPipe) PID() int { return p.cmd.Process.Pid }
+func (p *shellPipe) killed() bool { return p.status.Signaled() }
+func (p *shellPipe) PID() int     { return p.cmd.Process.Pid }

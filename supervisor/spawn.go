@@ -310,22 +310,23 @@ func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
 	return c, nil
 }
 
-// wait reaps the leader, fills c, and runs onExit.
+// wait reaps the leader, fills c, and runs onExit. The wait parks on a
+// pidfd (reapChild): a waiter per child costs a goroutine, not an OS thread.
 func (o *Owner) wait(cmd *exec.Cmd, c *Child, onExit func()) {
-	err := cmd.Wait()
+	pid := cmd.Process.Pid
+	// cmd.Process is never waited on: its own pidfd handle is closed when
+	// it is garbage (Release would race with readers of its Pid).
+	ws, err := reapChild(pid)
 	o.mu.Lock()
-	delete(o.leaders, cmd.Process.Pid)
+	delete(o.leaders, pid)
 	o.mu.Unlock()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		ws, _ := ee.Sys().(syscall.WaitStatus)
-		if ws.Signaled() {
-			c.err = &ExitError{Code: -1, Signal: ws.Signal()}
-		} else {
-			c.err = &ExitError{Code: ws.ExitStatus()}
-		}
-	} else {
-		c.err = err
+	switch {
+	case err != nil:
+		c.err = fmt.Errorf("wait for %s leader %d: %w", c.Unit, pid, err)
+	case ws.Signaled():
+		c.err = &ExitError{Code: -1, Signal: ws.Signal()}
+	case ws.ExitStatus() != 0:
+		c.err = &ExitError{Code: ws.ExitStatus()}
 	}
 	if onExit != nil {
 		onExit()
