@@ -2,7 +2,6 @@ package reconciler
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -40,14 +39,7 @@ func (s ownerSpawner) Spawn(ctx context.Context, sp SpawnSpec) (Process, error) 
 }
 
 func (s ownerSpawner) Stop(ctx context.Context, g Group, sig syscall.Signal, grace time.Duration) error {
-	err := s.o.Stop(ctx, supervisor.Group(g), sig, grace)
-	if errors.Is(err, supervisor.ErrUnknown) {
-		// The group emptied and was released (its leader's exit releases
-		// it) between the signal and Stop's own release: it is gone, which
-		// is what Stop promises.
-		return nil
-	}
-	return err
+	return s.o.Stop(ctx, supervisor.Group(g), sig, grace)
 }
 
 func (s ownerSpawner) WatchExit(ctx context.Context, g Group) (<-chan struct{}, error) {

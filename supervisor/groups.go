@@ -162,8 +162,10 @@ func (o *Owner) ReleaseOnceEmpty(ctx context.Context, g Group) error {
 // signalled through a pidfd after checking it is still in the cgroup; a
 // process group only while its id is not a recycled leader's), waits up to grace
 // for the group to be empty, sends KILL to what is left, waits for empty
-// (until ctx ends), then releases it (ReleaseOnceEmpty). Escapee groups
-// found under g are stopped with it.
+// (until ctx ends), then releases it as ReleaseOnceEmpty does. Escapee
+// groups found under g are stopped with it. A group that is empty when
+// Stop returns is a success (nil), whoever released it: Stop itself, or
+// the janitor when the leader's exit came first.
 func (o *Owner) Stop(ctx context.Context, g Group, sig syscall.Signal, grace time.Duration) error {
 	o.mu.Lock()
 	r := o.findLocked(g)
@@ -188,10 +190,13 @@ func (o *Owner) Stop(ctx context.Context, g Group, sig syscall.Signal, grace tim
 			return fmt.Errorf("stop group %d of %s: %w", g.PGID, g.Unit, ctx.Err())
 		}
 	}
+	if o.emptied != nil {
+		o.emptied()
+	}
 	if r.id == "" {
 		return nil
 	}
-	return o.ReleaseOnceEmpty(ctx, g)
+	return o.drop(ctx, r) // nil, too, when the janitor dropped it already
 }
 
 // Empty reports whether nothing is left in g (its cgroup, or its process

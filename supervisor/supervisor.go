@@ -143,6 +143,9 @@ type Owner struct {
 	// afterSpawn, when set (tests), runs between a child's start and its
 	// registration.
 	afterSpawn func(pid int)
+	// emptied, when set (tests), runs in Stop once the group is empty,
+	// before Stop releases it.
+	emptied func()
 
 	mu        sync.Mutex
 	regs      map[string]*reg // guarded by mu; by id
