@@ -108,6 +108,15 @@ func Open(stateDir string) (*Ledger, error) {
 // Path is the ledger file's path.
 func (l *Ledger) Path() string { return l.path }
 
+// Dir is the state directory, absolute and with symlinks resolved: the
+// value of EnvState in the environment of the spawns this ledger records.
+func (l *Ledger) Dir() string {
+	if d, err := filepath.EvalSymlinks(l.dir); err == nil {
+		return d
+	}
+	return l.dir
+}
+
 // LastLockWait is how long the most recent Update of this Ledger waited for
 // the lock (for measurements).
 func (l *Ledger) LastLockWait() time.Duration {
@@ -203,7 +212,7 @@ func (l *Ledger) modifyLocked(fn func([]Entry) ([]Entry, error)) ([]byte, error)
 // readLocked reads the file; the caller holds turn and the file lock. It
 // returns the entries and, when the file is in the canonical layout, the
 // line of each. A corrupt file is moved aside and replaced by what Rebuild
-// finds alive.
+// finds alive of this state directory's spawns.
 func (l *Ledger) readLocked() (boot string, _ []*Entry, _ []string, _ error) {
 	b, err := readFile(l.path, l.rbuf)
 	if errors.Is(err, os.ErrNotExist) {
@@ -228,7 +237,7 @@ func (l *Ledger) readLocked() (boot string, _ []*Entry, _ []string, _ error) {
 	if err := os.Rename(l.path, aside); err != nil {
 		return "", nil, nil, fmt.Errorf("ledger: %s is corrupt (%v) and could not be moved aside: %w", l.path, perr, err)
 	}
-	rebuilt, err := Rebuild()
+	rebuilt, err := Rebuild(l.Dir())
 	if err != nil {
 		return "", nil, nil, fmt.Errorf("ledger: %s was corrupt (moved to %s); rebuild from /proc failed: %w", l.path, aside, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -401,19 +402,14 @@ func TestContextEndsWait(t *testing.T) {
 }
 
 // TestCorrupt: an unparseable file, or one of an unknown version, is moved
-// aside intact and the ledger rebuilt from the live tagged group leaders.
+// aside intact and the ledger rebuilt from the live tagged group leaders of
+// its own state directory: the leaders tagged with another directory, or
+// with none, are other ledgers' (a gateway would re-adopt or stop them).
 func TestCorrupt(t *testing.T) {
 	owner := self(t)
 	spawn := NewSpawnKey()
 	unit := "corrupt-" + spawn // unique among the processes of the machine
 	tags := Env(Entry{Unit: unit, Owner: owner, Spawn: spawn, Ownership: "adoptable"})
-	leader := startHelper(t, "sleeper", tags, &syscall.SysProcAttr{Setpgid: true}, "ready")
-	// A tagged process that does not lead its group is not an entry.
-	startHelper(t, "sleeper", tags, nil, "ready")
-	lid, err := proc.Read(leader.cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct{ name, content string }{
 		{"garbage", `{"version":1,"entries":[{"unit":`},
 		{"unknown version", `{"version":99,"entries":[]}`},
@@ -421,6 +417,18 @@ func TestCorrupt(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := openTemp(t)
+			mine := append(slices.Clone(tags), EnvState+"="+l.Dir())
+			leader := startHelper(t, "sleeper", mine, &syscall.SysProcAttr{Setpgid: true}, "ready")
+			// A tagged process that does not lead its group is not an entry.
+			startHelper(t, "sleeper", mine, nil, "ready")
+			// Nor are the leaders of another state directory, or of none.
+			other := append(slices.Clone(tags), EnvState+"="+t.TempDir())
+			startHelper(t, "sleeper", other, &syscall.SysProcAttr{Setpgid: true}, "ready")
+			startHelper(t, "sleeper", tags, &syscall.SysProcAttr{Setpgid: true}, "ready")
+			lid, err := proc.Read(leader.cmd.Process.Pid)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if err := os.WriteFile(l.Path(), []byte(tc.content), 0o600); err != nil {
 				t.Fatal(err)
 			}

@@ -13,13 +13,16 @@ import (
 )
 
 // Rebuild returns an entry for every live process that carries the
-// environment tags and leads its process group (pid == pgid), in pid order.
-// It is how a corrupt ledger is replaced. What the tags do not carry is
+// environment tags, with stateDir (Ledger.Dir) as its EnvState, and leads
+// its process group (pid == pgid), in pid order. It is how a corrupt ledger
+// is replaced. A tagged process of another state directory, or one without
+// EnvState, is never taken: it is some other ledger's, and a gateway
+// re-adopts (or stops) what its ledger holds. What the tags do not carry is
 // left empty (Role, Reason, Log); Spawned is the leader's start time;
 // Cgroup is the leader's cgroup v2 directory when that is neither the root
 // nor the rebuilding process's own cgroup (a group spawned in pgroup mode
 // shares its owner's cgroup, which says nothing about the group).
-func Rebuild() ([]Entry, error) {
+func Rebuild(stateDir string) ([]Entry, error) {
 	pids, err := proc.Pids()
 	if err != nil {
 		return nil, err
@@ -41,7 +44,7 @@ func Rebuild() ([]Entry, error) {
 			continue
 		}
 		t, ok := tags(env)
-		if !ok {
+		if !ok || stateDir == "" || t[EnvState] != stateDir {
 			continue
 		}
 		e := Entry{

@@ -27,6 +27,11 @@ const (
 	EnvSpawn = "HERMES_SPAWN"
 	// EnvOwnership holds the ownership mode, as in Entry.Ownership.
 	EnvOwnership = "HERMES_OWNERSHIP"
+	// EnvState holds the state directory of the ledger that records the
+	// spawn (Ledger.Dir). A rebuild takes only the processes of its own
+	// directory: every hermesd on the machine tags its children, and a
+	// survivor of another directory belongs to that directory's gateways.
+	EnvState = "HERMES_STATE"
 )
 
 // Env returns the tags of e as KEY=VALUE environment entries, ready to
@@ -79,7 +84,7 @@ func tags(env []string) (t map[string]string, ok bool) {
 			continue
 		}
 		switch k {
-		case EnvUnit, EnvOwner, EnvSpawn, EnvOwnership:
+		case EnvUnit, EnvOwner, EnvSpawn, EnvOwnership, EnvState:
 			t[k] = v
 		}
 	}

@@ -335,22 +335,29 @@ func (o *Owner) wait(cmd *exec.Cmd, c *Child, onExit func()) {
 }
 
 // tag returns the child's environment: spec.Env without inherited tags,
-// plus this spawn's.
+// plus this spawn's. EnvState names the ledger's state directory (no tag
+// without a ledger): a rebuild of another directory's ledger never takes
+// the child (see ledger.Rebuild), so no gateway of another directory
+// re-adopts or stops it.
 func (o *Owner) tag(spec Spec, key string) []string {
-	env := make([]string, 0, len(spec.Env)+4)
+	env := make([]string, 0, len(spec.Env)+5)
 	for _, kv := range spec.Env {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case ledger.EnvUnit, ledger.EnvOwner, ledger.EnvSpawn, ledger.EnvOwnership:
+		case ledger.EnvUnit, ledger.EnvOwner, ledger.EnvSpawn, ledger.EnvOwnership, ledger.EnvState:
 			continue
 		}
 		env = append(env, kv)
 	}
-	return append(env,
+	env = append(env,
 		ledger.EnvUnit+"="+spec.Unit,
 		ledger.EnvOwner+"="+o.self.String(),
 		ledger.EnvSpawn+"="+key,
 		ledger.EnvOwnership+"="+spec.Ownership)
+	if o.led != nil {
+		env = append(env, ledger.EnvState+"="+o.led.Dir())
+	}
+	return env
 }
 
 // cgName is a group's cgroup directory name: the unit name made safe, and
