@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/hermes-units/hermes/proc"
 	"golang.org/x/sys/unix"
 )
 
@@ -135,4 +137,135 @@ func cgroupProcs(dir string) []int {
 // killCgroup kills every process in dir and below (cgroup.kill).
 func killCgroup(dir string) error {
 	return os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0)
+}
+
+// keptDir is the directory, below the base, of the cgroups of Survive
+// spawns: they outlive their owner's subtree.
+const keptDir = "hermes-kept"
+
+// leaf reports whether dir is a group's cgroup that an owner of this
+// hierarchy created: <base>/hermes-<owner>/<unit>.<key> or
+// <base>/hermes-kept/<unit>.<key>. Only such a cgroup is removed once its
+// group is gone; a cgroup from elsewhere is never touched.
+func (t *cgroupTree) leaf(dir string) bool {
+	if t == nil || dir == "" || strings.Contains(dir, "..") {
+		return false
+	}
+	parent := filepath.Dir(filepath.Clean(dir))
+	if filepath.Dir(parent) != t.base {
+		return false
+	}
+	name := filepath.Base(parent)
+	return name == keptDir || strings.HasPrefix(name, "hermes-") && ownerOf(name[len("hermes-"):]) != 0
+}
+
+// removeEmpty removes the cgroup dir if no process lives in it (the kernel
+// refuses to remove a populated cgroup anyway: rmdir fails with EBUSY). It
+// reports whether dir is gone.
+func removeEmpty(dir string) bool {
+	if populated(dir) {
+		return false
+	}
+	err := os.Remove(dir)
+	return err == nil || errors.Is(err, os.ErrNotExist)
+}
+
+// removeTree removes dir and the cgroups below it, deepest first, leaving
+// every one that holds a process (and so its ancestors).
+func removeTree(dir string) bool {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return errors.Is(err, os.ErrNotExist)
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			removeTree(filepath.Join(dir, e.Name()))
+		}
+	}
+	return removeEmpty(dir)
+}
+
+// removeWhenEmpty removes dir once the processes just killed in it have
+// left (they leave as they exit, a moment after cgroup.kill), waiting at
+// most bound. The kernel gives no event short of watching cgroup.events,
+// so it polls.
+func removeWhenEmpty(dir string, bound time.Duration) bool {
+	end := time.Now().Add(bound)
+	for !removeEmpty(dir) {
+		if time.Now().After(end) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return true
+}
+
+// ownerOf parses an owner's name, PID_STARTTIME (the end of a subtree's
+// name, or the start of a spawn key, PID_STARTTIME_N), and returns its
+// pid, 0 when s is not one.
+func ownerOf(s string) (pid int) {
+	p, st, ok := strings.Cut(s, "_")
+	if !ok {
+		return 0
+	}
+	st, _, _ = strings.Cut(st, "_") // a spawn key goes on with _N
+	n, err := strconv.Atoi(p)
+	if _, err2 := strconv.ParseUint(st, 10, 64); err != nil || err2 != nil || n <= 0 {
+		return 0
+	}
+	return n
+}
+
+// ownerAlive reports whether the owner named PID_STARTTIME[_…] still runs
+// (same pid and start time, not a zombie).
+func ownerAlive(s string) bool {
+	p, st, _ := strings.Cut(s, "_")
+	st, _, _ = strings.Cut(st, "_")
+	pid, _ := strconv.Atoi(p)
+	start, _ := strconv.ParseUint(st, 10, 64)
+	return proc.Identity{PID: pid, StartTime: start}.Alive()
+}
+
+// sweep removes what dead owners left in the hierarchy: their subtrees
+// (hermes-PID_STARTTIME) and their kept cgroups (hermes-kept/UNIT.KEY),
+// each only where no process lives. A live owner's cgroups are never
+// touched, even empty ones (one may be about to start a child in it), nor
+// is the calling owner's own subtree. Called by New.
+func (t *cgroupTree) sweep(logf func(string, ...any)) {
+	ents, err := os.ReadDir(t.base)
+	if err != nil {
+		return
+	}
+	n := 0
+	for _, e := range ents {
+		name, dir := e.Name(), filepath.Join(t.base, e.Name())
+		if !e.IsDir() || dir == t.root {
+			continue
+		}
+		if name == keptDir {
+			kept, _ := os.ReadDir(dir)
+			for _, k := range kept {
+				_, key, ok := cutLast(k.Name(), ".")
+				if k.IsDir() && ok && ownerOf(key) != 0 && !ownerAlive(key) && removeTree(filepath.Join(dir, k.Name())) {
+					n++
+				}
+			}
+			continue
+		}
+		owner, ok := strings.CutPrefix(name, "hermes-")
+		if ok && ownerOf(owner) != 0 && !ownerAlive(owner) && removeTree(dir) {
+			n++
+		}
+	}
+	if n > 0 {
+		logf("supervisor: removed %d empty cgroups of owners that are gone", n)
+	}
+}
+
+// cutLast is strings.Cut at the last sep.
+func cutLast(s, sep string) (before, after string, found bool) {
+	if i := strings.LastIndex(s, sep); i >= 0 {
+		return s[:i], s[i+len(sep):], true
+	}
+	return s, "", false
 }

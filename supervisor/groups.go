@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
-	"strings"
 	"syscall"
 	"time"
 
@@ -194,6 +192,11 @@ func (o *Owner) Stop(ctx context.Context, g Group, sig syscall.Signal, grace tim
 		o.emptied()
 	}
 	if r.id == "" {
+		// A survivor's kept cgroup (or a released group's) has no
+		// registration to drop: the one who saw it empty removes it.
+		if o.tree.leaf(r.g.Cgroup) {
+			removeEmpty(r.g.Cgroup)
+		}
 		return nil
 	}
 	return o.drop(ctx, r) // nil, too, when the janitor dropped it already
@@ -303,7 +306,8 @@ func (o *Owner) waitEmpty(ctx context.Context, r *reg, d time.Duration) bool {
 	}
 }
 
-// drop unregisters r, removes its ledger entry and its cgroup.
+// drop unregisters r, removes its ledger entry, and its cgroup if hermes
+// made it (its own subtree's, or a kept one re-adopted with Own).
 func (o *Owner) drop(ctx context.Context, r *reg) error {
 	o.mu.Lock()
 	if o.regs[r.id] != r {
@@ -312,8 +316,8 @@ func (o *Owner) drop(ctx context.Context, r *reg) error {
 	}
 	o.unregisterLocked(r)
 	o.mu.Unlock()
-	if r.g.Cgroup != "" && o.tree != nil && strings.HasPrefix(r.g.Cgroup, o.tree.root+"/") {
-		os.Remove(r.g.Cgroup)
+	if o.tree.leaf(r.g.Cgroup) {
+		removeEmpty(r.g.Cgroup)
 	}
 	if o.jr == nil {
 		return nil

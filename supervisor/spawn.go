@@ -31,6 +31,9 @@ type Spec struct {
 	LogPath   string // recorded in the ledger
 	// Survive: not registered with the death supervisor, so it outlives the
 	// owner; it still leads its own group (and cgroup) and is in the ledger.
+	// Its cgroup is <base>/hermes-kept/<unit>.<key>, removed by whoever sees
+	// the group gone: its waiter, Stop, ReleaseOnceEmpty after Own, or the
+	// start of a later owner once this one is gone too.
 	Survive bool
 	// Foreground makes the child's group the foreground group of the
 	// terminal on Stdin (a foreground command in a shell).
@@ -98,8 +101,8 @@ const gate = `IFS= read -r g <&3 && [ "$g" = go ] && exec 3<&- && exec "$@"; exi
 //     child dies too, and the missing record names nothing alive.
 //   - A Survive child outlives the owner, and the ledger is how the next
 //     owner finds and re-adopts it: SpawnOwned returns only once its record
-//     is on disk, and fails (killing the child in cgroup mode) if the write
-//     fails.
+//     is on disk, and fails (killing the child, and removing its cgroup) if
+//     the write fails.
 //
 // Every later change of a record (Release, ReleaseOnceEmpty, the removal
 // when the group is empty) is queued behind the record itself, so it is
@@ -258,6 +261,17 @@ func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
 	r.g.PGID, r.g.Leader = pid, id
 	o.mu.Unlock()
 	c := &Child{Group: r.g, Key: r.key, done: make(chan struct{})}
+	// fail undoes the spawn once the child started: it is killed (abort:
+	// cgroup.kill, or the gate's EOF), reaped, and its cgroup removed once
+	// empty, a kept one included, so that no empty cgroup is left behind.
+	fail := func(err error) (*Child, error) {
+		abort()
+		o.wait(cmd, c, nil)
+		if r.g.Cgroup != "" {
+			removeWhenEmpty(r.g.Cgroup, o.opts.Grace)
+		}
+		return nil, err
+	}
 	if o.afterSpawn != nil {
 		o.afterSpawn(pid)
 	}
@@ -267,9 +281,7 @@ func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
 		err = o.registerLocked(r)
 		o.mu.Unlock()
 		if err != nil {
-			abort()
-			o.wait(cmd, c, nil)
-			return nil, fmt.Errorf("spawn %s: %w", spec.Unit, err)
+			return fail(fmt.Errorf("spawn %s: %w", spec.Unit, err))
 		}
 	}
 	if o.jr != nil {
@@ -282,26 +294,29 @@ func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
 		if !spec.Survive {
 			o.jr.post(add) // registered: it dies with us whether or not its record is written
 		} else if err := o.jr.do(ctx, add); err != nil {
-			abort()
-			o.wait(cmd, c, nil)
-			return nil, fmt.Errorf("spawn %s: record in ledger: %w", spec.Unit, err)
+			return fail(fmt.Errorf("spawn %s: record in ledger: %w", spec.Unit, err))
 		}
 	}
 	if gateW != nil {
 		if _, err := gateW.Write([]byte("go\n")); err != nil {
-			abort()
-			o.wait(cmd, c, nil)
-			return nil, fmt.Errorf("spawn %s: open gate: %w", spec.Unit, err)
+			return fail(fmt.Errorf("spawn %s: open gate: %w", spec.Unit, err))
 		}
 	}
 	var onExit func()
-	if !spec.Survive {
+	switch {
+	case !spec.Survive:
 		onExit = func() {
 			o.mu.Lock()
 			r.leaderGone = true
 			o.mu.Unlock()
 			o.poke()
 		}
+	case r.g.Cgroup != "":
+		// Nothing registers a survivor: its waiter removes the kept
+		// cgroup if the leader's exit left it empty. Otherwise whoever
+		// sees it empty later does (Stop, or the next owner's start).
+		dir := r.g.Cgroup
+		onExit = func() { removeEmpty(dir) }
 	}
 	// The waiter ends when the leader is reaped. Close joins it (through
 	// r.waited) while the group is registered; a Survive or released leader

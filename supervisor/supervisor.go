@@ -175,7 +175,8 @@ type Owner struct {
 // New makes an owner. It starts nothing: the supervisor starts lazily at the
 // first registration. In ModeCgroup (asked, or found) it creates the owner's
 // cgroup subtree, moving the calling process into a leaf first when its
-// cgroup is not the hierarchy's root. Call Close at a clean exit.
+// cgroup is not the hierarchy's root, and removes the empty cgroups that
+// owners that are gone left behind. Call Close at a clean exit.
 func New(opts Options) (*Owner, error) {
 	return newOwner(opts, startShell)
 }
@@ -216,6 +217,7 @@ func newOwner(opts Options, launch launcher) (*Owner, error) {
 		switch {
 		case err == nil:
 			o.tree, o.mode = tree, ModeCgroup
+			tree.sweep(opts.Logf)
 		case o.mode == ModeCgroup:
 			return nil, fmt.Errorf("supervisor: cgroup mode asked: %w: %v", ErrNoCgroup, err)
 		default:
