@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/hermes-units/hermes/proc"
 )
@@ -20,8 +21,10 @@ type marked struct {
 	argv      []string
 }
 
-// escapee reports whether m is the escapee unit's setsid'd process.
-func (m marked) escapee() bool { return len(m.argv) > 1 && m.argv[1] == escapeeArg }
+// escapee reports whether m is the escapee unit's setsid'd process: "sleep
+// 100001", or "setsid sleep 100001" between setsid(2) and its exec of sleep,
+// when it already leads its own group.
+func (m marked) escapee() bool { return len(m.argv) > 1 && m.argv[len(m.argv)-1] == escapeeArg }
 
 func (m marked) String() string {
 	return m.unit + " pid " + strconv.Itoa(m.pid) + " pgid " + strconv.Itoa(m.pgid) + " (" + strings.Join(m.argv, " ") + ")"
@@ -33,7 +36,7 @@ func scan(run string) []marked {
 	tag := envRun + "=" + run
 	var out []marked
 	for _, pid := range pids {
-		env, err := proc.Environ(pid)
+		env, err := environ(pid)
 		if err != nil || !slices.Contains(env, tag) {
 			continue
 		}
@@ -55,6 +58,25 @@ func scan(run string) []marked {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].pid < out[j].pid })
 	return out
+}
+
+// environ reads pid's environment. A process in the middle of an exec has
+// an empty one for a moment (the new image's is set up after the switch to
+// its memory): a unit's shell exec'ing its program (notify's "exec sleep"
+// right after READY=1) would be missed by a scan. A live process that is
+// not a kernel thread (their parent is kthreadd, pid 2) and shows an empty
+// environment is read again, a few times, a millisecond apart.
+func environ(pid int) ([]string, error) {
+	env, err := proc.Environ(pid)
+	for try := 0; err == nil && len(env) == 0 && try < 20; try++ {
+		st, serr := proc.ReadStat(pid)
+		if serr != nil || st.Zombie() || pid == 2 || st.PPID == 2 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+		env, err = proc.Environ(pid)
+	}
+	return env, err
 }
 
 // groups maps each unit to the process groups its live processes are in
