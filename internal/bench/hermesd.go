@@ -398,9 +398,9 @@ func (d *benchDaemon) measureIdle(ctx context.Context) ([]Row, error) {
 			Method: "utime+stime delta of /proc/PID/stat (1/100 s ticks) over the idle window / wall time; hermesd only (the units and the supervisor are other processes)"},
 		{Figure: fmt.Sprintf("hermesd wake-ups, %d units, idle", hermesdUnits),
 			Value: fmt.Sprintf("%.1f/s over %d threads (idle Go program: %.1f/s; supervisor sh: %.2f/s)", rate(0), h1.threads, rate(2), rate(1)),
-			Method: "voluntary+nonvoluntary context switches summed over /proc/PID/task/*/status (one thread per unit waits in wait4), delta over the idle window / wall time. " +
+			Method: "voluntary+nonvoluntary context switches summed over /proc/PID/task/*/status (units' exits are awaited on pidfds in the netpoller: no thread per unit), delta over the idle window / wall time. " +
 				"Counts the Go runtime's own switches (sysmon, netpoller, GC workers; an idle Go program with no timer shows the baseline in the same window) " +
-				"and the supervisor janitor's 250 ms ticker (4 ticks/s, each followed by a few runtime switches), an internal poll rather than a unit's declared timer. A thread that exits in the window takes its count with it"},
+				"and those of hermesd's declared timers (log rotation); the supervisor's janitor arms no timer while nothing is pending. A thread that exits in the window takes its count with it"},
 	}, nil
 }
 
