@@ -262,7 +262,13 @@ func (w *Watcher) sync() (moved bool, err error) {
 			}
 			stable = false
 			if err := w.fs.Add(p); err != nil {
-				errs = append(errs, fmt.Errorf("watch %s: %w", p, err))
+				// A directory that vanished between wanted and Add is
+				// not an error: the next round watches its nearest
+				// existing ancestor instead. Leaving it would leave
+				// nothing watched above it, and no event would ever come.
+				if !errors.Is(err, fs.ErrNotExist) {
+					errs = append(errs, fmt.Errorf("watch %s: %w", p, err))
+				}
 				continue
 			}
 			w.watched[p] = id
