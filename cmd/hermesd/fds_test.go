@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"os"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/procfd"
-	"github.com/hermes-units/hermes/notify"
 	"github.com/hermes-units/hermes/proc"
 )
 
@@ -82,7 +80,7 @@ func TestDescriptorHygiene(t *testing.T) {
 			if mode == "cgroup" {
 				env = []string{modeEnv + "="} // automatic: cgroup where the machine offers it
 			}
-			d := startDaemonFDs(t, dir, env, inherited)
+			d := startDaemonWith(t, dir, daemonOpts{role: "gateway", env: env, inherited: []*os.File{inherited}})
 			st := d.fullStatus()
 			if st.Supervisor.Mode != mode {
 				if mode == "cgroup" {
@@ -157,63 +155,6 @@ func writeFDUnits(t *testing.T, dir string) {
 			t.Fatal(err)
 		}
 	}
-}
-
-// startDaemonFDs is startDaemon with extra environment for hermesd and one
-// descriptor it inherits as fd 3, not close-on-exec.
-func startDaemonFDs(t *testing.T, dir string, env []string, inherited *os.File) *hermesd {
-	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	nsPath := filepath.Join(t.TempDir(), "n.sock")
-	ns, err := notify.Listen(nsPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan struct{}, 1)
-	nsDone := make(chan error, 1)
-	go func() {
-		nsDone <- ns.Run(ctx, func(m notify.Message) {
-			if m.Ready() {
-				select {
-				case ready <- struct{}{}:
-				default:
-				}
-			}
-		})
-	}()
-	defer func() { cancel(); <-nsDone }()
-
-	d := &hermesd{t: t, dir: dir, socket: filepath.Join(dir, "state", "ctl.sock"), done: make(chan error, 1)}
-	logf, err := os.OpenFile(filepath.Join(dir, "hermesd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	d.cmd = exec.Command(os.Args[0], "--units", filepath.Join(dir, "units"), "--state", filepath.Join(dir, "state"),
-		"--socket", d.socket, "--config", filepath.Join(dir, "none.yaml"), "--role", "gateway")
-	d.cmd.Env = append(append(os.Environ(), roleEnv+"=hermesd", "NOTIFY_SOCKET="+nsPath), env...)
-	d.cmd.Stdout, d.cmd.Stderr = logf, logf
-	d.cmd.ExtraFiles = []*os.File{inherited}
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { d.done <- d.cmd.Wait() }()
-	t.Cleanup(func() {
-		if d.cmd.ProcessState == nil {
-			d.cmd.Process.Signal(syscall.SIGTERM)
-			<-d.done
-		}
-	})
-	select {
-	case <-ready:
-	case err := <-d.done:
-		b, _ := os.ReadFile(filepath.Join(dir, "hermesd.log"))
-		t.Fatalf("hermesd exited before READY=1: %v\n%s", err, b)
-	case <-time.After(20 * time.Second):
-		t.Fatalf("hermesd sent no READY=1 within 20s")
-	}
-	return d
 }
 
 // unitProcesses returns u's leader, its descendants and, in cgroup mode,

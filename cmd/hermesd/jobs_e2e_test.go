@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
-	"github.com/hermes-units/hermes/notify"
 	"github.com/hermes-units/hermes/providers"
 	"github.com/hermes-units/hermes/proxy"
 	"github.com/hermes-units/hermes/reconciler"
@@ -114,61 +113,6 @@ func upstream(t *testing.T) *httptest.Server {
 	return srv
 }
 
-// startDaemonConfig is startDaemon with a hermes.yaml of the test's.
-func startDaemonConfig(t *testing.T, dir, config string) *hermesd {
-	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	nsPath := filepath.Join(t.TempDir(), "n.sock")
-	ns, err := notify.Listen(nsPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan struct{}, 1)
-	nsDone := make(chan error, 1)
-	go func() {
-		nsDone <- ns.Run(ctx, func(m notify.Message) {
-			if m.Ready() {
-				select {
-				case ready <- struct{}{}:
-				default:
-				}
-			}
-		})
-	}()
-	defer func() { cancel(); <-nsDone }()
-
-	d := &hermesd{t: t, dir: dir, socket: filepath.Join(dir, "state", "ctl.sock"), done: make(chan error, 1)}
-	logf, err := os.OpenFile(filepath.Join(dir, "hermesd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	d.cmd = exec.Command(os.Args[0], "--units", filepath.Join(dir, "units"), "--state", filepath.Join(dir, "state"),
-		"--socket", d.socket, "--config", config)
-	d.cmd.Env = append(os.Environ(), roleEnv+"=hermesd", "NOTIFY_SOCKET="+nsPath)
-	d.cmd.Stdout, d.cmd.Stderr = logf, logf
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { d.done <- d.cmd.Wait() }()
-	t.Cleanup(func() {
-		if d.cmd.ProcessState == nil {
-			d.cmd.Process.Signal(syscall.SIGTERM)
-			<-d.done
-		}
-	})
-	select {
-	case <-ready:
-	case err := <-d.done:
-		b, _ := os.ReadFile(filepath.Join(dir, "hermesd.log"))
-		t.Fatalf("hermesd exited before READY=1: %v\n%s", err, b)
-	case <-time.After(20 * time.Second):
-		t.Fatalf("hermesd sent no READY=1 within 20s")
-	}
-	return d
-}
-
 // jobUntil polls status (a run's end is another process's event) until
 // unit is in state with job result want, or fails after within.
 func (d *hermesd) jobUntil(unit, state, want string, within time.Duration) control.Unit {
@@ -216,7 +160,7 @@ func TestJobsThroughProxy(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "units", "agent.yaml"), job("stream", "run_budget_seconds: 4\nwrapup_signal: USR1\ntimeouts: {stop: 2s}\n"))
 	writeFile(t, filepath.Join(dir, "units", "quick.yaml"), job("ok", ""))
 
-	d := startDaemonConfig(t, dir, config)
+	d := startDaemonWith(t, dir, daemonOpts{config: config})
 	c := d.client()
 	st, err := c.Status(t.Context())
 	if err != nil {

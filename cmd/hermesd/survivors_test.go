@@ -44,9 +44,24 @@ func writeUnits(t *testing.T, dir string, units map[string]string) {
 	}
 }
 
-// startDaemon runs hermesd on dir and returns once it said READY=1 on the
-// NOTIFY_SOCKET the test serves (a handshake: no polling).
+// startDaemon runs hermesd on dir in role with no hermes.yaml (see
+// startDaemonWith).
 func startDaemon(t *testing.T, dir, role string) *hermesd {
+	t.Helper()
+	return startDaemonWith(t, dir, daemonOpts{role: role})
+}
+
+// daemonOpts is how tests' hermesd runs differ.
+type daemonOpts struct {
+	role      string     // --role; none when empty
+	config    string     // --config; dir/none.yaml (absent) when empty
+	env       []string   // added to the test's environment
+	inherited []*os.File // inherited as fd 3 on, not close-on-exec
+}
+
+// startDaemonWith runs hermesd on dir and returns once it said READY=1 on
+// the NOTIFY_SOCKET the test serves (a handshake: no polling).
+func startDaemonWith(t *testing.T, dir string, o daemonOpts) *hermesd {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -75,10 +90,19 @@ func startDaemon(t *testing.T, dir, role string) *hermesd {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	d.cmd = exec.Command(os.Args[0], "--units", filepath.Join(dir, "units"), "--state", filepath.Join(dir, "state"),
-		"--socket", d.socket, "--config", filepath.Join(dir, "none.yaml"), "--role", role)
-	d.cmd.Env = append(os.Environ(), roleEnv+"=hermesd", "NOTIFY_SOCKET="+nsPath)
+	config := o.config
+	if config == "" {
+		config = filepath.Join(dir, "none.yaml")
+	}
+	args := []string{"--units", filepath.Join(dir, "units"), "--state", filepath.Join(dir, "state"),
+		"--socket", d.socket, "--config", config}
+	if o.role != "" {
+		args = append(args, "--role", o.role)
+	}
+	d.cmd = exec.Command(os.Args[0], args...)
+	d.cmd.Env = append(append(os.Environ(), roleEnv+"=hermesd", "NOTIFY_SOCKET="+nsPath), o.env...)
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
+	d.cmd.ExtraFiles = o.inherited
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
