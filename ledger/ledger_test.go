@@ -594,7 +594,7 @@ func TestAlive(t *testing.T) {
 }
 
 func TestAliveCgroup(t *testing.T) {
-	mount := cgroupMount()
+	mount := proc.CgroupMount()
 	if mount == "" {
 		t.Skip("no cgroup v2 hierarchy mounted: the cgroup rule cannot be exercised")
 	}

@@ -1,12 +1,10 @@
 package ledger
 
 import (
-	"bufio"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hermes-units/hermes/proc"
@@ -31,8 +29,8 @@ func Rebuild(stateDir string) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	mount := cgroupMount()
-	own := cgroupOf(os.Getpid())
+	mount := proc.CgroupMount()
+	own := proc.Cgroup(os.Getpid())
 	var out []Entry
 	for _, pid := range pids {
 		st, err := proc.ReadStat(pid)
@@ -61,49 +59,12 @@ func Rebuild(stateDir string) ([]Entry, error) {
 		if argv, err := proc.Cmdline(pid); err == nil {
 			e.Argv = Redact(argv)
 		}
-		if cg := cgroupOf(pid); mount != "" && cg != "" && cg != "/" && cg != own {
+		if cg := proc.Cgroup(pid); mount != "" && cg != "" && cg != "/" && cg != own {
 			e.Cgroup = filepath.Join(mount, cg)
 		}
 		out = append(out, e)
 	}
 	return out, nil
-}
-
-// cgroupMount finds the cgroup v2 mount point in /proc/self/mountinfo, or "".
-var cgroupMount = sync.OnceValue(func() string {
-	f, err := os.Open(proc.Root + "/self/mountinfo")
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// id parent major:minor root mountpoint options [optional...] - fstype source superoptions
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok {
-			continue
-		}
-		if fs := strings.Fields(post); len(fs) > 0 && fs[0] == "cgroup2" {
-			if f := strings.Fields(pre); len(f) >= 5 {
-				return f[4]
-			}
-		}
-	}
-	return ""
-})
-
-// cgroupOf returns pid's cgroup v2 path ("0::/path"), or "".
-func cgroupOf(pid int) string {
-	b, err := os.ReadFile(proc.Root + "/" + strconv.Itoa(pid) + "/cgroup")
-	if err != nil {
-		return ""
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if p, ok := strings.CutPrefix(line, "0::"); ok {
-			return p
-		}
-	}
-	return ""
 }
 
 // startWallTime converts a start time in clock ticks since boot to wall

@@ -15,39 +15,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// cgroupMount returns the mount point of the cgroup v2 hierarchy from
-// /proc/self/mountinfo ("" when there is none). It is not always
-// /sys/fs/cgroup: hybrid layouts mount it at /sys/fs/cgroup/unified.
-func cgroupMount() string {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return ""
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		if !ok {
-			continue
-		}
-		if f := strings.Fields(post); len(f) > 0 && f[0] == "cgroup2" {
-			if g := strings.Fields(pre); len(g) >= 5 {
-				return g[4]
-			}
-		}
-	}
-	return ""
-}
-
 // ownCgroup returns the calling process's v2 cgroup path ("/..." relative to
 // the mount), from the "0::" line of /proc/self/cgroup.
 func ownCgroup() (string, error) {
-	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return "", err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if p, ok := strings.CutPrefix(line, "0::"); ok {
-			return p, nil
-		}
+	if p := proc.Cgroup(os.Getpid()); p != "" {
+		return p, nil
 	}
 	return "", errors.New("no cgroup v2 line in /proc/self/cgroup")
 }
@@ -66,7 +38,7 @@ type cgroupTree struct {
 // children without breaking the no-internal-processes rule of a delegated
 // subtree. It returns an error when no writable hierarchy exists.
 func openCgroupTree(name string) (*cgroupTree, error) {
-	mnt := cgroupMount()
+	mnt := proc.CgroupMount()
 	if mnt == "" {
 		return nil, errors.New("no cgroup v2 hierarchy in /proc/self/mountinfo")
 	}

@@ -210,8 +210,8 @@ func TestFaultKilledWhileRegistering(t *testing.T) {
 // removeOwnerCgroups removes the cgroup subtree an owner process leaves
 // (its released or kept groups' directories included).
 func removeOwnerCgroups(owner int) {
-	dirs, _ := filepath.Glob(cgroupMount() + "/hermes-" + strconv.Itoa(owner) + "_*")
-	kept, _ := filepath.Glob(cgroupMount() + "/hermes-kept/kept.*")
+	dirs, _ := filepath.Glob(proc.CgroupMount() + "/hermes-" + strconv.Itoa(owner) + "_*")
+	kept, _ := filepath.Glob(proc.CgroupMount() + "/hermes-kept/kept.*")
 	for _, d := range kept {
 		if strings.Contains(d, "."+strconv.Itoa(owner)+"_") {
 			dirs = append([]string{d}, dirs...)

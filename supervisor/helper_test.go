@@ -236,14 +236,14 @@ func eventually(d time.Duration, cond func() bool) bool {
 
 // cgroupAvailable says whether cgroup mode works here, and why not.
 func cgroupAvailable() (bool, string) {
-	if cgroupMount() == "" {
+	if proc.CgroupMount() == "" {
 		return false, "no cgroup v2 hierarchy in /proc/self/mountinfo"
 	}
 	own, err := ownCgroup()
 	if err != nil {
 		return false, err.Error()
 	}
-	base := cgroupMount() + own
+	base := proc.CgroupMount() + own
 	if err := os.Mkdir(base+"/hermes-probe", 0o755); err != nil && !os.IsExist(err) {
 		return false, "cgroup " + base + " is not writable: " + err.Error()
 	}

@@ -62,7 +62,7 @@ func inCgroup(pid int, dir string) bool {
 	if err != nil {
 		return false
 	}
-	mount := cgroupMount()
+	mount := proc.CgroupMount()
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		if rel, ok := strings.CutPrefix(line, "0::"); ok {
 			return mount != "" && filepath.Join(mount, rel) == filepath.Clean(dir)

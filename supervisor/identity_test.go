@@ -100,7 +100,7 @@ func TestStopSparesStranger(t *testing.T) {
 // signal in cgroup mode, and that a cgroup outside the owner's hierarchy is
 // not trusted.
 func TestInCgroup(t *testing.T) {
-	mount := cgroupMount()
+	mount := proc.CgroupMount()
 	if mount == "" {
 		t.Skip("no cgroup v2 hierarchy mounted")
 	}

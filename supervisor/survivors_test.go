@@ -228,7 +228,7 @@ func runRow(t *testing.T, f family, mode Mode, marker string) (found, control in
 			killMarked(victim) // runs before the cleanup registered earlier
 			killMarked(ctl)
 			for _, o := range append(owners, c) {
-				dirs, _ := filepath.Glob(filepath.Join(cgroupMount(), "hermes-"+strconv.Itoa(o.cmd.Process.Pid)+"_*"))
+				dirs, _ := filepath.Glob(filepath.Join(proc.CgroupMount(), "hermes-"+strconv.Itoa(o.cmd.Process.Pid)+"_*"))
 				for _, d := range dirs {
 					subs, _ := filepath.Glob(filepath.Join(d, "*.*_*_*"))
 					for _, s := range subs {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -105,7 +103,7 @@ func who(cmd *cobra.Command, state string, pid int) (*whoReport, error) {
 		PPID: st.PPID, PGID: st.PGID, SID: st.SID, Comm: st.Comm, StartTime: st.StartTime, Zombie: st.Zombie(),
 	}}
 	r.Process.Cmdline, _ = proc.Cmdline(pid) // a zombie or kernel thread has none
-	r.Process.Cgroup = cgroupOf(pid)
+	r.Process.Cgroup = proc.Cgroup(pid)
 	r.readTags(pid)
 
 	var entries []ledger.Entry
@@ -121,7 +119,7 @@ func who(cmd *cobra.Command, state string, pid int) (*whoReport, error) {
 		return nil, fmt.Errorf("who: state directory: %w", err)
 	}
 	boot, _ := proc.BootID()
-	mount := cgroup2Mount()
+	mount := proc.CgroupMount()
 	best := -1
 	for i := range entries {
 		m := matchEntry(entries[i], st, r.Process.Cgroup, mount, boot)
@@ -198,44 +196,6 @@ func (r *whoReport) readTags(pid int) {
 			r.Tags[k] = v
 		}
 	}
-}
-
-// cgroupOf is the process's cgroup v2 path ("0::/path" in
-// /proc/PID/cgroup), "" when there is none.
-func cgroupOf(pid int) string {
-	b, err := os.ReadFile(proc.Root + "/" + strconv.Itoa(pid) + "/cgroup")
-	if err != nil {
-		return ""
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if p, ok := strings.CutPrefix(line, "0::"); ok {
-			return p
-		}
-	}
-	return ""
-}
-
-// cgroup2Mount is where the cgroup v2 hierarchy is mounted, from
-// /proc/self/mountinfo ("" when there is none). It is not always
-// /sys/fs/cgroup (a hybrid layout mounts it at /sys/fs/cgroup/unified).
-func cgroup2Mount() string {
-	b, err := os.ReadFile(proc.Root + "/self/mountinfo")
-	if err != nil {
-		return ""
-	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok {
-			continue
-		}
-		if f := strings.Fields(post); len(f) > 0 && f[0] == "cgroup2" {
-			if pf := strings.Fields(pre); len(pf) > 4 {
-				return pf[4]
-			}
-		}
-	}
-	return ""
 }
 
 // write prints the report for humans.

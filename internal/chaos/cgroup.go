@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hermes-units/hermes/proc"
 )
 
 // cgroup is the harness's own cgroup v2 directory: every hermesd of the run
@@ -20,47 +22,16 @@ type cgroup struct {
 	oom string
 }
 
-// cgroupMount is the cgroup v2 mount point, from /proc/self/mountinfo.
-func cgroupMount() string {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return ""
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		if !ok {
-			continue
-		}
-		if f := strings.Fields(post); len(f) > 0 && f[0] == "cgroup2" {
-			if g := strings.Fields(pre); len(g) >= 5 {
-				return g[4]
-			}
-		}
-	}
-	return ""
-}
-
-// ownCgroup is the harness's v2 cgroup path relative to the mount.
-func ownCgroup() string {
-	b, _ := os.ReadFile("/proc/self/cgroup")
-	for _, line := range strings.Split(string(b), "\n") {
-		if p, ok := strings.CutPrefix(line, "0::"); ok {
-			return p
-		}
-	}
-	return ""
-}
-
 // newCgroup creates the harness's cgroup beside (below the parent of) its
 // own, and finds out whether the memory controller can be enabled for it,
 // which the OOM fault needs. It returns an error (and the harness runs
 // hermesd in pgroup mode) when there is no writable hierarchy.
 func newCgroup(name string) (*cgroup, error) {
-	mnt := cgroupMount()
+	mnt := proc.CgroupMount()
 	if mnt == "" {
 		return nil, errors.New("no cgroup v2 hierarchy in /proc/self/mountinfo")
 	}
-	parent := filepath.Join(mnt, ownCgroup())
+	parent := filepath.Join(mnt, proc.Cgroup(os.Getpid()))
 	dir := filepath.Join(parent, name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", dir, err)
