@@ -24,7 +24,8 @@ run: build ## build, then start hermesd in the foreground on examples/
 test: ## run every test with the race detector
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 
-lint: ## gofmt, go vet, staticcheck, shellcheck, the detached-spawn ratchet
+lint: ## gofmt, go mod tidy, go vet, staticcheck, shellcheck, the detached-spawn ratchet
+	$(GO) mod tidy -diff
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) tool staticcheck $(PKGS)
