@@ -185,6 +185,8 @@ type Call struct {
 	Stream bool
 	API    timeouts.API
 	Tokens int
+	// Thinking: the request enables thinking (see timeouts.Inputs.Thinking).
+	Thinking bool
 	// Run is the budget of the run making the call (a job's, or the
 	// agent's). Zero Total falls back to agent.run_budget_seconds with
 	// nothing spent: what the first call of a run sees.
@@ -209,6 +211,7 @@ func (s *Set) Inputs(id string, c Call) (timeouts.Inputs, error) {
 		Stream:   c.Stream,
 		API:      c.API,
 		Tokens:   c.Tokens,
+		Thinking: c.Thinking,
 		Run:      run,
 		Agent:    Agent(s.agent),
 		Env:      c.Env,

@@ -177,7 +177,7 @@ func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, api timeouts.API
 		}()
 	}
 
-	c := providers.Call{Model: rt.Model, Stream: req.Stream, API: api, Tokens: req.tokens(), Env: p.opts.Env}
+	c := providers.Call{Model: rt.Model, Stream: req.Stream, API: api, Tokens: req.tokens(), Thinking: req.thinking(), Env: p.opts.Env}
 	if rn != nil && rn.budget != nil {
 		c.Run = rn.budget.Run()
 	}

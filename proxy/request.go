@@ -50,6 +50,54 @@ func (r *request) tokens() int {
 	return timeouts.EstimateTokens(texts...)
 }
 
+// thinking reports whether the request enables thinking: Anthropic-style "thinking" (an object whose type is not
+// "disabled", or true), OpenAI's "reasoning_effort" (any effort but
+// "none"), or "reasoning" (an object, as the Responses API and OpenRouter
+// take it, unless its effort is "none" or it says enabled: false; or
+// true). A field that is absent, null or malformed enables nothing: the
+// provider judges malformed fields, the proxy only budgets silence.
+func (r *request) thinking() bool {
+	if v, ok := r.fields["thinking"]; ok {
+		var on bool
+		if json.Unmarshal(v, &on) == nil {
+			if on {
+				return true
+			}
+		} else {
+			var obj struct {
+				Type *string `json:"type"`
+			}
+			if json.Unmarshal(v, &obj) == nil && string(v) != "null" && (obj.Type == nil || *obj.Type != "disabled") {
+				return true
+			}
+		}
+	}
+	if v, ok := r.fields["reasoning_effort"]; ok {
+		var effort string
+		if json.Unmarshal(v, &effort) == nil && effort != "" && effort != "none" {
+			return true
+		}
+	}
+	if v, ok := r.fields["reasoning"]; ok {
+		var on bool
+		if json.Unmarshal(v, &on) == nil {
+			if on {
+				return true
+			}
+		} else {
+			var obj struct {
+				Effort  *string `json:"effort"`
+				Enabled *bool   `json:"enabled"`
+			}
+			if json.Unmarshal(v, &obj) == nil && string(v) != "null" &&
+				(obj.Effort == nil || *obj.Effort != "none") && (obj.Enabled == nil || *obj.Enabled) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (r *request) setModel(m string) {
 	b, _ := json.Marshal(m)
 	r.fields["model"] = b

@@ -1,6 +1,7 @@
 package timeouts
 
 import (
+	"bytes"
 	_ "embed"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 
 // floorsJSON is the built-in model floor table (SPEC §10), kept as data so
 // that adding a model is a one-line change reviewed like any other data.
+// Each group names its condition ("when") and where it comes from
+// ("source": the row of seed 004's floors table, and the report behind it).
 //
 //go:embed floors.json
 var floorsJSON []byte
@@ -19,12 +22,73 @@ var floorsJSON []byte
 // before merging configured floors.
 var builtinFloors = mustParseFloors(floorsJSON)
 
+// Condition says which calls a floor covers.
+type Condition int
+
+const (
+	// Always: every call to a matching model.
+	Always Condition = iota
+	// ThinkingOnly: only thinking calls (see Inputs.Thinking): the seed's
+	// 240 s row covers "the thinking variants" of Claude Opus, and the same
+	// model answering without thinking is a chat model, whose silence the
+	// 180 s default already budgets.
+	ThinkingOnly
+)
+
+// String returns the name used in floors.json: "always" or "thinking".
+func (c Condition) String() string {
+	switch c {
+	case Always:
+		return "always"
+	case ThinkingOnly:
+		return "thinking"
+	}
+	return fmt.Sprintf("Condition(%d)", int(c))
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (c Condition) MarshalText() ([]byte, error) {
+	if c != Always && c != ThinkingOnly {
+		return nil, fmt.Errorf("timeouts: invalid floor condition %d", int(c))
+	}
+	return []byte(c.String()), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler; see ParseCondition.
+func (c *Condition) UnmarshalText(b []byte) error {
+	v, err := ParseCondition(string(b))
+	if err != nil {
+		return err
+	}
+	*c = v
+	return nil
+}
+
+// ParseCondition parses "always" or "thinking"; anything else is an error
+// wrapping ErrInvalid.
+func ParseCondition(s string) (Condition, error) {
+	switch s {
+	case "always":
+		return Always, nil
+	case "thinking":
+		return ThinkingOnly, nil
+	}
+	return 0, fmt.Errorf("%w: floor condition %q (want always or thinking)", ErrInvalid, s)
+}
+
+// covers reports whether a floor of condition c applies to a call.
+func (c Condition) covers(thinking bool) bool { return c == Always || thinking }
+
 func mustParseFloors(b []byte) []Floor {
 	var groups []struct {
-		Seconds int      `json:"seconds"`
-		Slugs   []string `json:"slugs"`
+		Seconds int       `json:"seconds"`
+		When    Condition `json:"when"`
+		Source  string    `json:"source"`
+		Slugs   []string  `json:"slugs"`
 	}
-	if err := json.Unmarshal(b, &groups); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&groups); err != nil {
 		panic(fmt.Sprintf("timeouts: floors.json: %v", err))
 	}
 	var out []Floor
@@ -32,8 +96,11 @@ func mustParseFloors(b []byte) []Floor {
 		if g.Seconds <= 0 {
 			panic(fmt.Sprintf("timeouts: floors.json: non-positive seconds %d", g.Seconds))
 		}
+		if g.Source == "" {
+			panic(fmt.Sprintf("timeouts: floors.json: the %d s group %v names no source", g.Seconds, g.Slugs))
+		}
 		for _, s := range g.Slugs {
-			out = append(out, Floor{Slug: strings.ToLower(s), Timeout: time.Duration(g.Seconds) * time.Second})
+			out = append(out, Floor{Slug: strings.ToLower(s), Timeout: time.Duration(g.Seconds) * time.Second, When: g.When, Source: g.Source})
 		}
 	}
 	return out
@@ -42,8 +109,11 @@ func mustParseFloors(b []byte) []Floor {
 // BuiltinFloors returns a copy of the built-in floor table.
 func BuiltinFloors() []Floor { return slices.Clone(builtinFloors) }
 
-// MatchFloor finds the model floor for model in the built-in table extended
-// by extra. Matching is case-insensitive on the part after the last "/"
+// MatchFloor finds the model floor of a call to model in the built-in table
+// extended by extra. thinking says whether the request enables thinking; a
+// model id naming a thinking variant (ThinkingModel) makes a thinking call
+// too. A floor whose condition does not cover the call is not considered.
+// Matching is case-insensitive on the part after the last "/"
 // ("openai/o3-mini" → "o3-mini"); a slug matches when the name starts with
 // it and the slug is followed by the end of the name or one of "-._:". The
 // longest matching slug wins, so "o3-mini" (300 s) beats "o3" (600 s) and
@@ -51,9 +121,16 @@ func BuiltinFloors() []Floor { return slices.Clone(builtinFloors) }
 // "some-deepseek-v4-flash" matches nothing.
 //
 // An extra floor whose slug is already in the table replaces the built-in
-// value (the operator owns the data); extra floors with an empty slug or a
-// non-positive timeout are ignored.
-func MatchFloor(model string, extra []Floor) (Floor, bool) {
+// value and keeps its condition and source (the operator owns the
+// patience; the entry still covers the calls it did); extra floors with an
+// empty slug or a non-positive timeout are ignored.
+func MatchFloor(model string, thinking bool, extra []Floor) (Floor, bool) {
+	thinking = thinking || ThinkingModel(model)
+	return matchFloor(model, extra, func(f Floor) bool { return f.When.covers(thinking) })
+}
+
+// matchFloor is MatchFloor over the floors that accept allows.
+func matchFloor(model string, extra []Floor, accept func(Floor) bool) (Floor, bool) {
 	name := strings.ToLower(model)
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {
 		name = name[i+1:]
@@ -61,25 +138,27 @@ func MatchFloor(model string, extra []Floor) (Floor, bool) {
 	if name == "" {
 		return Floor{}, false
 	}
-	var best Floor
-	found := false
-	consider := func(f Floor, override bool) {
-		if !slugMatches(name, f.Slug) {
-			return
-		}
-		if !found || len(f.Slug) > len(best.Slug) || (override && len(f.Slug) == len(best.Slug)) {
-			best, found = f, true
-		}
-	}
-	for _, f := range builtinFloors {
-		consider(f, false)
-	}
+	table := slices.Clone(builtinFloors)
 	for _, f := range extra {
 		f.Slug = strings.ToLower(strings.TrimSpace(f.Slug))
 		if f.Slug == "" || f.Timeout <= 0 {
 			continue
 		}
-		consider(f, true)
+		if i := slices.IndexFunc(table, func(b Floor) bool { return b.Slug == f.Slug }); i >= 0 && f.Source == "" {
+			f.When, f.Source = table[i].When, table[i].Source
+		}
+		table = append(table, f)
+	}
+	var best Floor
+	found := false
+	for _, f := range table {
+		if !slugMatches(name, f.Slug) || !accept(f) {
+			continue
+		}
+		// Later entries (configured ones) win ties: the operator owns the data.
+		if !found || len(f.Slug) >= len(best.Slug) {
+			best, found = f, true
+		}
 	}
 	return best, found
 }
@@ -94,6 +173,23 @@ func slugMatches(name, slug string) bool {
 	switch name[len(slug)] {
 	case '-', '.', '_', ':':
 		return true
+	}
+	return false
+}
+
+// ThinkingModel reports whether a model id names a thinking variant: the
+// part after the last "/" holds the word "thinking" between separators
+// ("claude-opus-4-5-thinking", "anthropic/claude-opus-4.1:thinking",
+// "qwen3-235b-a22b-thinking-2507"). Case-insensitive.
+func ThinkingModel(model string) bool {
+	name := strings.ToLower(model)
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	for _, w := range strings.FieldsFunc(name, func(r rune) bool { return strings.ContainsRune("-._:", r) }) {
+		if w == "thinking" {
+			return true
+		}
 	}
 	return false
 }

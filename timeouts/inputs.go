@@ -59,6 +59,11 @@ type Inputs struct {
 	Stream   bool
 	API      API
 	Tokens   int // estimated context tokens, see EstimateTokens
+	// Thinking: the request enables thinking (Anthropic-style thinking,
+	// OpenAI reasoning_effort or reasoning). A model id naming a thinking
+	// variant (ThinkingModel) makes a thinking call too. Floors whose
+	// condition is ThinkingOnly cover thinking calls only.
+	Thinking bool
 	Run      RunBudget
 	Agent    Agent
 	// Env looks up environment knobs (EnvStaleTimeout, EnvGiveUp). Nil
@@ -101,11 +106,16 @@ type Tier struct {
 	Timeout     time.Duration
 }
 
-// Floor gives models whose name matches Slug at least Timeout of stale
-// patience; see MatchFloor for the matching rule.
+// Floor gives calls to models whose name matches Slug at least Timeout of
+// stale patience, when When covers the call; see MatchFloor for the
+// matching rule.
 type Floor struct {
 	Slug    string        `json:"slug"`
 	Timeout time.Duration `json:"-"`
+	When    Condition     `json:"when"`
+	// Source says where a built-in entry comes from (the seed's row and
+	// the report behind it); empty for a configured floor.
+	Source string `json:"source,omitempty"`
 }
 
 // Agent holds the agent.* settings that shape timeouts. Zero fields take

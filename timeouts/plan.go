@@ -81,13 +81,17 @@ func (v Value) MarshalJSON() ([]byte, error) {
 // its provenance, and the breaker threshold. Plans are values; Resolve
 // returns a fresh one each time.
 type Plan struct {
-	Provider    string
-	Model       string
-	Stream      bool
-	API         API
-	Tokens      int
-	Local       bool
-	LocalReason string
+	Provider string
+	Model    string
+	Stream   bool
+	API      API
+	Tokens   int
+	// Thinking: the call is a thinking call, for ThinkingReason ("the
+	// request enables thinking", "the model id names a thinking variant").
+	Thinking       bool
+	ThinkingReason string
+	Local          bool
+	LocalReason    string
 	// Budget is the run-budget cap applied to implicit stale values, 0
 	// when the run has no budget.
 	Budget time.Duration
@@ -131,6 +135,8 @@ type planJSON struct {
 	Stream       bool     `json:"stream"`
 	API          API      `json:"api"`
 	Tokens       int      `json:"tokens"`
+	Thinking     bool     `json:"thinking"`
+	ThinkingWhy  string   `json:"thinking_reason,omitempty"`
 	Local        bool     `json:"local"`
 	LocalReason  string   `json:"local_reason,omitempty"`
 	BudgetCap    float64  `json:"budget_cap_seconds,omitempty"`
@@ -144,6 +150,7 @@ type planJSON struct {
 func (p Plan) MarshalJSON() ([]byte, error) {
 	return json.Marshal(planJSON{
 		Provider: p.Provider, Model: p.Model, Stream: p.Stream, API: p.API, Tokens: p.Tokens,
+		Thinking: p.Thinking, ThinkingWhy: p.ThinkingReason,
 		Local: p.Local, LocalReason: p.LocalReason, BudgetCap: p.Budget.Seconds(),
 		GiveUp: p.GiveUp, GiveUpSource: p.GiveUpSource, Layers: p.Values(), Warnings: p.Warnings,
 	})
@@ -161,7 +168,11 @@ func (p Plan) String() string {
 	if p.Local {
 		where = "local endpoint (" + p.LocalReason + ")"
 	}
-	fmt.Fprintf(&b, "provider %s, model %s, %s %s call, ~%d tokens, %s\n", orDash(p.Provider), orDash(p.Model), mode, p.API, p.Tokens, where)
+	thinking := "without thinking"
+	if p.Thinking {
+		thinking = "with thinking (" + p.ThinkingReason + ")"
+	}
+	fmt.Fprintf(&b, "provider %s, model %s, %s %s call %s, ~%d tokens, %s\n", orDash(p.Provider), orDash(p.Model), mode, p.API, thinking, p.Tokens, where)
 	if p.Budget > 0 {
 		fmt.Fprintf(&b, "run budget caps implicit stale timeouts at %s\n", Seconds(p.Budget))
 	}

@@ -80,6 +80,12 @@ func (r *resolver) warn(format string, args ...any) {
 func (r *resolver) resolve() Plan {
 	in := r.in
 	r.plan = Plan{Provider: in.Provider.ID, Model: in.Model, Stream: in.Stream, API: in.API, Tokens: max(in.Tokens, 0)}
+	switch {
+	case in.Thinking:
+		r.plan.Thinking, r.plan.ThinkingReason = true, "the request enables thinking"
+	case ThinkingModel(in.Model):
+		r.plan.Thinking, r.plan.ThinkingReason = true, "the model id names a thinking variant"
+	}
 	r.local, r.plan.LocalReason = Local(in.Provider.BaseURL)
 	r.plan.Local = r.local
 	r.sanitize()
@@ -299,7 +305,7 @@ func (r *resolver) stale(l Layer) Value {
 	case r.explicit > 0:
 		c.v.Explicit = true
 		c.set(StepExplicit, r.explicit, fmt.Sprintf("explicit: %s = %s", r.explicitSrc, Seconds(r.explicit)))
-		if f, ok := MatchFloor(r.in.Model, r.in.Provider.Floors); ok && f.Timeout > r.explicit {
+		if f, ok := MatchFloor(r.in.Model, r.plan.Thinking, r.in.Provider.Floors); ok && f.Timeout > r.explicit {
 			c.note(StepFloor, fmt.Sprintf("model floor %s (%s) not applied: explicit wins", f.Slug, Seconds(f.Timeout)))
 		}
 		c.clamp()
@@ -327,12 +333,31 @@ func (r *resolver) stale(l Layer) Value {
 		if t, ok := pickTier(tiers, r.plan.Tokens); ok {
 			c.raise(StepTier, min(t.Timeout, MaxTimeout), fmt.Sprintf("context tier >%s%s", tokens(t.AboveTokens), src))
 		}
-		if f, ok := MatchFloor(r.in.Model, r.in.Provider.Floors); ok {
-			c.raise(StepFloor, min(f.Timeout, MaxTimeout), "model floor "+f.Slug)
-		}
+		r.floor(&c)
 	}
 	r.capImplicit(&c)
 	return c.v
+}
+
+// floor raises an implicit value to the model floor that covers the call,
+// and notes a floor that matches the model but not the call (the 240 s
+// Opus floor on a call without thinking), so that explain shows why it
+// did not apply.
+func (r *resolver) floor(c *chain) {
+	floors := r.in.Provider.Floors
+	applied, ok := MatchFloor(r.in.Model, r.plan.Thinking, floors)
+	if ok {
+		label := "model floor " + applied.Slug
+		if applied.When != Always {
+			label += " (" + applied.When.String() + " calls)"
+		}
+		c.raise(StepFloor, min(applied.Timeout, MaxTimeout), label)
+	}
+	best, found := matchFloor(r.in.Model, floors, func(Floor) bool { return true })
+	if found && !best.When.covers(r.plan.Thinking) && (!ok || best.Slug != applied.Slug) {
+		c.note(StepFloor, fmt.Sprintf("model floor %s (%s) covers %s calls only, not this one: %s",
+			best.Slug, Seconds(best.Timeout), best.When, Seconds(c.v.Timeout)))
+	}
 }
 
 // capImplicit is the single place implicit values meet the run budget and

@@ -2,6 +2,8 @@ package timeouts
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -19,51 +21,61 @@ func env(kv ...string) func(string) (string, bool) {
 
 func TestMatchFloor(t *testing.T) {
 	tests := []struct {
-		model string
-		want  time.Duration // 0: no floor
+		model    string
+		want     time.Duration // 0: no floor
+		thinking bool          // the request enables thinking
 	}{
-		{"openai/o3-mini", 300 * s},
-		{"openai/o3", 600 * s},
-		{"qwen/qwen3-32b", 180 * s},
-		{"anthropic/claude-opus-4-20250514", 240 * s},
-		{"thinkingmachines/inkling:free", 300 * s},
-		{"deepseek-v4-flash-model", 600 * s},
-		{"some-deepseek-v4-flash", 0},
-		{"deepseek-chat", 0},
-		{"minimax-m2.5", 300 * s},
-		{"OpenAI/O3-PRO", 600 * s},
-		{"o3_high", 600 * s},
-		{"o30", 0},
-		{"router/openai/o4-mini-2025", 300 * s},
-		{"nvidia/nemotron-3-ultra-253b", 600 * s},
-		{"nemotron-3-nano", 300 * s},
-		{"deepseek-r1-distill", 600 * s},
-		{"deepseek-reasoner", 600 * s},
-		{"gpt-5.6-codex", 600 * s},
-		{"gpt-5", 0},
-		{"gpt-6", 600 * s},
-		{"claude-fable", 600 * s},
-		{"qwq-32b", 300 * s},
-		{"ox-alpha", 300 * s},
-		{"claude-opus-4.5-thinking", 240 * s},
-		{"claude-opus-5", 240 * s},
-		{"claude-sonnet-4-5-20250929", 180 * s},
-		{"claude-sonnet-4.6", 180 * s},
-		{"claude-sonnet-5", 180 * s},
-		{"claude-sonnet-4-20250514", 0},
-		{"gpt-4o", 0},
-		{"", 0},
-		{"openai/", 0},
+		{"openai/o3-mini", 300 * s, false},
+		{"openai/o3", 600 * s, false},
+		{"qwen/qwen3-32b", 180 * s, false},
+		{"anthropic/claude-opus-4-20250514", 240 * s, true},
+		{"anthropic/claude-opus-4-20250514", 0, false},
+		{"claude-opus-4-5", 0, false},
+		{"claude-opus-4-5", 240 * s, true},
+		{"anthropic/claude-opus-4.1:thinking", 240 * s, false},
+		{"claude-opus-4-5-thinking-preview", 240 * s, false},
+		{"claude-opus-4-5-rethinking", 0, false},
+		{"thinkingmachines/inkling:free", 300 * s, false},
+		{"deepseek-v4-flash-model", 600 * s, false},
+		{"some-deepseek-v4-flash", 0, false},
+		{"deepseek-chat", 0, false},
+		{"minimax-m2.5", 300 * s, false},
+		{"OpenAI/O3-PRO", 600 * s, false},
+		{"o3_high", 600 * s, false},
+		{"o30", 0, false},
+		{"router/openai/o4-mini-2025", 300 * s, false},
+		{"nvidia/nemotron-3-ultra-253b", 600 * s, false},
+		{"nemotron-3-nano", 300 * s, false},
+		{"deepseek-r1-distill", 600 * s, false},
+		{"deepseek-reasoner", 600 * s, false},
+		{"gpt-5.6-codex", 600 * s, false},
+		{"gpt-5", 0, false},
+		{"gpt-6", 600 * s, false},
+		{"claude-fable", 600 * s, false},
+		{"qwq-32b", 300 * s, false},
+		{"ox-alpha", 300 * s, false},
+		{"claude-opus-4.5-thinking", 240 * s, false},
+		{"claude-opus-5", 240 * s, true},
+		{"claude-opus-5", 0, false},
+		{"qwen3-235b-a22b-thinking-2507", 180 * s, false},
+		{"o3", 600 * s, true},
+		{"claude-sonnet-4-5-20250929", 180 * s, false},
+		{"claude-sonnet-4.6", 180 * s, false},
+		{"claude-sonnet-5", 180 * s, false},
+		{"claude-sonnet-4-20250514", 0, false},
+		{"gpt-4o", 0, false},
+		{"", 0, false},
+		{"openai/", 0, false},
 	}
 	for _, tt := range tests {
-		t.Run(tt.model, func(t *testing.T) {
-			f, ok := MatchFloor(tt.model, nil)
+		t.Run(fmt.Sprintf("%s thinking=%v", tt.model, tt.thinking), func(t *testing.T) {
+			f, ok := MatchFloor(tt.model, tt.thinking, nil)
 			got := time.Duration(0)
 			if ok {
 				got = f.Timeout
 			}
 			if got != tt.want {
-				t.Errorf("MatchFloor(%q) = %v (slug %q), want %v", tt.model, got, f.Slug, tt.want)
+				t.Errorf("MatchFloor(%q, thinking=%v) = %v (slug %q), want %v", tt.model, tt.thinking, got, f.Slug, tt.want)
 			}
 		})
 	}
@@ -82,7 +94,7 @@ func TestMatchFloorExtra(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.model, func(t *testing.T) {
-			f, ok := MatchFloor(tt.model, extra)
+			f, ok := MatchFloor(tt.model, false, extra)
 			got := time.Duration(0)
 			if ok {
 				got = f.Timeout
@@ -186,8 +198,9 @@ func TestEstimateTokens(t *testing.T) {
 }
 
 var (
-	openai = Provider{ID: "openai", BaseURL: "https://api.openai.com/v1"}
-	local  = Provider{ID: "llama", BaseURL: "http://127.0.0.1:8080/v1"}
+	openai    = Provider{ID: "openai", BaseURL: "https://api.openai.com/v1"}
+	anthropic = Provider{ID: "anthropic", BaseURL: "https://api.anthropic.com/v1"}
+	local     = Provider{ID: "llama", BaseURL: "http://127.0.0.1:8080/v1"}
 	// responsesBackend declares its own tiers, as a Responses API relay.
 	responsesBackend = Provider{ID: "codex", BaseURL: "https://relay.example.com/v1", Tiers: []Tier{
 		{10_000, 600 * s}, {50_000, 900 * s}, {100_000, 1200 * s},
@@ -265,7 +278,14 @@ func TestResolve(t *testing.T) {
 		{"provider tiers replace defaults", Inputs{Provider: responsesBackend, Model: "gpt-4o", Stream: true, Tokens: 60_000}, StaleStream, 900 * s, false, []StepKind{StepDefault, StepTier}},
 		{"provider tiers: 120k → 1200", Inputs{Provider: responsesBackend, Model: "gpt-4o", API: Responses, Tokens: 120_000}, StaleNonStream, 1200 * s, false, []StepKind{StepDefault, StepTier}},
 		{"provider tiers: 10k is not above 10k", Inputs{Provider: responsesBackend, Model: "gpt-4o", Stream: true, Tokens: 10_000}, StaleStream, 180 * s, false, []StepKind{StepDefault}},
-		{"provider floors extend the table", Inputs{Provider: Provider{ID: "x", BaseURL: "https://x.example/v1", Floors: []Floor{{"house-thinker", 420 * s}}}, Model: "x/house-thinker-v2", Stream: true}, StaleStream, 420 * s, false, nil},
+		{"provider floors extend the table", Inputs{Provider: Provider{ID: "x", BaseURL: "https://x.example/v1", Floors: []Floor{{Slug: "house-thinker", Timeout: 420 * s}}}, Model: "x/house-thinker-v2", Stream: true}, StaleStream, 420 * s, false, nil},
+		{"opus without thinking: the chat default", Inputs{Provider: anthropic, Model: "claude-opus-4-5", Stream: true}, StaleStream, 180 * s, false, []StepKind{StepDefault, StepFloor}},
+		{"opus with thinking: its floor", Inputs{Provider: anthropic, Model: "claude-opus-4-5", Stream: true, Thinking: true}, StaleStream, 240 * s, false, []StepKind{StepDefault, StepFloor}},
+		{"opus thinking variant by name", Inputs{Provider: anthropic, Model: "claude-opus-4-5-thinking", Stream: true}, StaleStream, 240 * s, false, []StepKind{StepDefault, StepFloor}},
+		{"opus non-stream without thinking", Inputs{Provider: anthropic, Model: "claude-opus-4-1"}, StaleNonStream, 90 * s, false, []StepKind{StepDefault, StepFloor}},
+		{"opus non-stream with thinking", Inputs{Provider: anthropic, Model: "claude-opus-4-1", Thinking: true}, StaleNonStream, 240 * s, false, []StepKind{StepDefault, StepFloor}},
+		{"thinking does not move a chat model", Inputs{Provider: openai, Model: "gpt-4o", Stream: true, Thinking: true}, StaleStream, 180 * s, false, []StepKind{StepDefault}},
+		{"operator value for the opus slug keeps its condition", Inputs{Provider: Provider{ID: "a", BaseURL: "https://a.example/v1", Floors: []Floor{{Slug: "claude-opus-4", Timeout: 400 * s}}}, Model: "claude-opus-4-5", Stream: true}, StaleStream, 180 * s, false, []StepKind{StepDefault, StepFloor}},
 		{"negative settings ignored", Inputs{Provider: withStale(openai, -5*s), Model: "gpt-4o", Stream: true, Run: RunBudget{-1, 0}, Agent: Agent{StaleTimeoutHardCap: -1}}, StaleStream, 180 * s, false, nil},
 	}
 	for _, tt := range tests {
@@ -449,5 +469,59 @@ func TestLayerAndAPIRoundTrip(t *testing.T) {
 	}
 	if _, err := ParseAPI("completions"); err == nil {
 		t.Error("ParseAPI(completions) succeeded, want an error")
+	}
+}
+
+// TestFloorTableDocumentsEntries: every built-in floor says which calls it
+// covers and where in the seed it comes from; the Opus floor covers
+// thinking calls only, as the seed's row says.
+func TestFloorTableDocumentsEntries(t *testing.T) {
+	for _, f := range BuiltinFloors() {
+		if !strings.HasPrefix(f.Source, "seed 004, floors table, ") {
+			t.Errorf("floor %s: source %q does not name the seed's row", f.Slug, f.Source)
+		}
+		want := Always
+		if strings.HasPrefix(f.Slug, "claude-opus-") {
+			want = ThinkingOnly
+		}
+		if f.When != want {
+			t.Errorf("floor %s: condition %s, want %s", f.Slug, f.When, want)
+		}
+	}
+}
+
+func TestConditionRoundTrip(t *testing.T) {
+	for _, c := range []Condition{Always, ThinkingOnly} {
+		b, err := c.MarshalText()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got Condition
+		if err := got.UnmarshalText(b); err != nil || got != c {
+			t.Errorf("round trip of %s: got %s, %v", c, got, err)
+		}
+	}
+	if _, err := ParseCondition("sometimes"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("ParseCondition(sometimes) = %v, want ErrInvalid", err)
+	}
+}
+
+func TestThinkingModel(t *testing.T) {
+	tests := []struct {
+		model string
+		want  bool
+	}{
+		{"claude-opus-4-5-thinking", true},
+		{"anthropic/claude-opus-4.1:thinking", true},
+		{"Qwen/Qwen3-235B-A22B-Thinking-2507", true},
+		{"thinking/claude-opus-4-5", false}, // a vendor named so is not a variant
+		{"claude-opus-4-5-rethinking", false},
+		{"claude-opus-4-5", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		if got := ThinkingModel(tt.model); got != tt.want {
+			t.Errorf("ThinkingModel(%q) = %v, want %v", tt.model, got, tt.want)
+		}
 	}
 }

@@ -26,7 +26,7 @@ func newTimeoutsCmd(g *globals) *cobra.Command {
 type explainFlags struct {
 	provider, model, baseURL, api, budget string
 	tokens                                int
-	stream, noStream                      bool
+	stream, noStream, thinking            bool
 }
 
 // newTimeoutsExplainCmd prints, offline, every layer's timeout for one call
@@ -40,7 +40,9 @@ func newTimeoutsExplainCmd(g *globals) *cobra.Command {
 		Long: `Show each layer of the timeout stack (socket read, stale stream, stale
 non-stream, first event, API call, post-terminal drain) for one call, with
 its value and the chain that produced it: default → context tier → model
-floor → budget cap → hard cap, or the explicit setting that won.
+floor → budget cap → hard cap, or the explicit setting that won. Some
+floors cover thinking calls only (the 240 s of Claude Opus): --thinking
+describes a call whose request enables thinking.
 
 Offline: reads the main config (--config) and the provider: blocks of the
 units directory (--units); the environment knobs HERMES_STREAM_STALE_TIMEOUT
@@ -74,6 +76,7 @@ explored (or a configured one's URL overridden).`,
 	fl.IntVar(&f.tokens, "tokens", 0, "estimated context tokens (characters of messages+tools / 4)")
 	fl.BoolVar(&f.stream, "stream", true, "a streaming call (the default)")
 	fl.BoolVar(&f.noStream, "no-stream", false, "a non-streaming call")
+	fl.BoolVar(&f.thinking, "thinking", false, "a call whose request enables thinking (thinking, reasoning_effort or reasoning); a model id naming a thinking variant is one anyway")
 	fl.StringVar(&f.api, "api", "chat", "provider API: chat or responses")
 	fl.StringVar(&f.budget, "budget-remaining", "", "run budget left, in seconds or as 5m (default: agent.run_budget_seconds, nothing spent)")
 	fl.StringVar(&f.baseURL, "base-url", "", "base URL of the provider, to explore one that is not configured")
@@ -93,7 +96,7 @@ func explain(cmd *cobra.Command, g *globals, f explainFlags) (timeouts.Plan, err
 	if f.tokens < 0 {
 		return zero, fmt.Errorf("--tokens %d: want a count ≥ 0", f.tokens)
 	}
-	call := providers.Call{Model: f.model, Stream: !f.noStream, API: api, Tokens: f.tokens, Env: os.LookupEnv}
+	call := providers.Call{Model: f.model, Stream: !f.noStream, API: api, Tokens: f.tokens, Thinking: f.thinking, Env: os.LookupEnv}
 	if f.budget != "" {
 		d, err := timeouts.ParseSeconds(f.budget)
 		if err != nil {
