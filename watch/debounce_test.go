@@ -135,3 +135,36 @@ func TestDebounceMaxWait(t *testing.T) {
 		}
 	})
 }
+
+// notify sends at once and ends the burst it covers: the quiet timer of
+// triggers before it does not fire again; a trigger after it starts a new
+// burst.
+func TestDebounceNotifyEndsBurst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const quiet = 50 * time.Millisecond
+		d := startDebouncer(t, quiet)
+		d.trigger()
+		time.Sleep(quiet / 2)
+		d.notify()
+		synctest.Wait()
+		if n := notifications(d); n != 1 {
+			t.Fatalf("got %d notifications right after notify, want 1", n)
+		}
+		time.Sleep(10 * quiet)
+		synctest.Wait()
+		if n := notifications(d); n != 0 {
+			t.Fatalf("got %d notifications after the covered burst's quiet time, want 0", n)
+		}
+		d.notify()
+		d.trigger()
+		synctest.Wait()
+		if n := notifications(d); n != 1 {
+			t.Fatalf("got %d notifications right after notify, want 1", n)
+		}
+		time.Sleep(quiet)
+		synctest.Wait()
+		if n := notifications(d); n != 1 {
+			t.Errorf("got %d notifications for the trigger after notify, want 1", n)
+		}
+	})
+}

@@ -1,5 +1,5 @@
-// Package watch tells the daemon, debounced, that the units directory or the
-// config file may have changed. It never says what changed: the reconciler is
+// Package watch tells the daemon that the units directory or the config
+// file may have changed. It never says what changed: the reconciler is
 // level-based and rescans and diffs on every notification, so a spurious
 // notification costs a rescan and a missed one would cost correctness; the
 // rules below lean towards notifying.
@@ -17,6 +17,21 @@
 //   - the config file written, created, removed, or replaced by a rename
 //     (watched through its directory, filtered by name).
 //
+// When: a change whose end an event marks is notified at once, with no
+// quiet period. On Linux those events are a rename bringing a unit file
+// (units.IsUnitFile), the config file or the units directory in
+// (IN_MOVED_TO: rename-over saves, sed -i, directory swaps), a unit file
+// or the config file closed after writing (IN_CLOSE_WRITE: saves in place,
+// vim's backup-then-write), a directory created, and a real chmod. Events
+// of one read from the kernel are classified together, so a burst the
+// kernel queued at once is one notification; a notification nobody has
+// read yet absorbs later ones. Every other change (a write not yet closed,
+// a removal or a rename away, which may be the first half of a save or a
+// swap, a scratch name's rename) waits for Options.Debounce without another
+// event, and a completed change ends that wait. Other kernels report no
+// close and no rename-into, so every change there waits for the quiet
+// period.
+//
 // Paths that do not exist yet are watched through their nearest existing
 // ancestor, so a units directory created after start is picked up.
 // Subdirectories of the units directory are not watched.
@@ -32,18 +47,18 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
+	"github.com/hermes-units/hermes/units"
 )
 
-// DefaultDebounce is the quiet time that ends a burst when Options.Debounce
-// is zero.
+// DefaultDebounce is the quiet time that ends a burst of changes no event
+// completes, when Options.Debounce is zero.
 const DefaultDebounce = 50 * time.Millisecond
 
 // Options says what to watch.
 type Options struct {
 	Dir      string        // the units directory; may not exist yet
 	Config   string        // the main config file; empty for none; may not exist yet
-	Debounce time.Duration // quiet time that ends a burst; 0 means DefaultDebounce
+	Debounce time.Duration // quiet time that ends a burst of changes no event completes; 0 means DefaultDebounce
 }
 
 // Watcher watches the units directory and the config file. New sets up the
@@ -51,12 +66,13 @@ type Options struct {
 // must then be called (or Close, if it never will be).
 type Watcher struct {
 	dir, config string // absolute and clean; config may be empty
-	fs          *fsnotify.Watcher
+	src         source
 	deb         *debouncer
 
 	// observe, if set before Run, sees every event and its verdict, on Run's
-	// goroutine; tests use it to know which events were taken into account.
-	observe func(ev fsnotify.Event, relevant bool)
+	// goroutine, after the notification of its batch was sent; tests use it
+	// to know which events were taken into account.
+	observe func(ev event, v verdict)
 
 	// Owned by Run's goroutine after New returns.
 	watched map[string]fileID      // watched directory → its identity when added
@@ -86,39 +102,40 @@ func New(opts Options) (*Watcher, error) {
 			return nil, fmt.Errorf("watch config file: %w", err)
 		}
 	}
-	fw, err := fsnotify.NewWatcher()
+	src, err := newSource()
 	if err != nil {
 		return nil, fmt.Errorf("watch units directory %s: %w (raise fs.inotify.max_user_instances if this is too many open inotify instances)", dir, err)
 	}
 	w := &Watcher{
 		dir:     dir,
 		config:  config,
-		fs:      fw,
+		src:     src,
 		deb:     newDebouncer(opts.Debounce),
 		watched: make(map[string]fileID),
 		modes:   make(map[string]fs.FileMode),
 	}
 	if _, err := w.sync(); err != nil {
-		fw.Close()
+		src.close()
 		return nil, err
 	}
 	w.snapshotModes()
 	return w, nil
 }
 
-// Changes delivers one value per debounced burst of changes. It is buffered
-// (capacity 1) and coalescing: a burst that ends while a value is pending is
-// folded into it. It is never closed.
+// Changes delivers one value per completed change or burst of changes
+// (see the package doc for when). It is buffered (capacity 1) and
+// coalescing: a change notified while a value is pending is folded into it.
+// It is never closed.
 func (w *Watcher) Changes() <-chan struct{} { return w.deb.out }
 
 // Close releases the watches of a Watcher whose Run is never called.
-func (w *Watcher) Close() error { return w.fs.Close() }
+func (w *Watcher) Close() error { return w.src.close() }
 
 // Run processes file system events until ctx ends, then closes the watches,
 // waits for its debouncer and returns nil. It returns an error only if the
 // event stream ends for another reason. Run is called once.
 func (w *Watcher) Run(ctx context.Context) error {
-	defer w.fs.Close()
+	defer w.src.close()
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -133,35 +150,72 @@ func (w *Watcher) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case ev, ok := <-w.fs.Events:
+		case evs, ok := <-w.src.events():
 			if !ok {
 				return errors.New("watch: event stream closed")
 			}
-			rel := w.relevant(ev)
-			if rel {
+			// One batch, one verdict: a completed change anywhere in it
+			// notifies once, at its end; a change after the last completed
+			// one still waits for the quiet period.
+			vs := make([]verdict, len(evs))
+			complete, dirty := false, false
+			for i, ev := range evs {
+				vs[i] = w.classify(ev)
+				switch vs[i] {
+				case verdictComplete:
+					complete, dirty = true, false
+				case verdictQuiet:
+					dirty = true
+				}
+			}
+			if complete {
+				w.deb.notify()
+			}
+			if dirty {
 				w.deb.trigger()
 			}
 			if w.observe != nil {
-				w.observe(ev, rel)
+				for i, ev := range evs {
+					w.observe(ev, vs[i])
+				}
 			}
-		case _, ok := <-w.fs.Errors:
-			if !ok {
-				return errors.New("watch: event stream closed")
-			}
-			// An overflow lost events, and another error may have too: the
-			// rescan a notification causes recovers either way.
+		case <-w.src.errors():
+			// A read error lost events, and may end the stream (the next
+			// receive then says so): the rescan a notification causes
+			// recovers what was lost.
 			_, _ = w.sync()
-			w.deb.trigger()
+			w.deb.notify()
 		}
 	}
 }
 
-// relevant classifies one event, re-adding watches when a watched directory
-// or an ancestor of a watched path came or went.
-func (w *Watcher) relevant(ev fsnotify.Event) bool {
-	name := filepath.Clean(ev.Name)
-	structural := ev.Has(fsnotify.Create) || ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)
-	changed := false
+// verdict is what one event means for the notifications.
+type verdict uint8
+
+const (
+	verdictNone     verdict = iota // not a change (a scratch file, a touch, another file beside the config)
+	verdictQuiet                   // a change no event completes yet: notified after the quiet period
+	verdictComplete                // a completed change: notified at once
+)
+
+func (v verdict) String() string {
+	return [...]string{"none", "quiet", "complete"}[v]
+}
+
+// classify gives one event its verdict, re-adding watches when a watched
+// directory or an ancestor of a watched path came or went.
+func (w *Watcher) classify(ev event) verdict {
+	if ev.op.has(opOverflow) {
+		// Events were lost: watch what is there now, and rescan.
+		_, _ = w.sync()
+		return verdictComplete
+	}
+	name := filepath.Clean(ev.name)
+	v := verdictNone
+	raise := func(to verdict) {
+		v = max(v, to)
+	}
+	structural := ev.op.has(opCreate | opRemove | opRename | opMovedTo)
 	if structural && (isAncestorOrSelf(name, w.dir) || (w.config != "" && isAncestorOrSelf(name, filepath.Dir(w.config)))) {
 		// Errors leave a path unwatched until the next structural event
 		// above it. A watch that moved onto or off the units directory
@@ -169,29 +223,44 @@ func (w *Watcher) relevant(ev fsnotify.Event) bool {
 		// their own; so does the config file appearing or vanishing with
 		// its directory.
 		moved, _ := w.sync()
-		changed = moved || name == w.dir || w.configMoved()
+		if moved || name == w.dir || w.configMoved() {
+			// A directory that arrived (created, or renamed in: the
+			// second half of a swap) is complete; one that left may be
+			// the first half of a swap.
+			if ev.op.has(opCreate | opMovedTo) {
+				raise(verdictComplete)
+			} else {
+				raise(verdictQuiet)
+			}
+		}
 	}
-	if filepath.Dir(name) == w.dir && !Ignored(filepath.Base(name)) {
-		changed = changed || w.counts(ev, name)
+	inDir := filepath.Dir(name) == w.dir && !Ignored(filepath.Base(name))
+	isConfig := w.config != "" && name == w.config
+	if (inDir || isConfig) && w.counts(ev, name) {
+		switch {
+		case ev.op.has(opMovedTo|opCloseWrite) && (isConfig || units.IsUnitFile(filepath.Base(name))):
+			raise(verdictComplete)
+		case ev.op == opChmod:
+			raise(verdictComplete) // a real mode change is whole in itself
+		default:
+			raise(verdictQuiet)
+		}
 	}
-	if w.config != "" && name == w.config {
-		changed = changed || w.counts(ev, name)
-	}
-	return changed
+	return v
 }
 
 // counts reports whether an event on a file of interest counts as a change:
 // everything but a chmod that left the permission bits as they were.
-func (w *Watcher) counts(ev fsnotify.Event, name string) bool {
+func (w *Watcher) counts(ev event, name string) bool {
 	fi, err := os.Stat(name)
 	if err != nil {
 		_, known := w.modes[name]
 		delete(w.modes, name)
-		return !ev.Has(fsnotify.Chmod) || known
+		return !ev.op.has(opChmod) || known
 	}
 	old, known := w.modes[name]
 	w.modes[name] = fi.Mode()
-	if ev.Op == fsnotify.Chmod {
+	if ev.op == opChmod {
 		return !known || old != fi.Mode()
 	}
 	return true
@@ -249,7 +318,7 @@ func (w *Watcher) sync() (moved bool, err error) {
 		stable := true
 		for p, id := range w.watched {
 			if nid, ok := want[p]; !ok || nid != id {
-				_ = w.fs.Remove(p) // fails when the kernel already dropped it
+				_ = w.src.remove(p) // fails when the kernel already dropped it
 				delete(w.watched, p)
 				moved = moved || p == w.dir
 				stable = false
@@ -261,7 +330,7 @@ func (w *Watcher) sync() (moved bool, err error) {
 				continue
 			}
 			stable = false
-			if err := w.fs.Add(p); err != nil {
+			if err := w.src.add(p); err != nil {
 				// A directory that vanished between wanted and Add is
 				// not an error: the next round watches its nearest
 				// existing ancestor instead. Leaving it would leave
