@@ -194,7 +194,9 @@ func (r *Reconciler) schedule() {
 			}
 			j.expr, j.sched, j.next = u.spec.Schedule, sc, NextFire(sc, now)
 		}
-		if j.sched != nil && (first.IsZero() || j.next.Before(first)) {
+		// A schedule with no next fire (no date matches; the loader refuses
+		// those) must not hide the fires of the others.
+		if j.sched != nil && !j.next.IsZero() && (first.IsZero() || j.next.Before(first)) {
 			first = j.next
 		}
 	}

@@ -60,7 +60,7 @@ func (UnitFile) JSONSchemaExtend(s *jsonschema.Schema) {
 
 // StartLimit bounds restarts.
 type StartLimit struct {
-	Burst    int      `json:"burst,omitempty" jsonschema:"minimum=1,default=5" jsonschema_description:"Most starts within interval before the unit is left failed."`
+	Burst    int      `json:"burst,omitempty" jsonschema:"minimum=1,maximum=1000,default=5" jsonschema_description:"Most starts within interval before the unit is left failed."`
 	Interval Duration `json:"interval,omitempty" jsonschema_description:"Default 60s."`
 }
 
@@ -91,7 +91,7 @@ type Timeouts struct {
 type Log struct {
 	Path    string `json:"path,omitempty" jsonschema:"minLength=1" jsonschema_description:"Log file; default <state>/logs/<unit>.log."`
 	MaxSize Size   `json:"max_size,omitempty" jsonschema_description:"Rotate above this size. Default 10MiB."`
-	Keep    *int   `json:"keep,omitempty" jsonschema:"minimum=0,default=3" jsonschema_description:"Rotated files kept."`
+	Keep    *int   `json:"keep,omitempty" jsonschema:"minimum=0,maximum=100,default=3" jsonschema_description:"Rotated files kept."`
 }
 
 // Provider is an LLM endpoint under providers.<id> in hermes.yaml.
@@ -120,7 +120,7 @@ type Model struct {
 
 // Tier raises implicit stale timeouts above a context size.
 type Tier struct {
-	AboveTokens int     `json:"above_tokens" jsonschema:"required,minimum=1"`
+	AboveTokens int     `json:"above_tokens" jsonschema:"required,minimum=1,maximum=100000000"`
 	Seconds     Seconds `json:"seconds" jsonschema:"required"`
 }
 
@@ -169,5 +169,5 @@ type Defaults struct {
 // DefaultsLog are the log rotation defaults (no path: each unit has its own).
 type DefaultsLog struct {
 	MaxSize Size `json:"max_size,omitempty"`
-	Keep    *int `json:"keep,omitempty" jsonschema:"minimum=0"`
+	Keep    *int `json:"keep,omitempty" jsonschema:"minimum=0,maximum=100"`
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -135,6 +136,55 @@ func TestBadInputCatalogue(t *testing.T) {
 			is:    ErrInvalid,
 		},
 		{
+			name:  "duration over its bound (overflowed into immediate restarts)",
+			files: map[string]string{"web.yaml": "command: [a]\nrestart_sec: 2562047h\n"},
+			unit:  "web",
+			want:  "{dir}/web.yaml:2:14: restart_sec: 2562047h is out of range; allowed: 0s to 24h",
+			is:    ErrInvalid,
+		},
+		{
+			name:  "count over its bound (hung the reconciler)",
+			files: map[string]string{"web.yaml": "command: [a]\nlog: {keep: 2000000000}\n"},
+			unit:  "web",
+			want:  "{dir}/web.yaml:2:13: log.keep: 2000000000 is out of range; allowed: 0 to 100",
+			is:    ErrInvalid,
+		},
+		{
+			name:  "NUL in a command argument (loaded, then failed every retry)",
+			files: map[string]string{"web.yaml": "command: [a, \"b\\0c\"]\n"},
+			unit:  "web",
+			want:  `{dir}/web.yaml:1:14: command: item 2 holds a NUL byte (\0), which no program argument can carry; remove it`,
+			is:    ErrInvalid,
+		},
+		{
+			name:  "schedule that never fires",
+			files: map[string]string{"web.yaml": "command: [a]\nschedule: \"0 0 31 2 *\"\n"},
+			unit:  "web",
+			want:  `{dir}/web.yaml:2:11: schedule: "0 0 31 2 *" never fires: no date matches its day-of-month, month and day-of-week (like February 31st); fix those fields`,
+			is:    ErrInvalid,
+		},
+		{
+			name: "symlink loop",
+			setup: func(t *testing.T, dir string) {
+				if err := os.Symlink(filepath.Join(dir, "web.link"), filepath.Join(dir, "web.yaml")); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(filepath.Join(dir, "web.yaml"), filepath.Join(dir, "web.link")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			unit: "web",
+			want: "{dir}/web.yaml: symlink loop: the link to {dir}/web.link leads back to itself (or through more than 40 links); fix or remove the link",
+			is:   ErrFile,
+		},
+		{
+			name:  "a 270 KB garbage scalar (was echoed whole into every status)",
+			files: map[string]string{"web.yaml": "command: [a]\nports: " + strings.Repeat("garbage", 270<<10/7) + "\n"},
+			unit:  "web",
+			want:  `{dir}/web.yaml:2:8: ports: want a list of port numbers, like [8080], got "garbagegarbagegarbagegarbagegarbagegarbagegarbagegarbagegarbageg"… (276479 bytes)`,
+			is:    ErrInvalid,
+		},
+		{
 			name:  "invalid UTF-8",
 			files: map[string]string{"web.yaml": "command: [a]\ndescription: caf\xe9 latin-1\n"},
 			unit:  "web",
@@ -177,5 +227,56 @@ func chmod(t *testing.T, path string, mode os.FileMode) {
 	t.Helper()
 	if err := os.Chmod(path, mode); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestChownAdvicePastes: the fix a unit directory owned by another user
+// gets is a command that runs as printed, in a path with a space, a quote
+// and a dollar sign (it used to read `chown root (uid 0) /path`, which no
+// shell takes).
+func TestChownAdvicePastes(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("giving a directory to another user needs root; TestShellWord covers the quoting")
+	}
+	dir := filepath.Join(t.TempDir(), "it's my $HOME units")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, 4242, 4242); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadDir(dir)
+	if !errors.Is(err, ErrInsecure) {
+		t.Fatalf("LoadDir = %v, want ErrInsecure", err)
+	}
+	msg := err.Error()
+	start, end := strings.Index(msg, "`chown "), strings.LastIndex(msg, "`")
+	if start < 0 || end <= start {
+		t.Fatalf("error %q has no `chown ...` advice", msg)
+	}
+	advice := msg[start+1 : end]
+	if out, err := exec.Command("/bin/sh", "-c", advice).CombinedOutput(); err != nil {
+		t.Fatalf("pasting %s: %v\n%s", advice, err, out)
+	}
+	if _, err := LoadDir(dir); err != nil {
+		t.Errorf("after running %s: LoadDir = %v, want the directory accepted", advice, err)
+	}
+}
+
+func TestShellWord(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"/srv/units/web.yaml", "/srv/units/web.yaml"},
+		{"alice", "alice"},
+		{"/srv/my units", "'/srv/my units'"},
+		{"/srv/it's", `'/srv/it'\''s'`},
+		{"/srv/$HOME;rm", "'/srv/$HOME;rm'"},
+		{"", "''"},
+	} {
+		if got := shellWord(tt.in); got != tt.want {
+			t.Errorf("shellWord(%q) = %s, want %s", tt.in, got, tt.want)
+		}
+		if out, err := exec.Command("/bin/sh", "-c", "printf %s "+shellWord(tt.in)).Output(); err != nil || string(out) != tt.in {
+			t.Errorf("sh printed %q (%v) for %s, want %q", out, err, shellWord(tt.in), tt.in)
+		}
 	}
 }

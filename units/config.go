@@ -98,7 +98,7 @@ func (d *decoder) listen(f field) string {
 	host, port, err := net.SplitHostPort(s)
 	n, perr := strconv.Atoi(port)
 	if s != "" && (err != nil || perr != nil || n < 0 || n > 65535) {
-		d.errf(f.val, "%s: %q is not host:port, like 127.0.0.1:7411", f.path, s)
+		d.errf(f.val, "%s: %s is not host:port, like 127.0.0.1:7411", f.path, excerpt(s))
 	}
 	_ = host
 	return s
@@ -108,13 +108,13 @@ func (d *decoder) agent(f field, a *Agent) {
 	for _, g := range d.mapping(f.val, f.path, agentKeys) {
 		switch g.name {
 		case "run_budget_seconds":
-			a.RunBudget = d.duration(g, durSeconds, true)
+			a.RunBudget = d.duration(g, durSeconds, someRuntime)
 		case "local_stream_stale_timeout":
-			a.LocalStreamStaleTimeout = d.duration(g, durEither, true)
+			a.LocalStreamStaleTimeout = d.duration(g, durEither, someCallLimit)
 		case "stale_timeout_hard_cap":
-			a.StaleTimeoutHardCap = d.duration(g, durEither, true)
+			a.StaleTimeoutHardCap = d.duration(g, durEither, someCallLimit)
 		case "stream_drain_timeout":
-			a.StreamDrainTimeout = d.duration(g, durEither, true)
+			a.StreamDrainTimeout = d.duration(g, durEither, someCallLimit)
 		}
 	}
 }
@@ -125,9 +125,9 @@ func (d *decoder) defaults(f field, def *Defaults) {
 		case "restart":
 			def.Restart = d.restart(g, def.Restart)
 		case "restart_sec":
-			def.RestartSec = d.duration(g, durEither, false)
+			def.RestartSec = d.duration(g, durEither, anyDelay)
 		case "restart_max_sec":
-			def.RestartMax = d.duration(g, durEither, true)
+			def.RestartMax = d.duration(g, durEither, someDelay)
 		case "start_limit":
 			d.startLimit(g, &def.StartLimit)
 		case "timeouts":
@@ -157,7 +157,7 @@ func (d *decoder) providers(f field) map[string]Provider {
 			continue
 		}
 		if _, dup := out[k.Value]; dup {
-			d.errf(k, "providers: %q is defined twice", k.Value)
+			d.errf(k, "providers: %s is defined twice", excerpt(k.Value))
 			continue
 		}
 		p := d.provider(field{name: k.Value, path: "providers." + k.Value, key: k, val: resolve(n.Content[i+1])}, false)
@@ -191,7 +191,7 @@ func (d *decoder) provider(f field, inUnit bool) Provider {
 				d.errf(g.val, "api_key_env: write the name of the variable holding the key (like OPENAI_API_KEY), not its value")
 			}
 		case "stale_timeout_seconds":
-			p.StaleTimeout = d.duration(g, durSeconds, true)
+			p.StaleTimeout = d.duration(g, durSeconds, someCallLimit)
 		case "models":
 			p.Models = d.models(g)
 		case "tiers":
@@ -230,12 +230,12 @@ func (d *decoder) models(f field) map[string]ProviderModel {
 			continue
 		}
 		if _, dup := out[k.Value]; dup {
-			d.errf(k, "models: %q is defined twice", k.Value)
+			d.errf(k, "models: %s is defined twice", excerpt(k.Value))
 			continue
 		}
 		var m ProviderModel
 		for _, g := range d.mapping(resolve(n.Content[i+1]), f.path+"."+k.Value, modelKeys) {
-			m.StaleTimeout = d.duration(g, durSeconds, true)
+			m.StaleTimeout = d.duration(g, durSeconds, someCallLimit)
 		}
 		out[k.Value] = m
 	}
@@ -264,9 +264,9 @@ func (d *decoder) tiers(f field) []Tier {
 		for _, g := range fields {
 			switch g.name {
 			case "above_tokens":
-				t.AboveTokens = d.count(g, 1)
+				t.AboveTokens = d.count(g, 1, MaxTokens)
 			case "seconds":
-				t.Timeout = d.duration(g, durSeconds, true)
+				t.Timeout = d.duration(g, durSeconds, someCallLimit)
 			}
 		}
 		if isMapping(resolve(it)) && len(fields) < len(tierKeys) {
@@ -287,7 +287,7 @@ func (d *decoder) floors(f field) []Floor {
 			case "slug":
 				fl.Slug = strings.ToLower(d.nonEmpty(g))
 			case "seconds":
-				fl.Timeout = d.duration(g, durSeconds, true)
+				fl.Timeout = d.duration(g, durSeconds, someCallLimit)
 			}
 		}
 		if isMapping(resolve(it)) && len(fields) < len(floorKeys) {
@@ -311,10 +311,9 @@ func readFile(path string, secure bool) ([]byte, error) {
 		return nil, Errors{{File: path, Err: ErrFile, Msg: fmt.Sprintf("cannot read: %v", unwrapPath(err))}}
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
-		target, _ := os.Readlink(path)
 		fi, err = os.Stat(path)
 		if err != nil {
-			return nil, Errors{{File: path, Err: ErrFile, Msg: fmt.Sprintf("dangling symlink to %s: its target does not exist; fix or remove the link", target)}}
+			return nil, Errors{symlinkError(path, err)}
 		}
 	}
 	if fi.IsDir() {

@@ -35,7 +35,11 @@ func (d *decoder) errf(n *yaml.Node, format string, args ...any) {
 	if n != nil && n.Line > 0 {
 		line, col = n.Line, max(n.Column, 1)
 	}
-	d.errs = append(d.errs, &Error{File: d.file, Line: line, Column: col, Msg: fmt.Sprintf(format, args...), Err: ErrInvalid})
+	msg := fmt.Sprintf(format, args...)
+	if len(msg) > maxMsg {
+		msg = cut(msg, maxMsg)
+	}
+	d.errs = append(d.errs, &Error{File: d.file, Line: line, Column: col, Msg: msg, Err: ErrInvalid})
 }
 
 // field is one known key of a mapping, with the nodes of key and value.
@@ -157,7 +161,7 @@ func kindName(n *yaml.Node) string {
 		if n.ShortTag() == "!!null" {
 			return "empty"
 		}
-		return fmt.Sprintf("%q", n.Value)
+		return excerpt(n.Value)
 	}
 	return "an alias"
 }
@@ -187,12 +191,12 @@ func (d *decoder) mapping(n *yaml.Node, block string, known []string) []field {
 			continue
 		}
 		if prev, dup := seen[k.Value]; dup {
-			d.errf(k, "%skey %q is already set at line %d", prefix, k.Value, prev.Line)
+			d.errf(k, "%skey %s is already set at line %d", prefix, excerpt(k.Value), prev.Line)
 			continue
 		}
 		seen[k.Value] = k
 		if !slices.Contains(known, k.Value) {
-			msg := fmt.Sprintf("%sunknown key %q", prefix, k.Value)
+			msg := fmt.Sprintf("%sunknown key %s", prefix, excerpt(k.Value))
 			if s := suggest(k.Value, known); s != "" {
 				msg += fmt.Sprintf("; did you mean %q?", s)
 			} else {
@@ -268,13 +272,19 @@ func editDistance(a, b string) int {
 
 func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" }
 
-// str reads a scalar as text; an empty value ("key:") is "".
+// str reads a scalar as text; an empty value ("key:") is "". A NUL byte
+// is refused: no argument, path or environment value the kernel takes can
+// carry one (the spawn would fail with EINVAL at every retry).
 func (d *decoder) str(f field) string {
 	if isNull(f.val) {
 		return ""
 	}
 	if f.val.Kind != yaml.ScalarNode {
 		d.errf(f.val, "%s: want a string, got %s", f.path, kindName(f.val))
+		return ""
+	}
+	if strings.ContainsRune(f.val.Value, 0) {
+		d.errf(f.val, "%s: holds a NUL byte (\\0), which no program argument or path can carry; remove it", f.path)
 		return ""
 	}
 	return f.val.Value
@@ -296,20 +306,20 @@ func (d *decoder) int(f field) (int64, bool) {
 	}
 	var v int64
 	if err := f.val.Decode(&v); err != nil {
-		d.errf(f.val, "%s: %q is not a whole number in range", f.path, f.val.Value)
+		d.errf(f.val, "%s: %s is not a whole number in range", f.path, excerpt(f.val.Value))
 		return 0, false
 	}
 	return v, true
 }
 
-// count reads an integer ≥ lo.
-func (d *decoder) count(f field, lo int64) int {
+// count reads an integer in lo..hi.
+func (d *decoder) count(f field, lo, hi int64) int {
 	v, ok := d.int(f)
 	if !ok {
 		return 0
 	}
-	if v < lo || v > 1<<31 {
-		d.errf(f.val, "%s: %d is out of range (want %d or more)", f.path, v, lo)
+	if v < lo || v > hi {
+		d.errf(f.val, "%s: %d is out of range; allowed: %d to %d", f.path, v, lo, hi)
 		return 0
 	}
 	return int(v)
@@ -322,7 +332,7 @@ func (d *decoder) bool(f field) bool {
 	}
 	var b bool
 	if err := f.val.Decode(&b); err != nil {
-		d.errf(f.val, "%s: want true or false, got %q", f.path, f.val.Value)
+		d.errf(f.val, "%s: want true or false, got %s", f.path, excerpt(f.val.Value))
 	}
 	return b
 }
@@ -343,6 +353,10 @@ func (d *decoder) strings(f field) []string {
 			d.errf(it, "%s: each item must be a string, got %s", f.path, kindName(it))
 			continue
 		}
+		if strings.ContainsRune(it.Value, 0) {
+			d.errf(it, "%s: item %d holds a NUL byte (\\0), which no program argument can carry; remove it", f.path, len(out)+1)
+			continue
+		}
 		out = append(out, it.Value)
 	}
 	return out
@@ -361,8 +375,9 @@ const (
 	durEither
 )
 
-// duration reads a non-negative duration; positive requires > 0.
-func (d *decoder) duration(f field, form durationForm, positive bool) time.Duration {
+// duration reads a duration within r: not negative, more than zero when
+// r.positive, at most r.max.
+func (d *decoder) duration(f field, form durationForm, r durRange) time.Duration {
 	v := f.val
 	if v.Kind != yaml.ScalarNode || isNull(v) {
 		d.errf(v, "%s: want a duration, got %s", f.path, kindName(v))
@@ -386,7 +401,7 @@ func (d *decoder) duration(f field, form durationForm, positive bool) time.Durat
 	default:
 		p, err := time.ParseDuration(v.Value)
 		if err != nil {
-			d.errf(v, "%s: %q is not a duration; write one like \"90s\" or \"1m30s\"", f.path, v.Value)
+			d.errf(v, "%s: %s is not a duration; write one like \"90s\" or \"1m30s\"", f.path, excerpt(v.Value))
 			return 0
 		}
 		out = p
@@ -395,8 +410,12 @@ func (d *decoder) duration(f field, form durationForm, positive bool) time.Durat
 		d.errf(v, "%s: must not be negative", f.path)
 		return 0
 	}
-	if positive && out == 0 {
+	if r.positive && out == 0 {
 		d.errf(v, "%s: must be more than zero", f.path)
+		return 0
+	}
+	if out > r.max {
+		d.errf(v, "%s: %s is out of range; allowed: %s", f.path, v.Value, r)
 		return 0
 	}
 	return out

@@ -1,11 +1,13 @@
 package units
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/user"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -18,7 +20,7 @@ import (
 func checkOwner(path string, fi fs.FileInfo, what string) *Error {
 	perm := fi.Mode().Perm()
 	if perm&0o022 != 0 {
-		fix := "chmod go-w " + path
+		fix := "chmod go-w " + shellWord(path)
 		return &Error{File: path, Err: ErrInsecure, Msg: fmt.Sprintf(
 			"%s mode %04o is writable by %s: anyone who can write a unit runs commands as you; fix with `%s` (or pass --insecure-units to load it anyway)",
 			what, perm, writers(perm), fix)}
@@ -31,9 +33,38 @@ func checkOwner(path string, fi fs.FileInfo, what string) *Error {
 	if st.Uid != uid && st.Uid != 0 {
 		return &Error{File: path, Err: ErrInsecure, Msg: fmt.Sprintf(
 			"%s is owned by %s, not by you (%s): another user could change what runs; fix with `chown %s %s` (or pass --insecure-units to load it anyway)",
-			what, userName(st.Uid), userName(uid), userName(uid), path)}
+			what, userName(st.Uid), userName(uid), shellWord(loginOf(uid)), shellWord(path))}
 	}
 	return nil
+}
+
+// loginOf is what chown takes for uid: the login name, or the number when
+// the user database has none.
+func loginOf(uid uint32) string {
+	id := strconv.FormatUint(uint64(uid), 10)
+	if u, err := user.LookupId(id); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return id
+}
+
+// shellQuote makes a path one word for a POSIX shell: in single quotes,
+// a single quote inside closed, escaped and reopened, so that a command in
+// an error message can be pasted as is, whatever the path holds: spaces,
+// $, ;, a newline.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// shellWord is s as one shell word for a command in an error message:
+// s itself when it holds only characters no shell treats specially (a
+// login name, a plain path), else quoted, so that the command can be
+// pasted as is.
+func shellWord(s string) string {
+	if s != "" && s[0] != '-' && s[0] != '~' && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-+:@%,") == "" {
+		return s
+	}
+	return shellQuote(s)
 }
 
 func writers(perm fs.FileMode) string {
@@ -59,9 +90,8 @@ func userName(uid uint32) string {
 func checkDir(path string, secure bool) *Error {
 	fi, err := os.Stat(path)
 	if err != nil {
-		if _, lerr := os.Lstat(path); lerr == nil {
-			target, _ := os.Readlink(path)
-			return &Error{File: path, Err: ErrFile, Msg: fmt.Sprintf("dangling symlink to %s: its target does not exist; fix or remove the link", target)}
+		if lfi, lerr := os.Lstat(path); lerr == nil && lfi.Mode()&fs.ModeSymlink != 0 {
+			return symlinkError(path, err)
 		}
 		return &Error{File: path, Err: fmt.Errorf("%w: %w", ErrFile, err), Msg: fmt.Sprintf("units directory: %v", unwrapPath(err))}
 	}
@@ -72,6 +102,20 @@ func checkDir(path string, secure bool) *Error {
 		return checkOwner(path, fi, "units directory")
 	}
 	return nil
+}
+
+// symlinkError words a symlink at path that os.Stat could not follow:
+// a loop (ELOOP: links that lead back to themselves, or a chain over the
+// kernel's limit of 40), or a target that does not exist.
+func symlinkError(path string, err error) *Error {
+	target, _ := os.Readlink(path)
+	if errors.Is(err, syscall.ELOOP) {
+		return &Error{File: path, Err: ErrFile, Msg: fmt.Sprintf("symlink loop: the link to %s leads back to itself (or through more than 40 links); fix or remove the link", target)}
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return &Error{File: path, Err: ErrFile, Msg: fmt.Sprintf("dangling symlink to %s: its target does not exist; fix or remove the link", target)}
+	}
+	return &Error{File: path, Err: ErrFile, Msg: fmt.Sprintf("symlink to %s cannot be followed: %v", target, unwrapPath(err))}
 }
 
 func unwrapPath(err error) error {

@@ -53,7 +53,7 @@ func ParseSchedule(expr string) (cron.Schedule, error) {
 	// robfig/cron takes the zone up to the first space after the prefix and
 	// panics (a negative slice bound) when there is none: "TZ=" alone.
 	if (strings.HasPrefix(expr, "TZ=") || strings.HasPrefix(expr, "CRON_TZ=")) && !strings.Contains(expr, " ") {
-		return nil, fmt.Errorf("time zone prefix %q is not followed by the 5 fields", expr)
+		return nil, fmt.Errorf("time zone prefix %s is not followed by the 5 fields", excerpt(expr))
 	}
 	return cronParser.Parse(expr)
 }
@@ -107,7 +107,7 @@ func parseUnit(file, dir string, data []byte, def Defaults) (*Spec, refs, Errors
 	}
 	if !validName(name) {
 		d.errs = append(d.errs, &Error{File: file, Err: ErrInvalid,
-			Msg: fmt.Sprintf("unit name %q (from the file name) must start with a letter or digit and hold only letters, digits and . _ @ -; rename the file", name)})
+			Msg: fmt.Sprintf("unit name %s (from the file name) must start with a letter or digit and hold only letters, digits and . _ @ -; rename the file", excerpt(name))})
 	}
 	root := d.parseDocument(data, "unit")
 	if root == nil {
@@ -153,10 +153,10 @@ func parseUnit(file, dir string, data []byte, def Defaults) (*Spec, refs, Errors
 			s.Restart = d.restart(f, s.Restart)
 		case "restart_sec":
 			rsecF = &f
-			s.RestartSec = d.duration(f, durEither, false)
+			s.RestartSec = d.duration(f, durEither, anyDelay)
 		case "restart_max_sec":
 			rmaxF = &f
-			s.RestartMax = d.duration(f, durEither, true)
+			s.RestartMax = d.duration(f, durEither, someDelay)
 		case "start_limit":
 			d.startLimit(f, &s.StartLimit)
 		case "after":
@@ -176,13 +176,15 @@ func parseUnit(file, dir string, data []byte, def Defaults) (*Spec, refs, Errors
 		case "schedule":
 			s.Schedule = d.nonEmpty(f)
 			if s.Schedule != "" {
-				if _, err := ParseSchedule(s.Schedule); err != nil {
-					d.errf(f.val, "schedule: %q is not a 5-field cron expression (minute hour day-of-month month day-of-week, like \"*/15 * * * *\"): %v", s.Schedule, err)
+				if sc, err := ParseSchedule(s.Schedule); err != nil {
+					d.errf(f.val, "schedule: %s is not a 5-field cron expression (minute hour day-of-month month day-of-week, like \"*/15 * * * *\"): %s", excerpt(s.Schedule), cut(err.Error(), maxParserMsg))
+				} else if sc.Next(time.Now()).IsZero() {
+					d.errf(f.val, "schedule: %s never fires: no date matches its day-of-month, month and day-of-week (like February 31st); fix those fields", excerpt(s.Schedule))
 				}
 			}
 		case "run_budget_seconds":
 			budgetF = &f
-			s.RunBudget = d.duration(f, durSeconds, true)
+			s.RunBudget = d.duration(f, durSeconds, someRuntime)
 		case "wrapup_signal":
 			wrapF = &f
 			s.WrapupSig = d.signal(f, 0)
@@ -303,9 +305,9 @@ func (d *decoder) startLimit(f field, sl *StartLimit) {
 	for _, g := range d.mapping(f.val, f.path, startLimitKeys) {
 		switch g.name {
 		case "burst":
-			sl.Burst = d.count(g, 1)
+			sl.Burst = d.count(g, 1, MaxBurst)
 		case "interval":
-			sl.Interval = d.duration(g, durText, true)
+			sl.Interval = d.duration(g, durText, someDelay)
 		}
 	}
 }
@@ -314,13 +316,13 @@ func (d *decoder) timeouts(f field, t *Timeouts) {
 	for _, g := range d.mapping(f.val, f.path, timeoutsKeys) {
 		switch g.name {
 		case "start":
-			t.Start = d.duration(g, durText, true)
+			t.Start = d.duration(g, durText, someDelay)
 		case "stop":
-			t.Stop = d.duration(g, durText, false)
+			t.Stop = d.duration(g, durText, anyDelay)
 		case "runtime_max":
-			t.RuntimeMax = d.duration(g, durText, false)
+			t.RuntimeMax = d.duration(g, durText, anyRuntime)
 		case "watchdog":
-			t.Watchdog = d.duration(g, durText, false)
+			t.Watchdog = d.duration(g, durText, anyDelay)
 		}
 	}
 }
@@ -333,7 +335,7 @@ func (d *decoder) log(f field, l *Log, known []string) {
 		case "max_size":
 			l.MaxSize = d.size(g)
 		case "keep":
-			l.Keep = d.count(g, 0)
+			l.Keep = d.count(g, 0, MaxKeep)
 		}
 	}
 }
@@ -350,6 +352,10 @@ func (d *decoder) size(f field) Size {
 	}
 	if sz <= 0 {
 		d.errf(f.val, "%s: must be more than zero", f.path)
+	}
+	if sz > MaxLogSize {
+		d.errf(f.val, "%s: %s is out of range; allowed: 1B to %s", f.path, f.val.Value, MaxLogSize)
+		return 0
 	}
 	return sz
 }
@@ -369,7 +375,7 @@ func (d *decoder) deps(f field, self string, r refs) []string {
 		case it.Kind != yaml.ScalarNode || isNull(it):
 			d.errf(it, "%s: each item must be a unit name, got %s", f.path, kindName(it))
 		case !validName(it.Value):
-			d.errf(it, "%s: %q is not a unit name (a unit file's name without .yaml)", f.path, it.Value)
+			d.errf(it, "%s: %s is not a unit name (a unit file's name without .yaml)", f.path, excerpt(it.Value))
 		case it.Value == self:
 			d.errf(it, "%s: a unit cannot depend on itself", f.path)
 		case slices.Contains(out, it.Value):
@@ -425,7 +431,7 @@ func (d *decoder) ready(f field) Ready {
 		case "log":
 			rd.Log = d.nonEmpty(g)
 			if _, err := regexp.Compile(rd.Log); err != nil {
-				d.errf(g.val, "ready.log: %q is not a regular expression: %v", rd.Log, err)
+				d.errf(g.val, "ready.log: %s is not a regular expression: %s", excerpt(rd.Log), cut(err.Error(), maxParserMsg))
 			}
 		}
 		if set && first != nil {
@@ -445,7 +451,7 @@ func (d *decoder) hostPort(f field) string {
 	host, port, err := net.SplitHostPort(s)
 	n, perr := strconv.Atoi(port)
 	if err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
-		d.errf(f.val, "%s: %q is not host:port, like 127.0.0.1:8080 or [::1]:8080", f.path, s)
+		d.errf(f.val, "%s: %s is not host:port, like 127.0.0.1:8080 or [::1]:8080", f.path, excerpt(s))
 	}
 	return s
 }
@@ -457,7 +463,7 @@ func (d *decoder) httpURL(f field) string {
 	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		d.errf(f.val, "%s: %q is not an http:// or https:// URL with a host", f.path, s)
+		d.errf(f.val, "%s: %s is not an http:// or https:// URL with a host", f.path, excerpt(s))
 	}
 	return s
 }

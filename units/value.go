@@ -17,7 +17,7 @@ func ParseOwnership(s string) (Ownership, error) {
 	case Owned, Adoptable, PersistOnRelease:
 		return o, nil
 	}
-	return "", fmt.Errorf("unknown ownership %q: want owned, adoptable or persist_on_release", s)
+	return "", fmt.Errorf("unknown ownership %s: want owned, adoptable or persist_on_release", excerpt(s))
 }
 
 // ParseRestart parses a restart policy; unknown values are an error.
@@ -26,7 +26,7 @@ func ParseRestart(s string) (Restart, error) {
 	case RestartNo, RestartOnFailure, RestartAlways:
 		return r, nil
 	}
-	return "", fmt.Errorf("unknown restart policy %q: want no, on-failure or always", s)
+	return "", fmt.Errorf("unknown restart policy %s: want no, on-failure or always", excerpt(s))
 }
 
 // maxSignal is SIGRTMAX on Linux.
@@ -48,7 +48,7 @@ func ParseSignal(s string) (Signal, error) {
 	if n := unix.SignalNum(name); n != 0 {
 		return Signal(n), nil
 	}
-	return 0, fmt.Errorf("unknown signal %q: want a name like TERM or SIGINT, or a number", s)
+	return 0, fmt.Errorf("unknown signal %s: want a name like TERM or SIGINT, or a number", excerpt(s))
 }
 
 // String is the name without "SIG" ("TERM"), or the number for signals
@@ -77,12 +77,12 @@ var sizeUnits = map[string]int64{
 func ParseSize(s string) (Size, error) {
 	m := sizeRE.FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
-		return 0, fmt.Errorf("%q is not a size: write bytes or a number with a unit, like 10MiB or 512KB", s)
+		return 0, fmt.Errorf("%s is not a size: write bytes or a number with a unit, like 10MiB or 512KB", excerpt(s))
 	}
 	n, err := strconv.ParseInt(m[1], 10, 64)
 	mul := sizeUnits[m[2]]
 	if err != nil || n > math.MaxInt64/mul {
-		return 0, fmt.Errorf("size %q is too large", s)
+		return 0, fmt.Errorf("size %s is too large", excerpt(s))
 	}
 	return Size(n * mul), nil
 }
@@ -117,5 +117,5 @@ func ParseRole(s string) (Role, error) {
 	case RoleGateway, RoleWorker:
 		return r, nil
 	}
-	return "", fmt.Errorf("unknown role %q: want gateway or worker", s)
+	return "", fmt.Errorf("unknown role %s: want gateway or worker", excerpt(s))
 }
