@@ -69,6 +69,7 @@ func newAdoptCmd(g *globals) *cobra.Command {
 				if asJSON {
 					return writeJSON(out, rep)
 				}
+				inertAll(&rep)
 				writeOrphans(out, rep, yes)
 				return nil
 			}
@@ -79,6 +80,7 @@ func newAdoptCmd(g *globals) *cobra.Command {
 			if asJSON {
 				return writeJSON(out, a)
 			}
+			inertAll(&a)
 			fmt.Fprintf(out, "adopted %s: %s; it now dies with hermesd (stop it with `hermesctl stop %s`)\n", a.Unit, groupText(a), a.Unit)
 			return nil
 		},

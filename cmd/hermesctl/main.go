@@ -13,7 +13,7 @@ func main() {
 	if err == nil {
 		return
 	}
-	fmt.Fprintln(os.Stderr, "hermesctl:", err)
+	fmt.Fprintln(os.Stderr, "hermesctl:", inert(err.Error()))
 	var ee *exitError
 	if errors.As(err, &ee) {
 		os.Exit(ee.code)

@@ -37,7 +37,7 @@ func newReleaseCmd(g *globals) *cobra.Command {
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), r)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "released %s: group %d (pid %d) will outlive hermesd\n", r.Unit, r.PGID, r.PID)
+			fmt.Fprintf(cmd.OutOrStdout(), "released %s: group %d (pid %d) will outlive hermesd\n", inert(r.Unit), r.PGID, r.PID)
 			return nil
 		},
 		ValidArgsFunction: completeUnits(g),

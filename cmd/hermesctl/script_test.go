@@ -19,7 +19,7 @@ func TestMain(m *testing.M) {
 			if err == nil {
 				return
 			}
-			fmt.Fprintln(os.Stderr, "hermesctl:", err)
+			fmt.Fprintln(os.Stderr, "hermesctl:", inert(err.Error()))
 			var ee *exitError
 			if errors.As(err, &ee) {
 				os.Exit(ee.code)

@@ -41,6 +41,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			if asJSON {
 				return writeJSON(out, st)
 			}
+			inertAll(&st)
 			writeStatus(out, st, colorFor(out), time.Now())
 			return nil
 		},

@@ -93,6 +93,7 @@ func newReloadCmd(g *globals) *cobra.Command {
 					return err
 				}
 			} else {
+				inertAll(&plan)
 				writePlan(out, plan, dryRun)
 			}
 			if n := len(plan.Errors); n > 0 {

@@ -71,7 +71,7 @@ func (v *validator) report(err error) {
 		v.bad = map[string]bool{}
 	}
 	for _, e := range es {
-		fmt.Fprintln(v.out, e.Error())
+		fmt.Fprintln(v.out, inert(e.Error()))
 		v.errs++
 		v.bad[e.File] = true
 	}

@@ -50,6 +50,7 @@ was lost).`,
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), r)
 			}
+			inertAll(r)
 			r.write(cmd.OutOrStdout(), time.Now())
 			return nil
 		},
