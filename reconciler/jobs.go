@@ -304,7 +304,7 @@ func (r *Reconciler) beginJobRun(u *unit, now time.Time) *jobRun {
 	jr := &jobRun{id: runID(u.spec.Name, now), started: now}
 	if total := u.spec.RunBudget; total > 0 {
 		jr.budget = timeouts.NewBudget(total, nil)
-		jr.wrapFile = filepath.Join(r.opt.StateDir, "runs", jr.id+".wrapup")
+		jr.wrapFile = WrapUpFile(r.opt.StateDir, jr.id)
 		if r.opt.Runs != nil {
 			jr.runs = r.opt.Runs
 			remain := total - time.Duration(float64(total)*timeouts.WrapUpFraction)
@@ -313,6 +313,13 @@ func (r *Reconciler) beginJobRun(u *unit, now time.Time) *jobRun {
 	}
 	j.run = jr
 	return jr
+}
+
+// WrapUpFile is the notice file of run runID under the state directory
+// (HERMES_WRAPUP_FILE). stateDir is absolute (hermesd makes it so at flag
+// resolution): the job reads the path from its own working directory.
+func WrapUpFile(stateDir, runID string) string {
+	return filepath.Join(stateDir, "runs", runID+".wrapup")
 }
 
 // runID is unique per run and safe in a URL path segment: the unit name,

@@ -127,12 +127,33 @@ func Resolve(fs *pflag.FlagSet) (Resolved, error) {
 		},
 		Role: k.String(KeyRole),
 	}
+	if err := r.absolute(); err != nil {
+		return r, err
+	}
 	return r, fileErr
+}
+
+// absolute makes every path of r absolute against the working directory,
+// once, here: hermesd hands these paths out (a job's HERMES_WRAPUP_FILE,
+// NOTIFY_SOCKET, log files, the default workdir) to processes that run in
+// other directories, where a relative path names another file. Taking
+// them at flag resolution also keeps hermesd and hermesctl started from
+// the same directory in agreement.
+func (r *Resolved) absolute() error {
+	for _, p := range []*string{&r.Config, &r.Units, &r.State, &r.Socket} {
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return fmt.Errorf("cannot make %q absolute: %w; pass an absolute path", *p, err)
+		}
+		*p = abs
+	}
+	return nil
 }
 
 // expand replaces a leading "~" with the home directory and takes a
 // relative path against base; with base "" (flags, env) a relative path is
-// kept as given, relative to the working directory, for both binaries alike.
+// kept as given here, and made absolute against the working directory by
+// Resolved.absolute, for both binaries alike.
 func expand(p, base string) string {
 	if p == "~" || strings.HasPrefix(p, "~/") {
 		if home, err := os.UserHomeDir(); err == nil {

@@ -76,3 +76,35 @@ func TestResolve(t *testing.T) {
 		})
 	}
 }
+
+// TestResolveRelative: relative paths from flags and env are made absolute
+// against the working directory at resolution, so that every path hermesd
+// hands to a unit running elsewhere (HERMES_WRAPUP_FILE under --state,
+// NOTIFY_SOCKET, logs) names the same file there.
+func TestResolveRelative(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, "cfg"))
+	t.Setenv("XDG_STATE_HOME", filepath.Join(home, "st"))
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	for _, k := range []string{"HERMES_CONFIG", "HERMES_UNITS", "HERMES_STATE", "HERMES_SOCKET", "HERMES_ROLE"} {
+		t.Setenv(k, "")
+	}
+	wd := t.TempDir()
+	t.Chdir(wd)
+	t.Setenv("HERMES_UNITS", "./u/../units")
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	AddFlags(fs)
+	if err := fs.Parse([]string{"--state", "state", "--socket", "run/h.sock", "--config", "conf/hermes.yaml"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Resolve(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Paths{Config: filepath.Join(wd, "conf", "hermes.yaml"), Units: filepath.Join(wd, "units"),
+		State: filepath.Join(wd, "state"), Socket: filepath.Join(wd, "run", "h.sock")}
+	if got.Paths != want {
+		t.Errorf("Resolve = %+v,\nwant %+v", got.Paths, want)
+	}
+}
