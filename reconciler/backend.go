@@ -230,9 +230,7 @@ func (r *Reconciler) Start(ctx context.Context, name string) error {
 		r.asked = u
 		r.reconcile(ctx)
 		r.asked = nil
-		if u.state == Failed || u.state == BackingOff {
-			err = u.err
-		}
+		err = u.startErr()
 	}); e != nil {
 		return e
 	}
@@ -276,8 +274,8 @@ func (r *Reconciler) stopAndWait(ctx context.Context, name string, why stopReaso
 		}
 		u.state, u.err = Inactive, nil
 		r.reconcile(ctx)
-		if u.state == Failed {
-			err = u.err
+		if why == stopRestart {
+			err = u.startErr()
 		}
 	}); e != nil {
 		return e

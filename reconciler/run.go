@@ -237,9 +237,17 @@ func spawnError(s units.Spec, err error) error {
 	return fmt.Errorf("unit %s: %w", s.Name, err)
 }
 
-// replyErr is what a Stop or Restart caller hears once the stop is done.
-func (u *unit) replyErr() error {
-	if u.state == Failed {
+// replyErr is what a Stop or Restart caller hears once the stop is done:
+// for a Restart, the outcome of the start that followed (startErr).
+func (u *unit) replyErr() error { return u.startErr() }
+
+// startErr is the outcome of a start a caller asked for (Start, Restart),
+// read once the pass that started it has run: the error of a spawn that
+// failed, whether the unit is then left failed or backing off towards a
+// retry (restart: on-failure). Start and Restart share it, so that they
+// say the same thing and exit alike.
+func (u *unit) startErr() error {
+	if u.state == Failed || u.state == BackingOff {
 		return u.err
 	}
 	return nil
