@@ -244,12 +244,15 @@ func runRow(t *testing.T, f family, mode Mode, marker string) (found, control in
 		if err != nil {
 			t.Fatal(err)
 		}
-		es, err := l.Entries(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(es) != f.ledger {
-			t.Errorf("ledger entries of %d owners: got %d, want %d", f.owners, len(es), f.ledger)
+		// An owned spawn's record trails its registration by one group
+		// commit (SpawnOwned only queues it): wait for the records, with a
+		// deadline, rather than read the ledger once.
+		var es []ledger.Entry
+		if !eventually(10*time.Second, func() bool {
+			es, err = l.Entries(t.Context())
+			return err == nil && len(es) >= f.ledger
+		}) || len(es) != f.ledger {
+			t.Errorf("ledger entries of %d owners: got %d (err %v), want %d", f.owners, len(es), err, f.ledger)
 		}
 	}
 	if f.killSup {
