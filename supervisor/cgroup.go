@@ -75,6 +75,14 @@ func openCgroupTree(name string) (*cgroupTree, error) {
 	return &cgroupTree{base: base, root: root}, nil
 }
 
+// baseOrEmpty is the base of t, "" for no tree (pgroup mode).
+func (t *cgroupTree) baseOrEmpty() string {
+	if t == nil {
+		return ""
+	}
+	return t.base
+}
+
 // populated reports whether a process lives in the cgroup dir or below. A
 // dir that is gone is not populated.
 func populated(dir string) bool {
@@ -120,15 +128,31 @@ const keptDir = "hermes-kept"
 // <base>/hermes-kept/<unit>.<key>. Only such a cgroup is removed once its
 // group is gone; a cgroup from elsewhere is never touched.
 func (t *cgroupTree) leaf(dir string) bool {
-	if t == nil || dir == "" || strings.Contains(dir, "..") {
+	// A clean path has no "." or ".." component; the base's own name may
+	// hold dots ("a..b") like any other byte.
+	if t == nil || dir == "" || filepath.Clean(dir) != dir {
 		return false
 	}
-	parent := filepath.Dir(filepath.Clean(dir))
+	parent := filepath.Dir(dir)
 	if filepath.Dir(parent) != t.base {
 		return false
 	}
 	name := filepath.Base(parent)
 	return name == keptDir || strings.HasPrefix(name, "hermes-") && ownerOf(name[len("hermes-"):]) != 0
+}
+
+// mkdirIn creates the cgroup dir in parent, creating parent first if it is
+// gone: the owner's subtree (or the kept dir) may have been removed while
+// nothing was in it (an owner that outlived an older version's idle
+// supervisor, an administrator's cleanup); a spawn needs it again.
+func mkdirIn(parent, dir string) error {
+	err := os.Mkdir(dir, 0o755)
+	if errors.Is(err, os.ErrNotExist) {
+		if err = os.Mkdir(parent, 0o755); err == nil || errors.Is(err, os.ErrExist) {
+			err = os.Mkdir(dir, 0o755)
+		}
+	}
+	return err
 }
 
 // removeEmpty removes the cgroup dir if no process lives in it (the kernel

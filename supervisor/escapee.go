@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -110,14 +111,28 @@ func (o *Owner) adoptEscapee(r *reg, st proc.Stat) {
 	if o.closed || o.regs[r.id] != r || o.safeLocked(e.g) != nil {
 		return
 	}
-	l, err := regLine(e.id, e)
-	if err != nil {
-		return
-	}
+	// Kept under its spawn whatever the supervisor says: Stop and a clean
+	// Close stop it with the spawn. What the supervisor does not take (the
+	// line cannot be carried, it refuses, it cannot start) is reported,
+	// never dropped silently: such a group would not die with a crash.
 	r.esc = append(r.esc, e)
 	o.escPids[st.PID] = true
-	o.opts.Logf("supervisor: %s: escapee %d (group %d) left its process group; registered", r.g.Unit, st.PID, st.PGID)
-	if err := o.sendLocked(l); err != nil {
-		o.opts.Logf("supervisor: register escapee group %d: %v", st.PGID, err)
+	what := fmt.Sprintf("%s: escapee %d (group %d)", r.g.Unit, st.PID, st.PGID)
+	l, err := o.lineLocked(e)
+	if err == nil && o.pipe == nil {
+		err = o.startLocked() // replays e with the rest
+		l = nil
+	}
+	if err != nil {
+		o.warn(fmt.Sprintf("%s is not registered with the supervisor: %v", what, err))
+		return
+	}
+	o.opts.Logf("supervisor: %s left its process group; registering it", what)
+	if l != nil {
+		o.pipe.Send([][]byte{l}, func(_ int, err error) {
+			if err != nil && !errors.As(err, new(*lostError)) {
+				o.warn(fmt.Sprintf("%s is not registered with the supervisor: %v", what, err))
+			}
+		})
 	}
 }

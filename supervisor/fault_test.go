@@ -313,6 +313,14 @@ func startScript(t *testing.T, ownerPGID int) *shellPipe {
 	return p.(*shellPipe)
 }
 
+// rawWrite writes b to the supervisor's stdin as it is, past the pipe's
+// queue: the answers to lines that are not the owner's are read and
+// dropped.
+func rawWrite(p deathPipe, b []byte) error {
+	_, err := p.(*shellPipe).w.Write(b)
+	return err
+}
+
 // exitedCleanly waits for the script to exit and reports whether it exited
 // by itself with status 0 (not killed by a signal it sent itself).
 func exitedCleanly(t *testing.T, p *shellPipe) bool {

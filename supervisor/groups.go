@@ -42,43 +42,67 @@ func (o *Owner) safeLocked(g Group) error {
 // a recycled pid, proc.ErrGone for an exit), and it must still have members;
 // its ledger entry (matched by leader identity, or added) is marked
 // "adopted" under this owner. A cgroup outside the hermes hierarchy is not
-// used: the group is then contained as a process group.
+// used: the group is then contained as a process group. Like SpawnOwned,
+// Own counts a group only once the supervisor accepted it; the groups it
+// refused (or could not be asked about) are not owned, and the error says
+// why.
 func (o *Owner) Own(ctx context.Context, groups ...Group) error {
 	o.mu.Lock()
 	if o.closed {
 		o.mu.Unlock()
 		return ErrClosed
 	}
-	var added []Group
+	type pending struct {
+		r   *reg
+		ack <-chan error
+	}
+	var sent []pending
+	var errs []error
 	for _, g := range groups {
-		if err := o.safeLocked(g); err != nil {
-			o.mu.Unlock()
-			return err
-		}
-		if o.findLocked(g) != nil {
+		// The first group that cannot be owned ends the loop; those before
+		// it are confirmed below and owned.
+		err := o.safeLocked(g)
+		if err == nil && o.findLocked(g) != nil {
 			continue
 		}
-		if err := checkLeader(g); err != nil {
-			o.mu.Unlock()
-			return err
+		if err == nil {
+			err = checkLeader(g)
 		}
-		g = o.foreignCgroupLocked(g)
-		if groupEmpty(g) {
-			o.mu.Unlock()
-			return fmt.Errorf("own group %d of %s: %w", g.PGID, g.Unit, proc.ErrGone)
+		if err == nil {
+			if g = o.foreignCgroupLocked(g); groupEmpty(g) {
+				err = fmt.Errorf("own group %d of %s: %w", g.PGID, g.Unit, proc.ErrGone)
+			}
 		}
-		r := &reg{id: fmt.Sprintf("a%d", o.nextLocked()), g: g}
-		if err := o.registerLocked(r); err != nil {
-			o.mu.Unlock()
-			return fmt.Errorf("own group %d of %s: %w", g.PGID, g.Unit, err)
+		var r *reg
+		var ack <-chan error
+		if err == nil {
+			r = &reg{id: fmt.Sprintf("a%d", o.nextLocked()), g: g}
+			if ack, err = o.registerLocked(r); err != nil {
+				err = fmt.Errorf("own group %d of %s: %w", g.PGID, g.Unit, err)
+			}
 		}
-		added = append(added, g)
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+		sent = append(sent, pending{r, ack})
 	}
 	o.mu.Unlock()
-	if o.jr == nil || len(added) == 0 {
-		return nil
+	var added []Group
+	for _, s := range sent {
+		if err := o.confirm(ctx, s.r, s.ack); err != nil {
+			o.mu.Lock()
+			o.unregisterLocked(s.r)
+			o.mu.Unlock()
+			errs = append(errs, fmt.Errorf("own group %d of %s: %w", s.r.g.PGID, s.r.g.Unit, err))
+			continue
+		}
+		added = append(added, s.r.g)
 	}
-	return o.jr.do(ctx, func(es []ledger.Entry) []ledger.Entry {
+	if o.jr == nil || len(added) == 0 {
+		return errors.Join(errs...)
+	}
+	return errors.Join(append(errs, o.jr.do(ctx, func(es []ledger.Entry) []ledger.Entry {
 		for _, g := range added {
 			found := false
 			for i := range es {
@@ -92,30 +116,48 @@ func (o *Owner) Own(ctx context.Context, groups ...Group) error {
 			}
 		}
 		return es
-	})
+	}))...)
 }
 
 // Release unregisters groups: they outlive the owner. Their ledger entries
 // are marked "released". A group not registered here fails with ErrUnknown
-// (the others are still released).
+// (the others are still released). While the supervisor cannot take lines
+// (stopped), Release fails with the reason and changes nothing: a release
+// the supervisor never read would not outlive the owner. If the supervisor
+// stops after the release was sent, Release returns the reason, and the
+// release takes effect when the supervisor reads it.
 func (o *Owner) Release(ctx context.Context, groups ...Group) error {
 	o.mu.Lock()
 	if o.closed {
 		o.mu.Unlock()
 		return ErrClosed
 	}
+	if err := o.availableLocked(); err != nil {
+		o.mu.Unlock()
+		return fmt.Errorf("release: %w", err)
+	}
 	var errs []error
 	var done []Group
+	var acks []<-chan error
+	var counts []int
 	for _, g := range groups {
 		r := o.findLocked(g)
 		if r == nil {
 			errs = append(errs, fmt.Errorf("release group %d of %s: %w", g.PGID, g.Unit, ErrUnknown))
 			continue
 		}
-		o.unregisterLocked(r)
+		ack, n := o.unregisterLocked(r)
+		acks, counts = append(acks, ack), append(counts, n)
 		done = append(done, g)
 	}
 	o.mu.Unlock()
+	for i, ack := range acks {
+		// An answer lost with its supervisor is no failure: the next one
+		// is given only what is still registered.
+		if err := o.await(ctx, ack, counts[i]); err != nil && !errors.As(err, new(*lostError)) {
+			errs = append(errs, fmt.Errorf("release group %d of %s: not confirmed: %w", done[i].PGID, done[i].Unit, err))
+		}
+	}
 	if o.jr != nil && len(done) > 0 {
 		// Queued after the records of these spawns, if those still trail:
 		// the mark cannot be overtaken by them.

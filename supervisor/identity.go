@@ -35,7 +35,10 @@ func checkLeader(g Group) error {
 // elsewhere (the ledger, a caller) is not trusted, and the group is then
 // signalled as a process group, whose leader identity is checked.
 func (o *Owner) foreignCgroupLocked(g Group) Group {
-	if g.Cgroup != "" && (o.tree == nil || !strings.HasPrefix(g.Cgroup, o.tree.base+"/") || strings.Contains(g.Cgroup, "..")) {
+	if g.Cgroup == "" {
+		return g
+	}
+	if _, ok := below(o.tree.baseOrEmpty(), g.Cgroup); !ok || filepath.Clean(g.Cgroup) != g.Cgroup {
 		g.Cgroup = ""
 	}
 	return g

@@ -23,24 +23,31 @@ type fakePipe struct {
 	once   sync.Once
 }
 
-func (p *fakePipe) Write(b []byte) error {
+func (p *fakePipe) Send(lines [][]byte, reply func(int, error)) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	var err error
 	select {
 	case <-p.exited:
-		return syscall.EPIPE
+		err = &lostError{"fake supervisor exited"}
 	default:
+		for _, l := range lines {
+			p.lines = append(p.lines, strings.TrimSuffix(string(l), "\n"))
+		}
 	}
-	p.lines = append(p.lines, strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")...)
-	return nil
+	p.mu.Unlock()
+	if reply != nil {
+		for i := range lines {
+			reply(i, err)
+		}
+	}
 }
-func (p *fakePipe) Close() error {
+func (p *fakePipe) Close() {
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
 	p.exit()
-	return nil
 }
+func (p *fakePipe) Waiting() time.Time { return time.Time{} }
 func (p *fakePipe) isClosed() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -79,7 +79,7 @@ func TestScriptProtocol(t *testing.T) {
 		"partial line without newline is never a registration",
 	}
 	for _, l := range lines {
-		if err := p.Write([]byte(l)); err != nil {
+		if err := rawWrite(p, []byte(l)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -99,14 +99,40 @@ func TestScriptProtocol(t *testing.T) {
 	}
 }
 
-func TestRegLineLength(t *testing.T) {
-	r := &reg{g: Group{PGID: 12, Leader: proc.Identity{PID: 12, StartTime: 3}, Cgroup: "/" + strings.Repeat("d", 300)}}
-	if _, err := regLine("s1", r); err == nil {
-		t.Error("a 300-byte cgroup path: got no error, want ErrLine")
+// TestRegLine: the line carries the cgroup relative to the base the
+// supervisor was started with, whatever the base's path (spaces, "..",
+// length), encodes the bytes a field cannot hold, and refuses what it
+// cannot carry with an error, never a silent drop.
+func TestRegLine(t *testing.T) {
+	long := "/sys/fs/cgroup/" + strings.Repeat("d", 300)
+	tests := []struct {
+		name, base, cgroup string
+		want               string // "" = an error
+	}{
+		{"plain", "/sys/fs/cgroup", "/sys/fs/cgroup/hermes-1_2/u.1_2_3", `R s1 12 12 3 - hermes-1_2/u.1_2_3`},
+		{"base with a space", "/sys/fs/cgroup/my jobs", "/sys/fs/cgroup/my jobs/hermes-1_2/u.1_2_3", `R s1 12 12 3 - hermes-1_2/u.1_2_3`},
+		{"base with ..", "/sys/fs/cgroup/a..b", "/sys/fs/cgroup/a..b/hermes-1_2/u.1_2_3", `R s1 12 12 3 - hermes-1_2/u.1_2_3`},
+		{"base longer than a line", long, long + "/hermes-1_2/u.1_2_3", `R s1 12 12 3 - hermes-1_2/u.1_2_3`},
+		{"odd bytes below the base", "/cg", "/cg/a b\\c\nd\te%", `R s1 12 12 3 - a\0040b\0134c\0012d\0011e\0045`},
+		{"no cgroup", "/cg", "", `R s1 12 12 3 - -`},
+		{"outside the base", "/cg", "/cgx/u", ""},
+		{"the base itself", "/cg", "/cg", ""},
+		{"climbs out of the base", "/cg", "/cg/../etc", ""},
+		{"too long below the base", "/cg", "/cg/" + strings.Repeat("e", 300), ""},
 	}
-	r.g.Cgroup = "/sys/fs/cgroup/hermes/u.1"
-	l, err := regLine("s1", r)
-	if err != nil || string(l) != "R s1 12 12 3 - /sys/fs/cgroup/hermes/u.1\n" {
-		t.Errorf("regLine: got %q, %v", l, err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &reg{g: Group{PGID: 12, Leader: proc.Identity{PID: 12, StartTime: 3}, Cgroup: tt.cgroup}}
+			l, err := regLine("s1", tt.base, r)
+			if tt.want == "" {
+				if err == nil {
+					t.Errorf("regLine: got %q, want an error", l)
+				}
+				return
+			}
+			if err != nil || string(l) != tt.want+"\n" {
+				t.Errorf("regLine: got %q, %v; want %q", l, err, tt.want+"\n")
+			}
+		})
 	}
 }

@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -87,8 +86,13 @@ const gate = `IFS= read -r g <&3 && [ "$g" = go ] && exec 3<&- && exec "$@"; exi
 // in cgroup mode), registers the group with the death supervisor (unless
 // Survive) before the program runs, and records it in the ledger (argv
 // redacted). When the leader exits, the group is released once it is empty
-// and its ledger entry removed. ctx bounds the wait for the ledger only; it
-// does not kill the child.
+// and its ledger entry removed. ctx bounds the waits for the supervisor's
+// answer and for the ledger; it does not kill a child that runs.
+//
+// A registration counts once the supervisor accepted it: a refusal (with
+// the supervisor's reason, a *RefusedError), a supervisor that is stopped or
+// does not answer (ErrSupervisor, with what is wrong), or a cgroup path the
+// protocol cannot carry fails the spawn, and the program never runs.
 //
 // Ledger records are written by group commit (one Update, one fsync, for
 // every change queued meanwhile, see journal), and when SpawnOwned returns
@@ -134,6 +138,13 @@ func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
 		o.mu.Unlock()
 		return nil, ErrClosed
 	}
+	if !spec.Survive {
+		// A stopped supervisor fails the spawn before anything is made.
+		if err := o.availableLocked(); err != nil {
+			o.mu.Unlock()
+			return nil, fmt.Errorf("spawn %s: %w", spec.Unit, err)
+		}
+	}
 	n := o.nextLocked()
 	o.mu.Unlock()
 	r := &reg{id: fmt.Sprintf("s%d", n), key: fmt.Sprintf("%s_%d", o.name, n), spawned: true, g: Group{Unit: spec.Unit}}
@@ -162,13 +173,10 @@ func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
 	if o.tree != nil {
 		parent := o.tree.root
 		if spec.Survive {
-			parent = filepath.Join(o.tree.base, "hermes-kept")
-			if err := os.Mkdir(parent, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-				return nil, fmt.Errorf("spawn %s: %w", spec.Unit, err)
-			}
+			parent = filepath.Join(o.tree.base, keptDir)
 		}
 		dir := filepath.Join(parent, cgName(spec.Unit, r.key))
-		if err := os.Mkdir(dir, 0o755); err != nil {
+		if err := mkdirIn(parent, dir); err != nil {
 			return nil, fmt.Errorf("spawn %s: create cgroup: %w", spec.Unit, err)
 		}
 		r.g.Cgroup = dir
@@ -179,10 +187,18 @@ func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
 		defer cgFD.Close()
 		attr.UseCgroupFD, attr.CgroupFD = true, int(cgFD.Fd())
 		if !spec.Survive {
+			// The cgroup alone, pgid 0 until the leader exists; accepted
+			// before the child starts into it.
 			o.mu.Lock()
-			err := o.registerLocked(r) // the cgroup alone: pgid 0 until the leader exists
+			ack, err := o.registerLocked(r)
 			o.mu.Unlock()
+			if err == nil {
+				err = o.confirm(ctx, r, ack)
+			}
 			if err != nil {
+				o.mu.Lock()
+				o.unregisterLocked(r)
+				o.mu.Unlock()
 				os.Remove(dir)
 				return nil, fmt.Errorf("spawn %s: %w", spec.Unit, err)
 			}
@@ -278,8 +294,11 @@ func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
 	if !spec.Survive {
 		o.mu.Lock()
 		r.waited = c.done
-		err = o.registerLocked(r)
+		ack, err := o.registerLocked(r)
 		o.mu.Unlock()
+		if err == nil {
+			err = o.confirm(ctx, r, ack)
+		}
 		if err != nil {
 			return fail(fmt.Errorf("spawn %s: %w", spec.Unit, err))
 		}

@@ -24,6 +24,19 @@
 // execs its program only after the owner registered its group (at EOF of the
 // gate, i.e. if the owner died, it exits instead).
 //
+// Every line the owner writes is answered by the supervisor (accepted, or
+// refused with a reason), and a registration counts only once accepted: a
+// refused one fails the spawn (or Own) with the supervisor's reason, before
+// the child's program runs. Lines are written by the pipe's own goroutine,
+// never under the owner's lock, so a supervisor that does not read (stopped
+// by SIGSTOP, a debugger) cannot wedge the owner: a line unanswered for a
+// second is noticed, Status says what is wrong, and spawns fail with that
+// reason instead of waiting for it.
+//
+// The owner's cgroup subtree lives as long as the owner: the supervisor
+// removes it at the owner's death, not when the owner closes an idle pipe,
+// and a spawn re-creates it if it is gone.
+//
 // An Owner is safe for concurrent use.
 package supervisor
 
@@ -63,6 +76,14 @@ func ParseMode(s string) (Mode, error) {
 const (
 	DefaultGrace     = 3 * time.Second
 	DefaultIdleClose = 30 * time.Second
+	// stallAfter: a supervisor that leaves a line unanswered this long is
+	// not keeping up; if it is stopped (SIGSTOP), registrations fail at
+	// once with that reason.
+	stallAfter = time.Second
+	// stallMax: how long a registration waits for the answer of a
+	// supervisor that is not stopped but slow (a loaded machine) before it
+	// fails.
+	stallMax = 10 * time.Second
 	// quickExit: a supervisor that exits by itself sooner than this after
 	// its start is broken, not merely killed; it is retried with backoff.
 	quickExit  = 5 * time.Second
@@ -146,6 +167,10 @@ type Owner struct {
 	// emptied, when set (tests), runs in Stop once the group is empty,
 	// before Stop releases it.
 	emptied func()
+	// warning is what went wrong with a registration nobody waits for (an
+	// escapee's, a replay's): Status reports it while the supervisor is
+	// otherwise fine. Set from the pipe's goroutines, hence atomic.
+	warning atomic.Pointer[string]
 
 	mu        sync.Mutex
 	regs      map[string]*reg // guarded by mu; by id
@@ -240,12 +265,23 @@ func newOwner(opts Options, launch launcher) (*Owner, error) {
 func (o *Owner) Mode() Mode { return o.mode }
 
 // Status reports the supervisor's state.
+// Health is "ok" or "idle" when all is well; else it says what is wrong:
+// "failing: …" (the supervisor exits at once, retried with backoff),
+// "stopped: …" (it is stopped and reads nothing), "not responding: …" (a
+// line unanswered for more than a second), "degraded: …" (a registration
+// nobody waited for was refused).
 func (o *Owner) Status() Status {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	s := Status{Groups: len(o.regs), Mode: o.mode, Health: o.health}
 	if o.pipe != nil {
 		s.PID = o.pipe.PID()
+	}
+	if s.Health == "" && o.pipe != nil {
+		s.Health, _ = stallOf(o.pipe)
+	}
+	if w := o.warning.Load(); s.Health == "" && w != nil {
+		s.Health = "degraded: " + *w
 	}
 	if s.Health == "" {
 		s.Health = "ok"
@@ -254,6 +290,43 @@ func (o *Owner) Status() Status {
 		}
 	}
 	return s
+}
+
+// stallOf says what is wrong when the supervisor of p does not keep up,
+// "" when it does: stopped is true when the kernel says it is stopped (a
+// SIGSTOP, a job-control stop), whether or not a line waits yet.
+func stallOf(p deathPipe) (reason string, stopped bool) {
+	pid := p.PID()
+	if st, err := proc.ReadStat(pid); err == nil && st.State == 'T' {
+		stopped = true
+	}
+	var late time.Duration
+	if at := p.Waiting(); !at.IsZero() {
+		late = time.Since(at)
+	}
+	switch {
+	case stopped && late >= stallAfter:
+		return fmt.Sprintf("stopped: supervisor %d is stopped and has not read its pipe for %v; registrations fail until it runs again (kill -CONT %d)", pid, late.Round(100*time.Millisecond), pid), true
+	case stopped:
+		return fmt.Sprintf("stopped: supervisor %d is stopped; registrations fail until it runs again (kill -CONT %d)", pid, pid), true
+	case late >= stallAfter:
+		return fmt.Sprintf("not responding: supervisor %d has not answered for %v", pid, late.Round(100*time.Millisecond)), false
+	}
+	return "", false
+}
+
+// availableLocked fails with the reason when the running supervisor cannot
+// take a registration now: it is stopped, or it left a line unanswered for
+// stallMax. A supervisor that is merely slow is waited for (see await).
+func (o *Owner) availableLocked() error {
+	if o.pipe == nil {
+		return nil
+	}
+	reason, stopped := stallOf(o.pipe)
+	if stopped || reason != "" && time.Since(o.pipe.Waiting()) >= stallMax {
+		return fmt.Errorf("%w: %s", ErrSupervisor, reason)
+	}
+	return nil
 }
 
 // Close is the clean owner exit: it writes the ledger records still queued
@@ -290,20 +363,27 @@ func (o *Owner) Close() error {
 		o.jr.close() // the records of owned spawns that trail are written now
 	}
 	o.cancel()
-	bound := time.NewTimer(o.opts.Grace + 5*time.Second)
-	defer bound.Stop()
+	limit := o.opts.Grace + 5*time.Second
+	bound, stop := context.WithTimeout(context.WithoutCancel(o.ctx), limit)
+	defer stop()
 	var err error
+	for _, p := range pipes {
+		if p != nil {
+			p.Close()
+		}
+	}
 	for _, p := range pipes {
 		if p == nil {
 			continue
 		}
-		if cerr := p.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
 		select {
 		case <-p.Exited():
-		case <-bound.C:
-			return fmt.Errorf("supervisor %d did not exit within %v of close", p.PID(), o.opts.Grace+5*time.Second)
+		case <-bound.Done():
+			// Stopped, or stuck: finish below kills what it was given,
+			// and the supervisor itself must not wake up later.
+			reason, _ := stallOf(p)
+			err = errors.Join(err, fmt.Errorf("supervisor %d did not exit within %v of close (%s); the owner stops its groups itself", p.PID(), limit, reason))
+			syscall.Kill(p.PID(), syscall.SIGKILL)
 		}
 	}
 	o.finish(regs)
@@ -311,7 +391,7 @@ wait:
 	for _, w := range waiters {
 		select {
 		case <-w:
-		case <-bound.C:
+		case <-bound.Done():
 			break wait
 		}
 	}
@@ -446,6 +526,7 @@ func (o *Owner) supervisorExited(p deathPipe) {
 	}
 	o.pipe = nil
 	p.Close()
+	o.warning.Store(nil)
 	now := time.Now()
 	lived := now.Sub(o.started)
 	// A supervisor killed by a signal (pkill, the OOM killer) is not a
@@ -491,6 +572,7 @@ func (o *Owner) timers() {
 	}
 	if o.pipe != nil && len(o.regs) == 0 && now.Sub(o.idleSince) >= o.opts.IdleClose {
 		o.opts.Logf("supervisor: nothing registered for %v: closing the death pipe", o.opts.IdleClose)
+		o.pipe.Send([][]byte{idleLine}, nil) // the subtree stays: it lives as long as the owner
 		o.pipe.Close()
 		o.retired = append(o.retired, o.pipe)
 		o.pipe = nil
@@ -510,7 +592,9 @@ func (o *Owner) pruneRetiredLocked() {
 	o.retired = kept
 }
 
-// startLocked launches a supervisor and replays every registration.
+// startLocked launches a supervisor and replays every registration. The
+// answers to the replay are not waited for: a refusal is logged and shown
+// by Status.
 func (o *Owner) startLocked() error {
 	cgBase, cgOwn := "", ""
 	if o.tree != nil {
@@ -523,65 +607,137 @@ func (o *Owner) startLocked() error {
 	}
 	o.pipe, o.started = p, time.Now()
 	o.poke()
-	var buf []byte
+	var lines [][]byte
+	var names []string
 	for _, r := range o.regs {
 		for _, x := range append([]*reg{r}, r.esc...) {
-			l, err := regLine(x.id, x)
+			l, err := o.lineLocked(x)
 			if err != nil {
 				continue // refused at registration already
 			}
-			if len(buf)+len(l) > 4096 { // PIPE_BUF: keep each write atomic
-				if err := p.Write(buf); err != nil {
-					return fmt.Errorf("%w: replay: %v", ErrSupervisor, err)
-				}
-				buf = buf[:0]
-			}
-			buf = append(buf, l...)
+			lines = append(lines, l)
+			names = append(names, fmt.Sprintf("group %d of %s", x.g.PGID, x.g.Unit))
 		}
 	}
-	if len(buf) > 0 {
-		if err := p.Write(buf); err != nil {
-			return fmt.Errorf("%w: replay: %v", ErrSupervisor, err)
-		}
+	if len(lines) > 0 {
+		p.Send(lines, func(i int, err error) {
+			if err != nil && !errors.As(err, new(*lostError)) {
+				o.warn(fmt.Sprintf("replay of %s: %v", names[i], err))
+			}
+		})
 	}
 	return nil
 }
 
-// sendLocked writes one line to the running supervisor, starting it first
-// if none runs (lazy start; the start replays every registration, which
-// includes the line's). If the write fails (the supervisor died unnoticed),
-// it starts a new one once.
-func (o *Owner) sendLocked(l []byte) error {
-	if o.pipe == nil {
-		return o.startLocked()
-	}
-	if err := o.pipe.Write(l); err == nil {
-		return nil
-	}
-	o.pipe.Close()
-	o.retired = append(o.retired, o.pipe)
-	o.pipe = nil
-	return o.startLocked()
+// warn records and logs what went wrong with a registration that nobody
+// waits for. Called from the pipe's goroutines: it takes no lock of o.
+func (o *Owner) warn(msg string) {
+	o.warning.Store(&msg)
+	o.opts.Logf("supervisor: %s", msg)
 }
 
-// registerLocked records r and tells the supervisor.
-func (o *Owner) registerLocked(r *reg) error {
-	l, err := regLine(r.id, r)
+// lineLocked is r's registration line, for the running hierarchy.
+func (o *Owner) lineLocked(r *reg) ([]byte, error) {
+	base := ""
+	if o.tree != nil {
+		base = o.tree.base
+	}
+	return regLine(r.id, base, r)
+}
+
+// registerLocked records r and sends its registration to the supervisor,
+// starting one first if none runs (lazy start; the start replays the other
+// registrations). It does not wait: the answer comes on ack, to be waited
+// for with confirm once mu is released. It fails at once, registering
+// nothing, when the line cannot be carried or the supervisor cannot take
+// it now (stopped).
+func (o *Owner) registerLocked(r *reg) (<-chan error, error) {
+	l, err := o.lineLocked(r)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	if err := o.availableLocked(); err != nil {
+		return nil, err
+	}
+	if o.pipe == nil {
+		if err := o.startLocked(); err != nil {
+			return nil, err
+		}
 	}
 	o.regs[r.id] = r
-	if err := o.sendLocked(l); err != nil {
-		delete(o.regs, r.id)
-		return err
-	}
-	return nil
+	ack := make(chan error, 1)
+	o.pipe.Send([][]byte{l}, func(_ int, err error) { ack <- err })
+	return ack, nil
 }
 
-// unregisterLocked forgets r and its escapees and tells the supervisor.
-func (o *Owner) unregisterLocked(r *reg) {
+// confirm waits for the supervisor's answer to r's registration (ack, from
+// registerLocked). An answer lost with its supervisor (killed meanwhile) is
+// asked of the next one: the owner restarts it and replays r. It returns
+// nil once accepted, a *RefusedError, or the reason the supervisor does not
+// answer (see await). The caller unregisters r on failure.
+func (o *Owner) confirm(ctx context.Context, r *reg, ack <-chan error) error {
+	for try := 1; ; try++ {
+		err := o.await(ctx, ack, 1)
+		if err == nil || try == 3 || !errors.As(err, new(*lostError)) {
+			return err
+		}
+		o.mu.Lock()
+		switch {
+		case o.closed:
+			err = ErrClosed
+		case o.regs[r.id] != r:
+			err = fmt.Errorf("group %d of %s: unregistered while it waited for the supervisor: %w", r.g.PGID, r.g.Unit, ErrUnknown)
+		default:
+			ack, err = o.registerLocked(r)
+		}
+		o.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// await waits for n answers on ack and returns the first error among them.
+// A supervisor that answers nothing for stallAfter is looked at: if it is
+// stopped, await fails at once with that reason; if it runs but is slow,
+// await goes on waiting, up to stallMax. ctx bounds the wait too.
+func (o *Owner) await(ctx context.Context, ack <-chan error, n int) error {
+	start := time.Now()
+	t := time.NewTimer(stallAfter)
+	defer t.Stop()
+	var first error
+	for n > 0 {
+		select {
+		case err := <-ack:
+			n--
+			if first == nil {
+				first = err
+			}
+			continue
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the supervisor's answer: %w", ctx.Err())
+		case <-t.C:
+		}
+		o.mu.Lock()
+		p := o.pipe
+		o.mu.Unlock()
+		if p != nil {
+			if reason, stopped := stallOf(p); reason != "" && (stopped || time.Since(start) >= stallMax) {
+				o.opts.Logf("supervisor: %s", reason)
+				return fmt.Errorf("%w: %s", ErrSupervisor, reason)
+			}
+		}
+		t.Reset(stallAfter)
+	}
+	return first
+}
+
+// unregisterLocked forgets r and its escapees and tells the supervisor. It
+// does not wait; the answers come on the returned channel (nil when nothing
+// was sent), n of them, for a caller that must know (Release).
+func (o *Owner) unregisterLocked(r *reg) (ack <-chan error, n int) {
 	if o.regs[r.id] != r {
-		return
+		return nil, 0
 	}
 	delete(o.regs, r.id)
 	for _, e := range r.esc {
@@ -592,15 +748,15 @@ func (o *Owner) unregisterLocked(r *reg) {
 		o.poke() // the idle close is due now: the janitor arms its timer
 	}
 	if o.pipe == nil {
-		return // nothing to tell; a later start replays only what is left
+		return nil, 0 // nothing to tell; a later start replays only what is left
 	}
-	var buf []byte
+	var lines [][]byte
 	for _, x := range append([]*reg{r}, r.esc...) {
-		buf = append(buf, unregLine(x.id)...)
+		lines = append(lines, unregLine(x.id))
 	}
-	if err := o.pipe.Write(buf); err != nil {
-		o.opts.Logf("supervisor: unregister %s: %v", r.id, err)
-	}
+	c := make(chan error, len(lines))
+	o.pipe.Send(lines, func(_ int, err error) { c <- err })
+	return c, len(lines)
 }
 
 func (o *Owner) nextLocked() uint64 { o.seq++; return o.seq }

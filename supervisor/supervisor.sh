@@ -1,39 +1,70 @@
 # hermes death supervisor. Run as: sh -c SCRIPT hermes-supervisor GRACE_MS OWNER_PGID CGBASE CGOWN
-# (CGBASE: cgroup dirs must be below it; CGOWN: the owner's subtree, removed at exit; - for none)
+# (CGBASE: every cgroup dir is below it; CGOWN: the owner's subtree, removed
+# at the owner's death; - for none)
 # stdin is the read end of the owner's death pipe. Lines (<= 256 bytes):
-#   R ID PGID LEADER START KEY CGROUP  register or replace ID (PGID 0: cgroup only;
-#                                      START 0: no leader to check; KEY, CGROUP: - for none)
-#   U ID                               unregister ID
-# Anything else is ignored. At EOF: TERM every registered group, wait up to
-# GRACE_MS for all to be empty, KILL what is left, remove the cgroups, exit.
+#   R ID PGID LEADER START KEY CG  register or replace ID (PGID 0: cgroup only;
+#                                  START 0: no leader to check; KEY: - for none;
+#                                  CG: - for none, else the cgroup dir relative
+#                                  to CGBASE, each byte outside [A-Za-z0-9._/-]
+#                                  written \0ooo, as printf %b reads it)
+#   U ID                           unregister ID
+#   I                              the owner closes the pipe because nothing is
+#                                  registered: at EOF, CGOWN is left in place
+# stdout is the reply pipe: every line read gets one reply, in order:
+#   A ID                           accepted (ID - for I)
+#   N ID REASON...                 refused, nothing changed (ID - when unreadable)
+# At EOF: TERM every registered group, wait up to GRACE_MS for all to be
+# empty, KILL what is left, remove the cgroups, exit.
 set -f
 trap '' HUP INT QUIT TSTP TTIN TTOU PIPE
-grace=$1 opg=$2 base=$3 own=$4 me=$$ ids=' '
+grace=$1 opg=$2 base=$3 own=$4 me=$$ ids=' ' idle=0 cg=-
 num() { case $1 in '' | *[!0-9]*) return 1 ;; esac; }
+no() { echo "N $rid $*"; }
 while IFS= read -r l; do
-  [ ${#l} -le 256 ] || continue
+  rid=-
+  if [ ${#l} -gt 256 ]; then no line longer than 256 bytes; continue; fi
   # shellcheck disable=SC2086 # splitting the line into fields is the point
   set -- $l
-  case $1 in
+  case ${1-} in
   R)
-    if ! { [ $# -eq 7 ] && num "$3" && num "$4" && num "$5"; }; then continue; fi
-    case $2 in '' | *[!A-Za-z0-9_]*) continue ;; esac
-    case $6 in - | [A-Za-z0-9_]*) ;; *) continue ;; esac
-    case $6 in *[!A-Za-z0-9_-]*) continue ;; esac
-    case $7 in -) [ "$3" -gt 1 ] || continue ;; "$base"/*) ;; *) continue ;; esac
-    case $7 in *..*) continue ;; esac
-    if [ "$3" -eq "$me" ] || [ "$3" -eq "$opg" ] || [ "$3" -eq 1 ]; then continue; fi
-    eval "g_$2=\$l"
+    case ${2-} in '' | *[!A-Za-z0-9_]*) no bad registration id; continue ;; esac
+    rid=$2
+    if ! { [ $# -eq 7 ] && num "$3" && num "$4" && num "$5"; }; then no malformed registration; continue; fi
+    case $6 in - | [A-Za-z0-9_]*) ;; *) no bad spawn key; continue ;; esac
+    case $6 in *[!A-Za-z0-9_-]*) no bad spawn key; continue ;; esac
+    c=$7
+    if [ "$c" = - ]; then
+      [ "$3" -gt 1 ] || { no pgid must be greater than 1; continue; }
+    else
+      case $c in *\\*) c=$(printf '%b.' "$c") c=${c%.} ;; esac
+      case /$c/ in //* | */./* | */../*) no cgroup is not a path below the base; continue ;; esac
+      c=$base/$c
+      [ -d "$c" ] || { no cgroup is not a directory below the base; continue; }
+    fi
+    if [ "$3" -eq "$me" ] || [ "$3" -eq "$opg" ] || [ "$3" -eq 1 ]; then no unsafe group "$3"; continue; fi
+    eval "g_$2=\"\$3 \$4 \$5 \$6\" c_$2=\$c"
     case $ids in *" $2 "*) ;; *) ids="$ids$2 " ;; esac
+    echo "A $2"
     ;;
   U)
-    [ $# -eq 2 ] || continue
-    case $2 in '' | *[!A-Za-z0-9_]*) continue ;; esac
+    case ${2-} in '' | *[!A-Za-z0-9_]*) no bad registration id; continue ;; esac
+    rid=$2
+    [ $# -eq 2 ] || { no malformed unregistration; continue; }
     case $ids in *" $2 "*) ids="${ids%% "$2" *} ${ids#* "$2" }" ;; esac
-    unset "g_$2"
+    unset "g_$2" "c_$2"
+    echo "A $2"
     ;;
+  I)
+    [ $# -eq 1 ] || { no malformed idle line; continue; }
+    idle=1
+    echo "A -"
+    ;;
+  *) no unknown line ;;
   esac
 done
+# The owner is gone or closed the pipe: nobody reads replies any more, and
+# nothing started from here may hold the reply pipe.
+exec >/dev/null
 
 # fields FILE: st, pg, t0 := the state, process group and start time in the
 # stat file FILE (/proc/PID/stat); false, with st empty, when it is gone.
@@ -45,6 +76,8 @@ fields() {
   st=$1 pg=$3 t0=${20}
 }
 
+# reg ID: $1..$4 := PGID LEADER START KEY of registration ID, cg := its
+# cgroup dir (- for none).
 # look ID: ok=1 when group ID may have members and may be signalled; then
 # live=1 when a live member is known, else pm=its pgid (pgroup mode: only
 # zombies may be left, to be confirmed by members). kill -0 of a process
@@ -54,20 +87,20 @@ fields() {
 # is a stranger's: never signalled, not counted.
 look() {
   ok=0 live=0 pm=''
-  eval "set -- \$g_$1"
-  if [ "$7" != - ]; then
+  eval "set -- \$g_$1; cg=\$c_$1"
+  if [ "$cg" != - ]; then
     e=''
-    while read -r k v; do [ "$k" = populated ] && e=$v; done 2>/dev/null <"$7/cgroup.events"
+    while read -r k v; do [ "$k" = populated ] && e=$v; done 2>/dev/null <"$cg/cgroup.events"
     [ "$e" = 1 ] && ok=1 live=1
     return 0
   fi
-  kill -s 0 -- "-$3" 2>/dev/null || return 0
-  if fields "/proc/$4/stat"; then
-    [ "$5" = 0 ] || [ "$t0" = "$5" ] || return 0
-    case $st in Z | X) ;; *) [ "$pg" = "$3" ] && live=1 ;; esac
+  kill -s 0 -- "-$1" 2>/dev/null || return 0
+  if fields "/proc/$2/stat"; then
+    [ "$3" = 0 ] || [ "$t0" = "$3" ] || return 0
+    case $st in Z | X) ;; *) [ "$pg" = "$1" ] && live=1 ;; esac
   fi
   ok=1
-  [ "$live" = 1 ] || pm=$3
+  [ "$live" = 1 ] || pm=$1
 }
 
 # hit SIG: send SIG to every group of $pending that may have members, and to
@@ -78,12 +111,12 @@ hit() {
     look "$id"
     [ "$ok" = 1 ] || continue
     eval "set -- \$g_$id"
-    if [ "$7" = - ]; then
-      kill -s "$sig" -- "-$3" 2>/dev/null
+    if [ "$cg" = - ]; then
+      kill -s "$sig" -- "-$1" 2>/dev/null
     elif [ "$sig" = KILL ]; then
-      echo 1 2>/dev/null >"$7/cgroup.kill"
+      echo 1 2>/dev/null >"$cg/cgroup.kill"
     else
-      while read -r p; do kill -s "$sig" "$p" 2>/dev/null; done 2>/dev/null <"$7/cgroup.procs"
+      while read -r p; do kill -s "$sig" "$p" 2>/dev/null; done 2>/dev/null <"$cg/cgroup.procs"
     fi
   done
   for p in $esc; do kill -s "$sig" "$p" 2>/dev/null; done
@@ -104,7 +137,7 @@ members() {
 }
 
 # pgof ID: pgid := the process group of registration ID.
-pgof() { eval "set -- \$g_$1"; pgid=$3; }
+pgof() { eval "set -- \$g_$1"; pgid=$1; }
 
 # check: left=1 when anything may still be alive. Groups seen empty are
 # dropped from the front of $pending, and the check stops at the first
@@ -141,8 +174,8 @@ check() {
 sweep() {
   keys='' esc=''
   for id in $ids; do
-    eval "set -- \$g_$id"
-    [ "$7" = - ] && [ "$6" != - ] && keys="$keys|$6"
+    eval "set -- \$g_$id; cg=\$c_$id"
+    [ "$cg" = - ] && [ "$4" != - ] && keys="$keys|$4"
   done
   [ -n "$keys" ] || return 0
   set +f
@@ -183,9 +216,12 @@ if [ "$left" = 1 ]; then
     n=$((n + 1))
   done
 fi
+# The cgroups of the groups registered, and the owner's subtree unless the
+# owner closed the pipe only because it was idle: the subtree lives as long
+# as its owner, not as long as one supervisor.
 for id in $ids; do
-  eval "set -- \$g_$id"
-  [ "$7" = - ] || rmdir "$7" 2>/dev/null
+  eval "cg=\$c_$id"
+  [ "$cg" = - ] || rmdir "$cg" 2>/dev/null
 done
-[ "$own" = - ] || rmdir "$own" 2>/dev/null
+[ "$own" = - ] || [ "$idle" = 1 ] || rmdir "$own" 2>/dev/null
 exit 0

@@ -33,6 +33,11 @@ type family struct {
 	pause    bool // kill the owner between spawn and registration
 	hermesct bool // the owner is "hermesctl run"
 	ledger   int  // ledger entries expected before the kill (0: not checked)
+	// cgroup: the owners (under test and control) run in a cgroup of this
+	// path below a fresh test cgroup, where cgroup v2 is writable: their
+	// subtrees, and every cgroup they register, have odd paths.
+	cgroup string
+	cgdir  string // set by runRow: the absolute dir of cgroup
 }
 
 var families = []family{
@@ -47,6 +52,10 @@ var families = []family{
 	{name: "supervisor killed, then owner", kind: "tree", lines: 3, n: 1, owners: 1, control: 3, killSup: true},
 	{name: "killed between spawn and registration", kind: "simple", lines: 0, n: 1, owners: 1, control: 1, pause: true},
 	{name: "3 owners x 15 children", kind: "simple", lines: 1, n: 15, owners: 3, control: 15, ledger: 45},
+	{name: "owner's cgroup path with a space", kind: "tree", lines: 3, n: 1, owners: 1, control: 3, cgroup: "my units/with space"},
+	{name: "owner's cgroup path with .. names", kind: "tree", lines: 3, n: 1, owners: 1, control: 3, cgroup: "a..b/.../c.."},
+	{name: "owner's cgroup path over 256 bytes", kind: "tree", lines: 3, n: 1, owners: 1, control: 3,
+		cgroup: strings.Repeat("l", 120) + "/" + strings.Repeat("m", 120) + "/" + strings.Repeat("n", 40)},
 }
 
 const testGrace = 500 * time.Millisecond
@@ -108,6 +117,14 @@ func startOwner(t *testing.T, f family, mode Mode, marker, state string, externa
 		if external > 0 {
 			cmd.Env = append(cmd.Env, envOwn+"="+strconv.Itoa(external))
 		}
+	}
+	if f.cgdir != "" {
+		fd, err := os.Open(f.cgdir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fd.Close()
+		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(fd.Fd())}
 	}
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
@@ -205,6 +222,9 @@ func TestSurvivors(t *testing.T) {
 func runRow(t *testing.T, f family, mode Mode, marker string) (found, control int) {
 	victim, ctl := marker+"-v", marker+"-c"
 	t.Cleanup(func() { killMarked(victim); killMarked(ctl) })
+	if f.cgroup != "" {
+		f.cgdir = oddCgroup(t, marker, f.cgroup, victim, ctl)
+	}
 	ctlExt, vExt := 0, 0
 	if f.own {
 		ctlExt, vExt = external(t, ctl), external(t, victim)
@@ -307,4 +327,36 @@ func runRow(t *testing.T, f family, mode Mode, marker string) (found, control in
 	c.in.Close()
 	c.cmd.Wait()
 	return found, control
+}
+
+// oddCgroup creates the cgroup path below a fresh test cgroup named after
+// marker and returns its dir; at the end of the test, once the processes
+// marked victim and ctl are gone, it removes it all. Without a writable
+// cgroup v2 hierarchy it returns "" (the owners run where the test runs),
+// and says so.
+func oddCgroup(t *testing.T, marker, path, victim, ctl string) string {
+	t.Helper()
+	if ok, why := cgroupAvailable(); !ok {
+		t.Logf("owners not placed in cgroup %q: %s", path, why)
+		return ""
+	}
+	own, err := ownCgroup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := filepath.Join(proc.CgroupMount(), own, "hu-odd-"+marker)
+	dir := filepath.Join(top, path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("create test cgroup %s: %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if !eventually(testGrace+10*time.Second, func() bool {
+			killMarked(victim)
+			killMarked(ctl)
+			return removeTree(top)
+		}) {
+			t.Errorf("test cgroup %s still populated at the end", top)
+		}
+	})
+	return dir
 }

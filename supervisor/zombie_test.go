@@ -54,7 +54,7 @@ func TestZombieIsGone(t *testing.T) {
 		for i, x := range []Group{g, g2} {
 			lines += fmt.Sprintf("R z%d %d %d %d - -\n", i, x.PGID, x.Leader.PID, x.Leader.StartTime)
 		}
-		if err := p.Write([]byte(lines)); err != nil {
+		if err := rawWrite(p, []byte(lines)); err != nil {
 			t.Fatal(err)
 		}
 		p.Close()
