@@ -54,9 +54,9 @@ func (o *Owner) Own(ctx context.Context, groups ...Group) error {
 	}
 	type pending struct {
 		r   *reg
-		ack <-chan error
+		s sent
 	}
-	var sent []pending
+	var sents []pending
 	var errs []error
 	for _, g := range groups {
 		// The first group that cannot be owned ends the loop; those before
@@ -74,10 +74,10 @@ func (o *Owner) Own(ctx context.Context, groups ...Group) error {
 			}
 		}
 		var r *reg
-		var ack <-chan error
+		var s sent
 		if err == nil {
 			r = &reg{id: fmt.Sprintf("a%d", o.nextLocked()), g: g}
-			if ack, err = o.registerLocked(r); err != nil {
+			if s, err = o.registerLocked(r); err != nil {
 				err = fmt.Errorf("own group %d of %s: %w", g.PGID, g.Unit, err)
 			}
 		}
@@ -85,12 +85,12 @@ func (o *Owner) Own(ctx context.Context, groups ...Group) error {
 			errs = append(errs, err)
 			break
 		}
-		sent = append(sent, pending{r, ack})
+		sents = append(sents, pending{r, s})
 	}
 	o.mu.Unlock()
 	var added []Group
-	for _, s := range sent {
-		if err := o.confirm(ctx, s.r, s.ack); err != nil {
+	for _, s := range sents {
+		if err := o.confirm(ctx, s.r, s.s); err != nil {
 			o.mu.Lock()
 			o.unregisterLocked(s.r)
 			o.mu.Unlock()

@@ -190,10 +190,10 @@ func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
 			// The cgroup alone, pgid 0 until the leader exists; accepted
 			// before the child starts into it.
 			o.mu.Lock()
-			ack, err := o.registerLocked(r)
+			s, err := o.registerLocked(r)
 			o.mu.Unlock()
 			if err == nil {
-				err = o.confirm(ctx, r, ack)
+				err = o.confirm(ctx, r, s)
 			}
 			if err != nil {
 				o.mu.Lock()
@@ -294,10 +294,10 @@ func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
 	if !spec.Survive {
 		o.mu.Lock()
 		r.waited = c.done
-		ack, err := o.registerLocked(r)
+		s, err := o.registerLocked(r)
 		o.mu.Unlock()
 		if err == nil {
-			err = o.confirm(ctx, r, ack)
+			err = o.confirm(ctx, r, s)
 		}
 		if err != nil {
 			return fail(fmt.Errorf("spawn %s: %w", spec.Unit, err))

@@ -645,39 +645,46 @@ func (o *Owner) lineLocked(r *reg) ([]byte, error) {
 	return regLine(r.id, base, r)
 }
 
+// sent is a registration sent to a supervisor: its answer comes on ack.
+type sent struct {
+	ack <-chan error
+	p   deathPipe
+}
+
 // registerLocked records r and sends its registration to the supervisor,
 // starting one first if none runs (lazy start; the start replays the other
-// registrations). It does not wait: the answer comes on ack, to be waited
-// for with confirm once mu is released. It fails at once, registering
-// nothing, when the line cannot be carried or the supervisor cannot take
-// it now (stopped).
-func (o *Owner) registerLocked(r *reg) (<-chan error, error) {
+// registrations). It does not wait: the answer is to be waited for with
+// confirm once mu is released. It fails at once, registering nothing, when
+// the line cannot be carried or the supervisor cannot take it now
+// (stopped).
+func (o *Owner) registerLocked(r *reg) (sent, error) {
 	l, err := o.lineLocked(r)
 	if err != nil {
-		return nil, err
+		return sent{}, err
 	}
 	if err := o.availableLocked(); err != nil {
-		return nil, err
+		return sent{}, err
 	}
 	if o.pipe == nil {
 		if err := o.startLocked(); err != nil {
-			return nil, err
+			return sent{}, err
 		}
 	}
 	o.regs[r.id] = r
 	ack := make(chan error, 1)
 	o.pipe.Send([][]byte{l}, func(_ int, err error) { ack <- err })
-	return ack, nil
+	return sent{ack, o.pipe}, nil
 }
 
-// confirm waits for the supervisor's answer to r's registration (ack, from
-// registerLocked). An answer lost with its supervisor (killed meanwhile) is
-// asked of the next one: the owner restarts it and replays r. It returns
+// confirm waits for the supervisor's answer to r's registration (s, from
+// registerLocked). An answer lost with its supervisor (killed meanwhile,
+// whose exit the janitor may not have seen yet) is asked of a new one,
+// which is given every registration: up to three supervisors. It returns
 // nil once accepted, a *RefusedError, or the reason the supervisor does not
 // answer (see await). The caller unregisters r on failure.
-func (o *Owner) confirm(ctx context.Context, r *reg, ack <-chan error) error {
+func (o *Owner) confirm(ctx context.Context, r *reg, s sent) error {
 	for try := 1; ; try++ {
-		err := o.await(ctx, ack, 1)
+		err := o.await(ctx, s.ack, 1)
 		if err == nil || try == 3 || !errors.As(err, new(*lostError)) {
 			return err
 		}
@@ -688,7 +695,14 @@ func (o *Owner) confirm(ctx context.Context, r *reg, ack <-chan error) error {
 		case o.regs[r.id] != r:
 			err = fmt.Errorf("group %d of %s: unregistered while it waited for the supervisor: %w", r.g.PGID, r.g.Unit, ErrUnknown)
 		default:
-			ack, err = o.registerLocked(r)
+			if o.pipe == s.p {
+				// Its answers are lost: it exited (or its pipe broke),
+				// and nothing it was given is protected by it any more.
+				o.pipe.Close()
+				o.retired = append(o.retired, o.pipe)
+				o.pipe = nil
+			}
+			s, err = o.registerLocked(r)
 		}
 		o.mu.Unlock()
 		if err != nil {

@@ -114,7 +114,7 @@ func TestRunDescriptors(t *testing.T) {
 			exact(t, fmt.Sprintf("child pid %d", child), child, want, ctlFDs)
 
 			sup := supervisorOf(t, ctl)
-			want = map[int]string{0: "pipe:[", 1: "/dev/null", 2: "/dev/null"}
+			want = map[int]string{0: "pipe:[", 1: "pipe:[", 2: "/dev/null"}
 			for n, tg := range passed {
 				want[n] = tg
 			}
@@ -134,6 +134,20 @@ func TestRunDescriptors(t *testing.T) {
 				}
 				if !writer {
 					t.Errorf("hermesctl holds no write end of the supervisor's pipe %s", in.Target)
+				}
+			}
+			// fd 1 is the write end of the reply pipe, whose read end only
+			// hermesctl holds: the supervisor answers each registration on it.
+			for _, out := range fds {
+				if out.Num != 1 {
+					continue
+				}
+				reader := false
+				for _, h := range ctlFDs {
+					reader = reader || h.Target == out.Target && !h.Write()
+				}
+				if !out.Write() || !reader {
+					t.Errorf("supervisor fd 1 %v: want the write end of a reply pipe whose read end hermesctl holds", out)
 				}
 			}
 		})

@@ -111,7 +111,7 @@ func TestDescriptorHygiene(t *testing.T) {
 			if sup == 0 {
 				t.Fatalf("no death supervisor runs with owned units registered")
 			}
-			checkFDs(t, fmt.Sprintf("supervisor pid %d", sup), sup, map[int]string{0: "pipe:[", 1: "/dev/null", 2: "/dev/null"}, hermesdFDs)
+			checkFDs(t, fmt.Sprintf("supervisor pid %d", sup), sup, map[int]string{0: "pipe:[", 1: "pipe:[", 2: "/dev/null"}, hermesdFDs)
 			fds, err := procfd.List(sup)
 			if err != nil {
 				t.Fatal(err)
@@ -127,6 +127,20 @@ func TestDescriptorHygiene(t *testing.T) {
 				}
 				if !writer {
 					t.Errorf("hermesd holds no write end of the supervisor's pipe %s", in.Target)
+				}
+			}
+			// fd 1 is the write end of the reply pipe, whose read end only
+			// hermesd holds: the supervisor answers each registration on it.
+			for _, out := range fds {
+				if out.Num != 1 {
+					continue
+				}
+				reader := false
+				for _, h := range hermesdFDs {
+					reader = reader || h.Target == out.Target && !h.Write()
+				}
+				if !out.Write() || !reader {
+					t.Errorf("supervisor fd 1 %v: want the write end of a reply pipe whose read end hermesd holds", out)
 				}
 			}
 		})
