@@ -53,7 +53,7 @@ func (o *Owner) Own(ctx context.Context, groups ...Group) error {
 		return ErrClosed
 	}
 	type pending struct {
-		r   *reg
+		r *reg
 		s sent
 	}
 	var sents []pending
