@@ -58,6 +58,11 @@ type AdoptRequest struct {
 	// client sends its own, but the Server replaces it with the group of
 	// the peer's pid from SO_PEERCRED: a Backend may trust it.
 	CallerPGID int `json:"caller_pgid,omitempty"`
+	// CallerPID is the pid of the process that asked, from SO_PEERCRED:
+	// the Server sets it, whatever the client sent (0 when unknown). The
+	// daemon refuses a group holding one of its ancestors (the shell that
+	// ran hermesctl, the terminal's session leader).
+	CallerPID int `json:"caller_pid,omitempty"`
 }
 
 // Adopted describes a group the daemon now owns.
@@ -113,8 +118,9 @@ func (s *Server) routeAdopter(mux *http.ServeMux) {
 		if !decodeBody(w, r, "adopt", &req) {
 			return
 		}
-		req.CallerPGID = 0
+		req.CallerPGID, req.CallerPID = 0, 0
 		if ad, _ := r.Context().Value(connKey{}).(*admission); ad != nil && ad.peer.PID > 0 {
+			req.CallerPID = ad.peer.PID
 			if pg, err := unix.Getpgid(ad.peer.PID); err == nil {
 				req.CallerPGID = pg
 			}

@@ -157,14 +157,50 @@ type guards struct {
 	supervisorPID     int // the death supervisor leads its own group; 0 when none runs
 	callerPGID        int // the group of the hermesctl that asked; 0 unknown
 	uid               int // hermesd's effective uid; 0 (root) adopts anyone's
+	// ancestors of the hermesctl that asked and of hermesd, nearest
+	// first: a group holding one of them is never adopted. An adopted
+	// group dies with hermesd; were it the group of the shell that ran
+	// hermesctl (which differs from hermesctl's own under job control) or
+	// of the terminal that started hermesd, the user's terminal would die
+	// with hermesd.
+	ancestors []ancestor
 }
 
-func (r *Reconciler) guards(callerPGID int) guards {
-	g := guards{selfPID: os.Getpid(), selfPGID: syscall.Getpgrp(), callerPGID: callerPGID, uid: os.Geteuid()}
+// ancestor is a process above the caller or hermesd, and its group.
+type ancestor struct {
+	pid, pgid int
+	comm      string
+	of        string // "the hermesctl that asked" or "hermesd"
+}
+
+func (r *Reconciler) guards(req control.AdoptRequest) guards {
+	g := guards{selfPID: os.Getpid(), selfPGID: syscall.Getpgrp(), callerPGID: req.CallerPGID, uid: os.Geteuid()}
 	if r.opt.Supervisor != nil {
 		g.supervisorPID = r.opt.Supervisor().PID
 	}
+	if req.CallerPID > 0 {
+		g.ancestors = append(g.ancestors, ancestorsOf(req.CallerPID, "the hermesctl that asked")...)
+	}
+	g.ancestors = append(g.ancestors, ancestorsOf(os.Getpid(), "hermesd")...)
 	return g
+}
+
+// maxAncestors bounds the walk up the process tree (a pid namespace is
+// not deeper in practice; the bound only guards against a cycle read
+// across pid reuse).
+const maxAncestors = 1024
+
+// ancestorsOf lists the processes above pid up to (not including) init,
+// each with its group, from /proc. of names whose ancestors they are.
+func ancestorsOf(pid int, of string) []ancestor {
+	var out []ancestor
+	st, err := proc.ReadStat(pid)
+	for i := 0; err == nil && st.PPID > 1 && i < maxAncestors; i++ {
+		if st, err = proc.ReadStat(st.PPID); err == nil {
+			out = append(out, ancestor{pid: st.PID, pgid: st.PGID, comm: st.Comm, of: of})
+		}
+	}
+	return out
 }
 
 func refused(format string, args ...any) error {
@@ -194,6 +230,11 @@ func vetGroup(pid, pgid int, gd guards) (Group, error) {
 		return Group{}, refused("group %d is hermesd's death supervisor", pgid)
 	case gd.callerPGID != 0 && pgid == gd.callerPGID:
 		return Group{}, refused("group %d is your own (the group of the hermesctl that asked): it would die with hermesd; start the program in a group of its own (setsid) or adopt it from another shell", pgid)
+	}
+	for _, a := range gd.ancestors {
+		if a.pgid == pgid {
+			return Group{}, refused("group %d holds pid %d (%s), an ancestor of %s: adopted, it would be killed when hermesd dies, and your terminal with it; adopt the program's own group instead (start it with setsid)", pgid, a.pid, a.comm, a.of)
+		}
 	}
 	members, err := proc.GroupMembers(pgid)
 	if err != nil {
@@ -276,7 +317,7 @@ func (r *Reconciler) Adopt(ctx context.Context, req control.AdoptRequest) (contr
 	if (req.PID == 0) == (req.PGID == 0) {
 		return control.Adopted{}, fmt.Errorf("%w: adopt takes a pid or a pgid", control.ErrBadRequest)
 	}
-	gd := r.guards(req.CallerPGID)
+	gd := r.guards(req)
 	var res control.Adopted
 	var err error
 	if e := r.do(ctx, func(ctx context.Context) {

@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -10,8 +11,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/proc"
 )
 
 // groupLeader starts `sleep` leading its own group (as uid when cred is
@@ -129,5 +132,64 @@ func TestPortsOf(t *testing.T) {
 	}
 	if got := portsOf([]int{os.Getpid()}, map[uint64]int{}); len(got) != 0 {
 		t.Errorf("portsOf with no listeners: got %v, want none", got)
+	}
+}
+
+// TestVetGroupRefusesAncestors: a group that holds an ancestor of the
+// hermesctl that asked (the shell that ran it, in a group of its own under
+// job control) or of hermesd is refused, with the ancestor named.
+func TestVetGroupRefusesAncestors(t *testing.T) {
+	// shell leads its group; its child "hermesctl" runs in another one.
+	shell := exec.Command("/bin/sh", "-c", "setsid sleep 1000 & echo $!; wait")
+	shell.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := shell.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := shell.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var caller int
+	if _, err := fmt.Fscan(out, &caller); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-caller, syscall.SIGKILL)
+		syscall.Kill(-shell.Process.Pid, syscall.SIGKILL)
+		shell.Wait()
+	})
+	// Wait (polling /proc: no event for another process's exec) until the
+	// process of pid caller is the sleep, in a session of its own.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := proc.ReadStat(caller)
+		if err == nil && st.SID == caller && st.Comm == "sleep" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d did not become a setsid sleep within 10s: %+v %v", caller, st, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	r := &Reconciler{}
+	gd := r.guards(control.AdoptRequest{CallerPID: caller})
+	_, err = vetGroup(0, shell.Process.Pid, gd)
+	want := fmt.Sprintf("group %d holds pid %d (sh), an ancestor of the hermesctl that asked", shell.Process.Pid, shell.Process.Pid)
+	if !errors.Is(err, control.ErrRefused) || !strings.Contains(err.Error(), want) {
+		t.Errorf("vetGroup(the caller's parent's group): got %v, want a refusal saying %q", err, want)
+	}
+	if _, err := vetGroup(0, caller, gd); err != nil {
+		t.Errorf("vetGroup(the caller's own group, no ancestor in it): %v, want accepted here (the server refuses it as the caller's group)", err)
+	}
+
+	// hermesd's ancestors are guarded too: here the test process plays
+	// hermesd, and its parent is listed.
+	var found bool
+	for _, a := range gd.ancestors {
+		found = found || a.pid == os.Getppid() && a.of == "hermesd"
+	}
+	if !found {
+		t.Errorf("ancestors %+v do not list hermesd's parent %d", gd.ancestors, os.Getppid())
 	}
 }

@@ -155,7 +155,7 @@ func (r *Reconciler) Orphans(ctx context.Context, adopt bool) (control.OrphanRep
 	if !ok {
 		return control.OrphanReport{Orphans: []control.Orphan{}, Adopted: []control.Adopted{}}, nil
 	}
-	gd := r.guards(0)
+	gd := r.guards(control.AdoptRequest{})
 	rep := control.OrphanReport{Orphans: []control.Orphan{}, Adopted: []control.Adopted{}}
 	var err error
 	if e := r.do(ctx, func(ctx context.Context) {

@@ -24,6 +24,7 @@ func newAdoptCmd(g *globals) *cobra.Command {
 			"registered with the death supervisor, recorded in the ledger, shown in status\n" +
 			"as adopted, stopped by `hermesctl stop NAME`, and killed if hermesd dies.\n" +
 			"hermesd refuses pgid <= 1, its own and its supervisor's groups, your own group,\n" +
+			"any group holding an ancestor of this hermesctl (your shell) or of hermesd,\n" +
 			"other users' processes (unless it runs as root), exited processes, and groups\n" +
 			"another live owner holds.\n\n" +
 			"adopt --orphans lists the leftovers of dead owners found in the ledger with\n" +
