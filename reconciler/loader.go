@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/hermes-units/hermes/control"
 )
@@ -45,8 +46,12 @@ func (r *Reconciler) reload(ctx context.Context, dryRun bool) (control.Plan, err
 	}
 	r.loadMu.Lock()
 	defer r.loadMu.Unlock()
+	began := time.Now()
 	l, err := r.opt.Load(ctx)
 	if err != nil {
+		if !dryRun {
+			r.publishReload(control.Plan{}, began, err)
+		}
 		return control.Plan{}, err
 	}
 	l.hashAll(r.specHash) // here, not on Run's goroutine
@@ -59,6 +64,7 @@ func (r *Reconciler) reload(ctx context.Context, dryRun bool) (control.Plan, err
 		p = r.plan(l)
 		if !dryRun {
 			r.apply(ctx, p, l) // the pass that follows every request starts what it wants
+			r.publishReload(p, began, nil)
 		}
 	}); e != nil {
 		return control.Plan{}, e

@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/events"
 	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/units"
 )
@@ -131,6 +132,9 @@ type Options struct {
 	Runs     Runs
 	ProxyURL string
 	Proxy    func() *control.Proxy
+	// Publish receives what changes (events.go), on Run's goroutine; it
+	// must not block. nil publishes nothing.
+	Publish func(events.Event)
 }
 
 // Reconciler is the state machine. Create it with New, drive it with Run;
@@ -166,6 +170,7 @@ type Reconciler struct {
 
 	specHash func(units.Spec) string // hash; tests replace it before Run
 	rss      rssCache                // Status's, on its callers' goroutines
+	pub      publisher               // what was published (events.go); Run's
 }
 
 // New checks opts and returns a Reconciler ready to Run.
@@ -263,6 +268,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	r.readopt(ctx, loaded)
 	r.apply(ctx, r.plan(loaded), loaded)
 	r.reconcile(ctx)
+	r.publishChanges()
 	r.loadMu.Unlock()
 	r.wg.Go(func() { r.followChanges(base) })
 
@@ -276,6 +282,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		// but only after whatever input is already waiting (see pace.go).
 		r.step(ctx, &shut, !r.more)
 		r.reconcile(ctx)
+		r.publishChanges()
 	}
 }
 
@@ -363,7 +370,7 @@ func (r *Reconciler) handle(ctx context.Context, ev any) {
 			if errors.Is(ev.err, context.Canceled) {
 				return
 			}
-			r.stop(u, stopFailure, fmt.Errorf("readiness probe: %w", ev.err))
+			r.stop(u, stopFailure, fmt.Errorf("%w: %w", errProbe, ev.err))
 			return
 		}
 		r.markReady(u)

@@ -232,9 +232,9 @@ func spawnError(s units.Spec, err error) error {
 		if s.File != "" {
 			where = " of " + s.File
 		}
-		return fmt.Errorf("unit %s: %w; install it, or write its absolute path in command:%s", s.Name, err, where)
+		return fmt.Errorf("unit %s: %w; install it, or write its absolute path in command:%s", s.Name, spawnFailed{err}, where)
 	}
-	return fmt.Errorf("unit %s: %w", s.Name, err)
+	return fmt.Errorf("unit %s: %w", s.Name, spawnFailed{err})
 }
 
 // replyErr is what a Stop or Restart caller hears once the stop is done:

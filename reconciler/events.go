@@ -1,0 +1,209 @@
+package reconciler
+
+import (
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/events"
+	"github.com/hermes-units/hermes/supervisor"
+)
+
+// The reconciler reports what changed as events (Options.Publish) the way
+// it acts: level-based. After every step of Run, publishChanges compares
+// each unit with what it last published and reports the difference: its
+// state word, readiness, a restart, adoption; and released groups and
+// config errors that appeared. So no state change is missed whichever code
+// path made it, and the events of one step come in dependency order. A
+// state held only inside one step (stopping and started again at once)
+// is not seen: the event says where the unit ended up, and why.
+//
+// Reloads are reported where they are applied (publishReload), before the
+// unit changes they cause.
+
+// seen is what publishChanges last reported of one unit.
+type seen struct {
+	state    string
+	ready    bool
+	restarts int
+	adopted  bool
+	pid      int
+}
+
+// publisher is the reconciler's memory of what it published. Owned by
+// Run's goroutine.
+type publisher struct {
+	units    map[string]seen
+	released map[int]bool   // pgids of released groups reported
+	errs     map[string]bool // config errors reported, by their text
+}
+
+func (r *Reconciler) publish(e events.Event) {
+	if r.opt.Publish != nil {
+		r.opt.Publish(e)
+	}
+}
+
+// publishChanges reports the differences since its last call (Run's
+// goroutine, after each step).
+func (r *Reconciler) publishChanges() {
+	if r.opt.Publish == nil {
+		return
+	}
+	p := &r.pub
+	if p.units == nil {
+		p.units, p.released, p.errs = map[string]seen{}, map[int]bool{}, map[string]bool{}
+	}
+	now := time.Now()
+	for _, e := range r.errs {
+		if k := e.String(); !p.errs[k] {
+			p.errs[k] = true
+			r.publish(events.Event{Kind: events.ConfigError, Error: &events.FileError{File: e.File, Line: e.Line, Column: e.Column, Message: e.Message}})
+		}
+	}
+	for k := range p.errs {
+		if !slices.ContainsFunc(r.errs, func(e control.ConfigError) bool { return e.String() == k }) {
+			delete(p.errs, k) // fixed: reported again if it comes back
+		}
+	}
+	for _, s := range r.released {
+		if !p.released[s.Group.PGID] {
+			p.released[s.Group.PGID] = true
+			r.publish(events.Event{Kind: events.Released, Unit: s.Unit, PID: s.Group.Leader.PID})
+		}
+	}
+	for pg := range p.released {
+		if !slices.ContainsFunc(r.released, func(s Survivor) bool { return s.Group.PGID == pg }) {
+			delete(p.released, pg)
+		}
+	}
+	for _, u := range r.order() {
+		name := u.spec.Name
+		was, known := p.units[name]
+		if !known {
+			was = seen{state: Inactive.String()}
+		}
+		now1 := seen{state: u.state.String(), ready: u.ready, restarts: u.restarts, adopted: u.adopted}
+		if u.state.active() {
+			now1.pid = u.group.Leader.PID
+		}
+		p.units[name] = now1
+		if now1.adopted && (!was.adopted || was.pid != now1.pid) {
+			r.publish(events.Event{Kind: events.Adopted, Unit: name, PID: now1.pid})
+		}
+		if now1.restarts > was.restarts && known {
+			cause := errors.Unwrap(u.err) // afterRun: "%w; restarting in …"
+			if cause == nil {
+				cause = u.err
+			}
+			r.publish(events.Event{Kind: events.UnitRestart, Unit: name, Restarts: now1.restarts, Cause: causeClass(cause), Reason: errText(cause)})
+		}
+		if now1.state != was.state {
+			r.publish(events.Event{Kind: events.UnitState, Unit: name, State: now1.state, From: was.state,
+				Reason: r.reason(u), PID: now1.pid, Restarts: now1.restarts})
+		}
+		if now1.ready && !was.ready && !now1.adopted {
+			r.publish(events.Event{Kind: events.UnitReady, Unit: name, PID: now1.pid, Ready: true, Duration: now.Sub(u.started)})
+		}
+	}
+	for name := range p.units {
+		if _, ok := r.units[name]; !ok {
+			delete(p.units, name) // removed by a reload, released, or an adopted group gone
+		}
+	}
+}
+
+// reason says why u is where it is, for a unit.state event.
+func (r *Reconciler) reason(u *unit) string {
+	switch u.state {
+	case Waiting:
+		return u.waitMsg
+	case Stopping:
+		switch u.stopWhy {
+		case stopCommand:
+			return "stopped by command"
+		case stopRestart:
+			return "restarted by command"
+		case stopReload:
+			if u.removed {
+				return "removed from the units directory"
+			}
+			return "unit file changed"
+		case stopRequires:
+			return "a required unit went down"
+		case stopShutdown:
+			return "hermesd is stopping"
+		case stopFailure:
+			return errText(u.cause)
+		}
+	case Starting, Running:
+		return "" // u.err is the last run's, shown by status; not why it runs
+	case Inactive:
+		if u.held {
+			return "stopped by command"
+		}
+	}
+	return errText(u.err)
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// causeClass is the events.Cause* of a failed run's cause.
+func causeClass(err error) string {
+	var xe *supervisor.ExitError
+	var ec exitCause
+	switch {
+	case errors.Is(err, ErrStartTimeout):
+		return events.CauseStartTimeout
+	case errors.Is(err, ErrWatchdog):
+		return events.CauseWatchdog
+	case errors.Is(err, ErrRuntimeMax):
+		return events.CauseRuntimeMax
+	case errors.Is(err, ErrBudgetExceeded):
+		return events.CauseBudget
+	case errors.As(err, &xe) && xe.Signal != 0:
+		return events.CauseSignal
+	case errors.Is(err, errExitUnknown), errors.As(err, &xe), errors.As(err, &ec):
+		return events.CauseExit
+	case errors.Is(err, errProbe):
+		return events.CauseReadiness
+	case errors.As(err, new(spawnFailed)):
+		return events.CauseSpawn
+	}
+	return events.CauseOther
+}
+
+// errProbe wraps a failed readiness probe's error.
+var errProbe = errors.New("readiness probe")
+
+// spawnFailed marks a run that could not be started; its text is err's.
+type spawnFailed struct{ err error }
+
+func (e spawnFailed) Error() string { return e.err.Error() }
+func (e spawnFailed) Unwrap() error { return e.err }
+
+// publishReload reports a reload (Run's goroutine, right after apply, or
+// from the reader when the units could not be read): its plan, how long
+// from the start of the read, and whether it was applied.
+func (r *Reconciler) publishReload(p control.Plan, began time.Time, err error) {
+	e := events.Event{Kind: events.Reload, Duration: time.Since(began), Outcome: "applied"}
+	if err != nil {
+		e.Outcome, e.Reason = "failed", err.Error()
+	} else {
+		e.Plan = &events.Plan{Start: orEmpty(p.Start), Stop: orEmpty(p.Stop), Restart: orEmpty(p.Restart), Keep: orEmpty(p.Keep)}
+	}
+	r.publish(e)
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
