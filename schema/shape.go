@@ -139,6 +139,7 @@ type ConfigFile struct {
 	Agent     *Agent              `json:"agent,omitempty"`
 	Providers map[string]Provider `json:"providers,omitempty" jsonschema_description:"LLM providers by id."`
 	Gateway   *Gateway            `json:"gateway,omitempty"`
+	Metrics   *Metrics            `json:"metrics,omitempty"`
 	Defaults  *Defaults           `json:"defaults,omitempty"`
 }
 
@@ -153,6 +154,12 @@ type Agent struct {
 // Gateway holds gateway.* settings.
 type Gateway struct {
 	Listen string `json:"listen,omitempty" jsonschema:"pattern=^.*:[0-9]+$,default=127.0.0.1:7411" jsonschema_description:"Provider proxy address."`
+}
+
+// Metrics holds metrics.* settings.
+type Metrics struct {
+	Listen    string `json:"listen,omitempty" jsonschema:"pattern=^.*:[0-9]+$" jsonschema_description:"Loopback address of the Prometheus metrics endpoint (/metrics). Off unless set."`
+	TokenFile string `json:"token_file,omitempty" jsonschema:"minLength=1" jsonschema_description:"File holding the bearer token a scrape must send (Authorization: Bearer …). No token when unset."`
 }
 
 // Defaults are unit fields applied where a unit leaves them unset.

@@ -81,6 +81,15 @@ func parseConfig(file, dir string, data []byte) (*Config, error) {
 			for _, g := range d.mapping(f.val, f.path, gatewayKeys) {
 				c.Gateway.Listen = d.listen(g)
 			}
+		case "metrics":
+			for _, g := range d.mapping(f.val, f.path, metricsKeys) {
+				switch g.name {
+				case "listen":
+					c.Metrics.Listen = d.listen(g)
+				case "token_file":
+					c.Metrics.TokenFile = d.path(g)
+				}
+			}
 		case "defaults":
 			d.defaults(f, &c.Defaults)
 		default:

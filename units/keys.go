@@ -21,9 +21,10 @@ var (
 	modelKeys       = []string{"stale_timeout_seconds"}
 	tierKeys        = []string{"above_tokens", "seconds"}
 	floorKeys       = []string{"slug", "seconds"}
-	configKeys      = []string{"units", "state", "socket", "role", "agent", "providers", "gateway", "defaults"}
+	configKeys      = []string{"units", "state", "socket", "role", "agent", "providers", "gateway", "metrics", "defaults"}
 	agentKeys       = []string{"run_budget_seconds", "local_stream_stale_timeout", "stale_timeout_hard_cap", "stream_drain_timeout"}
 	gatewayKeys     = []string{"listen"}
+	metricsKeys     = []string{"listen", "token_file"}
 	defaultsKeys    = []string{"restart", "restart_sec", "restart_max_sec", "start_limit", "timeouts", "stop_signal", "log"}
 	defaultsLogKeys = []string{"max_size", "keep"}
 )
@@ -45,6 +46,7 @@ func KnownKeys() map[string][]string {
 		"config.agent":                agentKeys,
 		"config.providers.*":          providerKeys,
 		"config.gateway":              gatewayKeys,
+		"config.metrics":              metricsKeys,
 		"config.defaults":             defaultsKeys,
 		"config.defaults.start_limit": startLimitKeys,
 		"config.defaults.timeouts":    timeoutsKeys,

@@ -134,6 +134,7 @@ type Config struct {
 	Agent     Agent
 	Providers map[string]Provider
 	Gateway   Gateway
+	Metrics   Metrics
 	Defaults  Defaults
 }
 
@@ -160,6 +161,13 @@ type Agent struct {
 // Gateway holds gateway.* settings.
 type Gateway struct {
 	Listen string // proxy address, default 127.0.0.1:7411
+}
+
+// Metrics holds metrics.* settings: where hermesd serves Prometheus
+// metrics. Off while Listen is "".
+type Metrics struct {
+	Listen    string // loopback host:port; "" = off
+	TokenFile string // absolute path of a file holding the bearer token a scrape must send; "" = none
 }
 
 // Defaults are unit fields applied where a unit leaves them unset.
