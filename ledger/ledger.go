@@ -83,9 +83,10 @@ type Ledger struct {
 	swept time.Time
 
 	mu        sync.Mutex
-	lastWait  time.Duration // guarded by mu
-	last      snapshot      // guarded by mu; the last file parsed
-	abandoned int           // guarded by mu; lock waiters given up but still blocked in flock
+	lastWait  time.Duration       // guarded by mu
+	last      snapshot            // guarded by mu; the last file parsed
+	abandoned int                 // guarded by mu; lock waiters given up but still blocked in flock
+	onWrite   func(time.Duration) // guarded by mu; see ObserveWrites
 }
 
 // Open returns the ledger of stateDir, creating the directory (0700) if it is
@@ -136,6 +137,7 @@ func (l *Ledger) LastLockWait() time.Duration {
 // within LockTimeout, and with ctx's error when ctx ends first.
 func (l *Ledger) Update(ctx context.Context, fn func([]Entry) ([]Entry, error)) error {
 	start := time.Now()
+	defer l.observeWrite(start)
 	timer := time.NewTimer(LockTimeout)
 	defer timer.Stop()
 	select {

@@ -113,6 +113,14 @@ type Options struct {
 	Mode      Mode          // "" = cgroup when a writable cgroup v2 hierarchy exists, else pgroup
 	IdleClose time.Duration // close the pipe after this long with nothing registered; default 30 s
 	Logf      func(format string, args ...any)
+	// OnRestart is called when the death supervisor exited unasked, with
+	// its pid and what follows (a restart, or a retry after backoff). It
+	// runs with the Owner's lock held: it must be quick and must not call
+	// the Owner. nil: not reported.
+	OnRestart func(pid int, why string)
+	// OnLedgerWrite receives the duration of each of the Owner's ledger
+	// updates (ledger.ObserveWrites); nil: not measured.
+	OnLedgerWrite func(time.Duration)
 }
 
 // Group names a process group (and its cgroup, where there is one).
@@ -234,6 +242,9 @@ func newOwner(opts Options, launch launcher) (*Owner, error) {
 	if opts.StateDir != "" {
 		if o.led, err = ledger.Open(opts.StateDir); err != nil {
 			return nil, fmt.Errorf("supervisor: %w", err)
+		}
+		if opts.OnLedgerWrite != nil {
+			o.led.ObserveWrites(opts.OnLedgerWrite)
 		}
 	}
 	o.mode = opts.Mode
@@ -539,14 +550,24 @@ func (o *Owner) supervisorExited(p deathPipe) {
 		o.retryAt = now.Add(backoff)
 		o.health = fmt.Sprintf("failing: supervisor %d exited %v after its start (%d in a row); next try in %v", p.PID(), lived.Round(time.Millisecond), o.failures, backoff)
 		o.opts.Logf("supervisor: %s", o.health)
+		o.restarted(p.PID(), o.health)
 		return
 	}
 	o.opts.Logf("supervisor: supervisor %d exited after %v; restarting and replaying %d groups", p.PID(), lived.Round(time.Second), len(o.regs))
+	o.restarted(p.PID(), fmt.Sprintf("exited after %v; restarted, %d groups replayed", lived.Round(time.Second), len(o.regs)))
 	o.retryAt = time.Time{}
 	if len(o.regs) > 0 {
 		if err := o.startLocked(); err != nil {
 			o.opts.Logf("supervisor: restart: %v", err)
 		}
+	}
+}
+
+// restarted reports an unasked exit of supervisor pid (Options.OnRestart);
+// o.mu is held.
+func (o *Owner) restarted(pid int, why string) {
+	if o.opts.OnRestart != nil {
+		o.opts.OnRestart(pid, why)
 	}
 }
 
