@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"strings"
+	"time"
 
 	"github.com/hermes-units/hermes/providers"
 	"github.com/hermes-units/hermes/sse"
@@ -34,6 +35,7 @@ const maxResponse = 256 << 20
 // goroutine, which lives as long as the stream, then only ever holds the
 // relay's frames, and an idle stream costs an 8 KB stack instead of 16.
 func (p *Proxy) call(w http.ResponseWriter, r *http.Request, api timeouts.API, runID string) {
+	began := time.Now()
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	var c *begun
@@ -41,6 +43,7 @@ func (p *Proxy) call(w http.ResponseWriter, r *http.Request, api timeouts.API, r
 	if c == nil {
 		return
 	}
+	c.wd.began = began
 	if c.run != nil {
 		defer p.detach(c.run, &cancel)
 	}
@@ -55,6 +58,7 @@ func (p *Proxy) call(w http.ResponseWriter, r *http.Request, api timeouts.API, r
 		}
 	}
 	c.wd.record(outcome)
+	p.report(ctx, c.wd, outcome)
 }
 
 // onFreshStack runs fn on a new goroutine and waits for it to return; a
@@ -200,6 +204,7 @@ func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, api timeouts.API
 
 	ss := p.sessions.get(sessionKey(r, runID, rt.Provider), plan.GiveUp)
 	if err := ss.allow(rt.Provider, rt.Model, r.Header.Get(HeaderTurn), p.opts.Now()); err != nil {
+		p.reportGaveUp(ss, rt.Provider, rt.Model, req.Stream)
 		w.Header().Set("X-Should-Retry", "false")
 		writeError(w, http.StatusServiceUnavailable, "hermes_gave_up", "stale_giveup", "hermes proxy: "+err.Error())
 		return nil
@@ -213,7 +218,7 @@ func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, api timeouts.API
 	}
 	req.setModel(rt.Model)
 
-	wd := &watchdog{cut: *cancel, breaker: ss.breaker, plan: plan, scale: p.opts.Scale, template: CutError{
+	wd := &watchdog{cut: *cancel, breaker: ss.breaker, ss: ss, plan: plan, scale: p.opts.Scale, template: CutError{
 		Provider: rt.Provider, Model: rt.Model, BaseURL: prov.BaseURL, Scale: p.opts.Scale,
 		Setting: staleSetting(in.Provider, rt.Model),
 	}}
@@ -371,6 +376,7 @@ func (p *Proxy) relayStream(ctx context.Context, r *http.Request, w http.Respons
 			wd.disarm(timeouts.FirstEvent)
 			switch classify(api, pc) {
 			case content:
+				wd.contentSeen(time.Now())
 				wd.arm(timeouts.StaleStream)
 				if api == timeouts.Chat && !finished && hasValue(pc.Data, `"finish_reason"`) {
 					finished = true

@@ -114,6 +114,8 @@ type setup struct {
 	env    map[string]string
 	// tls serves the upstream over HTTPS (base URL https://...).
 	tls bool
+	// report is Options.Report.
+	report func(Report)
 }
 
 func newHarness(t *testing.T, s setup) *harness {
@@ -145,6 +147,7 @@ func newHarness(t *testing.T, s setup) *harness {
 		Providers: set,
 		Env:       func(k string) (string, bool) { v, ok := env[k]; return v, ok },
 		Scale:     scale,
+		Report:    s.report,
 	})
 	if err != nil {
 		t.Fatal(err)

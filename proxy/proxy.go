@@ -55,6 +55,9 @@ type Options struct {
 	// Logf reports what no client sees (a failed write to a gone client);
 	// nil discards.
 	Logf func(format string, args ...any)
+	// Report is told about every model call once it has ended (report.go),
+	// on the call's handler goroutine; it must not block. nil: not told.
+	Report func(Report)
 }
 
 // Proxy is the provider proxy. Create it with New, serve it with Serve (or

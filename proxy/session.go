@@ -37,9 +37,11 @@ type BreakerStatus struct {
 
 // session is the breaker state of one conversation.
 type session struct {
+	key       string
 	breaker   *timeouts.Breaker
 	threshold int
 	mu        sync.Mutex
+	tripped   bool      // guarded by mu: open, as last reported (report.go)
 	provider  string    // guarded by mu: of the last call
 	model     string    // guarded by mu
 	turn      string    // guarded by mu: the last X-Hermes-Turn seen
@@ -72,7 +74,7 @@ func (s *sessions) get(key string, threshold int) *session {
 			delete(s.m, k)
 		}
 	}
-	ss := &session{breaker: timeouts.NewBreaker(threshold, s.interval, s.now), threshold: threshold, seen: now}
+	ss := &session{key: key, breaker: timeouts.NewBreaker(threshold, s.interval, s.now), threshold: threshold, seen: now}
 	s.m[key] = ss
 	return ss
 }

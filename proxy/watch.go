@@ -26,6 +26,12 @@ type watchdog struct {
 
 	timers   [timeouts.Drain + 1]*time.Timer
 	draining bool // bytes no longer re-arm the socket read timer
+
+	// For Options.Report (report.go): the call's session, when the call
+	// began, and when its first content event came (zero: none yet).
+	ss           *session
+	began        time.Time
+	firstContent time.Time
 }
 
 func (w *watchdog) duration(l timeouts.Layer) time.Duration {
