@@ -55,6 +55,7 @@ type Daemon struct {
 	Started time.Time `json:"started"`
 	Units   string    `json:"units_dir"`
 	State   string    `json:"state_dir"`
+	Metrics string    `json:"metrics_listen,omitempty"` // host:port of the Prometheus endpoint; absent when off
 }
 
 // Supervisor describes the death supervisor of the owner.

@@ -84,7 +84,7 @@ func FuzzServer(f *testing.F) {
 			Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)),
 		}).WithContext(ctx)
 		rec := httptest.NewRecorder()
-		srv.handler().ServeHTTP(rec, req)
+		srv.handler(nil).ServeHTTP(rec, req)
 
 		if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
 			t.Fatalf("%s %s: Content-Type %q, want application/json; body %q", rt.method, path, ct, rec.Body.Bytes())

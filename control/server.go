@@ -11,6 +11,8 @@ import (
 	"path"
 	"sync"
 	"time"
+
+	"github.com/hermes-units/hermes/events"
 )
 
 // Routes, all under /v1 (a new major version gets a new prefix; fields are
@@ -23,6 +25,7 @@ import (
 //	POST /v1/reload  ReloadRequest        → Plan
 //	GET  /v1/units/{unit}/log             → LogInfo
 //	POST /v1/adopt, /v1/orphans, /v1/units/{unit}/release (see adopt.go)
+//	GET  /v1/events[?follow=1]            → JSON lines (see events.go)
 //
 // Every failure is a non-2xx status with an ErrorBody.
 const (
@@ -42,6 +45,9 @@ type Options struct {
 	// ShutdownTimeout is how long Serve lets in-flight requests finish once
 	// its ctx ends, before it cancels their contexts; default 10 s.
 	ShutdownTimeout time.Duration
+	// Events is served on GET /v1/events (events.go); nil answers that
+	// the daemon keeps no event stream.
+	Events *events.Bus
 }
 
 // Server serves a Backend on a listener. Every connection's peer is checked
@@ -53,11 +59,12 @@ type Server struct {
 	logf  func(format string, args ...any)
 	grace time.Duration
 	uid   int // the uid admitted besides root; os.Geteuid(), changed by tests only
+	bus   *events.Bus
 }
 
 // NewServer returns a Server for b.
 func NewServer(b Backend, opts Options) *Server {
-	s := &Server{b: b, logf: opts.Logf, grace: opts.ShutdownTimeout, uid: os.Geteuid()}
+	s := &Server{b: b, logf: opts.Logf, grace: opts.ShutdownTimeout, uid: os.Geteuid(), bus: opts.Events}
 	if s.logf == nil {
 		s.logf = func(string, ...any) {}
 	}
@@ -83,8 +90,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// conns joins the goroutine of every connection: Add runs in the
 	// accept loop (StateNew), so all Adds happen before hs.Serve returns.
 	var conns sync.WaitGroup
+	// Event streams end as soon as shutdown begins: they never finish on
+	// their own, and would hold it for the whole grace.
+	streams := make(chan struct{})
+	var endStreams sync.Once
 	hs := &http.Server{
-		Handler:           s.handler(),
+		Handler:           s.handler(streams),
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ConnContext:       s.admit,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -98,6 +109,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			}
 		},
 	}
+	hs.RegisterOnShutdown(func() { endStreams.Do(func() { close(streams) }) })
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 
@@ -148,9 +160,11 @@ func (s *Server) admit(ctx context.Context, c net.Conn) context.Context {
 	return context.WithValue(ctx, connKey{}, a)
 }
 
-func (s *Server) handler() http.Handler {
+// handler routes the API; end closes when shutdown begins.
+func (s *Server) handler(end <-chan struct{}) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+pathStatus, s.status)
+	mux.HandleFunc("GET "+pathEvents, s.events(end))
 	for _, a := range []struct {
 		name string
 		do   func(context.Context, string) error
