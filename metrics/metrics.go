@@ -1,0 +1,282 @@
+// Package metrics is hermesd's Prometheus endpoint: counters and histograms
+// fed by the event stream (Metrics.Observe, the events.Bus's Observe hook),
+// by the provider proxy (Metrics.Call) and by the ledger
+// (Metrics.LedgerWrite); and gauges read from the daemon's status at each
+// scrape (unit states, supervisor, config errors, breakers).
+//
+// Every Metrics has its own registry: nothing is registered globally, so
+// tests (and two daemons in one process) never share a series.
+//
+// Names follow Prometheus conventions: the hermes_ prefix, base units
+// (seconds, bytes), _total for counters. The README lists them.
+package metrics
+
+import (
+	"context"
+	"time"
+
+	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/events"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// States are the unit states hermes_unit_state has a series for, one per
+// unit each: the words of `hermesctl status`.
+var States = []string{"inactive", "starting", "running", "stopping", "failed", "exited", "released", "adopted"}
+
+// Supervisor modes hermes_supervisor_mode has a series for.
+var modes = []string{"cgroup", "pgroup"}
+
+// Outcomes of a proxied call (hermes_proxy_requests_total's outcome).
+const (
+	OutcomeCompleted = "completed" // answered in full
+	OutcomeCut       = "cut"       // a timeout layer cut it
+	OutcomeGaveUp    = "gave_up"   // refused by an open give-up breaker
+	OutcomeFailed    = "failed"    // any other error (provider, client gone, shutdown)
+)
+
+// Call is one proxied model call, reported once it has ended.
+type Call struct {
+	Provider, Model string
+	Outcome         string // Outcome*
+	Stream          bool
+	// TTFT is the time from the request to the first content event of a
+	// stream; 0 when none came.
+	TTFT time.Duration
+	// Duration is the whole call, from the request to its end.
+	Duration time.Duration
+}
+
+// Options configure a Metrics.
+type Options struct {
+	// Status reads the daemon's status at each scrape; nil leaves the
+	// status gauges out.
+	Status func(ctx context.Context) (control.Status, error)
+	// Bus is the event stream whose subscribers are counted; may be nil.
+	Bus *events.Bus
+	// Process adds the process and Go runtime collectors (hermesd; not
+	// tests, whose values would vary).
+	Process bool
+}
+
+// Metrics holds hermesd's metrics. Safe for concurrent use.
+type Metrics struct {
+	reg    *prometheus.Registry
+	status func(context.Context) (control.Status, error)
+
+	restarts       *prometheus.CounterVec
+	startToReady   *prometheus.HistogramVec
+	reloads        *prometheus.CounterVec
+	reloadDuration prometheus.Histogram
+	configErrors   prometheus.Counter
+	supRestarts    prometheus.Counter
+	ledgerWrite    prometheus.Histogram
+	requests       *prometheus.CounterVec
+	cuts           *prometheus.CounterVec
+	trips          *prometheus.CounterVec
+	ttft           *prometheus.HistogramVec
+	streamDuration *prometheus.HistogramVec
+	events         *prometheus.CounterVec
+}
+
+// Buckets, in seconds.
+var (
+	startBuckets  = []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
+	reloadBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}
+	ledgerBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2}
+	ttftBuckets   = []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300}
+	streamBuckets = []float64{0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800}
+)
+
+// New returns a Metrics with its own registry.
+func New(opts Options) *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry(), status: opts.Status}
+	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
+	m.restarts = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hermes_unit_restarts_total",
+		Help: "Automatic restarts of a unit, by the cause of the failure."}, []string{"unit", "cause"})
+	m.startToReady = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "hermes_unit_start_to_ready_seconds",
+		Help: "Time from a unit's spawn to its readiness.", Buckets: startBuckets}, []string{"unit"})
+	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hermes_reloads_total",
+		Help: "Reloads of the units directory and config file, by outcome (applied, failed)."}, []string{"outcome"})
+	m.reloadDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hermes_reload_duration_seconds",
+		Help: "Time to read and apply a reload.", Buckets: reloadBuckets})
+	m.configErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "hermes_config_errors_total",
+		Help: "Config errors found (a unit file or hermes.yaml that did not load), each counted when it appears."})
+	m.supRestarts = prometheus.NewCounter(prometheus.CounterOpts{Name: "hermes_supervisor_restarts_total",
+		Help: "Times the death supervisor exited and was restarted."})
+	m.ledgerWrite = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hermes_ledger_write_duration_seconds",
+		Help: "Time of one ledger update, lock wait included.", Buckets: ledgerBuckets})
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hermes_proxy_requests_total",
+		Help: "Model calls through the provider proxy, by provider, model and outcome (completed, cut, gave_up, failed)."}, []string{"provider", "model", "outcome"})
+	m.cuts = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hermes_proxy_cuts_total",
+		Help: "Calls cut by a timeout layer, by provider and layer."}, []string{"provider", "layer"})
+	m.trips = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hermes_proxy_breaker_trips_total",
+		Help: "Give-up breakers that opened, by provider and model."}, []string{"provider", "model"})
+	m.ttft = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "hermes_proxy_time_to_first_token_seconds",
+		Help: "Time from a streaming request to its first content event.", Buckets: ttftBuckets}, []string{"provider", "model"})
+	m.streamDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "hermes_proxy_stream_duration_seconds",
+		Help: "Duration of a streaming call, from the request to its end.", Buckets: streamBuckets}, []string{"provider", "model"})
+	m.events = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hermes_events_total",
+		Help: "Events published to the event stream (hermesctl events), by kind."}, []string{"kind"})
+	for _, c := range []prometheus.Collector{m.restarts, m.startToReady, m.reloads, m.reloadDuration, m.configErrors,
+		m.supRestarts, m.ledgerWrite, m.requests, m.cuts, m.trips, m.ttft, m.streamDuration, m.events} {
+		f(c)
+	}
+	for _, o := range []string{"applied", "failed"} {
+		m.reloads.WithLabelValues(o)
+	}
+	if b := opts.Bus; b != nil {
+		f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hermes_event_subscribers",
+			Help: "Readers following the event stream (events -f, status --watch, top)."}, func() float64 { return float64(b.Subscribers()) }))
+		f(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hermes_event_subscribers_dropped_total",
+			Help: "Event stream readers dropped for falling behind."}, func() float64 { return float64(b.Dropped()) }))
+	}
+	if m.status != nil {
+		f(statusCollector{m})
+	}
+	if opts.Process {
+		f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		f(collectors.NewGoCollector())
+	}
+	return m
+}
+
+// Registry is the registry the metrics are in, for a handler or a test.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Observe counts an event; it is the events.Bus's Observe hook (quick,
+// never blocks).
+func (m *Metrics) Observe(e events.Event) {
+	if e.Kind != events.Overflow {
+		m.events.WithLabelValues(e.Kind.String()).Inc()
+	}
+	switch e.Kind {
+	case events.UnitRestart:
+		m.restarts.WithLabelValues(e.Unit, e.Cause).Inc()
+	case events.UnitReady:
+		m.startToReady.WithLabelValues(e.Unit).Observe(e.Duration.Seconds())
+	case events.Reload:
+		m.reloads.WithLabelValues(e.Outcome).Inc()
+		m.reloadDuration.Observe(e.Duration.Seconds())
+	case events.ConfigError:
+		m.configErrors.Inc()
+	case events.SupervisorRestart:
+		m.supRestarts.Inc()
+	case events.Cut:
+		m.cuts.WithLabelValues(e.Provider, e.Layer).Inc()
+	case events.BreakerTrip:
+		m.trips.WithLabelValues(e.Provider, e.Model).Inc()
+	}
+}
+
+// Call counts a proxied call.
+func (m *Metrics) Call(c Call) {
+	m.requests.WithLabelValues(c.Provider, c.Model, c.Outcome).Inc()
+	if !c.Stream {
+		return
+	}
+	if c.TTFT > 0 {
+		m.ttft.WithLabelValues(c.Provider, c.Model).Observe(c.TTFT.Seconds())
+	}
+	if c.Outcome != OutcomeGaveUp {
+		m.streamDuration.WithLabelValues(c.Provider, c.Model).Observe(c.Duration.Seconds())
+	}
+}
+
+// LedgerWrite records one ledger update's duration.
+func (m *Metrics) LedgerWrite(d time.Duration) { m.ledgerWrite.Observe(d.Seconds()) }
+
+// statusCollector reads the daemon's status at each scrape.
+type statusCollector struct{ m *Metrics }
+
+var (
+	descUnitState = prometheus.NewDesc("hermes_unit_state",
+		"1 for the state a unit is in, 0 for the others (one series per unit and state).", []string{"unit", "state"}, nil)
+	descUnitReady = prometheus.NewDesc("hermes_unit_ready",
+		"1 when a unit is ready.", []string{"unit"}, nil)
+	descUnitRSS = prometheus.NewDesc("hermes_unit_resident_memory_bytes",
+		"Resident memory of a unit's process group.", []string{"unit"}, nil)
+	descSupMode = prometheus.NewDesc("hermes_supervisor_mode",
+		"1 for the containment mode of the death supervisor (cgroup or pgroup).", []string{"mode"}, nil)
+	descSupHealthy = prometheus.NewDesc("hermes_supervisor_healthy",
+		"1 while the death supervisor is ok or idle, 0 while it is failing.", nil, nil)
+	descSupGroups = prometheus.NewDesc("hermes_supervisor_groups",
+		"Process groups registered with the death supervisor.", nil, nil)
+	descConfigErrs = prometheus.NewDesc("hermes_config_errors",
+		"Files that do not load now (their units keep the last good version).", nil, nil)
+	descBreakers = prometheus.NewDesc("hermes_proxy_breakers",
+		"Give-up breakers (one per session) by provider, model and state (open, closed).", []string{"provider", "model", "state"}, nil)
+	descStreak = prometheus.NewDesc("hermes_proxy_breaker_streak_max",
+		"The longest streak of consecutive stale kills among the sessions of a provider and model.", []string{"provider", "model"}, nil)
+	descScrapeErr = prometheus.NewDesc("hermes_status_up",
+		"1 when the daemon's status could be read for this scrape.", nil, nil)
+)
+
+func (statusCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descUnitState, descUnitReady, descUnitRSS, descSupMode, descSupHealthy,
+		descSupGroups, descConfigErrs, descBreakers, descStreak, descScrapeErr} {
+		ch <- d
+	}
+}
+
+// scrapeTimeout bounds the status read of one scrape.
+const scrapeTimeout = 5 * time.Second
+
+func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	st, err := c.m.status(ctx)
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(descScrapeErr, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(descScrapeErr, prometheus.GaugeValue, 1)
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	seen := map[string]bool{}
+	for _, u := range st.Units {
+		if seen[u.Name] { // a released group under a unit's name: the unit's row counts
+			continue
+		}
+		seen[u.Name] = true
+		for _, s := range States {
+			gauge(descUnitState, b2f(u.State == s), u.Name, s)
+		}
+		gauge(descUnitReady, b2f(u.Ready), u.Name)
+		gauge(descUnitRSS, float64(u.RSS), u.Name)
+	}
+	for _, md := range modes {
+		gauge(descSupMode, b2f(st.Supervisor.Mode == md), md)
+	}
+	h := st.Supervisor.Health
+	gauge(descSupHealthy, b2f(h == "ok" || h == "idle" || h == ""))
+	gauge(descSupGroups, float64(st.Supervisor.Groups))
+	gauge(descConfigErrs, float64(len(st.ConfigErrors)))
+	if st.Proxy != nil {
+		type pm struct{ provider, model string }
+		open, closed, streak := map[pm]int{}, map[pm]int{}, map[pm]int{}
+		for _, b := range st.Proxy.Breakers {
+			k := pm{b.Provider, b.Model}
+			if b.Tripped {
+				open[k]++
+			} else {
+				closed[k]++
+			}
+			streak[k] = max(streak[k], b.Streak)
+		}
+		for k, n := range streak {
+			gauge(descBreakers, float64(open[k]), k.provider, k.model, "open")
+			gauge(descBreakers, float64(closed[k]), k.provider, k.model, "closed")
+			gauge(descStreak, float64(n), k.provider, k.model)
+		}
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

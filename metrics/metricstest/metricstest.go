@@ -1,0 +1,57 @@
+// Package metricstest reads a Prometheus text exposition as Prometheus
+// does (prometheus/common/expfmt), for tests that assert exact values.
+package metricstest
+
+import (
+	"io"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Families is a parsed scrape, by metric name.
+type Families map[string]*dto.MetricFamily
+
+// Parse parses the text format.
+func Parse(r io.Reader) (Families, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	return p.TextToMetricFamilies(r)
+}
+
+// Value is the value of the series named name whose labels are exactly
+// labels (name, value pairs): a counter's or gauge's value, a histogram's
+// sample count. It is -1 when there is no such series.
+func (f Families) Value(name string, labels ...string) float64 {
+	fam := f[name]
+	if fam == nil {
+		return -1
+	}
+next:
+	for _, m := range fam.Metric {
+		if len(m.Label) != len(labels)/2 {
+			continue
+		}
+		for i := 0; i+1 < len(labels); i += 2 {
+			found := false
+			for _, l := range m.Label {
+				if l.GetName() == labels[i] && l.GetValue() == labels[i+1] {
+					found = true
+					break
+				}
+			}
+			if !found {
+				continue next
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue()
+		case m.Gauge != nil:
+			return m.Gauge.GetValue()
+		case m.Histogram != nil:
+			return float64(m.Histogram.GetSampleCount())
+		}
+	}
+	return -1
+}
