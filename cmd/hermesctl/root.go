@@ -67,6 +67,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newReleaseCmd(g))
 	root.AddCommand(newWhoCmd(g))
 	root.AddCommand(newExportCmd(g))
+	root.AddCommand(newEventsCmd(g))
 	root.AddCommand(newCompletionCmd())
 	return root
 }

@@ -36,6 +36,7 @@ const (
 	exitLocked  = 3
 	exitSocket  = 4
 	exitProxy   = 5
+	exitMetrics = 6
 )
 
 // exitError carries an exit code out of run; main prints err once.
@@ -156,16 +157,25 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err != nil {
 		return exit(exitFailure, err)
 	}
+	var rec *reconciler.Reconciler // set below, before anything reads status
+	obs, err := startObserver(ctx, cfg, log, func(ctx context.Context) (control.Status, error) { return rec.Status(ctx) })
+	if err != nil {
+		return err
+	}
+	defer obs.close()
+	led.ObserveWrites(obs.metrics.LedgerWrite)
 	owner, err := supervisor.New(supervisor.Options{
 		StateDir: cfg.State, Role: string(cfg.role), Mode: cfg.mode,
-		Logf: func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...), "part", "supervisor") },
+		Logf:          func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...), "part", "supervisor") },
+		OnRestart:     obs.supervisorRestart,
+		OnLedgerWrite: obs.metrics.LedgerWrite,
 	})
 	if err != nil {
 		return exit(exitFailure, err)
 	}
 	defer owner.Close()
 
-	px, err := startProxy(ctx, cfg, log)
+	px, err := startProxy(ctx, cfg, log, obs)
 	if err != nil {
 		return err
 	}
@@ -192,7 +202,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 
 	started := time.Now()
-	rec, err := reconciler.New(reconciler.Options{
+	rec, err = reconciler.New(reconciler.Options{
 		Role:         cfg.role,
 		Spawner:      reconciler.Supervised(owner),
 		Load:         loader(cfg, log, loadHook(px, log)),
@@ -208,11 +218,12 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 			s := owner.Status()
 			return control.Supervisor{PID: s.PID, Groups: s.Groups, Mode: string(s.Mode), Health: s.Health}
 		},
-		Daemon:   control.Daemon{PID: os.Getpid(), Role: string(cfg.role), Started: started, Units: cfg.Units, State: cfg.State},
+		Daemon:   control.Daemon{PID: os.Getpid(), Role: string(cfg.role), Started: started, Units: cfg.Units, State: cfg.State, Metrics: obs.addr()},
 		Logger:   log,
 		Runs:     px.runs(),
 		ProxyURL: px.url(),
 		Proxy:    px.statusFunc(),
+		Publish:  obs.publish,
 		OnReady: func(n int) {
 			sdNotify(log, "READY=1\nSTATUS="+strconv.Itoa(n)+" units running")
 		},
@@ -230,7 +241,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	helpers, stopHelpers := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := control.NewServer(rec, control.Options{Logf: func(f string, a ...any) { log.Warn(fmt.Sprintf(f, a...), "part", "control") }}).Serve(helpers, ln); err != nil {
+		if err := control.NewServer(rec, control.Options{Logf: func(f string, a ...any) { log.Warn(fmt.Sprintf(f, a...), "part", "control") }, Events: obs.bus}).Serve(helpers, ln); err != nil {
 			log.Error("control API stopped", "err", err)
 		}
 	})
@@ -246,6 +257,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	})
 	wg.Go(func() { watchdog(helpers, log) })
 	wg.Go(func() { px.serve(helpers) })
+	wg.Go(func() { obs.serve(helpers) })
 
 	err = rec.Run(ctx)
 	sdNotify(log, "STOPPING=1")

@@ -1,7 +1,8 @@
 // Command hermesd is the gateway: it keeps the units of a directory running,
 // re-adopts the survivors of a previous gateway, serves the control API for
 // hermesctl and a NOTIFY_SOCKET for its units, serves the provider proxy on
-// gateway.listen when a provider is configured, and stops cleanly on TERM or
+// gateway.listen when a provider is configured, Prometheus metrics on
+// metrics.listen when set, and stops cleanly on TERM or
 // INT (owned units stopped, survivors left running and recorded).
 //
 // Flags (each also HERMES_* env and a top-level key of hermes.yaml; flag >
@@ -19,6 +20,7 @@
 //	3  the state directory is locked by another hermesd
 //	4  the control socket is served by another daemon, or unsafe
 //	5  the provider proxy cannot listen on gateway.listen (address in use, or not loopback)
+//	6  metrics cannot be served on metrics.listen (address in use, not loopback, or an unusable metrics.token_file)
 package main
 
 import (

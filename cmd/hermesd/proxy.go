@@ -42,7 +42,7 @@ var ErrProxyListen = errors.New("provider proxy cannot listen")
 // load counts as declaring nothing: the reconciler reports it. A duplicate
 // provider id is a configuration error (exitUsage); an address in use or
 // not on loopback is exitProxy.
-func startProxy(ctx context.Context, cfg config, log *slog.Logger) (*gatewayProxy, error) {
+func startProxy(ctx context.Context, cfg config, log *slog.Logger, obs *observer) (*gatewayProxy, error) {
 	c, err := units.LoadConfig(cfg.Config)
 	if err != nil {
 		c = units.DefaultConfig()
@@ -66,6 +66,7 @@ func startProxy(ctx context.Context, cfg config, log *slog.Logger) (*gatewayProx
 		Listen:    c.Gateway.Listen,
 		Env:       os.LookupEnv,
 		Logf:      func(f string, a ...any) { log.Warn(fmt.Sprintf(f, a...), "part", "proxy") },
+		Report:    obs.proxyCall,
 	})
 	if err != nil {
 		return nil, exit(exitFailure, err)
