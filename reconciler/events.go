@@ -35,7 +35,7 @@ type seen struct {
 // Run's goroutine.
 type publisher struct {
 	units    map[string]seen
-	released map[int]bool   // pgids of released groups reported
+	released map[int]bool    // pgids of released groups reported
 	errs     map[string]bool // config errors reported, by their text
 }
 
