@@ -110,16 +110,24 @@ func timeoutWords(d time.Duration) string {
 	return d.Round(time.Millisecond).String()
 }
 
-// followEvents calls fn with each event from now on (no history), and
+// followEvents calls fn with each event of the daemon's history, then
+// with each event as it happens (the history first, so that nothing that
+// happens while the caller reads its first status is missed). It
 // reconnects after a stream that ended because this reader fell behind,
 // or because hermesd restarted: then fn is called with a zero Event, so
 // that the caller refreshes what it shows. It returns when ctx ends, or
 // with fn's error.
 func followEvents(ctx context.Context, g *globals, fn func(events.Event) error, status io.Writer) error {
+	wrapped := func(e events.Event) error {
+		if err := fn(e); err != nil {
+			return fnError{err}
+		}
+		return nil
+	}
 	for {
 		c, err := dial(g)
 		if err == nil {
-			err = c.Events(ctx, control.EventOptions{Follow: true, NoHistory: true}, fn)
+			err = c.Events(ctx, control.EventOptions{Follow: true}, wrapped)
 			c.Close()
 		}
 		if ctx.Err() != nil {

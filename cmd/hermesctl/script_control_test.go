@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/events"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -51,7 +52,11 @@ func cmdFakeDaemon(ts *testscript.TestScript, neg bool, args []string) {
 		defer logMu.Unlock()
 		logs = append(logs, fmt.Sprintf(format, args...))
 	}
-	srv := control.NewServer(b, control.Options{Logf: logf})
+	bus := events.New(events.Options{})
+	for _, e := range sc.Events {
+		bus.Publish(e)
+	}
+	srv := control.NewServer(b, control.Options{Logf: logf, Events: bus})
 	go func() { done <- srv.Serve(ctx, ln) }()
 	ts.Defer(func() {
 		cancel()
@@ -74,12 +79,16 @@ type fakeScript struct {
 	Adopt   map[string]control.Adopted `json:"adopt"`  // "pid N" or "pgid N" → what adopt answers
 	Refuse  map[string]string          `json:"refuse"` // "pid N" or "pgid N" → why adopt is refused
 	Orphans []control.Orphan           `json:"orphans"`
+	// Events is the daemon's event history (events_test.go), in order;
+	// their seq is given by the bus.
+	Events []events.Event `json:"events"`
 }
 
 // fakeDaemon implements control.Backend from a fakeScript; start and stop
 // change the unit's state as a daemon would.
 type fakeDaemon struct {
 	work, calls string
+	bus         *events.Bus // nil: changes are not published
 
 	mu     sync.Mutex
 	script fakeScript // guarded by mu
@@ -146,10 +155,12 @@ func (d *fakeDaemon) act(verb, unit, state string) error {
 	if why, ok := d.script.Fail[unit]; ok && verb != "stop" {
 		return fmt.Errorf("%s cannot %s: %s: %w", unit, verb, why, control.ErrConflict)
 	}
+	from := u.State
 	u.State = state
 	if state == "inactive" {
 		u.PID, u.PGID, u.Ready, u.Uptime, u.RSS, u.Ports = 0, 0, false, 0, 0, nil
 	}
+	d.bus.Publish(events.Event{Kind: events.UnitState, Unit: unit, From: from, State: state, Reason: verb + " by command"})
 	return nil
 }
 

@@ -15,7 +15,7 @@ import (
 )
 
 func newStatusCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	return withWatch(g, &cobra.Command{
 		Use:   "status [UNIT...]",
 		Short: "Show units, the supervisor, config errors, released and adopted groups",
 		Long: "Show every unit (or the named ones): state, pid, pgid, ownership, readiness,\n" +
@@ -46,7 +46,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			return nil
 		},
 		ValidArgsFunction: completeUnits(g),
-	}
+	})
 }
 
 // colorFor says whether w is a terminal that wants colour: NO_COLOR and

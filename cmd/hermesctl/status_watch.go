@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/hermes-units/hermes/events"
+	"github.com/spf13/cobra"
+)
+
+// withWatch adds --watch to the status command: the table redrawn on each
+// event of the daemon's stream, until interrupted.
+func withWatch(g *globals, cmd *cobra.Command) *cobra.Command {
+	var watch bool
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "redraw the table on each event (a unit changes, a reload, a cut…) until interrupted")
+	run := cmd.RunE
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if !watch {
+			return run(cmd, args)
+		}
+		if g.output != "" {
+			return errors.New("status --watch draws the table for a terminal; for a script, follow `hermesctl events -f -o json`")
+		}
+		err := watchStatus(cmd.Context(), g, cmd.OutOrStdout(), cmd.ErrOrStderr(), args)
+		if errors.Is(err, context.Canceled) {
+			return nil
+		}
+		return err
+	}
+	return cmd
+}
+
+// clearScreen moves the cursor home and clears the screen (ANSI).
+const clearScreen = "\x1b[H\x1b[2J"
+
+// watchStatus draws the status table, then draws it again after each burst
+// of events (the events of one burst are drawn once: a reload that
+// restarts ten units is one redraw, not ten). On a terminal each drawing
+// replaces the last; otherwise drawings follow each other, separated by a
+// blank line. It returns when ctx ends, or with the first error of status.
+func watchStatus(ctx context.Context, g *globals, out, errw io.Writer, units []string) error {
+	c, err := dial(g)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	color := colorFor(out)
+	changed := make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	followed := make(chan error, 1)
+	go func() {
+		followed <- followEvents(ctx, g, func(events.Event) error {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+			return nil
+		}, errw)
+	}()
+	defer func() { cancel(); <-followed }()
+	for n := 0; ; n++ {
+		st, err := c.Status(ctx, units...)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("status: %w", err)
+		}
+		switch {
+		case color:
+			fmt.Fprint(out, clearScreen)
+		case n > 0:
+			fmt.Fprintln(out)
+		}
+		writeStatus(out, st, color, time.Now())
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-followed:
+			return err
+		case <-changed:
+		}
+	}
+}

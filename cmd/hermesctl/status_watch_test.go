@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/events"
+)
+
+// serveFake serves a fakeDaemon answering sc, with an event bus, on a
+// socket of the test's; it returns the socket.
+func serveFake(t *testing.T, sc fakeScript) (string, *fakeDaemon) {
+	t.Helper()
+	dir := t.TempDir()
+	socket := filepath.Join(dir, "run", "hermesd.sock")
+	ln, err := control.Listen(socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bus := events.New(events.Options{})
+	d := &fakeDaemon{script: sc, work: dir, calls: filepath.Join(dir, "calls"), bus: bus}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- control.NewServer(d, control.Options{Events: bus}).Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return socket, d
+}
+
+// lines returns a writer and the channel of the lines written to it.
+func lines(t *testing.T) (io.WriteCloser, <-chan string) {
+	r, w := io.Pipe()
+	ch := make(chan string, 1024)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			ch <- sc.Text()
+		}
+	}()
+	t.Cleanup(func() { w.Close() })
+	return w, ch
+}
+
+// waitLine reads lines until one matches, within a deadline.
+func waitLine(t *testing.T, ch <-chan string, what string, match func(string) bool) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	var seen []string
+	for {
+		select {
+		case l, ok := <-ch:
+			if !ok {
+				t.Fatalf("output ended before %s; it was:\n%s", what, strings.Join(seen, "\n"))
+			}
+			seen = append(seen, l)
+			if match(l) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no %s within 10s; output:\n%s", what, strings.Join(seen, "\n"))
+		}
+	}
+}
+
+// TestStatusWatch: status --watch draws the table, then draws it again
+// when an event says something changed.
+func TestStatusWatch(t *testing.T) {
+	socket, d := serveFake(t, fakeScript{Status: control.Status{Units: []control.Unit{
+		{Name: "web", State: "running", PID: 4242, PGID: 4242, Ownership: "owned", Ready: true},
+	}}})
+	out, ch := lines(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	root := newRoot()
+	root.SetArgs([]string{"--socket", socket, "status", "--watch"})
+	root.SetOut(out)
+	root.SetErr(io.Discard)
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	waitLine(t, ch, "web running", func(l string) bool { return strings.HasPrefix(l, "web ") && strings.Contains(l, "running") })
+	if err := d.Stop(t.Context(), "web"); err != nil {
+		t.Fatal(err)
+	}
+	waitLine(t, ch, "web inactive after the stop event", func(l string) bool {
+		return strings.HasPrefix(l, "web ") && strings.Contains(l, "inactive")
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("status --watch after interrupt: %v, want nil", err)
+	}
+}
+
+func TestStatusWatchRefusesJSON(t *testing.T) {
+	root := newRoot()
+	root.SetArgs([]string{"--socket", "/nonexistent", "status", "--watch", "-o", "json"})
+	root.SetOut(io.Discard)
+	root.SetErr(io.Discard)
+	err := root.ExecuteContext(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "hermesctl events -f -o json") {
+		t.Errorf("got %v, want a pointer to events -f -o json", err)
+	}
+}
