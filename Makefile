@@ -7,7 +7,7 @@ PKGS := ./...
 CHAOS_ROUNDS ?= 200
 CHAOS_SEED ?= 0
 
-.PHONY: help build run test lint bench clean schema chaos
+.PHONY: help build run test lint lint-metrics bench clean schema chaos
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -31,6 +31,9 @@ lint: ## gofmt, go mod tidy, go vet, staticcheck, shellcheck, the detached-spawn
 	$(GO) tool staticcheck $(PKGS)
 	shellcheck -s sh $$(git ls-files '*.sh')
 	$(GO) run ./internal/spawncheck .
+
+lint-metrics: ## promtool check metrics on a scrape of every series and of a live hermesd (Debian package prometheus)
+	HERMES_REQUIRE_PROMTOOL=1 $(GO) test -count=1 -run 'TestMetricsFromEvents|TestEventsAndMetricsScenario' ./metrics ./cmd/hermesd
 
 bench: build ## measure the targets; prints a table (figure, value, method, machine)
 	$(GO) run ./internal/bench

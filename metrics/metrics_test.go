@@ -15,6 +15,13 @@ import (
 	"github.com/hermes-units/hermes/metrics/metricstest"
 )
 
+func scrapeBytes(t *testing.T, h http.Handler) []byte {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:9464/metrics", nil))
+	return rec.Body.Bytes()
+}
+
 // Scrape GETs /metrics from h and parses it as Prometheus does.
 func Scrape(t *testing.T, h http.Handler) metricstest.Families {
 	t.Helper()
@@ -69,6 +76,7 @@ func TestMetricsFromEvents(t *testing.T) {
 	defer sub.Close()
 
 	fams := Scrape(t, m.Handler(""))
+	defer t.Run("promtool", func(t *testing.T) { metricstest.CheckPromtool(t, scrapeBytes(t, m.Handler(""))) })
 	for _, tc := range []struct {
 		name   string
 		labels []string

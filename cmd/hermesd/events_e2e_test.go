@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -170,8 +171,13 @@ func TestEventsAndMetricsScenario(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	fams, err := metricstest.Parse(resp.Body)
+	scrape, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer t.Run("promtool", func(t *testing.T) { metricstest.CheckPromtool(t, scrape) })
+	fams, err := metricstest.Parse(bytes.NewReader(scrape))
 	if err != nil {
 		t.Fatalf("scrape does not parse: %v", err)
 	}

@@ -3,7 +3,11 @@
 package metricstest
 
 import (
+	"bytes"
 	"io"
+	"os"
+	"os/exec"
+	"testing"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -54,4 +58,28 @@ next:
 		}
 	}
 	return -1
+}
+
+// EnvRequirePromtool set to 1 (CI sets it) makes CheckPromtool fail
+// instead of skip when promtool is not installed.
+const EnvRequirePromtool = "HERMES_REQUIRE_PROMTOOL"
+
+// CheckPromtool runs `promtool check metrics` (Debian package prometheus)
+// on a scrape and fails t with its complaints. Without promtool it skips,
+// saying so, unless HERMES_REQUIRE_PROMTOOL=1.
+func CheckPromtool(t testing.TB, scrape []byte) {
+	t.Helper()
+	path, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv(EnvRequirePromtool) == "1" {
+			t.Fatalf("promtool is not installed (apt-get install prometheus) and %s=1", EnvRequirePromtool)
+		}
+		t.Skip("promtool is not installed (apt-get install prometheus): the metric names are not linted here; CI runs this")
+	}
+	cmd := exec.Command(path, "check", "metrics")
+	cmd.Stdin = bytes.NewReader(scrape)
+	out, err := cmd.CombinedOutput()
+	if err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
 }
