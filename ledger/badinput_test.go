@@ -73,3 +73,35 @@ func TestBadLedgerKeptAside(t *testing.T) {
 		}
 	}
 }
+
+// TestBadLockKeptAside: a ledger.lock replaced by a directory is moved aside
+// as ledger.lock.corrupt-<time> with its content, as a bad ledger.json is,
+// and writes work again at once (they used to fail with "open lock file:
+// is a directory", every spawn with them).
+func TestBadLockKeptAside(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(dir, LockName)
+	if err := os.MkdirAll(filepath.Join(lock, "inside"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Add(t.Context(), Entry{Unit: "web"}); err != nil {
+		t.Fatalf("Add with ledger.lock a directory: %v, want it repaired", err)
+	}
+	asides, _ := filepath.Glob(lock + ".corrupt-*")
+	if len(asides) != 1 {
+		t.Fatalf("kept aside: %v, want one ledger.lock.corrupt-* directory", asides)
+	}
+	if _, err := os.Stat(filepath.Join(asides[0], "inside")); err != nil {
+		t.Errorf("the directory was not kept aside with its content: %v", err)
+	}
+	if fi, err := os.Stat(lock); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("ledger.lock after the repair: %v (%v), want a regular file", fi, err)
+	}
+	if err := l.Add(t.Context(), Entry{Unit: "db"}); err != nil {
+		t.Errorf("a second Add: %v", err)
+	}
+}

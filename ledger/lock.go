@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -125,8 +126,23 @@ func (l *Ledger) acquire(ctx context.Context, timeout time.Duration) (func(), er
 // linePatience bounds the wait for the writer ahead in line (see acquire).
 const linePatience = 250 * time.Millisecond
 
+// openLock opens the lock file. A directory in its place (nothing can lock
+// it, and every write would fail) is repaired as a bad ledger.json is: moved
+// aside as ledger.lock.corrupt-<time>, content intact, and a fresh lock file
+// made.
 func (l *Ledger) openLock() (*os.File, error) {
 	f, err := os.OpenFile(l.lock, os.O_RDWR|os.O_CREATE, 0o600)
+	if errors.Is(err, syscall.EISDIR) {
+		// The trailing slash makes the rename fail (ENOTDIR) unless the
+		// name is still a directory: a writer that lost the race never
+		// moves aside the fresh lock file another one just made, which
+		// would leave two writers locking two files.
+		aside := fmt.Sprintf("%s.corrupt-%s", l.lock, time.Now().UTC().Format("20060102T150405.000000000Z"))
+		if rerr := os.Rename(l.lock+"/", aside); rerr != nil && !errors.Is(rerr, syscall.ENOTDIR) && !errors.Is(rerr, os.ErrNotExist) {
+			return nil, fmt.Errorf("open lock file: %s is a directory and could not be moved aside: %w", l.lock, rerr)
+		}
+		f, err = os.OpenFile(l.lock, os.O_RDWR|os.O_CREATE, 0o600)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open lock file: %w", err)
 	}

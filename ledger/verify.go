@@ -1,0 +1,104 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/hermes-units/hermes/proc"
+)
+
+// ErrUntrusted reports a ledger entry that the kernel contradicts: acting
+// on it (re-adopting it, signalling its group or cgroup) could hit a
+// process hermes never started.
+var ErrUntrusted = errors.New("ledger entry not trusted")
+
+// keptDir is the directory, below an owner subtree's parent, of the
+// cgroups of survivors (supervisor's hermes-kept).
+const keptDir = "hermes-kept"
+
+// Check holds e against the kernel before anyone acts on it: the ledger is
+// evidence, not authority (any process of the user can write the file). e
+// is trusted only when
+//   - its leader is alive with the recorded identity (else the error wraps
+//     proc.ErrGone) and leads the recorded process group;
+//   - the leader's environment carries the entry's spawn key (EnvSpawn)
+//     and this ledger's state directory (EnvState): the tags SpawnOwned
+//     gave it, which a stranger does not have;
+//   - where the entry names a cgroup, that cgroup is a hermes one, named
+//     for that very spawn (<base>/hermes-<owner>/<unit>.<key> or
+//     <base>/hermes-kept/<unit>.<key>, inside the cgroup v2 mount), and the
+//     leader is in it.
+//
+// Any other failure wraps ErrUntrusted and says what did not match. Check
+// reads /proc and takes no lock.
+func (l *Ledger) Check(e Entry) error {
+	untrusted := func(format string, args ...any) error {
+		return fmt.Errorf("ledger entry of %s (leader %s): %s: %w", e.Unit, e.Leader, fmt.Sprintf(format, args...), ErrUntrusted)
+	}
+	if !e.Leader.Alive() {
+		return fmt.Errorf("ledger entry of %s: leader %s: %w", e.Unit, e.Leader, proc.ErrGone)
+	}
+	st, err := proc.ReadStat(e.Leader.PID)
+	if err != nil {
+		return fmt.Errorf("ledger entry of %s: leader %s: %w", e.Unit, e.Leader, proc.ErrGone)
+	}
+	if st.PGID != e.PGID || e.PGID <= 1 {
+		return untrusted("the leader is in process group %d, not the recorded %d", st.PGID, e.PGID)
+	}
+	if e.Spawn == "" {
+		return untrusted("no spawn key recorded")
+	}
+	env, err := proc.Environ(e.Leader.PID)
+	if err != nil {
+		return untrusted("its environment cannot be read: %v", err)
+	}
+	t, _ := tags(env)
+	if t[EnvSpawn] != e.Spawn {
+		return untrusted("the leader does not carry the spawn key %s (%s=%q)", e.Spawn, EnvSpawn, t[EnvSpawn])
+	}
+	if t[EnvState] != l.Dir() {
+		return untrusted("the leader was spawned for state directory %q, not %s", t[EnvState], l.Dir())
+	}
+	if e.Cgroup == "" {
+		return nil
+	}
+	mount := proc.CgroupMount()
+	cg := filepath.Clean(e.Cgroup)
+	rel, ok := strings.CutPrefix(cg, mount+"/")
+	if mount == "" || !ok || cg != e.Cgroup || strings.Contains(e.Cgroup, "..") {
+		return untrusted("cgroup %q is not inside the cgroup v2 hierarchy %q", e.Cgroup, mount)
+	}
+	parent := filepath.Base(filepath.Dir(cg))
+	if !strings.HasSuffix(filepath.Base(cg), "."+e.Spawn) || parent != keptDir && !ownerDir(parent) {
+		return untrusted("cgroup %s is not a hermes cgroup of this spawn (want <owner subtree or %s>/<unit>.%s)", e.Cgroup, keptDir, e.Spawn)
+	}
+	if got := proc.Cgroup(e.Leader.PID); got != "/"+rel {
+		return untrusted("the leader is in cgroup %q, not in %s", got, e.Cgroup)
+	}
+	return nil
+}
+
+// ownerDir reports whether name is an owner's cgroup subtree:
+// hermes-PID_STARTTIME.
+func ownerDir(name string) bool {
+	s, ok := strings.CutPrefix(name, "hermes-")
+	if !ok {
+		return false
+	}
+	p, st, ok := strings.Cut(s, "_")
+	return ok && digits(p) && digits(st)
+}
+
+func digits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
