@@ -29,6 +29,32 @@ type Status struct {
 	Units        []Unit        `json:"units"`
 	ConfigErrors []ConfigError `json:"config_errors"`
 	Proxy        *Proxy        `json:"proxy,omitempty"` // absent when the provider proxy is off
+	// Recovery is what a gateway found, at its start, of the groups that
+	// dead owners of its state directory left; absent when nothing.
+	Recovery *Recovery `json:"recovery,omitempty"`
+}
+
+// Recovery is what a gateway did at its start with the owned groups that
+// dead owners left alive (hermesd and its supervisor killed together).
+type Recovery struct {
+	// Ended: owned groups of a dead hermesd whose units this gateway was
+	// about to start (each would have been a duplicate); it ended them
+	// (identity-checked: TERM, the unit's stop timeout, KILL) first.
+	Ended []EndedGroup `json:"ended"`
+	// Leftovers counts the other groups of dead owners still alive (a
+	// dead `hermesctl run`'s, units no longer declared): see `hermesctl
+	// adopt --orphans`.
+	Leftovers int `json:"leftovers"`
+}
+
+// EndedGroup is one group a gateway ended at its start.
+type EndedGroup struct {
+	Unit  string    `json:"unit"`
+	PID   int       `json:"pid"`
+	PGID  int       `json:"pgid"`
+	Owner int       `json:"owner_pid"` // the dead owner that spawned it
+	At    time.Time `json:"at"`
+	Error string    `json:"error,omitempty"` // why it could not be ended; "" when it was
 }
 
 // Proxy describes hermesd's provider proxy (SPEC §10).

@@ -21,12 +21,16 @@ import (
 )
 
 // readopt runs once at Run start, before the first reconcile, in a gateway:
-// each adoptable or persist_on_release group of a dead owner whose leader
-// identity still matches (never a recycled pid) is taken over without a new
-// spawn. A declared unit gets its group back as adopted; a persist group no
-// longer declared is listed as released; an adoptable group no longer
-// declared is stopped, as a removed unit would be. Groups whose owner is
-// alive belong to it and are left alone.
+// each adoptable or persist_on_release group of a dead owner whose ledger
+// entry the kernel confirms (see trust: never a recycled pid, never a
+// stranger named by a crafted entry) is taken over without a new spawn. A
+// declared unit gets its group back as adopted, a released one included
+// (it was given up, and is declared again: adopted back rather than
+// doubled); a persist group no longer declared is listed as released; an
+// adoptable group no longer declared is stopped, as a removed unit would
+// be. Groups whose owner is alive belong to it and are left alone. Then
+// the owned groups that dead hermesd owners left (see recover) are ended
+// or counted.
 func (r *Reconciler) readopt(ctx context.Context, l Loaded) {
 	if r.opt.Role != Gateway || r.opt.Checkpoint == nil {
 		return
@@ -41,10 +45,17 @@ func (r *Reconciler) readopt(ctx context.Context, l Loaded) {
 		declared[s.Name] = s
 	}
 	for _, s := range svs {
-		if s.OwnerAlive || !s.Group.Leader.Alive() {
+		if s.OwnerAlive {
 			continue
 		}
-		if s.State == "released" { // given up on purpose: listed, never re-adopted
+		if err := r.trust(s); err != nil {
+			if !errors.Is(err, proc.ErrGone) {
+				r.log.Warn("survivor not re-adopted nor signalled: the kernel contradicts its ledger entry", "unit", s.Unit, "pid", s.Group.Leader.PID, "err", err)
+			}
+			continue
+		}
+		spec, ok := declared[s.Unit]
+		if s.State == "released" && !ok { // given up on purpose, and not declared: listed
 			r.addReleased(s)
 			continue
 		}
@@ -52,7 +63,6 @@ func (r *Reconciler) readopt(ctx context.Context, l Loaded) {
 			r.log.Warn("a second survivor of the same unit left alone", "unit", s.Unit, "pid", s.Group.Leader.PID)
 			continue
 		}
-		spec, ok := declared[s.Unit]
 		if !ok && units.Ownership(s.Ownership) == units.PersistOnRelease {
 			if err := r.opt.Checkpoint.Released(ctx, s); err != nil {
 				r.log.Warn("ledger: release not recorded", "unit", s.Unit, "err", err)
@@ -64,34 +74,82 @@ func (r *Reconciler) readopt(ctx context.Context, l Loaded) {
 		if !ok {
 			spec = units.Spec{Name: s.Unit, Ownership: units.Ownership(s.Ownership)}
 		}
-		exited, err := r.opt.Spawner.WatchExit(r.base, s.Group)
-		if err != nil {
+		if s.State == "released" { // declared again: adopted back, not doubled
+			if err := r.adoptBack(ctx, spec, s); err != nil {
+				r.log.Warn("released survivor declared again, not adopted back", "unit", s.Unit, "pid", s.Group.Leader.PID, "err", err)
+				r.addReleased(s)
+			}
+			continue
+		}
+		if err := r.readoptGroup(ctx, spec, ok, s); err != nil {
 			r.log.Warn("survivor not re-adopted: cannot watch its exit", "unit", s.Unit, "pid", s.Group.Leader.PID, "err", err)
 			continue
 		}
-		u := &unit{spec: spec, hash: hash(spec), enabled: ok, group: s.Group,
-			state: Running, ready: true, adopted: true, started: time.Now(), logPath: s.Log}
-		if u.logPath == "" {
-			u.logPath = r.logPath(spec)
-		}
-		u.gen = r.nextGen()
-		runCtx, cancel := context.WithCancel(r.base)
-		u.cancel = cancel
-		name, gen := u.spec.Name, u.gen
-		r.wg.Go(func() {
-			select {
-			case <-exited:
-				r.post(exitEvent{name, gen, nil})
-			case <-runCtx.Done():
-			}
-		})
-		r.units[s.Unit] = u
-		r.reorder()
-		if err := r.opt.Checkpoint.Adopted(ctx, s); err != nil {
-			r.log.Warn("ledger: adoption not recorded", "unit", s.Unit, "err", err)
-		}
 		r.log.Info("survivor re-adopted", "unit", s.Unit, "pid", s.Group.Leader.PID, "pgid", s.Group.PGID)
 	}
+	r.recover(ctx, declared)
+}
+
+// readoptGroup makes s's group the running, adopted run of spec, a new
+// unit (enabled when declared).
+func (r *Reconciler) readoptGroup(ctx context.Context, spec units.Spec, declared bool, s Survivor) error {
+	return r.adoptRun(ctx, &unit{spec: spec, hash: hash(spec), enabled: declared}, s)
+}
+
+// adoptRun makes s's group the running, adopted run of u and puts u in
+// r.units: the leader's exit is watched (it is not our child), its log
+// continues, and the ledger records it as ours.
+func (r *Reconciler) adoptRun(ctx context.Context, u *unit, s Survivor) error {
+	exited, err := r.opt.Spawner.WatchExit(r.base, s.Group)
+	if err != nil {
+		return err
+	}
+	u.group, u.proc = s.Group, nil
+	u.state, u.ready, u.adopted, u.started, u.logPath, u.err = Running, true, true, time.Now(), s.Log, nil
+	if u.logPath == "" {
+		u.logPath = r.logPath(u.spec)
+	}
+	u.gen = r.nextGen()
+	runCtx, cancel := context.WithCancel(r.base)
+	u.cancel = cancel
+	name, gen := u.spec.Name, u.gen
+	r.wg.Go(func() {
+		select {
+		case <-exited:
+			r.post(exitEvent{name, gen, nil})
+		case <-runCtx.Done():
+		}
+	})
+	if r.units[name] != u {
+		r.units[name] = u
+		r.reorder()
+	}
+	if err := r.opt.Checkpoint.Adopted(ctx, s); err != nil {
+		r.log.Warn("ledger: adoption not recorded", "unit", s.Unit, "err", err)
+	}
+	return nil
+}
+
+// verifier is the part of the ledger Checkpoint that holds an entry
+// against the kernel (ledger.Check). Without it, a leader identity that
+// is alive is all the evidence there is.
+type verifier interface {
+	Verify(s Survivor) error
+}
+
+// trust says whether s's ledger entry may be acted on (re-adopted, adopted
+// back, signalled): nil when the kernel confirms it, an error wrapping
+// proc.ErrGone when its leader has exited, another error (ledger.ErrUntrusted)
+// when the kernel contradicts it. The ledger is evidence, not authority.
+// It reads /proc.
+func (r *Reconciler) trust(s Survivor) error {
+	if v, ok := r.opt.Checkpoint.(verifier); ok {
+		return v.Verify(s)
+	}
+	if !s.Group.Leader.Alive() {
+		return fmt.Errorf("leader %s: %w", s.Group.Leader, proc.ErrGone)
+	}
+	return nil
 }
 
 // Adopter is the part of the supervisor that `hermesctl adopt` and

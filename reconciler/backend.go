@@ -21,9 +21,18 @@ var _ control.Backend = (*Reconciler)(nil)
 // errors. An unknown name is control.ErrUnknownUnit.
 func (r *Reconciler) Status(ctx context.Context, names ...string) (control.Status, error) {
 	var st control.Status
-	var rel []Group
+	var rel, left []Group
+	var ended []control.EndedGroup
 	var err error
-	if e := r.do(ctx, func(context.Context) { st, rel, err = r.status(names) }); e != nil {
+	if e := r.do(ctx, func(context.Context) {
+		st, rel, err = r.status(names)
+		ended = r.ended
+		for _, g := range r.leftovers {
+			if !r.holds(g.PGID) { // adopted since (adopt --orphans): no longer a leftover
+				left = append(left, g)
+			}
+		}
+	}); e != nil {
 		return control.Status{}, e
 	}
 	if err != nil {
@@ -33,6 +42,7 @@ func (r *Reconciler) Status(ctx context.Context, names ...string) (control.Statu
 	// units, reading it on Run's would hold every other caller and event.
 	// A released group found ended is left out, and Run drops its row.
 	r.rss.fill(st.Units)
+	st.Recovery = recovery(ended, left)
 	out := st.Units[:0]
 	for _, u := range st.Units {
 		switch {

@@ -156,6 +156,8 @@ type Reconciler struct {
 	units       map[string]*unit
 	errs        []control.ConfigError
 	released    []Survivor
+	ended       []control.EndedGroup // groups of dead owners ended at the start (recover)
+	leftovers   []Group              // other groups of dead owners found alive at the start (recover)
 	seq         uint64
 	shutting    bool
 	base        context.Context // runs' parent; ends after Run's shutdown

@@ -20,6 +20,9 @@ import (
 // start spawns u (Run's goroutine). On a start limit or a held port the unit
 // is left failed; on a spawn error the restart policy decides.
 func (r *Reconciler) start(ctx context.Context, u *unit) {
+	if r.reclaim(ctx, u) {
+		return
+	}
 	now := time.Now()
 	hit, kept := StartLimitHit(u.starts, now, u.spec.StartLimit)
 	u.starts = kept

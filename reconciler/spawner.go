@@ -69,6 +69,7 @@ type Survivor struct {
 	Owner      proc.Identity
 	OwnerAlive bool
 	State      string // the ledger entry's: "" | "adopted" | "released"
+	Spawn      string // the spawn key recorded (the leader's EnvSpawn tag)
 }
 
 // Checkpoint is the ledger as the reconciler sees it: the survivors of a

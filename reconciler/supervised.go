@@ -62,6 +62,7 @@ func survivorOf(e ledger.Entry) Survivor {
 	return Survivor{
 		Unit: e.Unit, Group: Group{Unit: e.Unit, PGID: e.PGID, Leader: e.Leader, Cgroup: e.Cgroup},
 		Ownership: e.Ownership, Reason: e.Reason, Log: e.Log, Owner: e.Owner, OwnerAlive: e.Owner.Alive(), State: e.State,
+		Spawn: e.Spawn,
 	}
 }
 
@@ -92,6 +93,11 @@ func (c ledgerCheckpoint) mark(ctx context.Context, s Survivor, state string) er
 		}
 		return es, nil
 	})
+}
+
+// Verify holds s's entry against the kernel (ledger.Check).
+func (c ledgerCheckpoint) Verify(s Survivor) error {
+	return c.l.Check(ledger.Entry{Unit: s.Unit, Leader: s.Group.Leader, PGID: s.Group.PGID, Cgroup: s.Group.Cgroup, Spawn: s.Spawn})
 }
 
 func (c ledgerCheckpoint) Adopted(ctx context.Context, s Survivor) error {

@@ -54,6 +54,7 @@ func startDaemon(t *testing.T, dir, role string) *hermesd {
 // daemonOpts is how tests' hermesd runs differ.
 type daemonOpts struct {
 	role      string     // --role; none when empty
+	mode      string     // --supervisor-mode; automatic when empty
 	config    string     // --config; dir/none.yaml (absent) when empty
 	env       []string   // added to the test's environment
 	inherited []*os.File // inherited as fd 3 on, not close-on-exec
@@ -98,6 +99,9 @@ func startDaemonWith(t *testing.T, dir string, o daemonOpts) *hermesd {
 		"--socket", d.socket, "--config", config}
 	if o.role != "" {
 		args = append(args, "--role", o.role)
+	}
+	if o.mode != "" {
+		args = append(args, "--supervisor-mode", o.mode)
 	}
 	d.cmd = exec.Command(os.Args[0], args...)
 	d.cmd.Env = append(append(os.Environ(), roleEnv+"=hermesd", "NOTIFY_SOCKET="+nsPath), o.env...)
@@ -363,4 +367,9 @@ func TestGatewaySurvivors(t *testing.T) {
 		t.Errorf("the control hermesd's unit died")
 	}
 	_ = ctl
+
+	// The edges (issue 10), in each supervisor mode.
+	edgeMatrix(t, func(family, owner, expected, found string) {
+		rows = append(rows, row{family, owner, expected, found})
+	})
 }

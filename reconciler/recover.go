@@ -1,0 +1,177 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/units"
+)
+
+// recover runs at a gateway's start (readopt), before the first reconcile,
+// on Run's goroutine: it looks at the owned groups that dead owners of the
+// state directory left alive. They die with their owner's supervisor; when
+// hermesd and its supervisor were killed together, nothing killed them.
+// Each entry is first held against the kernel (trust): one it contradicts
+// is never signalled. Then:
+//   - a group a dead hermesd (gateway or worker) spawned for a unit this
+//     gateway is about to start would be a duplicate: it is ended
+//     (the unit's stop signal, its stop timeout, KILL; the group must be
+//     empty) before the unit starts, logged and listed in status;
+//   - a group given up on purpose (released) whose unit is declared is
+//     adopted back: registered with the death supervisor, so that one copy
+//     runs, ours;
+//   - any other (a dead `hermesctl run`'s, a unit no longer declared) is
+//     left for `hermesctl adopt --orphans`, and counted in status.
+//
+// The stops run concurrently; recover returns once all are done, so the
+// units start after them.
+func (r *Reconciler) recover(ctx context.Context, declared map[string]units.Spec) {
+	rc, ok := r.opt.Checkpoint.(recorder)
+	if !ok {
+		return
+	}
+	recs, err := rc.Records(ctx)
+	if err != nil {
+		r.log.Error("ledger not read; the groups of dead owners are not looked at", "err", err)
+		return
+	}
+	type end struct {
+		rec  Record
+		spec units.Spec
+	}
+	var ends []end
+	for _, rec := range recs {
+		if rec.OwnerAlive || ownership(units.Spec{Ownership: units.Ownership(rec.Ownership)}) != units.Owned || r.holds(rec.Group.PGID) {
+			continue
+		}
+		if err := r.trust(rec.Survivor); err != nil {
+			if !errors.Is(err, proc.ErrGone) {
+				r.log.Warn("group of a dead owner neither ended nor adopted: the kernel contradicts its ledger entry", "unit", rec.Unit, "pid", rec.Group.Leader.PID, "err", err)
+			}
+			continue
+		}
+		spec, isDeclared := declared[rec.Unit]
+		switch free := isDeclared && r.units[rec.Unit] == nil; {
+		case free && rec.State == "released":
+			if err := r.adoptBack(ctx, spec, rec.Survivor); err != nil {
+				r.log.Warn("released group declared again, not adopted back", "unit", rec.Unit, "pid", rec.Group.Leader.PID, "err", err)
+				r.leftovers = append(r.leftovers, rec.Group)
+			}
+		case free && (rec.Role == string(Gateway) || rec.Role == string(Worker)):
+			ends = append(ends, end{rec, spec})
+		default:
+			r.leftovers = append(r.leftovers, rec.Group)
+		}
+	}
+	if len(ends) > 0 {
+		r.log.Warn("owned groups left by a dead hermesd (killed with its supervisor); ending them before starting the units again", "groups", len(ends))
+	}
+	res := make([]control.EndedGroup, len(ends))
+	var wg sync.WaitGroup
+	for i, e := range ends {
+		g := e.rec.Group
+		sig, grace := stopSignal(e.spec), stopGrace(e.spec)
+		res[i] = control.EndedGroup{Unit: e.rec.Unit, PID: g.Leader.PID, PGID: g.PGID, Owner: e.rec.Owner.PID}
+		wg.Go(func() {
+			if err := r.opt.Spawner.Stop(ctx, g, sig, grace); err != nil {
+				res[i].Error = err.Error()
+			}
+			res[i].At = time.Now()
+		})
+	}
+	wg.Wait()
+	for _, e := range res {
+		if e.Error != "" {
+			r.log.Error("group left by a dead hermesd not ended", "unit", e.Unit, "pid", e.PID, "pgid", e.PGID, "owner", e.Owner, "err", e.Error)
+		} else {
+			r.log.Warn("ended a group left by a dead hermesd: the unit starts anew", "unit", e.Unit, "pid", e.PID, "pgid", e.PGID, "owner", e.Owner)
+		}
+	}
+	r.ended = append(r.ended, res...)
+}
+
+// adoptBack makes rec's released group the running run of its declared
+// unit spec again: registered with the death supervisor unless the unit
+// survives its owner (keeps), its exit watched. At most one copy of a
+// unit runs: the group given up is taken back instead of a new spawn.
+func (r *Reconciler) adoptBack(ctx context.Context, spec units.Spec, s Survivor) error {
+	if !keeps(r.opt.Role, spec.Ownership) {
+		ad, ok := r.opt.Spawner.(Adopter)
+		if !ok {
+			return errors.New("this hermesd has no supervisor that can adopt groups")
+		}
+		if err := ad.Own(ctx, s.Group); err != nil {
+			return err
+		}
+	}
+	u := r.units[spec.Name]
+	if u == nil {
+		u = &unit{spec: spec, hash: hash(spec), enabled: true}
+	}
+	if err := r.adoptRun(ctx, u, s); err != nil {
+		return err
+	}
+	r.log.Info("released group declared again; adopted back", "unit", s.Unit, "pid", s.Group.Leader.PID, "pgid", s.Group.PGID)
+	return nil
+}
+
+// reclaim runs before a spawn of u (Run's goroutine): a released group of
+// u's name that still runs, and whose entry the kernel confirms, is
+// adopted back instead (it was given up, and its unit is declared again:
+// a spawn would run a second copy beside it). It reports whether u now
+// runs that group.
+func (r *Reconciler) reclaim(ctx context.Context, u *unit) bool {
+	i := slices.IndexFunc(r.released, func(s Survivor) bool { return s.Unit == u.spec.Name })
+	if i < 0 {
+		return false
+	}
+	s := r.released[i]
+	if err := r.trust(s); err != nil {
+		if !errors.Is(err, proc.ErrGone) {
+			r.log.Warn("released group not adopted back: the kernel contradicts its ledger entry", "unit", s.Unit, "pid", s.Group.Leader.PID, "err", err)
+		}
+		return false
+	}
+	if err := r.adoptBack(ctx, u.spec, s); err != nil {
+		r.log.Warn("released group declared again, not adopted back", "unit", s.Unit, "pid", s.Group.Leader.PID, "err", err)
+		return false
+	}
+	r.released = slices.Delete(r.released, i, i+1)
+	return true
+}
+
+// recovery is the Recovery part of status: the groups ended at the start,
+// and the leftovers of dead owners still alive. It reads /proc: call it
+// off Run's goroutine.
+func recovery(ended []control.EndedGroup, leftovers []Group) *control.Recovery {
+	n := 0
+	for _, g := range leftovers {
+		if groupAlive(g) {
+			n++
+		}
+	}
+	if len(ended) == 0 && n == 0 {
+		return nil
+	}
+	return &control.Recovery{Ended: slices.Clone(ended), Leftovers: n}
+}
+
+func stopSignal(s units.Spec) syscall.Signal {
+	if sig := syscall.Signal(s.StopSignal); sig != 0 {
+		return sig
+	}
+	return syscall.SIGTERM
+}
+
+func stopGrace(s units.Spec) time.Duration {
+	if g := s.Timeouts.Stop; g > 0 {
+		return g
+	}
+	return DefaultStopGrace
+}
