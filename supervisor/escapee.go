@@ -3,7 +3,10 @@ package supervisor
 import (
 	"errors"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/proc"
@@ -13,12 +16,26 @@ import (
 // scan (pgroup mode) finds escapees and reaps the orphans the owner, as a
 // child subreaper, inherited from its groups.
 //
-// An escapee is a live process outside every registered group that was
-// re-parented to the owner, or whose parent is a member of a registered
-// group or an escapee, and whose environment carries this owner's tag
-// (EnvOwner) and the spawn key (EnvSpawn) of a registered group. Its process
-// group is registered under that spawn, so it dies with the owner and keeps
-// the spawn registered until it is empty.
+// An escapee is a live process outside every registered group that
+// descends from one. It is attributed to the registration (the spawn) it
+// descends from, and its process group is registered under that spawn, so
+// it dies with the owner, Stop waits for it, and it keeps the spawn
+// registered until it is empty. Its environment is not needed: a daemon
+// may erase it (env -i) or overwrite it with its process title (redis
+// --daemonize). It is attributed, in this order (see attribute):
+//   - by ancestry: its parent is a member of a registered group, an
+//     escapee, or a descendant of one (as of this scan);
+//   - by its tags, when it kept them: this owner's EnvOwner and the spawn
+//     key (EnvSpawn) of a registered group (the tags of another owner
+//     mean it is that owner's: never taken);
+//   - when it was re-parented to the owner (its parent exited): by what
+//     the last scan saw of it (lineage), by the spawn's log file it holds
+//     open as stdin, stdout or stderr; and, for one that left the owner's
+//     session (setsid: a daemon, never a plain child of the program), by
+//     the spawn one of whose processes ended since the last scan, else by
+//     the spawn that started last before it. Any process re-parented to
+//     the owner descends from one of its spawns, other than the
+//     supervisor's helpers, which are never taken.
 //
 // Reaping: only zombies whose parent is the owner, that sit in a registered
 // group (or are identified escapees), and that are not the leader of one of
@@ -26,7 +43,8 @@ import (
 // may belong to an exec.Cmd elsewhere in the process and is never touched.
 func (o *Owner) scan() {
 	o.mu.Lock()
-	known := map[int]bool{}
+	o.scanned = time.Now()
+	known := map[int]*reg{} // pgid → the registration it belongs to
 	keys := map[string]*reg{}
 	leaders := make(map[int]bool, len(o.leaders))
 	for pid := range o.leaders {
@@ -36,66 +54,219 @@ func (o *Owner) scan() {
 	for pid := range o.escPids {
 		escPids[pid] = true
 	}
+	helpers := map[int]bool{} // the supervisors' own groups
+	for pid := range o.supPids {
+		helpers[pid] = true
+	}
+	var ended []*reg // spawns whose leader exited since the last scan
+	var spawns []*reg
 	for _, r := range o.regs {
-		known[r.g.PGID] = true
+		known[r.g.PGID] = r
 		for _, e := range r.esc {
-			known[e.g.PGID] = true
+			known[e.g.PGID] = r
 		}
 		if r.key != "" {
 			keys[r.key] = r
+			spawns = append(spawns, r)
+		}
+		if r.leaderGone && !r.goneSeen {
+			r.goneSeen = true
+			ended = append(ended, r)
 		}
 	}
+	prev := o.lineage
 	o.mu.Unlock()
 	pids, err := proc.Pids()
 	if err != nil {
 		return
 	}
 	stats := make([]proc.Stat, 0, len(pids))
-	member := map[int]bool{}
+	live := map[int]proc.Stat{}
 	for _, pid := range pids {
 		st, err := proc.ReadStat(pid)
 		if err != nil {
 			continue
 		}
 		stats = append(stats, st)
-		if known[st.PGID] {
-			member[pid] = true
+		if !st.Zombie() {
+			live[pid] = st
+		}
+	}
+	// Spawns one of whose processes seen last time has ended since.
+	for pid, l := range prev {
+		if st, ok := live[pid]; (!ok || st.StartTime != l.start) && !slices.Contains(ended, l.r) {
+			ended = append(ended, l.r)
+		}
+	}
+	// Who descends from whom, as of now: members of registered groups,
+	// then their descendants (children mostly have higher pids: a few
+	// passes in pid order reach a fixed point).
+	owner := map[int]*reg{}
+	for pid, st := range live {
+		if r := known[st.PGID]; r != nil {
+			owner[pid] = r
+		}
+	}
+	for pass, changed := 0, true; changed && pass < 16; pass++ {
+		changed = false
+		for _, st := range stats {
+			if _, ok := live[st.PID]; !ok || owner[st.PID] != nil || helpers[st.PGID] {
+				continue
+			}
+			if r := owner[st.PPID]; r != nil && st.PPID != o.self.PID {
+				owner[st.PID], changed = r, true
+			}
 		}
 	}
 	me := o.self.PID
+	mySID, _ := unix.Getsid(0)
 	for _, st := range stats {
 		if st.Zombie() {
-			if st.PPID == me && !leaders[st.PID] && (known[st.PGID] || escPids[st.PID]) {
+			if st.PPID == me && !leaders[st.PID] && (known[st.PGID] != nil || escPids[st.PID]) {
 				var ws unix.WaitStatus
 				unix.Wait4(st.PID, &ws, unix.WNOHANG, nil)
 			}
 			continue
 		}
-		if known[st.PGID] || st.PGID <= 1 || st.PGID == o.pgid {
+		if known[st.PGID] != nil || st.PGID <= 1 || st.PGID == o.pgid || helpers[st.PGID] || helpers[st.SID] || helpers[st.PID] || leaders[st.PID] {
 			continue
 		}
-		if !(st.PPID == me && !leaders[st.PID] || member[st.PPID] || escPids[st.PPID]) {
-			continue
+		r := owner[st.PID]
+		if r == nil && st.PPID == me {
+			r = o.attribute(st, keys, prev, ended, spawns, mySID)
+		} else if r == nil {
+			r = o.tagged(st.PID, keys)
 		}
-		env, err := proc.Environ(st.PID)
-		if err != nil {
-			continue
-		}
-		var owner, key string
-		for _, kv := range env {
-			if v, ok := strings.CutPrefix(kv, ledger.EnvOwner+"="); ok {
-				owner = v
-			} else if v, ok := strings.CutPrefix(kv, ledger.EnvSpawn+"="); ok {
-				key = v
-			}
-		}
-		r := keys[key]
-		if owner != o.self.String() || r == nil {
+		if r == nil {
 			continue
 		}
 		o.adoptEscapee(r, st)
-		known[st.PGID] = true
+		known[st.PGID] = r
+		owner[st.PID] = r
 	}
+	// What this scan attributed, for the next one.
+	next := make(map[int]lineEntry, len(owner))
+	for pid, r := range owner {
+		next[pid] = lineEntry{start: live[pid].StartTime, r: r}
+	}
+	o.mu.Lock()
+	o.lineage = next
+	o.mu.Unlock()
+}
+
+// lineEntry is a process a scan attributed to a registration.
+type lineEntry struct {
+	start uint64
+	r     *reg
+}
+
+// tagged returns the registration whose spawn key pid carries with this
+// owner's tag, nil when it carries none (or another owner's).
+func (o *Owner) tagged(pid int, keys map[string]*reg) *reg {
+	env, err := proc.Environ(pid)
+	if err != nil {
+		return nil
+	}
+	var owner, key string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, ledger.EnvOwner+"="); ok {
+			owner = v
+		} else if v, ok := strings.CutPrefix(kv, ledger.EnvSpawn+"="); ok {
+			key = v
+		}
+	}
+	if owner != o.self.String() {
+		return nil
+	}
+	return keys[key]
+}
+
+// attribute names the spawn that st, a process re-parented to the owner
+// (its parent exited), descends from; nil when it cannot be told (see
+// scan for the order of the evidence).
+func (o *Owner) attribute(st proc.Stat, keys map[string]*reg, prev map[int]lineEntry, ended, spawns []*reg, mySID int) *reg {
+	if env, err := proc.Environ(st.PID); err == nil {
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, ledger.EnvOwner+"="); ok && v != o.self.String() {
+				return nil // another owner's (in this process): never ours
+			}
+		}
+	}
+	if r := o.tagged(st.PID, keys); r != nil {
+		return r
+	}
+	if l, ok := prev[st.PID]; ok && l.start == st.StartTime {
+		return l.r
+	}
+	if r := byOpenFile(st.PID, spawns); r != nil {
+		return r
+	}
+	if st.SID == mySID {
+		return nil // in the owner's session: may be a plain child of the program
+	}
+	if r := latestBefore(ended, st.PID); r != nil {
+		return r
+	}
+	return latestBefore(spawns, st.PID)
+}
+
+// latestBefore returns the spawn of rs whose leader pid is the highest at
+// or below pid (pids are handed out in fork order until they wrap), else
+// the one with the highest leader pid; nil when rs is empty.
+func latestBefore(rs []*reg, pid int) *reg {
+	var best, top *reg
+	for _, r := range rs {
+		if top == nil || r.g.Leader.PID > top.g.Leader.PID {
+			top = r
+		}
+		if r.g.Leader.PID <= pid && (best == nil || r.g.Leader.PID > best.g.Leader.PID) {
+			best = r
+		}
+	}
+	if best != nil {
+		return best
+	}
+	return top
+}
+
+// byOpenFile returns the one spawn whose stdin, stdout or stderr file (its
+// log) pid holds open as one of its own, nil when none or several do.
+func byOpenFile(pid int, spawns []*reg) *reg {
+	var found *reg
+	for fd := 0; fd <= 2; fd++ {
+		var st unix.Stat_t
+		if unix.Stat(fmt.Sprintf("%s/%d/fd/%d", proc.Root, pid, fd), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+			continue
+		}
+		id := fileID{dev: st.Dev, ino: st.Ino}
+		for _, r := range spawns {
+			if slices.Contains(r.files, id) {
+				if found != nil && found != r {
+					return nil
+				}
+				found = r
+			}
+		}
+	}
+	return found
+}
+
+// fileID names a regular file (a spawn's log).
+type fileID struct{ dev, ino uint64 }
+
+// fileIDs names the regular files among fs.
+func fileIDs(fs ...*os.File) []fileID {
+	var out []fileID
+	for _, f := range fs {
+		if f == nil {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Fstat(int(f.Fd()), &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+			out = append(out, fileID{dev: st.Dev, ino: st.Ino})
+		}
+	}
+	return out
 }
 
 // adoptEscapee registers the process group of the escapee st under r.

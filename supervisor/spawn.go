@@ -147,7 +147,8 @@ func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
 	}
 	n := o.nextLocked()
 	o.mu.Unlock()
-	r := &reg{id: fmt.Sprintf("s%d", n), key: fmt.Sprintf("%s_%d", o.name, n), spawned: true, g: Group{Unit: spec.Unit}}
+	r := &reg{id: fmt.Sprintf("s%d", n), key: fmt.Sprintf("%s_%d", o.name, n), spawned: true, g: Group{Unit: spec.Unit},
+		files: fileIDs(spec.Stdin, spec.Stdout, spec.Stderr)}
 
 	cmd := exec.Command(path, spec.Argv[1:]...)
 	cmd.Args[0] = spec.Argv[0]
@@ -336,6 +337,9 @@ func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
 		// sees it empty later does (Stop, or the next owner's start).
 		dir := r.g.Cgroup
 		onExit = func() { removeEmpty(dir) }
+	}
+	if !spec.Survive && o.mode == ModePGroup {
+		o.poke() // the janitor arms its look for escapees (scanDueLocked)
 	}
 	// The waiter ends when the leader is reaped. Close joins it (through
 	// r.waited) while the group is registered; a Survive or released leader

@@ -143,11 +143,13 @@ type Status struct {
 type reg struct {
 	id         string // protocol id: [A-Za-z0-9_]+
 	g          Group
-	key        string // spawn key (EnvSpawn value); "" for adopted groups
-	spawned    bool   // started by SpawnOwned: its ledger entry goes when it is empty
-	leaderGone bool   // the leader exited: release once empty
-	onceEmpty  bool   // ReleaseOnceEmpty asked
-	esc        []*reg // escapee groups found under this spawn (pgroup mode)
+	key        string   // spawn key (EnvSpawn value); "" for adopted groups
+	spawned    bool     // started by SpawnOwned: its ledger entry goes when it is empty
+	leaderGone bool     // the leader exited: release once empty
+	onceEmpty  bool     // ReleaseOnceEmpty asked
+	esc        []*reg   // escapee groups found under this spawn (pgroup mode)
+	goneSeen   bool     // a scan saw leaderGone: a process re-parented later is not blamed on it first
+	files      []fileID // the spawn's stdin, stdout, stderr (its log): an orphan holding one is its
 	// waited is closed when the waiter of a spawned leader has reaped it;
 	// nil for adopted groups. Close joins the waiters of the groups still
 	// registered, the only ones its supervisor kills.
@@ -181,18 +183,21 @@ type Owner struct {
 	warning atomic.Pointer[string]
 
 	mu        sync.Mutex
-	regs      map[string]*reg // guarded by mu; by id
-	pipe      deathPipe       // guarded by mu; nil when no supervisor runs
-	retired   []deathPipe     // guarded by mu; closed pipes whose supervisor may still run
-	started   time.Time       // guarded by mu; when pipe started
-	idleSince time.Time       // guarded by mu; when regs last became empty
-	failures  int             // guarded by mu; consecutive quick exits
-	retryAt   time.Time       // guarded by mu; next automatic restart, zero for none
-	health    string          // guarded by mu; "" = ok
-	seq       uint64          // guarded by mu
-	closed    bool            // guarded by mu
-	leaders   map[int]bool    // guarded by mu; pids of our exec.Cmd children (never reaped by the scan)
-	escPids   map[int]bool    // guarded by mu; escapee pids identified, reaped by the scan
+	regs      map[string]*reg   // guarded by mu; by id
+	pipe      deathPipe         // guarded by mu; nil when no supervisor runs
+	retired   []deathPipe       // guarded by mu; closed pipes whose supervisor may still run
+	started   time.Time         // guarded by mu; when pipe started
+	idleSince time.Time         // guarded by mu; when regs last became empty
+	failures  int               // guarded by mu; consecutive quick exits
+	retryAt   time.Time         // guarded by mu; next automatic restart, zero for none
+	health    string            // guarded by mu; "" = ok
+	seq       uint64            // guarded by mu
+	closed    bool              // guarded by mu
+	leaders   map[int]bool      // guarded by mu; pids of our exec.Cmd children (never reaped by the scan)
+	escPids   map[int]bool      // guarded by mu; escapee pids identified, reaped by the scan
+	lineage   map[int]lineEntry // guarded by mu; what the last scan attributed, by pid (pgroup mode)
+	scanned   time.Time         // guarded by mu; when the last scan ran
+	supPids   map[int]bool      // guarded by mu; the supervisors started (the latest 64 at least)
 
 	wake chan struct{} // buffered(1): janitor should look now
 	// sigchld receives SIGCHLD once the owner is a child subreaper
@@ -232,12 +237,25 @@ func newOwner(opts Options, launch launcher) (*Owner, error) {
 		return nil, fmt.Errorf("supervisor: own identity: %w", err)
 	}
 	o := &Owner{
-		opts: opts, self: self, pgid: syscall.Getpgrp(), launch: launch,
+		opts: opts, self: self, pgid: syscall.Getpgrp(),
 		name:    fmt.Sprintf("%d_%d", self.PID, self.StartTime),
 		regs:    map[string]*reg{},
-		leaders: map[int]bool{}, escPids: map[int]bool{},
+		leaders: map[int]bool{}, escPids: map[int]bool{}, supPids: map[int]bool{},
 		wake: make(chan struct{}, 1), sigchld: make(chan os.Signal, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	// Every supervisor is remembered (called with mu held, by startLocked):
+	// its helpers (sleep, grep) run in its session, and when it is killed
+	// they are re-parented to the owner; they are never escapees.
+	o.launch = func(grace time.Duration, pgid int, base, own string) (deathPipe, error) {
+		p, err := launch(grace, pgid, base, own)
+		if err == nil {
+			if len(o.supPids) >= 64 {
+				clear(o.supPids)
+			}
+			o.supPids[p.PID()] = true
+		}
+		return p, err
 	}
 	if opts.StateDir != "" {
 		if o.led, err = ledger.Open(opts.StateDir); err != nil {
@@ -490,6 +508,9 @@ func (o *Owner) run() {
 		t.Stop()
 		o.passes.Add(1)
 		last = time.Now()
+		o.mu.Lock()
+		scan = scan || o.scanDueLocked() && !last.Before(o.scanned.Add(escapeeScan))
+		o.mu.Unlock()
 		o.tidy(scan)
 		o.timers()
 	}
@@ -525,7 +546,31 @@ func (o *Owner) dueLocked(last time.Time) time.Time {
 	if o.pipe != nil && len(o.regs) == 0 {
 		at(o.idleSince.Add(o.opts.IdleClose))
 	}
+	if o.scanDueLocked() {
+		at(o.scanned.Add(escapeeScan))
+	}
 	return due
+}
+
+// escapeeScan is how often, in pgroup mode, the janitor looks for escapees
+// while spawns are registered. A process re-parented to the owner when its
+// parent, a grandchild, exits (a double fork under a live unit) sends the
+// owner no signal: only a look finds it, and it dies with the owner only
+// once found.
+const escapeeScan = time.Second
+
+// scanDueLocked reports whether escapees are looked for on a timer: pgroup
+// mode, with a spawn registered.
+func (o *Owner) scanDueLocked() bool {
+	if o.mode != ModePGroup {
+		return false
+	}
+	for _, r := range o.regs {
+		if r.key != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // supervisorExited handles the exit of p, the supervisor that ran.

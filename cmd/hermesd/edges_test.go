@@ -173,7 +173,8 @@ func escapeeRow(script string) func(t *testing.T, mode, dir string) string {
 			// The registration is what makes it die: wait until hermesd
 			// found it (a SIGCHLD, or its periodic look), as logged.
 			if !fileHas(filepath.Join(dir, "hermesd.log"), fmt.Sprintf("escapee %d ", escapee2.PID), 10*time.Second) {
-				t.Fatalf("hermesd did not register the escapee %d within 10s", escapee2.PID)
+				b, _ := os.ReadFile(filepath.Join(dir, "hermesd.log"))
+				t.Fatalf("hermesd did not register the escapee %d within 10s; its log:\n%s", escapee2.PID, b)
 			}
 		}
 		d.kill()
