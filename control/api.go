@@ -90,6 +90,10 @@ type Supervisor struct {
 	Groups int    `json:"groups"` // registered groups
 	Mode   string `json:"mode"`   // cgroup | pgroup
 	Health string `json:"health"` // ok | idle | restarting | failed: <why>
+	// Ledger warns that spawn records wait in memory for a ledger that
+	// cannot be written (a full disk): how many, and why. Absent while the
+	// ledger is written.
+	Ledger string `json:"ledger,omitempty"`
 }
 
 // Unit is one unit's state, or one adopted or released group.

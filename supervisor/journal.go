@@ -23,16 +23,27 @@ import (
 //
 // Callers choose whether to wait: do waits for the Update that carries the
 // op and returns its error; post does not (an owned spawn's record, see
-// SpawnOwned). A post op whose Update failed is kept and retried, up to
-// maxAttempts, then dropped with a log line; a do op fails with the error
-// and is not retried (its caller has the error).
+// SpawnOwned). A post op whose Update failed (a full disk, a stuck lock) is
+// kept, in memory, and retried with backoff until the ledger can be
+// written again: a record is never dropped while its owner lives. The
+// backlog is bounded: past maxBacklog ops, full reports it, and SpawnOwned
+// waits for its record instead (failing the spawn with the ledger's error).
+// While records wait, backlog says how many and why (status shows it, and
+// each failed write is logged). A do op fails with the error and is not
+// retried (its caller has the error). Close drains what it can within
+// closeDrain, then says what it could not write.
 type journal struct {
 	led  *ledger.Ledger
 	logf func(format string, args ...any)
 	ctx  context.Context // for Updates: not cancelled; the ledger bounds its lock wait itself
 
-	mu    sync.Mutex
-	queue []*jop // guarded by mu
+	// update is the ledger write (led.Update; tests inject failures).
+	update func(ctx context.Context, fn func([]ledger.Entry) ([]ledger.Entry, error)) error
+
+	mu      sync.Mutex
+	queue   []*jop // guarded by mu
+	failing int    // guarded by mu; consecutive failed Updates
+	lastErr error  // guarded by mu; the last Update's error, nil once one succeeded
 	// held, when set (tests), runs in the writer after it took a batch and
 	// before it writes it. Guarded by mu.
 	held func()
@@ -50,8 +61,10 @@ type jop struct {
 }
 
 const (
-	maxAttempts  = 5
-	journalRetry = 200 * time.Millisecond
+	maxBacklog   = 4096
+	journalRetry = 200 * time.Millisecond // first retry; doubles up to maxRetry
+	maxRetry     = 2 * time.Second
+	closeDrain   = 5 * time.Second
 )
 
 // newJournal starts the writer of led; close stops it.
@@ -63,7 +76,7 @@ func newJournal(ctx context.Context, led *ledger.Ledger, logf func(string, ...an
 
 // makeJournal makes a journal whose writer is not started yet.
 func makeJournal(ctx context.Context, led *ledger.Ledger, logf func(string, ...any)) *journal {
-	return &journal{led: led, logf: logf, ctx: context.WithoutCancel(ctx),
+	return &journal{led: led, logf: logf, ctx: context.WithoutCancel(ctx), update: led.Update,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
@@ -111,6 +124,25 @@ func (j *journal) enqueue(op *jop) bool {
 	return true
 }
 
+// full reports whether the backlog reached maxBacklog: a record posted now
+// could not be kept.
+func (j *journal) full() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.queue) >= maxBacklog
+}
+
+// backlog reports the ops that wait because the ledger cannot be written,
+// and why; 0 and nil while writes succeed.
+func (j *journal) backlog() (int, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.lastErr == nil {
+		return 0, nil
+	}
+	return len(j.queue), j.lastErr
+}
+
 // queued reports how many ops wait for the writer (tests).
 func (j *journal) queued() int {
 	j.mu.Lock()
@@ -138,25 +170,54 @@ func (j *journal) run() {
 		select {
 		case <-j.wake:
 			if j.flush() {
-				j.pause()
+				if !j.pause() {
+					j.drain()
+					return
+				}
 			}
 		case <-j.stop:
-			for j.flush() { // drain, retrying post ops as long as they may be
-				j.pause()
-			}
+			j.drain()
 			return
 		}
 	}
 }
 
-// pause waits before a retry (the ledger was locked or failed: give it a
-// moment) and re-arms the wake-up.
-func (j *journal) pause() {
-	time.Sleep(journalRetry)
+// drain is the writer's last work, at close: what is queued is written,
+// retried while it fails, for at most closeDrain; what is still not
+// written then is dropped, and said.
+func (j *journal) drain() {
+	end := time.Now().Add(closeDrain)
+	for j.flush() && time.Now().Before(end) {
+		time.Sleep(journalRetry)
+	}
+	j.mu.Lock()
+	n, err := len(j.queue), j.lastErr
+	j.queue = nil
+	j.mu.Unlock()
+	if n > 0 {
+		j.logf("supervisor: %d ledger records not written at close: %v", n, err)
+	}
+}
+
+// pause waits before a retry, longer after each failure in a row (the
+// ledger was locked or failed: give it a moment), and re-arms the
+// wake-up. It returns false when close came meanwhile.
+func (j *journal) pause() bool {
+	j.mu.Lock()
+	d := min(journalRetry<<min(max(j.failing-1, 0), 8), maxRetry)
+	j.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-j.stop:
+		return false
+	}
 	select {
 	case j.wake <- struct{}{}:
 	default:
 	}
+	return true
 }
 
 // flush applies every queued op in one Update and reports whether post ops
@@ -172,7 +233,7 @@ func (j *journal) flush() (retry bool) {
 	if held != nil {
 		held()
 	}
-	err := j.led.Update(j.ctx, func(es []ledger.Entry) ([]ledger.Entry, error) {
+	err := j.update(j.ctx, func(es []ledger.Entry) ([]ledger.Entry, error) {
 		for _, op := range ops {
 			es = op.apply(es)
 		}
@@ -185,19 +246,26 @@ func (j *journal) flush() (retry bool) {
 			continue
 		}
 		if err != nil {
-			if op.attempts++; op.attempts < maxAttempts {
-				again = append(again, op)
-			}
+			op.attempts++
+			again = append(again, op)
 		}
 	}
-	if err != nil {
-		j.logf("supervisor: ledger write of %d changes: %v (%d kept for a retry)", len(ops), err, len(again))
-	}
-	if len(again) == 0 {
-		return false
-	}
 	j.mu.Lock()
-	j.queue = append(again, j.queue...)
+	failed := j.failing
+	if err != nil {
+		j.failing++
+		j.lastErr = err
+		j.queue = append(again, j.queue...)
+	} else {
+		j.failing, j.lastErr = 0, nil
+	}
+	waiting := len(j.queue)
 	j.mu.Unlock()
-	return true
+	switch {
+	case err != nil:
+		j.logf("supervisor: ledger write of %d changes failed (%d in a row): %v; %d records wait in memory and are retried", len(ops), failed+1, err, waiting)
+	case failed > 0:
+		j.logf("supervisor: ledger written again after %d failed writes; the records that waited are on disk", failed)
+	}
+	return len(again) > 0
 }

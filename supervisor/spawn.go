@@ -102,7 +102,10 @@ const gate = `IFS= read -r g <&3 && [ "$g" = go ] && exec 3<&- && exec "$@"; exi
 //     with the owner. So SpawnOwned only queues its record and returns: the
 //     record may trail by at most one write in progress. Close writes what
 //     is queued before it returns. If the owner dies before the write, the
-//     child dies too, and the missing record names nothing alive.
+//     child dies too, and the missing record names nothing alive. While the
+//     ledger cannot be written (a full disk), records wait in memory and
+//     are written when it can (see journal); past the journal's bound, the
+//     spawn waits for its record, and fails with the ledger's error.
 //   - A Survive child outlives the owner, and the ledger is how the next
 //     owner finds and re-adopts it: SpawnOwned returns only once its record
 //     is on disk, and fails (killing the child, and removing its cgroup) if
@@ -311,10 +314,20 @@ func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
 			Log: spec.LogPath, Spawned: time.Now().UTC(), Spawn: r.key,
 		}
 		add := func(es []ledger.Entry) []ledger.Entry { return append(es, e) }
-		if !spec.Survive {
+		switch {
+		case !spec.Survive && !o.jr.full():
 			o.jr.post(add) // registered: it dies with us whether or not its record is written
-		} else if err := o.jr.do(ctx, add); err != nil {
-			return fail(fmt.Errorf("spawn %s: record in ledger: %w", spec.Unit, err))
+		case !spec.Survive:
+			// The records that wait for a ledger that cannot be written
+			// fill their bound: this one could not be kept, so the spawn
+			// waits for it and fails, said, rather than run unrecorded.
+			if err := o.jr.do(ctx, add); err != nil {
+				return fail(fmt.Errorf("spawn %s: record in ledger (%d records already wait for it): %w", spec.Unit, maxBacklog, err))
+			}
+		default:
+			if err := o.jr.do(ctx, add); err != nil {
+				return fail(fmt.Errorf("spawn %s: record in ledger: %w", spec.Unit, err))
+			}
 		}
 	}
 	if gateW != nil {

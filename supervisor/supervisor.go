@@ -137,6 +137,9 @@ type Status struct {
 	Groups int    // registered groups
 	Mode   Mode   // how groups are contained
 	Health string // "ok", "idle" (no supervisor needed), or what is wrong
+	// Ledger says why records wait for a ledger that cannot be written (a
+	// full disk), and how many; "" while it is written.
+	Ledger string
 }
 
 // reg is one registered group. Fields are guarded by Owner.mu.
@@ -311,6 +314,11 @@ func (o *Owner) Status() Status {
 	}
 	if w := o.warning.Load(); s.Health == "" && w != nil {
 		s.Health = "degraded: " + *w
+	}
+	if o.jr != nil {
+		if n, err := o.jr.backlog(); err != nil {
+			s.Ledger = fmt.Sprintf("%d ledger records wait in memory, not yet on disk (%v); free space or fix the state directory: they are written once it can be", n, err)
+		}
 	}
 	if s.Health == "" {
 		s.Health = "ok"

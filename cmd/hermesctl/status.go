@@ -98,6 +98,21 @@ func writeStatus(w io.Writer, st control.Status, color bool, now time.Time) {
 		pid = strconv.Itoa(s.PID)
 	}
 	fmt.Fprintf(w, "supervisor: pid %s, %d %s, mode %s, health %s\n", pid, s.Groups, plural(s.Groups, "group", "groups"), dash(s.Mode), dash(s.Health))
+	if s.Ledger != "" {
+		fmt.Fprintf(w, "ledger:     warning: %s\n", s.Ledger)
+	}
+	if r := st.Recovery; r != nil {
+		for _, e := range r.Ended {
+			what := "ended"
+			if e.Error != "" {
+				what = "could not end: " + e.Error
+			}
+			fmt.Fprintf(w, "recovery:   %s: group %d (pid %d) left by dead hermesd %d, %s before the unit started again\n", e.Unit, e.PGID, e.PID, e.Owner, what)
+		}
+		if r.Leftovers > 0 {
+			fmt.Fprintf(w, "recovery:   %d %s of dead owners still running; see `hermesctl adopt --orphans`\n", r.Leftovers, plural(r.Leftovers, "group", "groups"))
+		}
+	}
 	fmt.Fprintln(w)
 
 	if len(st.Units) == 0 {

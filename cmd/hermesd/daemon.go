@@ -216,7 +216,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		Rotate:       logfile.Rotate,
 		Supervisor: func() control.Supervisor {
 			s := owner.Status()
-			return control.Supervisor{PID: s.PID, Groups: s.Groups, Mode: string(s.Mode), Health: s.Health}
+			return control.Supervisor{PID: s.PID, Groups: s.Groups, Mode: string(s.Mode), Health: s.Health, Ledger: s.Ledger}
 		},
 		Daemon:   control.Daemon{PID: os.Getpid(), Role: string(cfg.role), Started: started, Units: cfg.Units, State: cfg.State, Metrics: obs.addr()},
 		Logger:   log,
