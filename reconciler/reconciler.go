@@ -153,22 +153,25 @@ type Reconciler struct {
 	loadMu sync.Mutex
 
 	// Owned by Run's goroutine.
-	units       map[string]*unit
-	errs        []control.ConfigError
-	released    []Survivor
-	ended       []control.EndedGroup // groups of dead owners ended at the start (recover)
-	leftovers   []Group              // other groups of dead owners found alive at the start (recover)
-	seq         uint64
-	shutting    bool
-	base        context.Context // runs' parent; ends after Run's shutdown
-	wg          sync.WaitGroup  // goroutines started by Run's goroutine
-	rotate      *time.Timer
-	readyCalled bool
-	jobs        scheduler // jobs.go
-	more        bool      // the last pass ran out of its start budget (pace.go)
-	asked       *unit     // the unit a Start call is starting: exempt from the budget
-	reloads     uint64    // plans applied so far (the first load is 1); see unit.epoch
-	ordered     []*unit   // order's cache; nil when stale (reorder)
+	units     map[string]*unit
+	errs      []control.ConfigError
+	released  []Survivor
+	ended     []control.EndedGroup // groups of dead owners ended at the start (recover)
+	leftovers []Group              // other groups of dead owners found alive at the start (recover)
+	// holdReleased names the units whose released group a dead owner left
+	// running: the first load declares them stopped (recover).
+	holdReleased map[string]bool
+	seq          uint64
+	shutting     bool
+	base         context.Context // runs' parent; ends after Run's shutdown
+	wg           sync.WaitGroup  // goroutines started by Run's goroutine
+	rotate       *time.Timer
+	readyCalled  bool
+	jobs         scheduler // jobs.go
+	more         bool      // the last pass ran out of its start budget (pace.go)
+	asked        *unit     // the unit a Start call is starting: exempt from the budget
+	reloads      uint64    // plans applied so far (the first load is 1); see unit.epoch
+	ordered      []*unit   // order's cache; nil when stale (reorder)
 
 	specHash func(units.Spec) string // hash; tests replace it before Run
 	rss      rssCache                // Status's, on its callers' goroutines
@@ -197,13 +200,14 @@ func New(opts Options) (*Reconciler, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Reconciler{
-		opt:      opts,
-		log:      log,
-		events:   make(chan any, 64),
-		requests: make(chan request),
-		done:     make(chan struct{}),
-		units:    map[string]*unit{},
-		specHash: hash,
+		opt:          opts,
+		log:          log,
+		events:       make(chan any, 64),
+		requests:     make(chan request),
+		done:         make(chan struct{}),
+		units:        map[string]*unit{},
+		specHash:     hash,
+		holdReleased: map[string]bool{},
 	}, nil
 }
 

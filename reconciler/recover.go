@@ -23,9 +23,9 @@ import (
 //     gateway is about to start would be a duplicate: it is ended
 //     (the unit's stop signal, its stop timeout, KILL; the group must be
 //     empty) before the unit starts, logged and listed in status;
-//   - a group given up on purpose (released) whose unit is declared is
-//     adopted back: registered with the death supervisor, so that one copy
-//     runs, ours;
+//   - a group given up on purpose (released) is listed as released, and
+//     its declared unit is not started beside it (held, as after
+//     `hermesctl release`: Start refuses while the group runs);
 //   - any other (a dead `hermesctl run`'s, a unit no longer declared) is
 //     left for `hermesctl adopt --orphans`, and counted in status.
 //
@@ -58,10 +58,14 @@ func (r *Reconciler) recover(ctx context.Context, declared map[string]units.Spec
 		}
 		spec, isDeclared := declared[rec.Unit]
 		switch free := isDeclared && r.units[rec.Unit] == nil; {
-		case free && rec.State == "released":
-			if err := r.adoptBack(ctx, spec, rec.Survivor); err != nil {
-				r.log.Warn("released group declared again, not adopted back", "unit", rec.Unit, "pid", rec.Group.Leader.PID, "err", err)
-				r.leftovers = append(r.leftovers, rec.Group)
+		case rec.State == "released":
+			// Given up on purpose (`hermesctl release`): listed, and its
+			// unit is not started beside it (as Start refuses it); it is
+			// adopted back only if its file is removed and declared
+			// again (reclaim).
+			r.addReleased(rec.Survivor)
+			if free {
+				r.holdReleased[rec.Unit] = true
 			}
 		case free && (rec.Role == string(Gateway) || rec.Role == string(Worker)):
 			ends = append(ends, end{rec, spec})

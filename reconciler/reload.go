@@ -110,7 +110,9 @@ func (r *Reconciler) apply(ctx context.Context, p control.Plan, l Loaded) {
 			u.stopWhy = stopReload
 			continue
 		}
-		r.units[n] = &unit{spec: s, hash: l.hashOf(s), enabled: !s.IsJob(), epoch: r.reloads}
+		held := r.holdReleased[n]
+		delete(r.holdReleased, n)
+		r.units[n] = &unit{spec: s, hash: l.hashOf(s), enabled: !s.IsJob() && !held, held: held, epoch: r.reloads}
 		r.reorder()
 	}
 	for _, n := range p.Keep {
