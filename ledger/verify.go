@@ -102,3 +102,40 @@ func digits(s string) bool {
 	}
 	return true
 }
+
+// Strays lists the live processes, outside e's own process group, that
+// carry e's spawn key and this ledger's state directory in their
+// environment: the escapees of that spawn (a daemon's setsid), which a
+// stop of e's group alone would miss where no cgroup holds them. It
+// returns one process per group, in pid order. Escapees that erased their
+// environment cannot be told apart here.
+func (l *Ledger) Strays(e Entry) []proc.Identity {
+	if e.Spawn == "" {
+		return nil
+	}
+	pids, err := proc.Pids()
+	if err != nil {
+		return nil
+	}
+	dir := l.Dir()
+	seen := map[int]bool{e.PGID: true}
+	var out []proc.Identity
+	for _, pid := range pids {
+		st, err := proc.ReadStat(pid)
+		if err != nil || st.Zombie() || seen[st.PGID] || st.PGID <= 1 {
+			continue
+		}
+		env, err := proc.Environ(pid)
+		if err != nil {
+			continue
+		}
+		if t, _ := tags(env); t[EnvSpawn] != e.Spawn || t[EnvState] != dir {
+			continue
+		}
+		if id, err := proc.Read(pid); err == nil {
+			seen[st.PGID] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}

@@ -77,13 +77,24 @@ func (r *Reconciler) recover(ctx context.Context, declared map[string]units.Spec
 		r.log.Warn("owned groups left by a dead hermesd (killed with its supervisor); ending them before starting the units again", "groups", len(ends))
 	}
 	res := make([]control.EndedGroup, len(ends))
+	sf, _ := r.opt.Checkpoint.(strayFinder)
 	var wg sync.WaitGroup
 	for i, e := range ends {
 		g := e.rec.Group
 		sig, grace := stopSignal(e.spec), stopGrace(e.spec)
 		res[i] = control.EndedGroup{Unit: e.rec.Unit, PID: g.Leader.PID, PGID: g.PGID, Owner: e.rec.Owner.PID}
+		gs := []Group{g}
+		if sf != nil && g.Cgroup == "" { // a cgroup holds its escapees already
+			gs = append(gs, sf.Strays(e.rec.Survivor)...)
+		}
+		errs := make([]error, len(gs))
+		var one sync.WaitGroup
+		for j, g := range gs {
+			one.Go(func() { errs[j] = r.opt.Spawner.Stop(ctx, g, sig, grace) })
+		}
 		wg.Go(func() {
-			if err := r.opt.Spawner.Stop(ctx, g, sig, grace); err != nil {
+			one.Wait()
+			if err := errors.Join(errs...); err != nil {
 				res[i].Error = err.Error()
 			}
 			res[i].At = time.Now()
@@ -98,6 +109,13 @@ func (r *Reconciler) recover(ctx context.Context, declared map[string]units.Spec
 		}
 	}
 	r.ended = append(r.ended, res...)
+}
+
+// strayFinder is the part of the ledger Checkpoint that finds the escapee
+// groups of a spawn by its tags (ledger.Strays): a group of a dead owner is
+// ended with them where no cgroup holds them.
+type strayFinder interface {
+	Strays(s Survivor) []Group
 }
 
 // adoptBack makes rec's released group the running run of its declared

@@ -100,6 +100,24 @@ func (c ledgerCheckpoint) Verify(s Survivor) error {
 	return c.l.Check(ledger.Entry{Unit: s.Unit, Leader: s.Group.Leader, PGID: s.Group.PGID, Cgroup: s.Group.Cgroup, Spawn: s.Spawn})
 }
 
+// Strays lists the escapee groups of s's spawn (ledger.Strays): one
+// Group per process group, led by the process found in it.
+func (c ledgerCheckpoint) Strays(s Survivor) []Group {
+	var out []Group
+	for _, id := range c.l.Strays(ledger.Entry{Unit: s.Unit, PGID: s.Group.PGID, Spawn: s.Spawn}) {
+		pgid := id.PID
+		if st, err := proc.ReadStat(id.PID); err == nil {
+			pgid = st.PGID
+		}
+		g := Group{Unit: s.Unit, PGID: pgid}
+		if pgid == id.PID {
+			g.Leader = id // the group's leader: checked before each signal
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
 func (c ledgerCheckpoint) Adopted(ctx context.Context, s Survivor) error {
 	return c.mark(ctx, s, "adopted")
 }

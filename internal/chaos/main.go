@@ -3,9 +3,11 @@
 // temporary directories and, over many rounds with a seeded random
 // schedule, kills it at random moments (during reload storms, right after a
 // unit's restart, during ledger writes, during a clean stop) by SIGKILL,
-// SIGTERM, an injected panic, or the OOM killer where the cgroup v2 memory
-// controller is available; then it starts hermesd again on the same state
-// directory. After every death and every restart it checks the promise of
+// SIGTERM, an injected panic, SIGKILL of hermesd together with its death
+// supervisor (the owned units then live on, and the next hermesd must end
+// them before starting its own copies), or the OOM killer where the cgroup
+// v2 memory controller is available; then it starts hermesd again on the
+// same state directory. After every death and every restart it checks the promise of
 // SPEC §3, §4, §6: no owned process outlives the supervisor's grace, every
 // survivor (adoptable, persist_on_release) lives on and is re-adopted
 // exactly once with the same pid, no unit ever has two live groups, and the
@@ -101,6 +103,7 @@ type harness struct {
 	moments    map[string]int
 	violations []violation
 	cur        struct{ moment, fault string }
+	supKilled  bool // the last faultBoth killed a supervisor with hermesd
 }
 
 func newHarness(ctx context.Context, seed int64, verbose bool) (*harness, error) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/ledger"
+	"github.com/hermes-units/hermes/proc"
 )
 
 // supervisorGrace is hermesd's TERM→KILL grace at its death
@@ -38,7 +39,7 @@ func (h *harness) playRound(ctx context.Context) error {
 	h.moments[moment]++
 	touched := h.act(ctx, moment, fault)
 	h.faults[fault]++
-	left := h.afterDeath(fault, before, touched)
+	left, orphans := h.afterDeath(fault, before, touched)
 	h.cur.moment, h.cur.fault = moment+" → restart", fault
 	d, err := h.start(ctx)
 	if err != nil {
@@ -46,6 +47,7 @@ func (h *harness) playRound(ctx context.Context) error {
 		return err
 	}
 	h.d = d
+	h.ended(orphans)
 	h.readopted(ctx, left)
 	if h.verbose {
 		fmt.Printf("round %d: %s, %s, touched %v, survivors %d\n", h.round, moment, fault, touched, len(left))
@@ -316,6 +318,14 @@ func (h *harness) deliver(fault string) {
 		bound = 30 * time.Second // the clean stop: each owned unit's stop grace
 	case faultPanic:
 		d.cmd.Process.Signal(syscall.SIGUSR2)
+	case faultBoth:
+		sup := supervisorOf(d.cmd.Process.Pid)
+		d.cmd.Process.Signal(syscall.SIGSTOP) // it must not restart the supervisor
+		if sup != 0 {
+			syscall.Kill(sup, syscall.SIGKILL)
+		}
+		h.supKilled = sup != 0
+		d.cmd.Process.Signal(syscall.SIGKILL)
 	case faultOOM:
 		if ok, err := h.cg.oomKill(d); err != nil || !ok {
 			h.violate("the OOM fault did not end hermesd (err %v, oom_kill %s)", err, h.cg.oomEvents())
@@ -352,23 +362,31 @@ func (h *harness) checkExit(fault string, err error) {
 }
 
 // afterDeath checks what hermesd's death left: no owned process beyond the
-// supervisor's grace; survivors that the round did not touch still alive
-// with the same identity; at most one group per survivor unit, each with a
-// live leader recorded in the ledger. It returns the survivors' leaders.
-func (h *harness) afterDeath(fault string, before map[string]marked, touched []string) map[string]marked {
-	deadline := time.Now().Add(supervisorGrace + ownedSlack)
-	var left []marked
-	for {
-		left = ofKind(scan(h.run), owned)
-		if len(left) == 0 || time.Now().After(deadline) {
-			break
+// supervisor's grace (unless the supervisor died with hermesd: those are
+// returned as orphans, for the next hermesd to end); survivors that the
+// round did not touch still alive with the same identity; at most one
+// group per survivor unit, each with a live leader recorded in the ledger.
+// It returns the survivors' leaders.
+func (h *harness) afterDeath(fault string, before map[string]marked, touched []string) (map[string]marked, []marked) {
+	var orphans []marked
+	if fault == faultBoth && h.supKilled {
+		h.supKilled = false
+		orphans = ofKind(scan(h.run), owned)
+	} else {
+		deadline := time.Now().Add(supervisorGrace + ownedSlack)
+		var left []marked
+		for {
+			left = ofKind(scan(h.run), owned)
+			if len(left) == 0 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		time.Sleep(50 * time.Millisecond)
+		for _, p := range left {
+			h.violate("owned process alive %v after hermesd's death: %s", supervisorGrace+ownedSlack, p)
+		}
+		killAll(left)
 	}
-	for _, p := range left {
-		h.violate("owned process alive %v after hermesd's death: %s", supervisorGrace+ownedSlack, p)
-	}
-	killAll(left)
 
 	ps := ofKind(scan(h.run), survivor)
 	byUnit, leaders := groups(ps)
@@ -404,7 +422,48 @@ func (h *harness) afterDeath(fault string, before map[string]marked, touched []s
 			}
 		}
 	}
-	return out
+	return out, orphans
+}
+
+// ended checks, once hermesd runs again (after READY=1), that the owned
+// processes the previous hermesd left when it died with its supervisor
+// are gone: the new one ends them before it starts its own copies (each
+// unit is declared). Any left is killed, so that later rounds are judged
+// on their own.
+func (h *harness) ended(orphans []marked) {
+	if len(orphans) == 0 {
+		return
+	}
+	deadline := time.Now().Add(ownedSlack)
+	var left []marked
+	for {
+		left = left[:0]
+		for _, p := range scan(h.run) {
+			if slices.ContainsFunc(orphans, func(o marked) bool { return o.pid == p.pid && o.start == p.start }) {
+				left = append(left, p)
+			}
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, p := range left {
+		h.violate("owned process of the hermesd killed with its supervisor still alive after the next hermesd's start: %s", p)
+	}
+	killAll(left)
+}
+
+// supervisorOf is the death supervisor of the hermesd of pid (its child
+// running the supervisor script), 0 when none runs.
+func supervisorOf(pid int) int {
+	pids, _ := proc.Find(func(s proc.Stat) bool { return s.PPID == pid })
+	for _, p := range pids {
+		if a, err := proc.Cmdline(p); err == nil && len(a) > 3 && a[3] == "hermes-supervisor" {
+			return p
+		}
+	}
+	return 0
 }
 
 // readopted checks, once hermesd runs again and has settled, that each

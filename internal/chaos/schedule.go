@@ -20,6 +20,11 @@ const (
 	faultTerm  = "sigterm" // a clean stop, to its end
 	faultPanic = "panic"   // SIGUSR2 to the chaos build: a panic in a goroutine
 	faultOOM   = "oom"     // memory.max below usage on hermesd's cgroup
+	// faultBoth kills hermesd and its death supervisor together (hermesd
+	// stopped first, so that it cannot restart the supervisor): nothing
+	// kills the owned units then; the next hermesd must end them before it
+	// starts its own copies.
+	faultBoth = "sigkill+supervisor"
 )
 
 // schedule draws every random choice of a run from one seeded source, so
@@ -48,7 +53,7 @@ func (s *schedule) moment(oom bool) (moment, fault string) {
 	if moment == momentStop {
 		return moment, "term+" + s.pick(faultKill, faultPanic)
 	}
-	faults := []string{faultKill, faultKill, faultTerm, faultPanic}
+	faults := []string{faultKill, faultKill, faultTerm, faultPanic, faultBoth}
 	if oom {
 		faults = append(faults, faultOOM)
 	}
