@@ -16,7 +16,7 @@ import (
 // is replaced. A tagged process of another state directory, or one without
 // EnvState, is never taken: it is some other ledger's, and a gateway
 // re-adopts (or stops) what its ledger holds. What the tags do not carry is
-// left empty (Role, Reason, Log); Spawned is the leader's start time;
+// left empty (Reason, Log; Role for spawns older than EnvRole); Spawned is the leader's start time;
 // Cgroup is the leader's cgroup v2 directory when that is neither the root
 // nor the rebuilding process's own cgroup (a group spawned in pgroup mode
 // shares its owner's cgroup, which says nothing about the group).
@@ -50,6 +50,7 @@ func Rebuild(stateDir string) ([]Entry, error) {
 			Leader:    proc.Identity{PID: pid, StartTime: st.StartTime, BootID: boot},
 			PGID:      pid,
 			Ownership: t[EnvOwnership],
+			Role:      t[EnvRole],
 			Spawn:     t[EnvSpawn],
 			Spawned:   startWallTime(st.StartTime),
 		}

@@ -32,6 +32,11 @@ const (
 	// directory: every hermesd on the machine tags its children, and a
 	// survivor of another directory belongs to that directory's gateways.
 	EnvState = "HERMES_STATE"
+	// EnvRole holds the role of the owner that spawned it (gateway, worker,
+	// run), as in Entry.Role: a rebuild, or a gateway looking for a dead
+	// hermesd's spawns that its ledger never recorded, tells a dead
+	// hermesd's unit from a dead `hermesctl run`'s command.
+	EnvRole = "HERMES_ROLE"
 )
 
 // Env returns the tags of e as KEY=VALUE environment entries, ready to
@@ -84,7 +89,7 @@ func tags(env []string) (t map[string]string, ok bool) {
 			continue
 		}
 		switch k {
-		case EnvUnit, EnvOwner, EnvSpawn, EnvOwnership, EnvState:
+		case EnvUnit, EnvOwner, EnvSpawn, EnvOwnership, EnvState, EnvRole:
 			t[k] = v
 		}
 	}

@@ -41,6 +41,13 @@ func (r *Reconciler) recover(ctx context.Context, declared map[string]units.Spec
 		r.log.Error("ledger not read; the groups of dead owners are not looked at", "err", err)
 		return
 	}
+	if u, ok := r.opt.Checkpoint.(unrecorder); ok {
+		more, err := u.Unrecorded(ctx)
+		if err != nil {
+			r.log.Warn("the spawns of dead owners missing from the ledger are not looked for", "err", err)
+		}
+		recs = append(recs, more...)
+	}
 	type end struct {
 		rec  Record
 		spec units.Spec
@@ -109,6 +116,14 @@ func (r *Reconciler) recover(ctx context.Context, declared map[string]units.Spec
 		}
 	}
 	r.ended = append(r.ended, res...)
+}
+
+// unrecorder is the part of the ledger Checkpoint that finds the spawns of
+// dead owners of the state directory that the ledger never recorded (by
+// their tags): an owned spawn's record may trail its start, and its owner
+// may die first.
+type unrecorder interface {
+	Unrecorded(ctx context.Context) ([]Record, error)
 }
 
 // strayFinder is the part of the ledger Checkpoint that finds the escapee

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -98,6 +99,29 @@ func (c ledgerCheckpoint) mark(ctx context.Context, s Survivor, state string) er
 // Verify holds s's entry against the kernel (ledger.Check).
 func (c ledgerCheckpoint) Verify(s Survivor) error {
 	return c.l.Check(ledger.Entry{Unit: s.Unit, Leader: s.Group.Leader, PGID: s.Group.PGID, Cgroup: s.Group.Cgroup, Spawn: s.Spawn})
+}
+
+// Unrecorded lists the live leaders of spawns of this state directory
+// that another owner, now dead, started but whose entries the ledger does
+// not hold (an owned spawn's record may trail its start: its owner died
+// first), found by their tags (ledger.Rebuild).
+func (c ledgerCheckpoint) Unrecorded(ctx context.Context) ([]Record, error) {
+	es, err := c.l.Entries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	found, err := ledger.Rebuild(c.l.Dir())
+	if err != nil {
+		return nil, err
+	}
+	var out []Record
+	for _, e := range found {
+		if e.Owner == c.self || e.Owner.Alive() || slices.ContainsFunc(es, func(x ledger.Entry) bool { return x.Leader == e.Leader }) {
+			continue
+		}
+		out = append(out, Record{Survivor: survivorOf(e), Argv: e.Argv, Role: e.Role})
+	}
+	return out, nil
 }
 
 // Strays lists the escapee groups of s's spawn (ledger.Strays): one

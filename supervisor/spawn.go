@@ -395,7 +395,7 @@ func (o *Owner) tag(spec Spec, key string) []string {
 	for _, kv := range spec.Env {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case ledger.EnvUnit, ledger.EnvOwner, ledger.EnvSpawn, ledger.EnvOwnership, ledger.EnvState:
+		case ledger.EnvUnit, ledger.EnvOwner, ledger.EnvSpawn, ledger.EnvOwnership, ledger.EnvState, ledger.EnvRole:
 			continue
 		}
 		env = append(env, kv)
@@ -405,6 +405,9 @@ func (o *Owner) tag(spec Spec, key string) []string {
 		ledger.EnvOwner+"="+o.self.String(),
 		ledger.EnvSpawn+"="+key,
 		ledger.EnvOwnership+"="+spec.Ownership)
+	if o.opts.Role != "" {
+		env = append(env, ledger.EnvRole+"="+o.opts.Role)
+	}
 	if o.led != nil {
 		env = append(env, ledger.EnvState+"="+o.led.Dir())
 	}
