@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -232,6 +233,11 @@ func (r *Reconciler) evidence(rec Record, gd guards, ports map[uint64]int) contr
 	if g.Leader.Alive() {
 		o.Evidence = append(o.Evidence, fmt.Sprintf("identity matches: pid %d still has start time %d, as recorded in the ledger", g.Leader.PID, g.Leader.StartTime))
 		o.Adoptable = true
+		if err := r.trust(rec.Survivor); err != nil && !errors.Is(err, proc.ErrGone) {
+			// The ledger is evidence, not authority: a sweep never takes
+			// a group the kernel does not confirm.
+			o.Adoptable, o.Why = false, fmt.Sprintf("the kernel contradicts its ledger entry (%v); adopt it yourself with `hermesctl adopt --pgid %d` if you are sure", err, g.PGID)
+		}
 	} else {
 		o.Why = fmt.Sprintf("its leader pid %d has exited (or the pid was recycled): the identity cannot be checked; adopt it yourself with `hermesctl adopt --pgid %d` if you are sure", g.Leader.PID, g.PGID)
 	}
