@@ -12,6 +12,20 @@ package reconciler
 // each fire and whenever a reconcile pass sees a schedule appear, change or
 // go (reload). No polling.
 //
+// Schedules are in wall-clock time, timers run on the monotonic clock: a
+// step of the wall clock (date -s, an NTP step, a resume) makes the armed
+// delay wrong. Stepped back ten minutes, a minutely job used to wait the
+// ten minutes out, even once the clock was set right again. So once a job
+// is declared, Options.ClockSteps watches for steps (a timerfd on Linux:
+// no polling) and each step re-arms every schedule from the new time
+// (onClockStep): a fire still ahead is computed again from now; a fire
+// that a step forward passed over runs once, at once, and the schedule
+// resumes after now (missed fires are not replayed one by one), unless
+// the step only set right a clock that had gone back (the fire lies in
+// time already lived: it is computed again from now). As a
+// backstop when no watcher runs, a timer that fires with no job due means
+// the clock went back, and re-arms the same way.
+//
 // Each run gets HERMES_RUN_ID, and with a budget (run_budget_seconds, or
 // agent.run_budget_seconds where hermesd fills it in for jobs that set
 // none) HERMES_RUN_DEADLINE and HERMES_WRAPUP_FILE; with the provider proxy
@@ -84,13 +98,14 @@ func WrapUpNotice(unit, runID string, total, remaining time.Duration, deadline t
 type jobKind int
 
 const (
-	jobFire     jobKind = iota // the scheduler's timer: fire every job that is due
-	jobWrapUp                  // a run reached 80 % of its budget
-	jobDeadline                // a run reached 100 %
+	jobFire      jobKind = iota // the scheduler's timer: fire every job that is due
+	jobWrapUp                   // a run reached 80 % of its budget
+	jobDeadline                 // a run reached 100 %
+	jobClockStep                // the wall clock stepped: re-arm every schedule
 )
 
 // jobEvent is a scheduler or budget event; name and gen are unset for
-// jobFire.
+// jobFire and jobClockStep.
 type jobEvent struct {
 	name string
 	gen  uint64
@@ -99,9 +114,15 @@ type jobEvent struct {
 
 // scheduler is the job state of a Reconciler. Owned by Run's goroutine.
 type scheduler struct {
-	timer *time.Timer // the one timer, armed for at; nil when no job is declared
-	at    time.Time
-	m     map[string]*job // by unit name
+	timer    *time.Timer // the one timer, armed for at; nil when no job is declared
+	at       time.Time
+	m        map[string]*job // by unit name
+	watching bool            // the clock-step watcher runs (started with the first job)
+	// seen is the latest wall time the scheduler has read: a fire that a
+	// step forward passes over is caught up only if it lies after seen
+	// (time never lived before), not when the clock is set right after a
+	// step back.
+	seen time.Time
 }
 
 // job is one job unit's schedule state.
@@ -178,12 +199,14 @@ func (r *Reconciler) schedule() {
 			delete(s.m, n)
 		}
 	}
-	now := time.Now()
+	now := r.wallNow()
+	s.see(now)
 	var first time.Time
 	for _, u := range r.units {
 		if !u.spec.IsJob() || u.removed || u.external {
 			continue
 		}
+		r.watchClock()
 		j := r.jobOf(u)
 		if j.expr != u.spec.Schedule {
 			sc, err := units.ParseSchedule(u.spec.Schedule)
@@ -206,14 +229,85 @@ func (r *Reconciler) schedule() {
 	if first.Equal(s.at) && (s.timer != nil) == !first.IsZero() {
 		return
 	}
+	s.disarm()
+	s.at = first
+	if !first.IsZero() {
+		s.timer = time.AfterFunc(max(first.Sub(now), 0), func() { r.post(jobEvent{kind: jobFire}) })
+	}
+}
+
+// see records now as read: seen is the latest wall time read.
+func (s *scheduler) see(now time.Time) {
+	if now.After(s.seen) {
+		s.seen = now
+	}
+}
+
+// disarm stops the one timer; the next schedule arms it again.
+func (s *scheduler) disarm() {
 	if s.timer != nil {
 		s.timer.Stop()
 		s.timer = nil
 	}
-	s.at = first
-	if !first.IsZero() {
-		s.timer = time.AfterFunc(first.Sub(now), func() { r.post(jobEvent{kind: jobFire}) })
+	s.at = time.Time{}
+}
+
+// wallNow is the wall clock job schedules follow (Options.WallClock).
+func (r *Reconciler) wallNow() time.Time {
+	if r.opt.WallClock != nil {
+		return r.opt.WallClock()
 	}
+	return time.Now()
+}
+
+// watchClock starts the clock-step watcher, once, when the first job is
+// declared (schedule, on Run's goroutine). It lives until Run's base
+// context ends; each step is a jobClockStep event. A watcher that fails
+// is logged: schedules then notice a step back only when their timer
+// fires (onFire).
+func (r *Reconciler) watchClock() {
+	if r.jobs.watching || r.opt.ClockSteps == nil || r.base == nil {
+		return
+	}
+	r.jobs.watching = true
+	ctx := r.base
+	r.wg.Go(func() {
+		err := r.opt.ClockSteps(ctx, func() {
+			select { // never blocks the watcher past Run's end
+			case r.events <- jobEvent{kind: jobClockStep}:
+			case <-ctx.Done():
+			}
+		})
+		if err != nil && ctx.Err() == nil {
+			r.log.Warn("not watching the wall clock for steps; a job schedule notices a step back only when its timer fires", "err", err)
+		}
+	})
+}
+
+// onClockStep re-arms every schedule after a step of the wall clock: a
+// fire still ahead of the new time is computed again from it (a step back
+// pulls it in, instead of waiting the step out); a fire a step forward
+// passed over is kept, so that it runs once at once and the schedule
+// resumes after now (onFire). The reconcile pass that follows arms the
+// timer.
+func (r *Reconciler) onClockStep() {
+	now := r.wallNow()
+	r.log.Info("wall clock stepped; job schedules re-armed", "now", now.Format(time.RFC3339))
+	r.rearm(now)
+}
+
+// rearm computes every schedule's next fire again from now, except a
+// fire that a step forward passed over into time never read before: that
+// one is kept, due, and runs once. It stops the timer for the next pass to
+// arm.
+func (r *Reconciler) rearm(now time.Time) {
+	for _, j := range r.jobs.m {
+		if j.sched != nil && (j.next.After(now) || !j.next.After(r.jobs.seen)) {
+			j.next = NextFire(j.sched, now)
+		}
+	}
+	r.jobs.see(now)
+	r.jobs.disarm()
 }
 
 func (r *Reconciler) jobOf(u *unit) *job {
@@ -231,8 +325,12 @@ func (r *Reconciler) jobOf(u *unit) *job {
 // onJob handles a jobEvent on Run's goroutine. Budget events of a run that
 // has ended (another gen) are dropped.
 func (r *Reconciler) onJob(ev jobEvent) {
-	if ev.kind == jobFire {
+	switch ev.kind {
+	case jobFire:
 		r.onFire()
+		return
+	case jobClockStep:
+		r.onClockStep()
 		return
 	}
 	u := r.units[ev.name]
@@ -256,19 +354,29 @@ func (r *Reconciler) onJob(ev jobEvent) {
 
 // onFire fires every job that is due, in dependency order, and computes
 // each one's next fire. The reconcile pass that follows starts them.
+//
+// A timer that fires with no job due was armed before the wall clock went
+// back (no watcher saw the step): every schedule is re-armed from now, as
+// a reported step would have done.
 func (r *Reconciler) onFire() {
 	r.jobs.timer, r.jobs.at = nil, time.Time{} // it fired; schedule re-arms
 	if r.shutting {
 		return
 	}
-	now := time.Now()
+	now := r.wallNow()
+	due := false
 	for _, u := range r.order() {
 		j := r.jobs.m[u.spec.Name]
 		if j == nil || j.sched == nil || j.next.After(now) {
 			continue
 		}
+		due = true
 		j.next = NextFire(j.sched, now)
 		r.fire(u, j)
+	}
+	if !due {
+		r.log.Debug("job timer fired with no job due: the wall clock went back; schedules re-armed", "now", now.Format(time.RFC3339))
+		r.rearm(now)
 	}
 }
 

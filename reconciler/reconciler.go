@@ -135,6 +135,14 @@ type Options struct {
 	// Publish receives what changes (events.go), on Run's goroutine; it
 	// must not block. nil publishes nothing.
 	Publish func(events.Event)
+	// WallClock reads the wall clock that job schedules follow; nil is
+	// time.Now. ClockSteps watches the wall clock for steps
+	// (wallclock.Watch): started once a job is declared, it runs until
+	// its ctx ends and calls stepped after each step, and the schedules
+	// are re-armed (jobs.go). nil: a step is noticed only when the next
+	// job timer fires.
+	WallClock  func() time.Time
+	ClockSteps func(ctx context.Context, stepped func()) error
 }
 
 // Reconciler is the state machine. Create it with New, drive it with Run;

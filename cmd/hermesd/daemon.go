@@ -17,6 +17,7 @@ import (
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/paths"
+	"github.com/hermes-units/hermes/internal/wallclock"
 	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/logfile"
 	"github.com/hermes-units/hermes/notify"
@@ -218,12 +219,13 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 			s := owner.Status()
 			return control.Supervisor{PID: s.PID, Groups: s.Groups, Mode: string(s.Mode), Health: s.Health, Ledger: s.Ledger}
 		},
-		Daemon:   control.Daemon{PID: os.Getpid(), Role: string(cfg.role), Started: started, Units: cfg.Units, State: cfg.State, Metrics: obs.addr()},
-		Logger:   log,
-		Runs:     px.runs(),
-		ProxyURL: px.url(),
-		Proxy:    px.statusFunc(),
-		Publish:  obs.publish,
+		Daemon:     control.Daemon{PID: os.Getpid(), Role: string(cfg.role), Started: started, Units: cfg.Units, State: cfg.State, Metrics: obs.addr()},
+		Logger:     log,
+		Runs:       px.runs(),
+		ProxyURL:   px.url(),
+		Proxy:      px.statusFunc(),
+		Publish:    obs.publish,
+		ClockSteps: wallclock.Watch,
 		OnReady: func(n int) {
 			sdNotify(log, "READY=1\nSTATUS="+strconv.Itoa(n)+" units running")
 		},
