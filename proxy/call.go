@@ -181,6 +181,15 @@ func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, api timeouts.API
 		}()
 	}
 
+	if rn != nil && rn.budget != nil && rn.budget.Run().Exhausted() {
+		// A spent run is over (its job is being stopped): a call would
+		// only stretch it past its deadline, so it is refused, not timed.
+		w.Header().Set("X-Should-Retry", "false")
+		writeError(w, http.StatusGone, "hermes_budget_error", timeouts.BudgetErrorCode,
+			fmt.Sprintf("hermes proxy: run %q: %v (run budget %s, deadline %s): this call is refused, not timed out; give the job a larger run_budget_seconds",
+				runID, timeouts.ErrBudgetSpent, rn.budget.Total(), rn.budget.Deadline().UTC().Format(time.RFC3339)))
+		return nil
+	}
 	c := providers.Call{Model: rt.Model, Stream: req.Stream, API: api, Tokens: req.tokens(), Thinking: req.thinking(), Env: p.opts.Env}
 	if rn != nil && rn.budget != nil {
 		c.Run = rn.budget.Run()

@@ -306,7 +306,10 @@ func TestRunBudget(t *testing.T) {
 	h.up.waitExit(t, 1)
 
 	// Responses: the notice goes into instructions.
-	budget2 := timeouts.NewBudget(time.Millisecond, nil)
+	// Its clock stands still, so the run is past its wrap-up timer but not
+	// spent (a spent run's calls are refused: TestRunBudgetSpent).
+	frozen := time.Now()
+	budget2 := timeouts.NewBudget(time.Millisecond, func() time.Time { return frozen })
 	t.Cleanup(budget2.Stop)
 	<-budget2.WrapUp()
 	h.proxy.RegisterRun("job2", budget2, notice)

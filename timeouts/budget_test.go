@@ -1,6 +1,8 @@
 package timeouts
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -81,4 +83,67 @@ func TestBudgetStop(t *testing.T) {
 			t.Error("stopped budget fired")
 		}
 	})
+}
+
+// TestBudgetAtItsEnd: under two minutes left the cap is the 60 s minimum,
+// and explain says so; a spent budget resolves (explain must describe it)
+// and says that its calls are refused with the budget error.
+func TestBudgetAtItsEnd(t *testing.T) {
+	openai := Provider{ID: "openai", BaseURL: "https://api.openai.com/v1"}
+	tests := []struct {
+		name    string
+		run     RunBudget
+		want    time.Duration // stale stream
+		spent   bool
+		chain   string // in the stale stream chain
+		heading string // in the plan's text
+	}{
+		{"30s left", Left(30 * time.Second), 60 * time.Second, false,
+			"budget cap max(60s, 30s remaining / 2): 60s, the minimum: half the remaining budget (15s) is under 60s",
+			"run budget: 30s remaining; implicit stale timeouts are capped at 60s, the minimum cap (half the remaining budget is 15s)"},
+		{"119s left", Left(119 * time.Second), 60 * time.Second, false, "the minimum", "the minimum cap"},
+		{"120s left: half is the minimum", Left(120 * time.Second), 60 * time.Second, false, "budget cap max(60s, 120s remaining / 2): 60s", "capped at half of it, 60s"},
+		{"300s left", RunBudget{Total: 600 * time.Second, Spent: 300 * time.Second}, 150 * time.Second, false, "budget cap max(60s, 300s remaining / 2): 150s", "run budget: 300s remaining"},
+		{"spent", Left(0), 60 * time.Second, true, "half the remaining budget (0s) is under 60s",
+			"run budget spent (0s remaining): the run is over; the proxy refuses its calls at once with the budget error (run_budget_exceeded: the run's budget is spent), not a timeout"},
+		{"overspent", RunBudget{Total: 600 * time.Second, Spent: 700 * time.Second}, 60 * time.Second, true, "0s remaining", "run budget spent"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Resolve(Inputs{Provider: openai, Model: "gpt-4o", Stream: true, Run: tt.run})
+			v := p.Get(StaleStream)
+			if v.Timeout != tt.want {
+				t.Errorf("stale stream = %v, want %v (%s)", v.Timeout, tt.want, v.ChainString())
+			}
+			if p.Spent != tt.spent || tt.run.Exhausted() != tt.spent {
+				t.Errorf("Spent = %v, Exhausted = %v, want %v", p.Spent, tt.run.Exhausted(), tt.spent)
+			}
+			if !strings.Contains(v.ChainString(), tt.chain) {
+				t.Errorf("chain %q does not say %q", v.ChainString(), tt.chain)
+			}
+			if !strings.Contains(p.String(), tt.heading) {
+				t.Errorf("plan text does not say %q:\n%s", tt.heading, p)
+			}
+		})
+	}
+}
+
+func TestParseRemaining(t *testing.T) {
+	tests := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"0", 0, true}, {"0s", 0, true}, {" 0.0 ", 0, true}, {"30", 30 * time.Second, true}, {"5m", 5 * time.Minute, true},
+		{"-3", 0, false}, {"-1s", 0, false}, {"NaN", 0, false}, {"soon", 0, false}, {"", 0, false},
+	}
+	for _, tt := range tests {
+		got, err := ParseRemaining(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("ParseRemaining(%q) = %v, %v; want %v, ok=%v", tt.in, got, err, tt.want, tt.ok)
+		}
+		if err != nil && !errors.Is(err, ErrInvalid) {
+			t.Errorf("ParseRemaining(%q): %v does not wrap ErrInvalid", tt.in, err)
+		}
+	}
 }

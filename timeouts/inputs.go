@@ -6,8 +6,18 @@ import (
 	"unicode/utf8"
 )
 
-// ErrInvalid is wrapped by every parse error of this package.
-var ErrInvalid = errors.New("invalid value")
+var (
+	// ErrInvalid is wrapped by every parse error of this package.
+	ErrInvalid = errors.New("invalid value")
+	// ErrBudgetSpent: the calling run has spent its whole budget; its
+	// calls are refused with this error instead of waiting out a timeout.
+	ErrBudgetSpent = errors.New("the run's budget is spent")
+)
+
+// BudgetErrorCode is the error code a client gets for ErrBudgetSpent (the
+// provider proxy's OpenAI-style error), named here so that explain and the
+// proxy say the same.
+const BudgetErrorCode = "run_budget_exceeded"
 
 // Defaults of SPEC §10's table. Every value is finite: a detector that never
 // fires is how a stuck local server hung a run forever.
@@ -139,6 +149,21 @@ func (r RunBudget) Remaining() time.Duration {
 		return 0
 	}
 	return r.Total - r.Spent
+}
+
+// Exhausted reports whether the run has a budget and has spent all of it.
+// Such a run's calls are refused with ErrBudgetSpent, not timed out: a
+// call would only stretch a run that is over past its deadline.
+func (r RunBudget) Exhausted() bool { return r.Total > 0 && r.Spent >= r.Total }
+
+// Left is the budget of a run with d left when its total is not known
+// (`hermesctl timeouts explain --budget-remaining`): d with nothing spent,
+// or, for d ≤ 0, a budget that is spent.
+func Left(d time.Duration) RunBudget {
+	if d <= 0 {
+		return RunBudget{Total: time.Nanosecond, Spent: time.Nanosecond}
+	}
+	return RunBudget{Total: d}
 }
 
 // Limit is the run-budget cap for an implicit timeout: half the remaining

@@ -93,8 +93,13 @@ type Plan struct {
 	Local          bool
 	LocalReason    string
 	// Budget is the run-budget cap applied to implicit stale values, 0
-	// when the run has no budget.
-	Budget time.Duration
+	// when the run has no budget; Remaining is the budget left.
+	Budget    time.Duration
+	Remaining time.Duration
+	// Spent: the run has spent its whole budget. Its calls are refused
+	// with ErrBudgetSpent rather than resolved; the layers still say what a
+	// call would have had.
+	Spent bool
 	// GiveUp is the breaker threshold (0 disables it) and GiveUpSource
 	// where it came from.
 	GiveUp       int
@@ -140,6 +145,8 @@ type planJSON struct {
 	Local        bool     `json:"local"`
 	LocalReason  string   `json:"local_reason,omitempty"`
 	BudgetCap    float64  `json:"budget_cap_seconds,omitempty"`
+	BudgetLeft   *float64 `json:"budget_remaining_seconds,omitempty"`
+	BudgetSpent  bool     `json:"budget_spent,omitempty"`
 	GiveUp       int      `json:"give_up"`
 	GiveUpSource string   `json:"give_up_source"`
 	Layers       []Value  `json:"layers"`
@@ -148,7 +155,13 @@ type planJSON struct {
 
 // MarshalJSON is the `hermesctl timeouts explain -o json` contract.
 func (p Plan) MarshalJSON() ([]byte, error) {
+	var left *float64
+	if p.Budget > 0 {
+		v := p.Remaining.Seconds()
+		left = &v
+	}
 	return json.Marshal(planJSON{
+		BudgetLeft: left, BudgetSpent: p.Spent,
 		Provider: p.Provider, Model: p.Model, Stream: p.Stream, API: p.API, Tokens: p.Tokens,
 		Thinking: p.Thinking, ThinkingWhy: p.ThinkingReason,
 		Local: p.Local, LocalReason: p.LocalReason, BudgetCap: p.Budget.Seconds(),
@@ -173,8 +186,15 @@ func (p Plan) String() string {
 		thinking = "with thinking (" + p.ThinkingReason + ")"
 	}
 	fmt.Fprintf(&b, "provider %s, model %s, %s %s call %s, ~%d tokens, %s\n", orDash(p.Provider), orDash(p.Model), mode, p.API, thinking, p.Tokens, where)
-	if p.Budget > 0 {
-		fmt.Fprintf(&b, "run budget caps implicit stale timeouts at %s\n", Seconds(p.Budget))
+	switch {
+	case p.Spent:
+		fmt.Fprintf(&b, "run budget spent (0s remaining): the run is over; the proxy refuses its calls at once with the budget error (%s: %v), not a timeout; the layers below are what a call would get at the %s minimum cap\n",
+			BudgetErrorCode, ErrBudgetSpent, Seconds(MinBudgetCap))
+	case p.Budget > 0 && p.Remaining/2 < MinBudgetCap:
+		fmt.Fprintf(&b, "run budget: %s remaining; implicit stale timeouts are capped at %s, the minimum cap (half the remaining budget is %s)\n",
+			Seconds(p.Remaining), Seconds(p.Budget), Seconds(p.Remaining/2))
+	case p.Budget > 0:
+		fmt.Fprintf(&b, "run budget: %s remaining; implicit stale timeouts are capped at half of it, %s\n", Seconds(p.Remaining), Seconds(p.Budget))
 	}
 	fmt.Fprintf(&b, "give-up breaker: %s\n\n", p.GiveUpSource)
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)

@@ -93,7 +93,8 @@ func (r *resolver) resolve() Plan {
 	r.envStale, r.envText = r.envStaleTimeout()
 	r.giveUp()
 	if limit, ok := r.run.Limit(); ok {
-		r.plan.Budget = limit
+		r.plan.Budget, r.plan.Remaining = limit, r.run.Remaining()
+		r.plan.Spent = r.run.Exhausted()
 	}
 
 	r.plan.layers[StaleStream] = r.stale(StaleStream)
@@ -226,6 +227,24 @@ func ParseSeconds(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 {
 		return 0, fmt.Errorf("%w: %q is neither seconds nor a positive duration like 2m30s", ErrInvalid, s)
+	}
+	return d, nil
+}
+
+// ParseRemaining parses what is left of a run budget: as ParseSeconds, and
+// zero ("0", "0s") for a budget that is spent. Negative, non-finite and
+// unparsable values are errors wrapping ErrInvalid.
+func ParseRemaining(s string) (time.Duration, error) {
+	t := strings.TrimSpace(s)
+	if f, err := strconv.ParseFloat(t, 64); err == nil && f == 0 {
+		return 0, nil
+	}
+	if d, err := time.ParseDuration(t); err == nil && d == 0 {
+		return 0, nil
+	}
+	d, err := ParseSeconds(t)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %q is not a number of seconds ≥ 0 nor a duration like 5m (0 is a spent budget)", ErrInvalid, t)
 	}
 	return d, nil
 }
@@ -364,7 +383,11 @@ func (r *resolver) floor(c *chain) {
 // the hard cap, for every layer it applies to.
 func (r *resolver) capImplicit(c *chain) {
 	if limit, ok := r.run.Limit(); ok && c.v.Timeout > limit {
-		c.set(StepBudget, limit, fmt.Sprintf("budget cap max(%s, %s remaining / 2): %s", Seconds(MinBudgetCap), Seconds(r.run.Remaining()), Seconds(limit)))
+		text := fmt.Sprintf("budget cap max(%s, %s remaining / 2): %s", Seconds(MinBudgetCap), Seconds(r.run.Remaining()), Seconds(limit))
+		if r.run.Remaining()/2 < MinBudgetCap {
+			text += fmt.Sprintf(", the minimum: half the remaining budget (%s) is under %s", Seconds(r.run.Remaining()/2), Seconds(MinBudgetCap))
+		}
+		c.set(StepBudget, limit, text)
 	}
 	if r.hardCap > 0 && c.v.Timeout > r.hardCap {
 		c.set(StepHardCap, r.hardCap, fmt.Sprintf("hard cap (agent.stale_timeout_hard_cap): %s", Seconds(r.hardCap)))

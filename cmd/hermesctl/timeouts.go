@@ -78,7 +78,7 @@ explored (or a configured one's URL overridden).`,
 	fl.BoolVar(&f.noStream, "no-stream", false, "a non-streaming call")
 	fl.BoolVar(&f.thinking, "thinking", false, "a call whose request enables thinking (thinking, reasoning_effort or reasoning); a model id naming a thinking variant is one anyway")
 	fl.StringVar(&f.api, "api", "chat", "provider API: chat or responses")
-	fl.StringVar(&f.budget, "budget-remaining", "", "run budget left, in seconds or as 5m (default: agent.run_budget_seconds, nothing spent)")
+	fl.StringVar(&f.budget, "budget-remaining", "", "run budget left, in seconds or as 5m; 0 is a spent budget (default: agent.run_budget_seconds, nothing spent)")
 	fl.StringVar(&f.baseURL, "base-url", "", "base URL of the provider, to explore one that is not configured")
 	_ = cmd.MarkFlagRequired("model")
 	return cmd
@@ -98,11 +98,11 @@ func explain(cmd *cobra.Command, g *globals, f explainFlags) (timeouts.Plan, err
 	}
 	call := providers.Call{Model: f.model, Stream: !f.noStream, API: api, Tokens: f.tokens, Thinking: f.thinking, Env: os.LookupEnv}
 	if f.budget != "" {
-		d, err := timeouts.ParseSeconds(f.budget)
+		d, err := timeouts.ParseRemaining(f.budget)
 		if err != nil {
 			return zero, fmt.Errorf("--budget-remaining: %w", err)
 		}
-		call.Run = timeouts.RunBudget{Total: d}
+		call.Run = timeouts.Left(d)
 	}
 
 	set, err := loadProviders(cmd, g)
