@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -116,6 +117,10 @@ type setup struct {
 	tls bool
 	// report is Options.Report.
 	report func(Report)
+	// scale replaces the default time scale: a test whose upstream must
+	// keep bytes flowing inside the socket read timeout on a loaded machine
+	// takes a larger one.
+	scale float64
 }
 
 func newHarness(t *testing.T, s setup) *harness {
@@ -146,8 +151,8 @@ func newHarness(t *testing.T, s setup) *harness {
 	p, err := New(Options{
 		Providers: set,
 		Env:       func(k string) (string, bool) { v, ok := env[k]; return v, ok },
-		Scale:     scale,
 		Report:    s.report,
+		Scale:     cmp.Or(s.scale, scale),
 	})
 	if err != nil {
 		t.Fatal(err)

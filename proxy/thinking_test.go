@@ -12,6 +12,11 @@ import (
 	"github.com/hermes-units/hermes/units"
 )
 
+// slowScale runs 120 s of socket read in 600 ms: keep-alives every tick
+// stay well inside it on a loaded machine, so the stale layer is the one
+// that fires.
+const slowScale = 0.005
+
 // TestThinkingFloor: the 240 s Opus floor covers thinking calls only, as
 // the request or the model id says; the same model without thinking keeps
 // the 180 s default. The upstream never sends content, so the cut names
@@ -43,7 +48,7 @@ func TestThinkingFloor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, setup{models: models})
+			h := newHarness(t, setup{models: models, scale: slowScale})
 			h.up.play(keepAlives)
 			c := h.client("/v1/", tt.opts...)
 			_, err := stream(t, c, tt.model)
@@ -61,7 +66,7 @@ func TestThinkingFloor(t *testing.T) {
 // TestThinkingFloorResponses: a Responses call with reasoning is a
 // thinking call, with the typed parameter of the SDK.
 func TestThinkingFloorResponses(t *testing.T) {
-	h := newHarness(t, setup{models: map[string]units.ProviderModel{"claude-opus-4-5": {}}})
+	h := newHarness(t, setup{models: map[string]units.ProviderModel{"claude-opus-4-5": {}}, scale: slowScale})
 	h.up.play(keepAlives)
 	c := h.client("/v1/")
 	for _, tt := range []struct {
