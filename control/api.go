@@ -89,7 +89,7 @@ type Supervisor struct {
 	PID    int    `json:"pid"`    // 0 while not started (lazy) or closed when idle
 	Groups int    `json:"groups"` // registered groups
 	Mode   string `json:"mode"`   // cgroup | pgroup
-	Health string `json:"health"` // ok | idle | restarting | failed: <why>
+	Health string `json:"health"` // ok | idle | failing: <why> | stopped: <why> | not responding: <why> | degraded: <why>
 	// Ledger warns that spawn records wait in memory for a ledger that
 	// cannot be written (a full disk): how many, and why. Absent while the
 	// ledger is written.

@@ -90,6 +90,11 @@ func TestSupervisorStopped(t *testing.T) {
 				if err == nil {
 					break
 				}
+				// The message docs/bad-input.md shows.
+				want := fmt.Sprintf("spawn s0: death supervisor unavailable: stopped: supervisor %d is stopped; registrations fail until it runs again (kill -CONT %d)", sup, sup)
+				if i == 0 && err.Error() != want {
+					t.Errorf("SpawnOwned with the supervisor stopped: got %q, want %q", err, want)
+				}
 			}
 			// Own and Release, again and again: more lines than the pipe
 			// holds, were they written; each call must fail at once and
@@ -171,6 +176,8 @@ func TestRegistrationRefused(t *testing.T) {
 		var re *RefusedError
 		if !errors.As(err, &re) || !strings.Contains(re.Reason, "below the base") {
 			t.Errorf("spawn into a cgroup the supervisor refuses: got %v, want a RefusedError with its reason", err)
+		} else if want := fmt.Sprintf("spawn refused: supervisor %d refused registration s1: cgroup is not a directory below the base", re.PID); err.Error() != want {
+			t.Errorf("spawn into a cgroup the supervisor refuses: got %q, want %q (docs/bad-input.md)", err, want)
 		}
 		if got := marked(marker); len(got) != 0 {
 			t.Errorf("the refused spawn's program runs: %v", got)

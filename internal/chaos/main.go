@@ -5,8 +5,10 @@
 // unit's restart, during ledger writes, during a clean stop) by SIGKILL,
 // SIGTERM, an injected panic, SIGKILL of hermesd together with its death
 // supervisor (the owned units then live on, and the next hermesd must end
-// them before starting its own copies), or the OOM killer where the cgroup
-// v2 memory controller is available; then it starts hermesd again on the
+// them before starting its own copies), SIGKILL after its death supervisor
+// was stopped (SIGSTOP: hermesd must go on answering and say so, see
+// supstop.go), or the OOM killer where the cgroup v2 memory controller is
+// available; then it starts hermesd again on the
 // same state directory. After every death and every restart it checks the promise of
 // SPEC §3, §4, §6: no owned process outlives the supervisor's grace, every
 // survivor (adoptable, persist_on_release) lives on and is re-adopted

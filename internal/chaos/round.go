@@ -275,7 +275,7 @@ func (h *harness) act(ctx context.Context, moment, fault string) []string {
 		h.d.cmd.Process.Signal(syscall.SIGTERM)
 		time.Sleep(h.sched.between(time.Millisecond, 40*time.Millisecond))
 	}
-	h.deliver(strings.TrimPrefix(fault, "term+"))
+	h.deliver(ctx, strings.TrimPrefix(fault, "term+"))
 	return touched
 }
 
@@ -307,7 +307,7 @@ func ledgerTemp(dir string) string {
 }
 
 // deliver injects fault into hermesd and waits for it to exit.
-func (h *harness) deliver(fault string) {
+func (h *harness) deliver(ctx context.Context, fault string) {
 	d := h.d
 	bound := 10 * time.Second
 	switch fault {
@@ -326,6 +326,8 @@ func (h *harness) deliver(fault string) {
 		}
 		h.supKilled = sup != 0
 		d.cmd.Process.Signal(syscall.SIGKILL)
+	case faultSupStop:
+		h.stopSupervisor(ctx)
 	case faultOOM:
 		if ok, err := h.cg.oomKill(d); err != nil || !ok {
 			h.violate("the OOM fault did not end hermesd (err %v, oom_kill %s)", err, h.cg.oomEvents())

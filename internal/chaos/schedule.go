@@ -53,7 +53,7 @@ func (s *schedule) moment(oom bool) (moment, fault string) {
 	if moment == momentStop {
 		return moment, "term+" + s.pick(faultKill, faultPanic)
 	}
-	faults := []string{faultKill, faultKill, faultTerm, faultPanic, faultBoth}
+	faults := []string{faultKill, faultKill, faultTerm, faultPanic, faultBoth, faultSupStop}
 	if oom {
 		faults = append(faults, faultOOM)
 	}
