@@ -113,6 +113,7 @@ type Unit struct {
 	RSS       int64         `json:"rss_bytes"`
 	Log       string        `json:"log,omitempty"`
 	Job       *Job          `json:"job,omitempty"`
+	Requires  []string      `json:"requires,omitempty"` // the unit's requires: (restart with dependents follows them back)
 }
 
 // Job is the schedule state of a unit with schedule: (SPEC §9).

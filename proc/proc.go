@@ -48,6 +48,7 @@ type Stat struct {
 	PGID      int
 	SID       int
 	StartTime uint64
+	CPU       uint64 // user + system time in clock ticks (fields 14 and 15)
 }
 
 // Zombie reports whether the process has exited and waits to be reaped.
@@ -135,6 +136,12 @@ func parseStat(pid int, b []byte) (Stat, error) {
 	if s.StartTime, err = strconv.ParseUint(f[19], 10, 64); err != nil {
 		return Stat{}, fmt.Errorf("pid %d: starttime: %w", pid, err)
 	}
+	utime, err1 := strconv.ParseUint(f[11], 10, 64)
+	stime, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return Stat{}, fmt.Errorf("pid %d: utime, stime: %w", pid, err)
+	}
+	s.CPU = utime + stime
 	return s, nil
 }
 

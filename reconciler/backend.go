@@ -99,7 +99,7 @@ func (r *Reconciler) status(names []string) (st control.Status, rel []Group, err
 		cu := control.Unit{
 			Name: n, State: u.state.String(), Ownership: string(ownership(u.spec)),
 			Restarts: u.restarts, Adopted: u.adopted, Ready: u.ready,
-			Ports: u.spec.Ports, Log: u.logPath,
+			Ports: u.spec.Ports, Log: u.logPath, Requires: u.spec.Requires,
 		}
 		if cu.Log == "" {
 			cu.Log = r.logPath(u.spec)

@@ -68,6 +68,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newWhoCmd(g))
 	root.AddCommand(newExportCmd(g))
 	root.AddCommand(newEventsCmd(g))
+	root.AddCommand(newTopCmd(g))
 	root.AddCommand(newCompletionCmd())
 	return root
 }

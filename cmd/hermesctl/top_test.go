@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"github.com/hermes-units/hermes/control"
+	"golang.org/x/sys/unix"
+)
+
+// screen collects what a program writes to its terminal, with the escape
+// sequences taken out: the text of each line it draws, in order.
+type screen struct {
+	mu      sync.Mutex
+	raw     bytes.Buffer
+	changed chan struct{} // closed and replaced on each write
+}
+
+var ansi = regexp.MustCompile(`\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78DEHMc]`)
+
+func (s *screen) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.raw.Write(p)
+	close(s.changed)
+	s.changed = make(chan struct{})
+	return len(p), nil
+}
+
+// text is everything drawn from offset on, without escapes, and the
+// offset of its end.
+func (s *screen) text(from int) (string, int, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.raw.Bytes()
+	return ansi.ReplaceAllString(string(b[min(from, len(b)):]), ""), len(b), s.changed
+}
+
+// wait waits until what was drawn since from matches re, and returns the
+// offset after it; it fails the test after 10 s with what was drawn.
+func (s *screen) wait(t *testing.T, from int, what string, re *regexp.Regexp) int {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		txt, end, changed := s.text(from)
+		if re.MatchString(txt) {
+			return end
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("the screen did not show %s within 10s; it drew:\n%s", what, txt)
+		}
+	}
+}
+
+// TestTopPTY runs `hermesctl top` in a pseudo-terminal against a daemon:
+// it renders the units, the log pane follows the selected unit's log,
+// and the stop key stops the selected unit (which the view then shows
+// inactive, from the event the daemon publishes).
+func TestTopPTY(t *testing.T) {
+	hermesctl, err := exec.LookPath("hermesctl") // testscript.Main's link to this test binary
+	if err != nil {
+		t.Fatal(err)
+	}
+	socket, d := serveFake(t, fakeScript{
+		Status: control.Status{
+			Daemon:     control.Daemon{PID: 4000, Role: "gateway"},
+			Supervisor: control.Supervisor{Mode: "cgroup", Health: "ok"},
+			Units: []control.Unit{
+				{Name: "web", State: "running", PID: 4242, PGID: 4242, Ownership: "owned", Ready: true, Uptime: time.Minute, RSS: 12 << 20, Restarts: 2},
+				{Name: "db", State: "running", PID: 4243, PGID: 4243, Ownership: "adoptable", Ready: true},
+			},
+			Proxy: &control.Proxy{Listen: "127.0.0.1:7411", Breakers: []control.Breaker{
+				{Session: "s1", Provider: "local", Model: "m", Streak: 1, Threshold: 3},
+			}},
+		},
+		Logs: map[string]string{"web": "web.log", "db": "db.log"},
+	})
+	logPath := filepath.Join(d.work, "web.log")
+	if err := os.WriteFile(logPath, []byte("web says hello\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(hermesctl, "--socket", socket, "top")
+	cmd.Env = append(os.Environ(), "TERM=xterm-256color", "NO_COLOR=", "GORACE=atexit_sleep_ms=0")
+	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A read of a blocking descriptor is not ended by Close: read the
+	// master through a non-blocking duplicate, which the poller serves.
+	fd, err := unix.Dup(int(ptmx.Fd()))
+	ptmx.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		t.Fatal(err)
+	}
+	tty := os.NewFile(uintptr(fd), "ptmx")
+	scr := &screen{changed: make(chan struct{})}
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		buf := make([]byte, 4096)
+		for {
+			n, err := tty.Read(buf)
+			scr.Write(buf[:n])
+			if err != nil {
+				return
+			}
+		}
+	}()
+	exited := make(chan struct{}) // closed once waitErr is set
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-exited:
+		default:
+			cmd.Process.Kill()
+			<-exited
+		}
+		tty.Close()
+		<-copied
+	})
+
+	at := scr.wait(t, 0, "the units", regexp.MustCompile(`(?s)> web +running +yes +4242 +1m00s +2 .*12\.0M +owned.*db +running +yes +4243 .*adoptable`))
+	scr.wait(t, 0, "the log of web, the selected unit", regexp.MustCompile(`log: web.*\n(.*\n)*web says hello`))
+	scr.wait(t, 0, "the proxy pane", regexp.MustCompile(`s1 +local/m +streak 1/3 +closed`))
+
+	f, err := os.OpenFile(logPath, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("web writes more\n")
+	f.Close()
+	at = scr.wait(t, at, "the appended log line", regexp.MustCompile(`web writes more`))
+
+	tty.Write([]byte("x"))
+	scr.wait(t, at, "web inactive after the stop key", regexp.MustCompile(`> web +inactive`))
+	calls, _ := os.ReadFile(d.calls)
+	if !strings.Contains(string(calls), "stop web\n") || strings.Contains(string(calls), "stop db") {
+		t.Errorf("daemon calls %q, want stop web and no stop of db", calls)
+	}
+
+	tty.Write([]byte("q"))
+	select {
+	case <-exited:
+		if waitErr != nil {
+			t.Errorf("top after q: %v", waitErr)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("top did not exit within 10s of q")
+	}
+}
+
+func TestDependents(t *testing.T) {
+	us := []control.Unit{
+		{Name: "db"}, {Name: "cache"},
+		{Name: "api", Requires: []string{"db"}},
+		{Name: "web", Requires: []string{"api", "cache"}},
+		{Name: "cron"},
+	}
+	for _, tc := range []struct {
+		unit string
+		want string
+	}{
+		{"db", "db api web"},
+		{"cache", "cache web"},
+		{"web", "web"},
+		{"cron", "cron"},
+	} {
+		t.Run(tc.unit, func(t *testing.T) {
+			if got := strings.Join(dependents(us, tc.unit), " "); got != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
