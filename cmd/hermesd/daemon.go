@@ -139,6 +139,12 @@ func lockState(state string) (*os.File, error) {
 
 // serve runs hermesd until ctx ends and the clean stop is done.
 func serve(ctx context.Context, cfg config, log *slog.Logger) error {
+	// First, before anything is opened: the descriptor limit is the hard
+	// one; fds warns on each load when it cannot serve what is declared.
+	soft, hard, ferr := raiseNoFile()
+	if ferr != nil {
+		log.Warn("descriptor limit not raised", "err", ferr)
+	}
 	lock, err := lockState(cfg.State)
 	if err != nil {
 		if errors.Is(err, ErrLocked) {
@@ -181,6 +187,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	}
 	defer px.close()
+	fds := &fdWatch{soft: soft, hard: hard, proxyOn: px != nil, log: log}
 
 	notifyPath := filepath.Join(cfg.State, "notify.sock")
 	ns, err := notify.Listen(notifyPath)
@@ -206,7 +213,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	rec, err = reconciler.New(reconciler.Options{
 		Role:         cfg.role,
 		Spawner:      reconciler.Supervised(owner),
-		Load:         loader(cfg, log, loadHook(px, log)),
+		Load:         loader(cfg, log, both(loadHook(px, log), fds.check)),
 		Changes:      w.Changes(),
 		Checkpoint:   reconciler.Ledger(led, self, cfg.role),
 		StateDir:     cfg.State,
@@ -300,6 +307,11 @@ func loader(cfg config, log *slog.Logger, seen func(units.Config, *reconciler.Lo
 		seen(*last, &out)
 		return out, nil
 	}
+}
+
+// both calls a, then b: two load hooks in one.
+func both(a, b func(units.Config, *reconciler.Loaded)) func(units.Config, *reconciler.Loaded) {
+	return func(c units.Config, l *reconciler.Loaded) { a(c, l); b(c, l) }
 }
 
 // sdNotify speaks to systemd when hermesd runs under it (NOTIFY_SOCKET set).

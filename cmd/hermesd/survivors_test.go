@@ -58,6 +58,7 @@ type daemonOpts struct {
 	config    string     // --config; dir/none.yaml (absent) when empty
 	env       []string   // added to the test's environment
 	inherited []*os.File // inherited as fd 3 on, not close-on-exec
+	shell     string     // sh commands run before exec'ing hermesd in the same process ("ulimit -n 100")
 }
 
 // startDaemonWith runs hermesd on dir and returns once it said READY=1 on
@@ -104,6 +105,9 @@ func startDaemonWith(t *testing.T, dir string, o daemonOpts) *hermesd {
 		args = append(args, "--supervisor-mode", o.mode)
 	}
 	d.cmd = exec.Command(os.Args[0], args...)
+	if o.shell != "" {
+		d.cmd = exec.Command("/bin/sh", append([]string{"-c", o.shell + ` && exec "$0" "$@"`, os.Args[0]}, args...)...)
+	}
 	d.cmd.Env = append(append(os.Environ(), roleEnv+"=hermesd", "NOTIFY_SOCKET="+nsPath), o.env...)
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	d.cmd.ExtraFiles = o.inherited

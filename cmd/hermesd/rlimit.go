@@ -1,0 +1,101 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/hermes-units/hermes/reconciler"
+	"github.com/hermes-units/hermes/units"
+	"golang.org/x/sys/unix"
+)
+
+// Descriptors (issue: a daemon out of descriptors marks units failed for
+// good with EMFILE on their log or the ledger lock). hermesd raises its
+// soft RLIMIT_NOFILE to the hard limit at start and, on every load,
+// compares the limit with what the declared units and the provider proxy
+// may hold at once, and warns when it falls short.
+const (
+	// fdBase is what hermesd holds whatever it runs: standard streams,
+	// the state lock, the ledger and its lock, the control socket and its
+	// connections, the notify socket, the watches, the supervisor's pipe,
+	// the clock watch, the proxy's listener.
+	fdBase = 64
+	// fdPerUnit is a unit's peak: its pidfd, and while it spawns its log
+	// file, the start gate's pipe and its cgroup directory.
+	fdPerUnit = 4
+	// fdPerProxyConn: a client connection and its upstream one.
+	fdPerProxyConn = 2
+	// defaultProxyConns is the proxy's connection cap when the
+	// configuration does not say (gateway.max_connections once it exists;
+	// see proxyConns).
+	defaultProxyConns = 512
+)
+
+// raiseNoFile raises the soft RLIMIT_NOFILE to the hard limit, less one,
+// and returns the limits in force. Less one, as the Go runtime does at
+// start: os/exec then gives each unit the soft limit hermesd was started
+// with (a unit built around select(2) expects 1024), which it does only
+// while the soft limit is still the runtime's. prlimit(2) is called
+// directly for the same reason (syscall.Setrlimit would switch that off).
+// The runtime has normally raised it already; this makes sure, whatever
+// lowered it since.
+func raiseNoFile() (soft, hard uint64, err error) {
+	var lim unix.Rlimit
+	if err := unix.Prlimit(0, unix.RLIMIT_NOFILE, nil, &lim); err != nil {
+		return 0, 0, fmt.Errorf("read RLIMIT_NOFILE: %w", err)
+	}
+	if lim.Max > 1 && lim.Cur < lim.Max-1 {
+		raised := unix.Rlimit{Cur: lim.Max - 1, Max: lim.Max}
+		if err := unix.Prlimit(0, unix.RLIMIT_NOFILE, &raised, nil); err != nil {
+			return lim.Cur, lim.Max, fmt.Errorf("raise RLIMIT_NOFILE from %d to %d: %w", lim.Cur, raised.Cur, err)
+		}
+		lim = raised
+	}
+	return lim.Cur, lim.Max, nil
+}
+
+// fdNeed is how many descriptors hermesd may hold at once with n units
+// and a proxy capped at conns connections (0: proxy off).
+func fdNeed(n, conns int) uint64 {
+	return uint64(fdBase + n*fdPerUnit + conns*fdPerProxyConn)
+}
+
+// proxyConns is the proxy's connection cap under config c, 0 when the
+// proxy is off. Where hermes.yaml sets gateway.max_connections, that is
+// the cap; until then, defaultProxyConns.
+func proxyConns(on bool, _ units.Config) int {
+	if !on {
+		return 0
+	}
+	return defaultProxyConns
+}
+
+// fdWatch warns, on a load, when the descriptor limit cannot serve the
+// declared units and the proxy's cap; once per shortfall, so that a reload
+// that changes nothing says nothing again.
+type fdWatch struct {
+	soft, hard uint64
+	proxyOn    bool
+	log        *slog.Logger
+	mu         sync.Mutex
+	warned     uint64 // the need last warned about; 0 none
+}
+
+// check is a loader hook (see loader): it runs on every load.
+func (w *fdWatch) check(c units.Config, l *reconciler.Loaded) {
+	conns := proxyConns(w.proxyOn, c)
+	need := fdNeed(len(l.Specs), conns)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if need <= w.soft {
+		w.warned = 0
+		return
+	}
+	if need == w.warned {
+		return
+	}
+	w.warned = need
+	w.log.Warn(fmt.Sprintf("descriptor limit %d (RLIMIT_NOFILE, hard limit %d) cannot serve %d units and the proxy's %d connections: about %d needed; raise the hard limit (LimitNOFILE= in a systemd unit, `ulimit -Hn` as root, /etc/security/limits.conf) or declare fewer units",
+		w.soft, w.hard, len(l.Specs), conns, need), "part", "limits", "limit", w.soft, "need", need)
+}

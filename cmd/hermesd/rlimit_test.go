@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hermes-units/hermes/reconciler"
+	"github.com/hermes-units/hermes/units"
+)
+
+func TestFdWatch(t *testing.T) {
+	specs := func(n int) *reconciler.Loaded { return &reconciler.Loaded{Specs: make([]units.Spec, n)} }
+	var buf bytes.Buffer
+	w := &fdWatch{soft: 4096, hard: 4096, proxyOn: true, log: slog.New(slog.NewTextHandler(&buf, nil))}
+	for _, tc := range []struct {
+		name  string
+		units int
+		warn  bool
+	}{
+		{"fits", 10, false},            // 64 + 40 + 1024
+		{"over the limit", 1000, true}, // 64 + 4000 + 1024
+		{"the same shortfall again: quiet", 1000, false},
+		{"another shortfall", 2000, true},
+		{"fits again", 0, false},
+		{"short again after fitting", 1000, true},
+	} {
+		buf.Reset()
+		w.check(units.Config{}, specs(tc.units))
+		if got := strings.Contains(buf.String(), "descriptor limit 4096"); got != tc.warn {
+			t.Errorf("%s: warned %v, want %v: %s", tc.name, got, tc.warn, buf.String())
+		}
+	}
+	if got, want := fdNeed(1000, 512), uint64(fdBase+1000*fdPerUnit+512*fdPerProxyConn); got != want {
+		t.Errorf("fdNeed(1000, 512) = %d, want %d", got, want)
+	}
+}
+
+// noFile reads a process's RLIMIT_NOFILE from /proc/PID/limits.
+func noFile(t *testing.T, pid int) (soft, hard uint64) {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/limits", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "Max open files"); ok {
+			fs := strings.Fields(rest)
+			s, _ := strconv.ParseUint(fs[0], 10, 64)
+			h, _ := strconv.ParseUint(fs[1], 10, 64)
+			return s, h
+		}
+	}
+	t.Fatalf("no Max open files in /proc/%d/limits", pid)
+	return 0, 0
+}
+
+// TestDescriptorLimitAtStart: hermesd started with a low soft limit runs
+// with the hard one; started with a hard limit too low for its declared
+// units, it says so in its log, with the numbers and what to do.
+func TestDescriptorLimitAtStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts hermesd processes")
+	}
+	t.Run("soft raised to hard", func(t *testing.T) {
+		dir := t.TempDir()
+		writeUnits(t, dir, map[string]string{})
+		d := startDaemonWith(t, dir, daemonOpts{shell: "ulimit -Sn 100"})
+		if soft, hard := noFile(t, d.cmd.Process.Pid); soft+1 < hard {
+			t.Errorf("hermesd runs with soft limit %d, hard %d; want the hard limit", soft, hard)
+		}
+	})
+	t.Run("warns when short", func(t *testing.T) {
+		dir := t.TempDir()
+		writeUnits(t, dir, map[string]string{})
+		for i := range 40 { // jobs: declared, not started at load
+			writeFile(t, filepath.Join(dir, "units", fmt.Sprintf("job%02d.yaml", i)), fmt.Sprintf("command: [%q]\nschedule: \"0 0 1 1 *\"\n", os.Args[0]))
+		}
+		// Lowering the hard limit needs no privilege.
+		d := startDaemonWith(t, dir, daemonOpts{shell: "ulimit -n 150"})
+		want := fmt.Sprintf("descriptor limit 150 (RLIMIT_NOFILE, hard limit 150) cannot serve 40 units and the proxy's 0 connections: about %d needed", fdNeed(40, 0))
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			b, _ := os.ReadFile(filepath.Join(d.dir, "hermesd.log"))
+			if strings.Contains(string(b), want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("hermesd.log lacks %q:\n%s", want, b)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+}
