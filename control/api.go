@@ -66,12 +66,16 @@ type Proxy struct {
 
 // Breaker is one session's give-up breaker.
 type Breaker struct {
-	Session   string `json:"session"`
-	Provider  string `json:"provider"`
-	Model     string `json:"model"`
-	Streak    int    `json:"streak"`    // consecutive stale kills
-	Threshold int    `json:"threshold"` // HERMES_STREAM_STALE_GIVEUP in force; 0 disabled
-	Tripped   bool   `json:"tripped"`
+	Session  string `json:"session"`
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+	Streak   int    `json:"streak"` // consecutive stale kills of Model (a model change resets it)
+	// ProviderStreak counts consecutive stale kills of Provider across
+	// models; it trips the breaker when they span more than one model.
+	ProviderStreak int    `json:"provider_streak"`
+	TrippedBy      string `json:"tripped_by,omitempty"` // "model" or "provider" while tripped
+	Threshold      int    `json:"threshold"`            // HERMES_STREAM_STALE_GIVEUP in force; 0 disabled
+	Tripped        bool   `json:"tripped"`
 }
 
 // Daemon describes hermesd itself.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptrace"
 	"strings"
@@ -212,7 +211,8 @@ func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, api timeouts.API
 	}
 
 	ss := p.sessions.get(sessionKey(r, runID, rt.Provider), plan.GiveUp)
-	if err := ss.allow(rt.Provider, rt.Model, r.Header.Get(HeaderTurn), p.opts.Now()); err != nil {
+	at := attempt(r, rt.Provider, rt.Model)
+	if err := ss.allow(at, r.Header.Get(HeaderTurn), p.opts.Now()); err != nil {
 		p.reportGaveUp(ss, rt.Provider, rt.Model, req.Stream)
 		w.Header().Set("X-Should-Retry", "false")
 		writeError(w, http.StatusServiceUnavailable, "hermes_gave_up", "stale_giveup", "hermes proxy: "+err.Error())
@@ -220,14 +220,14 @@ func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, api timeouts.API
 	}
 	if rn != nil && rn.budget != nil && rn.wrapup != "" && rn.budget.TakeWrapUp() {
 		if err := req.wrapUp(api, rn.wrapup); err != nil {
-			ss.breaker.Record(timeouts.Failed)
+			ss.breaker.Record(at, timeouts.Failed)
 			writeError(w, http.StatusBadRequest, "invalid_request_error", "bad_body", "hermes proxy: "+err.Error())
 			return nil
 		}
 	}
 	req.setModel(rt.Model)
 
-	wd := &watchdog{cut: *cancel, breaker: ss.breaker, ss: ss, plan: plan, scale: p.opts.Scale, template: CutError{
+	wd := &watchdog{cut: *cancel, breaker: ss.breaker, attempt: at, ss: ss, plan: plan, scale: p.opts.Scale, template: CutError{
 		Provider: rt.Provider, Model: rt.Model, BaseURL: prov.BaseURL, Scale: p.opts.Scale,
 		Setting: staleSetting(in.Provider, rt.Model),
 	}}
@@ -236,22 +236,6 @@ func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, api timeouts.API
 		url = strings.TrimRight(prov.BaseURL, "/") + "/responses"
 	}
 	return &prepared{run: rn, wd: wd, url: url, key: key, payload: req.body()}
-}
-
-// sessionKey is the give-up breaker's key: the client's X-Hermes-Session,
-// else the run and provider, else the client host and provider.
-func sessionKey(r *http.Request, runID, provider string) string {
-	if s := r.Header.Get(HeaderSession); s != "" {
-		return s
-	}
-	if runID != "" {
-		return "run " + runID + " → " + provider
-	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	return host + " → " + provider
 }
 
 // staleSetting names the setting a user changes for this call's stale
@@ -424,6 +408,18 @@ func (p *Proxy) fail(ctx context.Context, r *http.Request, w http.ResponseWriter
 		status, typ, code, msg = http.StatusGatewayTimeout, "timeout_error", ce.Code(), "hermes proxy: "+ce.Error()
 		if ce.Stale() {
 			outcome = timeouts.StaleKill
+		}
+		// A cut is final for this call: the SDK is told not to retry it
+		// (an OpenAI SDK retries a 504 twice by default). A retry would
+		// wait out the same timeout on the same silence: three stale
+		// waits for one call if the provider is gone. If it is not, a
+		// retry that succeeds after a cut is usually a model thinking
+		// longer than its stale timeout (seed 004's advice), and the fix
+		// is the patience the error names, not a hidden retry. The
+		// caller sees the error and decides; an SDK that retries anyway
+		// costs the breaker one strike per call (timeouts.Attempt).
+		if !started {
+			w.Header().Set("X-Should-Retry", "false")
 		}
 	case errors.Is(cause, ErrShuttingDown):
 		status, typ, code, msg = http.StatusServiceUnavailable, "server_error", "hermes_shutting_down", "hermes proxy: "+ErrShuttingDown.Error()+": retry once it is back"

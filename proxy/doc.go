@@ -22,8 +22,11 @@
 // change: as an OpenAI-style JSON error (HTTP 504) before the provider's
 // stream started (its response headers, which are relayed at once so that a
 // client sees the stream open while the model thinks), as an SSE "error"
-// event after. A give-up breaker per session
-// fails calls at once after repeated stale kills. Requests of a registered
+// event after; a cut before the stream started says x-should-retry: false.
+// A give-up breaker per session (X-Hermes-Session, else the run, else a
+// hash of the client's bearer token; see sessionKey) fails calls at once
+// after repeated stale kills, counting each call once however often its
+// SDK retries it, per model and per provider across models. Requests of a registered
 // run (path prefix /run/<id>/v1 or header X-Hermes-Run-Id) are resolved with
 // that run's remaining budget and get its wrap-up notice once.
 //

@@ -62,8 +62,9 @@ func (p *Proxy) reportGaveUp(ss *session, provider, model string, stream bool) {
 // reportSession fills r's breaker fields from ss and sends it.
 func (p *Proxy) reportSession(ss *session, r Report) {
 	r.Session, r.Threshold = ss.key, ss.threshold
-	r.Streak = ss.breaker.Streak()
-	r.Tripped = ss.threshold > 0 && r.Streak >= ss.threshold
+	st := ss.breaker.State()
+	r.Streak = st.Streak
+	r.Tripped = st.Open != timeouts.ScopeNone
 	ss.mu.Lock()
 	r.Changed = r.Tripped != ss.tripped
 	ss.tripped = r.Tripped

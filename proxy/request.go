@@ -50,8 +50,8 @@ func (r *request) tokens() int {
 	return timeouts.EstimateTokens(texts...)
 }
 
-// thinking reports whether the request enables thinking: Anthropic-style "thinking" (an object whose type is not
-// "disabled", or true), OpenAI's "reasoning_effort" (any effort but
+// thinking reports whether the request enables thinking: Anthropic-style
+// "thinking" (an object whose type is not "disabled", or true), OpenAI's "reasoning_effort" (any effort but
 // "none"), or "reasoning" (an object, as the Responses API and OpenRouter
 // take it, unless its effort is "none" or it says enabled: false; or
 // true). A field that is absent, null or malformed enables nothing: the

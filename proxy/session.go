@@ -1,10 +1,15 @@
 package proxy
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/hermes-units/hermes/timeouts"
 )
@@ -19,7 +24,23 @@ const (
 	HeaderTurn = "X-Hermes-Turn"
 	// HeaderRunID names a registered run, as the /run/<id>/v1 prefix does.
 	HeaderRunID = "X-Hermes-Run-Id"
+
+	// HeaderRetryCount is an OpenAI SDK's attempt number of a call (0 for
+	// the first): above 0, the attempt retries the client's previous call.
+	HeaderRetryCount = "X-Stainless-Retry-Count"
+	// HeaderIdempotencyKey is the same on every attempt of one call, when
+	// the client sends it.
+	HeaderIdempotencyKey = "Idempotency-Key"
 )
+
+// maxSessions bounds the breakers kept: past it, the session seen least
+// recently is dropped, so a client inventing session names cannot grow
+// the proxy without bound.
+const maxSessions = 4096
+
+// maxKeyLen bounds a client-chosen session name or idempotency key kept
+// as is; a longer one is kept as its hash.
+const maxKeyLen = 128
 
 // sessionIdle is how long a session's breaker is kept without calls.
 const sessionIdle = time.Hour
@@ -29,10 +50,15 @@ type BreakerStatus struct {
 	Session  string `json:"session"`
 	Provider string `json:"provider"`
 	Model    string `json:"model"`
-	Streak   int    `json:"streak"`
+	// Streak is the model streak: consecutive stale kills of Model, reset
+	// by a model change. ProviderStreak counts them across models.
+	Streak         int `json:"streak"`
+	ProviderStreak int `json:"provider_streak"`
 	// Threshold is the HERMES_STREAM_STALE_GIVEUP in force, 0 disabled.
 	Threshold int  `json:"threshold"`
 	Tripped   bool `json:"tripped"`
+	// TrippedBy is "model" or "provider" while tripped.
+	TrippedBy string `json:"tripped_by,omitempty"`
 }
 
 // session is the breaker state of one conversation.
@@ -66,13 +92,19 @@ func (s *sessions) get(key string, threshold int) *session {
 		return ss
 	}
 	now := s.now()
+	oldest, oldestSeen := "", now
 	for k, ss := range s.m {
 		ss.mu.Lock()
-		idle := now.Sub(ss.seen) > sessionIdle
+		seen := ss.seen
 		ss.mu.Unlock()
-		if idle {
+		if now.Sub(seen) > sessionIdle {
 			delete(s.m, k)
+		} else if !seen.After(oldestSeen) {
+			oldest, oldestSeen = k, seen
 		}
+	}
+	if len(s.m) >= maxSessions {
+		delete(s.m, oldest)
 	}
 	ss := &session{key: key, breaker: timeouts.NewBreaker(threshold, s.interval, s.now), threshold: threshold, seen: now}
 	s.m[key] = ss
@@ -80,10 +112,10 @@ func (s *sessions) get(key string, threshold int) *session {
 }
 
 // allow applies the resets a request implies (a new turn; a model change
-// is the breaker's own) and asks the breaker.
-func (ss *session) allow(provider, model, turn string, now time.Time) error {
+// is the breaker's own) and asks the breaker about attempt a.
+func (ss *session) allow(a timeouts.Attempt, turn string, now time.Time) error {
 	ss.mu.Lock()
-	ss.provider, ss.model, ss.seen = provider, model, now
+	ss.provider, ss.model, ss.seen = a.Provider, a.Model, now
 	newTurn := turn != "" && turn != ss.turn
 	if turn != "" {
 		ss.turn = turn
@@ -92,7 +124,49 @@ func (ss *session) allow(provider, model, turn string, now time.Time) error {
 	if newTurn {
 		ss.breaker.Reset(timeouts.ResetNewTurn)
 	}
-	return ss.breaker.Allow(provider, model)
+	return ss.breaker.Allow(a)
+}
+
+// attempt is the breaker's view of a request: the call it belongs to, by
+// the client's Idempotency-Key (hashed when long), and whether an OpenAI
+// SDK marks it as a retry (X-Stainless-Retry-Count above 0).
+func attempt(r *http.Request, provider, model string) timeouts.Attempt {
+	a := timeouts.Attempt{Provider: provider, Model: model, Call: bounded(r.Header.Get(HeaderIdempotencyKey))}
+	if n, err := strconv.Atoi(strings.TrimSpace(r.Header.Get(HeaderRetryCount))); err == nil && n > 0 {
+		a.Retry = true
+	}
+	return a
+}
+
+// sessionKey is the give-up breaker's key, so that each client has its own
+// streaks: the client's X-Hermes-Session as it names it (one breaker,
+// which a change of provider starts over), else its run (the /run/<id>/v1
+// prefix or X-Hermes-Run-Id a job sends), else a hash of the bearer token
+// it presents (never the token itself: status shows keys), these two with
+// the provider. Not the client's address: every local client has the
+// same. A client with none of these shares the "anonymous" session.
+func sessionKey(r *http.Request, runID, provider string) string {
+	if s := r.Header.Get(HeaderSession); s != "" {
+		return bounded(s)
+	}
+	if runID != "" {
+		return "run " + bounded(runID) + " → " + provider
+	}
+	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && strings.TrimSpace(tok) != "" {
+		sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+		return "token sha256:" + hex.EncodeToString(sum[:6]) + " → " + provider
+	}
+	return "anonymous → " + provider
+}
+
+// bounded returns s, or "sha256:" and its hash when s is over maxKeyLen
+// bytes or holds control characters.
+func bounded(s string) string {
+	if len(s) <= maxKeyLen && !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	return "sha256:" + hex.EncodeToString(sum[:8])
 }
 
 func (s *sessions) status() []BreakerStatus {
@@ -103,8 +177,9 @@ func (s *sessions) status() []BreakerStatus {
 		ss.mu.Lock()
 		st := BreakerStatus{Session: k, Provider: ss.provider, Model: ss.model, Threshold: ss.threshold}
 		ss.mu.Unlock()
-		st.Streak = ss.breaker.Streak()
-		st.Tripped = ss.threshold > 0 && st.Streak >= ss.threshold
+		bs := ss.breaker.State()
+		st.Streak, st.ProviderStreak = bs.Streak, bs.ProviderStreak
+		st.Tripped, st.TrippedBy = bs.Open != timeouts.ScopeNone, bs.Open.String()
 		out = append(out, st)
 	}
 	slices.SortFunc(out, func(a, b BreakerStatus) int { return strings.Compare(a.Session, b.Session) })

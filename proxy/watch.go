@@ -18,6 +18,7 @@ import (
 type watchdog struct {
 	cut       context.CancelCauseFunc
 	breaker   *timeouts.Breaker // the session's; see record
+	attempt   timeouts.Attempt  // this call, as the breaker counts it
 	recorded  bool              // the outcome went to breaker
 	plan      timeouts.Plan
 	scale     float64
@@ -82,7 +83,7 @@ func (w *watchdog) stop() {
 func (w *watchdog) record(o timeouts.Outcome) {
 	if !w.recorded {
 		w.recorded = true
-		w.breaker.Record(o)
+		w.breaker.Record(w.attempt, o)
 	}
 }
 

@@ -3,6 +3,8 @@ package timeouts
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -13,6 +15,10 @@ var ErrGaveUp = errors.New("gave up on a provider that keeps going silent")
 // DefaultProbeInterval is how often a tripped breaker lets one real attempt
 // through to see whether the provider is back.
 const DefaultProbeInterval = 60 * time.Second
+
+// maxStreakModels bounds the model names a provider streak remembers (for
+// its error text): a client may send any name.
+const maxStreakModels = 8
 
 // Outcome is what became of a call the breaker allowed.
 type Outcome int
@@ -50,48 +56,131 @@ func (r ResetReason) String() string {
 	return fmt.Sprintf("ResetReason(%d)", int(r))
 }
 
+// Scope is which streak tripped a breaker.
+type Scope int
+
+const (
+	// ScopeNone: the breaker is closed.
+	ScopeNone Scope = iota
+	// ScopeModel: consecutive stale kills of the current model. A model
+	// change resets it (the seed's advice: switch model).
+	ScopeModel
+	// ScopeProvider: consecutive stale kills of the provider across
+	// several models. A model change does not reset it, so an agent that
+	// hops between models that all go silent is stopped too.
+	ScopeProvider
+)
+
+// String returns "", "model" or "provider".
+func (s Scope) String() string {
+	switch s {
+	case ScopeNone:
+		return ""
+	case ScopeModel:
+		return "model"
+	case ScopeProvider:
+		return "provider"
+	}
+	return fmt.Sprintf("Scope(%d)", int(s))
+}
+
+// Attempt is one try of a user's call, as the breaker sees it. An SDK
+// retries a call that failed (OpenAI's retry twice by default): the
+// retries are attempts of the same call, and the call is one strike
+// however many of its attempts go stale.
+type Attempt struct {
+	Provider, Model string
+	// Call identifies the user's call across its retries (the client's
+	// Idempotency-Key); "" when the client sends none.
+	Call string
+	// Retry: the client marks this attempt as a retry of its previous
+	// call (an OpenAI SDK's x-stainless-retry-count above 0).
+	Retry bool
+}
+
 // GiveUpError is returned by Breaker.Allow while the breaker is open. It
 // names the streak and what to do; match it with errors.As, or ErrGaveUp
 // with errors.Is.
 type GiveUpError struct {
-	Provider  string
-	Model     string
-	Streak    int           // consecutive stale kills with no completed response
-	Threshold int           // the HERMES_STREAM_STALE_GIVEUP in force
-	ProbeIn   time.Duration // until the next probe attempt is let through
+	Provider string
+	Model    string
+	// Scope is the streak that tripped: ScopeModel (Streak stale kills of
+	// Model) or ScopeProvider (Streak stale kills across Models).
+	Scope     Scope
+	Streak    int      // consecutive stale kills with no completed response
+	Models    []string // ScopeProvider: the models of the streak (at most 8)
+	Threshold int      // the HERMES_STREAM_STALE_GIVEUP in force
+	ProbeIn   time.Duration
 }
 
 func (e *GiveUpError) Error() string {
+	explain := fmt.Sprintf("see `hermesctl timeouts explain --provider %s --model %s`", orDash(e.Provider), orDash(e.Model))
+	if e.Scope == ScopeProvider {
+		return fmt.Sprintf("provider %s: %d consecutive stale kills across models %s with no completed response (%s=%d), so this call (model %s) fails at once instead of waiting out the stale timeout again; "+
+			"switching model does not help while every model of the provider goes silent: check the provider, start a new turn, or raise its stale_timeout_seconds (%s); one probe call is let through in %s",
+			orDash(e.Provider), e.Streak, strings.Join(e.Models, ", "), EnvGiveUp, e.Threshold, orDash(e.Model), explain, e.ProbeIn.Round(time.Second))
+	}
 	return fmt.Sprintf("provider %s, model %s: %d consecutive stale kills with no completed response (%s=%d), so this call fails at once instead of waiting out the stale timeout again; "+
-		"switch model or start a new turn, check the provider, or raise its stale_timeout_seconds (see `hermesctl timeouts explain --provider %s --model %s`); one probe call is let through in %s",
-		orDash(e.Provider), orDash(e.Model), e.Streak, EnvGiveUp, e.Threshold, orDash(e.Provider), orDash(e.Model), e.ProbeIn.Round(time.Second))
+		"switch model or start a new turn, check the provider, or raise its stale_timeout_seconds (%s); one probe call is let through in %s",
+		orDash(e.Provider), orDash(e.Model), e.Streak, EnvGiveUp, e.Threshold, explain, e.ProbeIn.Round(time.Second))
 }
 
 // Unwrap returns ErrGaveUp.
 func (e *GiveUpError) Unwrap() error { return ErrGaveUp }
 
-// Breaker is the give-up breaker of one conversation (SPEC §10): after
-// Threshold consecutive stale kills with no completed response, Allow fails
-// at once with a *GiveUpError instead of letting another call wait out the
-// stale timeout. While open, one call per probe interval is let through
-// (half-open), so a local model that recovers is used again without the
-// user switching models.
+// State is a breaker's streaks, for status.
+type State struct {
+	Provider, Model string // of the last Allow
+	// Streak counts the consecutive stale kills of Model; ProviderStreak
+	// those of Provider across Models.
+	Streak, ProviderStreak int
+	Models                 []string
+	Threshold              int
+	// Open is the scope that tripped, ScopeNone while closed.
+	Open Scope
+}
+
+// Breaker is the give-up breaker of one conversation with one provider
+// (SPEC §10). It keeps two streaks of stale kills with no completed
+// response in between, each counting a user call once however many of its
+// attempts (an SDK's retries) went stale:
 //
-// Callers: Allow before each provider call, Record once with its outcome,
-// Reset on a model change, a fallback activation or a new turn. A change of
-// provider or model passed to Allow resets the breaker as well. Safe for
-// concurrent use.
+//   - the model streak, which a model change resets, as the seed says:
+//     after Threshold kills of one model, switching model is the advice;
+//   - the provider streak, which a model change does not reset: it trips
+//     after Threshold kills that span more than one model, so an agent
+//     alternating between models that all go silent is stopped too. A
+//     streak of one model only never trips it: the first call after a
+//     model change is the seed's advice being followed, and gets its
+//     chance.
+//
+// While open, Allow fails at once with a *GiveUpError instead of letting
+// another call wait out the stale timeout, and lets one call per probe
+// interval through (half-open), so a provider that recovers is used again
+// without the user switching models.
+//
+// Callers: Allow before each attempt, Record once with its outcome, Reset
+// on a model change, a fallback activation or a new turn. A change of model
+// passed to Allow resets the model streak, a change of provider both.
+// Threshold 0 disables both streaks. Safe for concurrent use.
 type Breaker struct {
 	threshold int
 	interval  time.Duration
 	now       func() time.Time
 
 	mu        sync.Mutex
-	key       string    // guarded by mu: provider + "\x00" + model of the last Allow
-	provider  string    // guarded by mu
+	provider  string    // guarded by mu: of the last Allow
 	model     string    // guarded by mu
-	streak    int       // guarded by mu
+	streak    int       // guarded by mu: the model streak
+	pstreak   int       // guarded by mu: the provider streak
+	pmodels   []string  // guarded by mu: distinct models of the provider streak, at most maxStreakModels
+	mixed     bool      // guarded by mu: the provider streak spans more than one model
 	nextProbe time.Time // guarded by mu; meaningful while open
+	// The last strike, to know a retry of its call: set by a stale kill,
+	// cleared by a completed response or another call's outcome.
+	struck     bool   // guarded by mu
+	struckCall string // guarded by mu
+	struckAt   string // guarded by mu: provider + "\x00" + model of the strike
 }
 
 // NewBreaker returns a closed breaker. threshold 0 disables it (Allow always
@@ -107,16 +196,21 @@ func NewBreaker(threshold int, probeInterval time.Duration, now func() time.Time
 	return &Breaker{threshold: max(threshold, 0), interval: probeInterval, now: now}
 }
 
-// Allow asks whether a call to provider/model may go ahead. It returns nil
-// when the breaker is closed, or open with a probe due (that probe is then
-// the one attempt of this interval); otherwise a *GiveUpError.
-func (b *Breaker) Allow(provider, model string) error {
+// Allow asks whether attempt a may go ahead. It returns nil when the
+// breaker is closed, or open with a probe due (that probe is then the one
+// attempt of this interval); otherwise a *GiveUpError.
+func (b *Breaker) Allow(a Attempt) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if key := provider + "\x00" + model; key != b.key {
-		b.key, b.provider, b.model, b.streak = key, provider, model, 0
+	switch {
+	case a.Provider != b.provider:
+		b.provider, b.model = a.Provider, a.Model
+		b.streak, b.pstreak, b.pmodels, b.mixed = 0, 0, nil, false
+	case a.Model != b.model:
+		b.model, b.streak = a.Model, 0
 	}
-	if !b.openLocked() {
+	scope := b.openLocked()
+	if scope == ScopeNone {
 		return nil
 	}
 	now := b.now()
@@ -124,38 +218,87 @@ func (b *Breaker) Allow(provider, model string) error {
 		b.nextProbe = now.Add(b.interval)
 		return nil
 	}
-	return &GiveUpError{Provider: b.provider, Model: b.model, Streak: b.streak, Threshold: b.threshold, ProbeIn: b.nextProbe.Sub(now)}
+	e := &GiveUpError{Provider: b.provider, Model: b.model, Scope: scope, Streak: b.streak, Threshold: b.threshold, ProbeIn: b.nextProbe.Sub(now)}
+	if scope == ScopeProvider {
+		e.Streak, e.Models = b.pstreak, slices.Clone(b.pmodels)
+	}
+	return e
 }
 
-// Record reports the outcome of an allowed call.
-func (b *Breaker) Record(o Outcome) {
+// Record reports the outcome of an allowed attempt.
+func (b *Breaker) Record(a Attempt, o Outcome) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	at := a.Provider + "\x00" + a.Model
+	// A retry of the call whose kill was the last strike: same provider
+	// and model, and the same idempotency key, or (without one) the
+	// client's retry mark.
+	sameCall := b.struck && at == b.struckAt && ((a.Call != "" && a.Call == b.struckCall) || (a.Call == "" && b.struckCall == "" && a.Retry))
 	switch o {
 	case Completed:
-		b.streak = 0
+		b.streak, b.pstreak, b.pmodels, b.mixed, b.struck = 0, 0, nil, false, false
 	case StaleKill:
-		b.streak++
-		if b.openLocked() {
+		if !sameCall {
+			b.strikeLocked(a.Model)
+		}
+		b.struck, b.struckCall, b.struckAt = true, a.Call, at
+		if b.openLocked() != ScopeNone {
 			// Trip, or a failed probe: the next probe is a full interval
 			// after this kill.
 			b.nextProbe = b.now().Add(b.interval)
 		}
+	case Failed:
+		if !sameCall {
+			b.struck = false
+		}
 	}
 }
 
-// Reset closes the breaker and clears the streak.
-func (b *Breaker) Reset(ResetReason) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.streak = 0
+func (b *Breaker) strikeLocked(model string) {
+	b.streak++
+	if b.pstreak > 0 && !slices.Contains(b.pmodels, model) {
+		b.mixed = true
+	}
+	b.pstreak++
+	if !slices.Contains(b.pmodels, model) && len(b.pmodels) < maxStreakModels {
+		b.pmodels = append(b.pmodels, model)
+	}
 }
 
-// Streak returns the current count of consecutive stale kills.
+// Reset clears the model streak; a new turn clears the provider streak
+// too (a fallback or a model change is what the provider streak watches).
+func (b *Breaker) Reset(r ResetReason) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.streak, b.struck = 0, false
+	if r == ResetNewTurn {
+		b.pstreak, b.pmodels, b.mixed = 0, nil, false
+	}
+}
+
+// Streak returns the current model streak.
 func (b *Breaker) Streak() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.streak
 }
 
-func (b *Breaker) openLocked() bool { return b.threshold > 0 && b.streak >= b.threshold }
+// State returns both streaks and whether the breaker is open.
+func (b *Breaker) State() State {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return State{Provider: b.provider, Model: b.model, Streak: b.streak, ProviderStreak: b.pstreak,
+		Models: slices.Clone(b.pmodels), Threshold: b.threshold, Open: b.openLocked()}
+}
+
+func (b *Breaker) openLocked() Scope {
+	switch {
+	case b.threshold == 0:
+		return ScopeNone
+	case b.streak >= b.threshold:
+		return ScopeModel
+	case b.pstreak >= b.threshold && b.mixed:
+		return ScopeProvider
+	}
+	return ScopeNone
+}

@@ -196,7 +196,11 @@ func (p Plan) String() string {
 	case p.Budget > 0:
 		fmt.Fprintf(&b, "run budget: %s remaining; implicit stale timeouts are capped at half of it, %s\n", Seconds(p.Remaining), Seconds(p.Budget))
 	}
-	fmt.Fprintf(&b, "give-up breaker: %s\n\n", p.GiveUpSource)
+	if p.GiveUp > 0 {
+		fmt.Fprintf(&b, "give-up breaker: %s, one per call however often its client retries it, in two streaks: of the model (a model change resets it) and of the provider across models (it does not)\n\n", p.GiveUpSource)
+	} else {
+		fmt.Fprintf(&b, "give-up breaker: %s (both the model and the provider streak)\n\n", p.GiveUpSource)
+	}
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "LAYER\tVALUE\tUSED\tCHAIN")
 	for _, v := range p.layers {

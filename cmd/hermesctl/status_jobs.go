@@ -42,16 +42,19 @@ func writeJobsAndProxy(w io.Writer, st control.Status) {
 	if len(p.Breakers) == 0 {
 		return
 	}
-	t := table{{{text: "SESSION"}, {text: "PROVIDER"}, {text: "MODEL"}, {text: "STALE STREAK"}, {text: "BREAKER"}}}
+	t := table{{{text: "SESSION"}, {text: "PROVIDER"}, {text: "MODEL"}, {text: "MODEL STREAK"}, {text: "PROVIDER STREAK"}, {text: "BREAKER"}}}
 	for _, b := range p.Breakers {
 		state := "closed"
 		switch {
 		case b.Threshold == 0:
 			state = "disabled"
+		case b.Tripped && b.TrippedBy != "":
+			state = "tripped by " + b.TrippedBy + " streak"
 		case b.Tripped:
 			state = "tripped"
 		}
-		t = append(t, []cell{{text: b.Session}, {text: b.Provider}, {text: dash(b.Model)}, {text: fmt.Sprintf("%d/%d", b.Streak, b.Threshold)}, {text: state}})
+		t = append(t, []cell{{text: b.Session}, {text: b.Provider}, {text: dash(b.Model)}, {text: fmt.Sprintf("%d/%d", b.Streak, b.Threshold)},
+			{text: fmt.Sprintf("%d/%d", b.ProviderStreak, b.Threshold)}, {text: state}})
 	}
 	t.write(w, "  ")
 }

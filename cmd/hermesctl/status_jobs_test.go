@@ -22,13 +22,16 @@ func TestStatusJobsAndProxy(t *testing.T) {
 				Schedule: "*/5 * * * *", Next: next, LastRun: "2030-01-02T03:00:00Z", Result: "budget exceeded", Skipped: 1,
 			}}},
 			Proxy: &control.Proxy{Listen: "127.0.0.1:7411", Providers: []string{"local", "openai"}, Breakers: []control.Breaker{
-				{Session: "run nightly-1 → local", Provider: "local", Model: "qwq-32b", Streak: 5, Threshold: 5, Tripped: true},
+				{Session: "run nightly-1 → local", Provider: "local", Model: "qwq-32b", Streak: 5, ProviderStreak: 5, Threshold: 5, Tripped: true, TrippedBy: "model"},
+				{Session: "token sha256:0a1b2c3d4e5f → openai", Provider: "openai", Model: "gpt-4o", Streak: 1, ProviderStreak: 5, Threshold: 5, Tripped: true, TrippedBy: "provider"},
 			}},
 		}, []string{
 			"jobs:",
 			"nightly  */5 * * * *  " + next.Format(time.RFC3339) + "  2030-01-02T03:00:00Z  budget exceeded  1",
-			"proxy:      listening on 127.0.0.1:7411, providers local, openai, 1 session",
-			"run nightly-1 → local  local     qwq-32b  5/5           tripped",
+			"proxy:      listening on 127.0.0.1:7411, providers local, openai, 2 sessions",
+			"SESSION                             PROVIDER  MODEL    MODEL STREAK  PROVIDER STREAK  BREAKER",
+			"run nightly-1 → local               local     qwq-32b  5/5           5/5              tripped by model streak",
+			"token sha256:0a1b2c3d4e5f → openai  openai    gpt-4o   1/5           5/5              tripped by provider streak",
 		}, nil},
 	}
 	for _, tt := range tests {

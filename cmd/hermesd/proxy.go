@@ -133,7 +133,7 @@ func (g *gatewayProxy) statusFunc() func() *control.Proxy {
 		for _, b := range g.p.Status() {
 			st.Breakers = append(st.Breakers, control.Breaker{
 				Session: b.Session, Provider: b.Provider, Model: b.Model,
-				Streak: b.Streak, Threshold: b.Threshold, Tripped: b.Tripped,
+				Streak: b.Streak, ProviderStreak: b.ProviderStreak, Threshold: b.Threshold, Tripped: b.Tripped, TrippedBy: b.TrippedBy,
 			})
 		}
 		return st
