@@ -20,6 +20,7 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
+	"time"
 )
 
 // Row is one line of the table.
@@ -39,6 +40,7 @@ var sections = []section{
 	{"ledger", benchLedger},
 	{"supervisor", benchSupervisor},
 	{"hermesd", benchHermesd},
+	{"owner", benchOwner},
 	{"load", benchLoad},
 	{"proxy", benchProxy},
 }
@@ -101,4 +103,48 @@ func hostModel() string {
 		}
 	}
 	return "unknown cpu"
+}
+
+// Targets. Every row with a target says whether this run met it, and by
+// how much it missed: a figure is never left to be compared by eye.
+
+// atMostDur is the target note for a duration that should be ≤ limit.
+func atMostDur(got, limit time.Duration) string {
+	if got <= limit {
+		return fmt.Sprintf("target ≤ %v: met", limit)
+	}
+	return fmt.Sprintf("target ≤ %v: MISSED by %v", limit, roundDur(got-limit))
+}
+
+// atMost is the target note for a figure that should be ≤ limit.
+func atMost(got, limit float64, unit string) string {
+	if got <= limit {
+		return fmt.Sprintf("target ≤ %g%s: met", limit, unit)
+	}
+	return fmt.Sprintf("target ≤ %g%s: MISSED by %.3g%s", limit, unit, got-limit, unit)
+}
+
+// atLeast is the target note for a figure that should be ≥ limit.
+func atLeast(got, limit float64, unit string) string {
+	if got >= limit {
+		return fmt.Sprintf("target ≥ %g%s: met", limit, unit)
+	}
+	return fmt.Sprintf("target ≥ %g%s: MISSED by %.3g%s", limit, unit, limit-got, unit)
+}
+
+// roundDur rounds d for display: 0.1 ms below a second, 1 ms above.
+func roundDur(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(100 * time.Microsecond)
+	}
+	return d.Round(time.Millisecond)
+}
+
+// tail names the high percentile a set of trials supports: p99 needs at
+// least 100 trials; with fewer, the worst trial is reported and called max.
+func tail(ds []time.Duration) (string, time.Duration) {
+	if len(ds) >= 100 {
+		return "p99", percentile(ds, 0.99)
+	}
+	return "max", percentile(ds, 1)
 }
