@@ -132,12 +132,12 @@ func benchLedger(ctx context.Context) ([]Row, error) {
 	rows := []Row{
 		{
 			Figure: fmt.Sprintf("ledger contention, %d procs × %d spawns: entries kept", ledgerWriters, ledgerSpawns),
-			Value:  fmt.Sprintf("%d/%d (target %d/%d)", len(kept), want, want, want),
+			Value:  fmt.Sprintf("%d/%d (%s)", len(kept), want, atLeast(float64(len(kept)), float64(want), " entries")),
 			Method: method + fmt.Sprintf("; distinct units in ledger.json after all writers reported; %v in all, file %d KB", elapsed.Round(time.Millisecond), size/1024),
 		},
 		{
 			Figure: "ledger contention: lock wait",
-			Value:  fmt.Sprintf("p50 %s, p99 %s, max %s (target p99 ≤ 50 ms)", ledgerMS(ledgerPct(waits, 50)), ledgerMS(ledgerPct(waits, 99)), ledgerMS(ledgerPct(waits, 100))),
+			Value:  fmt.Sprintf("p50 %s, p99 %s (%s), max %s", ledgerMS(ledgerPct(waits, 50)), ledgerMS(ledgerPct(waits, 99)), atMostDur(ledgerPct(waits, 99), 50*time.Millisecond), ledgerMS(ledgerPct(waits, 100))),
 			Method: fmt.Sprintf("%d Adds; from the first flock attempt to holding the lock (Ledger.LastLockWait), under the same contention; the rest of each Add (read, prune, encode, write, fsync, rename, with the lock held) p50 %s, p99 %s", len(waits), ledgerMS(ledgerPct(holds, 50)), ledgerMS(ledgerPct(holds, 99))),
 		},
 	}
