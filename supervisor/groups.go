@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -323,8 +324,16 @@ func (o *Owner) signal(r *reg, sig syscall.Signal) {
 	}
 }
 
-// waitEmpty polls until r is empty (true), or for d (d < 0: until ctx ends).
-// The kernel gives no event for an empty process group, so this polls.
+// emptyPollEvery is how often waitEmpty looks at a group whose end no
+// event reports.
+const emptyPollEvery = 5 * time.Millisecond
+
+// waitEmpty waits until r is empty (true), or for d (d < 0: until ctx
+// ends). A spawned leader's reaping is an event (r.waited, closed by its
+// pidfd waiter): the group is looked at the moment it comes, which is when
+// the usual group, a leader alone, empties. What else may be left (a
+// leader's children, escapees, a cgroup's other members) gives no event
+// for a process group, so it is polled every emptyPoll.
 func (o *Owner) waitEmpty(ctx context.Context, r *reg, d time.Duration) bool {
 	var deadline <-chan time.Time
 	if d >= 0 {
@@ -332,7 +341,10 @@ func (o *Owner) waitEmpty(ctx context.Context, r *reg, d time.Duration) bool {
 		defer t.Stop()
 		deadline = t.C
 	}
-	tk := time.NewTicker(5 * time.Millisecond)
+	o.mu.Lock()
+	waited := r.waited
+	o.mu.Unlock()
+	tk := time.NewTicker(cmp.Or(o.emptyPoll, emptyPollEvery))
 	defer tk.Stop()
 	for {
 		if o.regEmpty(r) {
@@ -343,6 +355,8 @@ func (o *Owner) waitEmpty(ctx context.Context, r *reg, d time.Duration) bool {
 			return false
 		case <-deadline:
 			return o.regEmpty(r)
+		case <-waited:
+			waited = nil // once: a closed channel is always ready
 		case <-tk.C:
 		}
 	}

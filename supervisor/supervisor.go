@@ -184,6 +184,9 @@ type Owner struct {
 	// escapee's, a replay's): Status reports it while the supervisor is
 	// otherwise fine. Set from the pipe's goroutines, hence atomic.
 	warning atomic.Pointer[string]
+	// emptyPoll, when set (tests), replaces waitEmpty's polling period
+	// emptyPollEvery, to show what does not depend on polling.
+	emptyPoll time.Duration
 
 	mu        sync.Mutex
 	regs      map[string]*reg   // guarded by mu; by id
