@@ -192,42 +192,9 @@ func openModelStream(ctx context.Context, c *http.Client, base, mode, model stri
 	return resp, nil
 }
 
-// latency returns the one-way delivery time of each event, in lockstep:
-// the upstream sends the next event once the client has read the last one.
-func (u *benchUpstream) latency(ctx context.Context, c *http.Client, base string) ([]time.Duration, error) {
-	resp, err := openStream(ctx, c, base, "latency")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	rd := sse.NewReader(resp.Body)
-	var ds []time.Duration
-	for len(ds) < proxyLatencyEvents {
-		u.next <- struct{}{}
-		for {
-			p, err := rd.Next()
-			if err != nil {
-				return nil, err
-			}
-			if p.Kind != sse.Event {
-				continue
-			}
-			now := time.Since(u.start)
-			_, rest, _ := strings.Cut(string(p.Data), `"content":"token `)
-			num, _, _ := strings.Cut(rest, `"`)
-			sent, err := strconv.ParseInt(num, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("bad event %q", p.Data)
-			}
-			ds = append(ds, now-time.Duration(sent))
-			break
-		}
-	}
-	return ds, nil
-}
-
-// latencyExternal is latency against the upstream child: next asks it for
-// the next event; stamps are wall-clock nanoseconds.
+// latencyExternal returns the one-way delivery time of each event, in
+// lockstep, from the upstream child: writing a line to next asks it for
+// the next event once the last was read; stamps are wall-clock nanoseconds.
 func latencyExternal(ctx context.Context, c *http.Client, base string, next io.Writer) ([]time.Duration, error) {
 	resp, err := openStream(ctx, c, base, "latency")
 	if err != nil {
