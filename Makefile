@@ -6,6 +6,7 @@ STATE ?= $(CURDIR)/.run/state
 PKGS := ./...
 CHAOS_ROUNDS ?= 200
 CHAOS_SEED ?= 0
+BENCH_FLAGS ?=
 
 .PHONY: help build run test lint lint-metrics bench clean schema chaos
 
@@ -35,8 +36,8 @@ lint: ## gofmt, go mod tidy, go vet, staticcheck, shellcheck, the detached-spawn
 lint-metrics: ## promtool check metrics on a scrape of every series and of a live hermesd (Debian package prometheus)
 	HERMES_REQUIRE_PROMTOOL=1 $(GO) test -count=1 -run 'TestMetricsFromEvents|TestEventsAndMetricsScenario' ./metrics ./cmd/hermesd
 
-bench: build ## measure the targets; prints a table (figure, value, method, machine)
-	$(GO) run ./internal/bench
+bench: build ## measure the targets; prints a table (figure, value, method, machine); BENCH_FLAGS="-owner-trials 100" for owner-SIGKILL p99s, "-only hermesd,owner" for some sections
+	$(GO) run ./internal/bench $(BENCH_FLAGS)
 
 chaos: ## kill hermesd at random moments, restart it, check nothing owned survives or is lost (CHAOS_ROUNDS, CHAOS_SEED; 0 = from the clock)
 	$(GO) run ./internal/chaos -rounds $(CHAOS_ROUNDS) -seed $(CHAOS_SEED)
