@@ -37,6 +37,7 @@ type UnitFile struct {
 	RunBudgetSeconds Seconds           `json:"run_budget_seconds,omitempty" jsonschema_description:"Jobs: the longest a run may take; a wrap-up notice at 80%, stopped at 100%."`
 	WrapupSignal     Signal            `json:"wrapup_signal,omitempty" jsonschema_description:"Jobs: a signal sent at 80% of run_budget_seconds."`
 	Provider         *UnitProvider     `json:"provider,omitempty"`
+	ProxyEnv         bool              `json:"proxy_env,omitempty" jsonschema:"default=false" jsonschema_description:"Give the unit OPENAI_BASE_URL and OPENAI_API_KEY (the proxy token) for hermesd's provider proxy. Jobs always get them."`
 }
 
 // JSONSchemaExtend adds the rules between keys that the loader checks too.
@@ -153,7 +154,14 @@ type Agent struct {
 
 // Gateway holds gateway.* settings.
 type Gateway struct {
-	Listen string `json:"listen,omitempty" jsonschema:"pattern=^.*:[0-9]+$,default=127.0.0.1:7411" jsonschema_description:"Provider proxy address."`
+	Listen            string            `json:"listen,omitempty" jsonschema:"pattern=^.*:[0-9]+$,default=127.0.0.1:7411" jsonschema_description:"Provider proxy address."`
+	AllowedOrigins    []string          `json:"allowed_origins,omitempty" jsonschema:"uniqueItems=true" jsonschema_description:"Browser origins (scheme://host[:port]) allowed to call the proxy; a request with any other Origin header is refused 403. Default none."`
+	MaxConnections    int               `json:"max_connections,omitempty" jsonschema:"minimum=1,default=512" jsonschema_description:"Client connections open at once; the next is answered 503 and closed. Lowered at start to fit the descriptor limit."`
+	MaxRequestBody    Size              `json:"max_request_body,omitempty" jsonschema_description:"Largest request body (413 above). Default 64MiB."`
+	MaxBodiesInFlight Size              `json:"max_bodies_in_flight,omitempty" jsonschema_description:"Request body bytes held by all requests at once; at least max_request_body. Default 256MiB."`
+	ReadHeaderTimeout DurationOrSeconds `json:"read_header_timeout,omitempty" jsonschema_description:"Time to read a request's headers. Default 30s."`
+	BodyReadTimeout   DurationOrSeconds `json:"body_read_timeout,omitempty" jsonschema_description:"Time to read a request's body once its headers are in. Default 60s."`
+	IdleTimeout       DurationOrSeconds `json:"idle_timeout,omitempty" jsonschema_description:"How long a kept-alive client connection may wait for its next request. Default 120s."`
 }
 
 // Metrics holds metrics.* settings.

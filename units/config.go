@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,7 +22,15 @@ const DefaultListen = "127.0.0.1:7411"
 // agent settings (the timeouts package applies its own defaults to zeros).
 func DefaultConfig() *Config {
 	return &Config{
-		Gateway:   Gateway{Listen: DefaultListen},
+		Gateway: Gateway{
+			Listen:            DefaultListen,
+			MaxConnections:    DefaultMaxConnections,
+			MaxRequestBody:    DefaultMaxRequestBody,
+			MaxBodiesInFlight: DefaultMaxBodiesInFlight,
+			ReadHeaderTimeout: DefaultReadHeaderTimeout,
+			BodyReadTimeout:   DefaultBodyReadTimeout,
+			IdleTimeout:       DefaultIdleTimeout,
+		},
 		Defaults:  BuiltinDefaults(),
 		Providers: map[string]Provider{},
 	}
@@ -78,9 +87,7 @@ func parseConfig(file, dir string, data []byte) (*Config, error) {
 		case "providers":
 			c.Providers = d.providers(f)
 		case "gateway":
-			for _, g := range d.mapping(f.val, f.path, gatewayKeys) {
-				c.Gateway.Listen = d.listen(g)
-			}
+			d.gateway(f, &c.Gateway)
 		case "metrics":
 			for _, g := range d.mapping(f.val, f.path, metricsKeys) {
 				switch g.name {
@@ -100,6 +107,59 @@ func parseConfig(file, dir string, data []byte) (*Config, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+func (d *decoder) gateway(f field, gw *Gateway) {
+	var bodyF, flightF *field
+	for _, g := range d.mapping(f.val, f.path, gatewayKeys) {
+		switch g.name {
+		case "listen":
+			gw.Listen = d.listen(g)
+		case "allowed_origins":
+			gw.AllowedOrigins = d.origins(g)
+		case "max_connections":
+			gw.MaxConnections = d.count(g, 1, 1<<20) // more than any descriptor limit allows
+		case "max_request_body":
+			bodyF = &g
+			gw.MaxRequestBody = d.size(g)
+		case "max_bodies_in_flight":
+			flightF = &g
+			gw.MaxBodiesInFlight = d.size(g)
+		case "read_header_timeout":
+			gw.ReadHeaderTimeout = d.duration(g, durEither, someCallLimit)
+		case "body_read_timeout":
+			gw.BodyReadTimeout = d.duration(g, durEither, someCallLimit)
+		case "idle_timeout":
+			gw.IdleTimeout = d.duration(g, durEither, someCallLimit)
+		}
+	}
+	if gw.MaxRequestBody > 0 && gw.MaxBodiesInFlight > 0 && gw.MaxBodiesInFlight < gw.MaxRequestBody {
+		at := flightF
+		if at == nil {
+			at = bodyF
+		}
+		d.errf(at.val, "gateway.max_bodies_in_flight (%d bytes) is below gateway.max_request_body (%d bytes): a request of the largest allowed size could never be read; raise max_bodies_in_flight or lower max_request_body",
+			gw.MaxBodiesInFlight, gw.MaxRequestBody)
+	}
+}
+
+// origins reads gateway.allowed_origins: each an origin as a browser sends
+// it, scheme://host[:port], with no path; "*" is refused (the proxy lends
+// the owner's API key: every page that may call it is named).
+func (d *decoder) origins(f field) []string {
+	var out []string
+	for _, o := range d.strings(f) {
+		u, err := url.Parse(o)
+		switch {
+		case o == "*":
+			d.errf(f.val, "%s: \"*\" would let every web page use your API keys through the proxy; list each origin, like http://localhost:3000", f.path)
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+			d.errf(f.val, "%s: %q is not an origin; write scheme://host[:port] as the browser sends it, like http://localhost:3000", f.path, o)
+		default:
+			out = append(out, strings.ToLower(u.Scheme+"://"+u.Host))
+		}
+	}
+	return out
 }
 
 func (d *decoder) listen(f field) string {

@@ -48,6 +48,13 @@ providers:
       - {slug: My-Model, seconds: 400}
 gateway:
   listen: 127.0.0.1:9999
+  allowed_origins: [http://localhost:3000, HTTPS://App.Example:8443]
+  max_connections: 64
+  max_request_body: 8MiB
+  max_bodies_in_flight: 32MiB
+  read_header_timeout: 5s
+  body_read_timeout: 20
+  idle_timeout: 1m
 defaults:
   restart: always
   restart_sec: 2
@@ -78,7 +85,11 @@ defaults:
 				Floors: []Floor{{"my-model", 400 * time.Second}},
 			},
 		},
-		Gateway:  Gateway{Listen: "127.0.0.1:9999"},
+		Gateway: Gateway{
+			Listen: "127.0.0.1:9999", AllowedOrigins: []string{"http://localhost:3000", "https://app.example:8443"},
+			MaxConnections: 64, MaxRequestBody: 8 << 20, MaxBodiesInFlight: 32 << 20,
+			ReadHeaderTimeout: 5 * time.Second, BodyReadTimeout: 20 * time.Second, IdleTimeout: time.Minute,
+		},
 		Defaults: def,
 	}
 	if !reflect.DeepEqual(c, want) {
@@ -114,6 +125,11 @@ func TestParseConfigRejects(t *testing.T) {
 		{"tier missing seconds", "providers:\n  x:\n    tiers:\n      - {above_tokens: 5}\n", 4, 9, "providers.x.tiers[0]: each tier needs above_tokens: and seconds:"},
 		{"floor empty slug", "providers:\n  x:\n    floors:\n      - {slug: '', seconds: 5}\n", 4, 16, "providers.x.floors[0].slug: must not be empty"},
 		{"bad listen", "gateway:\n  listen: localhost\n", 2, 11, `gateway.listen: "localhost" is not host:port`},
+		{"origin wildcard", "gateway:\n  allowed_origins: ['*']\n", 2, 20, `"*" would let every web page use your API keys`},
+		{"origin with path", "gateway:\n  allowed_origins: [http://x/app]\n", 2, 20, `"http://x/app" is not an origin`},
+		{"zero connections", "gateway:\n  max_connections: 0\n", 2, 20, "gateway.max_connections: 0 is out of range"},
+		{"flight below body", "gateway:\n  max_request_body: 64MiB\n  max_bodies_in_flight: 1MiB\n", 3, 25, "gateway.max_bodies_in_flight (1048576 bytes) is below gateway.max_request_body"},
+		{"zero idle", "gateway:\n  idle_timeout: 0\n", 2, 17, "gateway.idle_timeout: must be more than zero"},
 		{"bad default restart", "defaults:\n  restart: sometimes\n", 2, 12, "unknown restart policy"},
 		{"defaults log path", "defaults:\n  log: {path: /x}\n", 2, 9, `defaults.log: unknown key "path"`},
 		{"defaults zero start", "defaults:\n  timeouts: {start: 0s}\n", 2, 21, "defaults.timeouts.start: must be more than zero"},

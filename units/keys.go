@@ -10,7 +10,7 @@ var (
 		"description", "command", "shell", "workdir", "env", "ownership", "reason",
 		"restart", "restart_sec", "restart_max_sec", "start_limit", "after", "requires",
 		"ready", "timeouts", "stop_signal", "ports", "log", "schedule",
-		"run_budget_seconds", "wrapup_signal", "provider",
+		"run_budget_seconds", "wrapup_signal", "provider", "proxy_env",
 	}
 	startLimitKeys  = []string{"burst", "interval"}
 	readyKeys       = []string{"tcp", "http", "notify", "log"}
@@ -23,7 +23,7 @@ var (
 	floorKeys       = []string{"slug", "seconds"}
 	configKeys      = []string{"units", "state", "socket", "role", "agent", "providers", "gateway", "metrics", "defaults"}
 	agentKeys       = []string{"run_budget_seconds", "local_stream_stale_timeout", "stale_timeout_hard_cap", "stream_drain_timeout"}
-	gatewayKeys     = []string{"listen"}
+	gatewayKeys     = []string{"listen", "allowed_origins", "max_connections", "max_request_body", "max_bodies_in_flight", "read_header_timeout", "body_read_timeout", "idle_timeout"}
 	metricsKeys     = []string{"listen", "token_file"}
 	defaultsKeys    = []string{"restart", "restart_sec", "restart_max_sec", "start_limit", "timeouts", "stop_signal", "log"}
 	defaultsLogKeys = []string{"max_size", "keep"}

@@ -87,6 +87,9 @@ func (s Spec) MarshalYAML() (any, error) {
 	if s.Provider != nil {
 		m.add("provider", providerNode(s.Provider, true))
 	}
+	if s.ProxyEnv {
+		m.add("proxy_env", scalar("!!bool", "true"))
+	}
 	return m.node(), nil
 }
 
@@ -149,7 +152,7 @@ func (s *Spec) Hash() string {
 		Command: s.Command, Shell: s.Shell, Workdir: s.Workdir, Env: s.Env,
 		Ownership: s.Ownership, Ports: s.Ports, Ready: s.Ready,
 		StopSignal: s.StopSignal, Timeouts: s.Timeouts, Log: s.Log,
-		RunBudget: s.RunBudget,
+		RunBudget: s.RunBudget, ProxyEnv: s.ProxyEnv,
 	}
 	n, _ := h.MarshalYAML()
 	out, err := yaml.Marshal(n)

@@ -45,6 +45,7 @@ func fullSpec() *Spec {
 			Tiers:        []Tier{{AboveTokens: 10000, Timeout: 600 * time.Second}},
 			Floors:       []Floor{{Slug: "qwq", Timeout: 300 * time.Second}},
 		},
+		ProxyEnv: true,
 	}
 }
 

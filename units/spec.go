@@ -62,6 +62,7 @@ type Spec struct {
 	RunBudget   time.Duration     // jobs: run_budget_seconds
 	WrapupSig   Signal            // jobs: optional signal at 80 % of the budget
 	Provider    *Provider         // the unit serves an LLM endpoint (SPEC §10)
+	ProxyEnv    bool              // gets OPENAI_BASE_URL and OPENAI_API_KEY for the provider proxy (jobs always do)
 }
 
 // StartLimit bounds restarts: more than Burst starts within Interval and the
@@ -158,9 +159,29 @@ type Agent struct {
 	StreamDrainTimeout      time.Duration // stream_drain_timeout
 }
 
-// Gateway holds gateway.* settings.
+// Gateway holds gateway.* settings: where the provider proxy listens, who
+// may call it, and the bounds that keep it from starving hermesd.
+// DefaultConfig fills every bound; a zero never reaches the proxy from a
+// loaded file.
 type Gateway struct {
 	Listen string // proxy address, default 127.0.0.1:7411
+	// AllowedOrigins are the browser origins (scheme://host[:port]) whose
+	// requests the proxy serves; a request with any other Origin header is
+	// refused. Empty: no browser page may call it.
+	AllowedOrigins []string
+	// MaxConnections caps the proxy's client connections open at once;
+	// the next one is answered 503 and closed.
+	MaxConnections int
+	// MaxRequestBody caps one request body.
+	MaxRequestBody Size
+	// MaxBodiesInFlight caps the request body bytes held by all requests
+	// at once; never below MaxRequestBody.
+	MaxBodiesInFlight Size
+	// ReadHeaderTimeout, BodyReadTimeout and IdleTimeout bound a request's
+	// headers, its body, and a kept-alive connection between requests.
+	ReadHeaderTimeout time.Duration
+	BodyReadTimeout   time.Duration
+	IdleTimeout       time.Duration
 }
 
 // Metrics holds metrics.* settings: where hermesd serves Prometheus
@@ -169,6 +190,16 @@ type Metrics struct {
 	Listen    string // loopback host:port; "" = off
 	TokenFile string // absolute path of a file holding the bearer token a scrape must send; "" = none
 }
+
+// Defaults of the gateway's bounds (hermes.yaml gateway:).
+const (
+	DefaultMaxConnections    = 512
+	DefaultMaxRequestBody    = Size(64 << 20)
+	DefaultMaxBodiesInFlight = Size(256 << 20)
+	DefaultReadHeaderTimeout = 30 * time.Second
+	DefaultBodyReadTimeout   = 60 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+)
 
 // Defaults are unit fields applied where a unit leaves them unset.
 type Defaults struct {

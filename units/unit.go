@@ -193,6 +193,8 @@ func parseUnit(file, dir string, data []byte, def Defaults) (*Spec, refs, Errors
 				p := d.provider(f, true)
 				s.Provider = &p
 			}
+		case "proxy_env":
+			s.ProxyEnv = d.bool(f)
 		default:
 			d.errf(f.key, "key %q is known but not handled (a bug: please report it)", f.path)
 		}
