@@ -101,6 +101,8 @@ func (p *Proxy) begin(ctx context.Context, w http.ResponseWriter, r *http.Reques
 	}
 	c := &begun{run: pc.run, wd: pc.wd}
 	resp, err := p.send(ctx, w, r, pc.wd, pc.url, pc.key, pc.payload)
+	pc.payload = nil
+	pc.release()
 	if errors.Is(err, errBadBaseURL) {
 		writeError(w, http.StatusInternalServerError, "hermes_config_error", "bad_base_url", "hermes proxy: "+err.Error())
 		c.outcome = timeouts.Failed
@@ -133,21 +135,25 @@ type prepared struct {
 	url     string
 	key     string
 	payload []byte
+	// release gives the request body's room in the body budget back; begin
+	// calls it once the payload went upstream.
+	release func()
 }
 
 // prepare parses, routes and resolves the request, asks the breaker and
 // injects the wrap-up notice. It returns nil when it answered the client
 // with an error (a run it attached is then detached again).
 func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, api timeouts.API, runID string, cancel *context.CancelCauseFunc) (pc *prepared) {
-	raw, err := io.ReadAll(io.LimitReader(r.Body, maxRequest+1))
+	raw, release, err := p.readBody(w, r)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "bad_body", "hermes proxy: reading the request body: "+err.Error())
+		bodyError(w, err)
 		return nil
 	}
-	if len(raw) > maxRequest {
-		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "body_too_large", fmt.Sprintf("hermes proxy: the request body exceeds %d MiB", maxRequest>>20))
-		return nil
-	}
+	defer func() {
+		if pc == nil {
+			release()
+		}
+	}()
 	req, err := parseRequest(raw)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "bad_body", "hermes proxy: "+err.Error())
@@ -235,7 +241,7 @@ func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, api timeouts.API
 	if api == timeouts.Responses {
 		url = strings.TrimRight(prov.BaseURL, "/") + "/responses"
 	}
-	return &prepared{run: rn, wd: wd, url: url, key: key, payload: req.body()}
+	return &prepared{run: rn, wd: wd, url: url, key: key, payload: req.body(), release: release}
 }
 
 // staleSetting names the setting a user changes for this call's stale

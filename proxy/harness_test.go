@@ -121,6 +121,13 @@ type setup struct {
 	// keep bytes flowing inside the socket read timeout on a loaded machine
 	// takes a larger one.
 	scale float64
+	// origins, limits, fdLimit, logf and now are the proxy's
+	// Options.AllowedOrigins, Limits, FDLimit, Logf and Now.
+	origins []string
+	limits  Limits
+	fdLimit uint64
+	logf    func(string, ...any)
+	now     func() time.Time
 }
 
 func newHarness(t *testing.T, s setup) *harness {
@@ -149,10 +156,17 @@ func newHarness(t *testing.T, s setup) *harness {
 		env[k] = v
 	}
 	p, err := New(Options{
+		Token:     testToken,
 		Providers: set,
 		Env:       func(k string) (string, bool) { v, ok := env[k]; return v, ok },
 		Report:    s.report,
 		Scale:     cmp.Or(s.scale, scale),
+
+		AllowedOrigins: s.origins,
+		Limits:         s.limits,
+		FDLimit:        s.fdLimit,
+		Logf:           s.logf,
+		Now:            s.now,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +204,21 @@ func newHarness(t *testing.T, s setup) *harness {
 		}
 		tr.CloseIdleConnections()
 	})
-	return &harness{stop: stop, up: up, proxy: p, url: "http://" + ln.Addr().String(), hc: &http.Client{Transport: tr}}
+	return &harness{stop: stop, up: up, proxy: p, url: "http://" + ln.Addr().String(), hc: &http.Client{Transport: bearer{tr}}}
+}
+
+// testToken is the harness proxy's token.
+const testToken = "hermes-TESTTOKEN0123456789"
+
+// bearer presents testToken on requests that carry no Authorization.
+type bearer struct{ rt http.RoundTripper }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Header.Get("Authorization") == "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+testToken)
+	}
+	return b.rt.RoundTrip(r)
 }
 
 // client returns an openai-go client for base (a path under the proxy, like
@@ -198,7 +226,7 @@ func newHarness(t *testing.T, s setup) *harness {
 func (h *harness) client(base string, opts ...option.RequestOption) openai.Client {
 	opts = append([]option.RequestOption{
 		option.WithBaseURL(h.url + base),
-		option.WithAPIKey("client-key"),
+		option.WithAPIKey(testToken),
 		option.WithMaxRetries(0),
 		option.WithHTTPClient(h.hc),
 	}, opts...)
@@ -358,4 +386,10 @@ func mustSet(t *testing.T) *providers.Set {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// testOptions are the options of a proxy with no provider.
+func testOptions(t *testing.T) Options {
+	t.Helper()
+	return Options{Providers: mustSet(t), Token: testToken}
 }

@@ -19,9 +19,6 @@ import (
 	"github.com/hermes-units/hermes/units"
 )
 
-// maxRequest bounds a client's request body.
-const maxRequest = 64 << 20
-
 // shutdownGrace bounds how long Serve waits for handlers after cutting
 // their calls.
 const shutdownGrace = 5 * time.Second
@@ -52,12 +49,25 @@ type Options struct {
 	// named in cut errors. For tests only, where 180 s of silence must take
 	// 180 ms; 0 means 1.
 	Scale float64
-	// Logf reports what no client sees (a failed write to a gone client);
-	// nil discards.
+	// Logf reports what no client sees (a failed write to a gone client,
+	// a refused request); nil discards.
 	Logf func(format string, args ...any)
 	// Report is told about every model call once it has ended (report.go),
 	// on the call's handler goroutine; it must not block. nil: not told.
 	Report func(Report)
+	// Token is the proxy token clients must present as their API key
+	// (see guard and LoadToken); required. SetToken replaces it.
+	Token string
+	// AllowedOrigins are the browser origins (scheme://host[:port],
+	// lower case, as units decodes gateway.allowed_origins) whose requests
+	// are served; a request with any other Origin is refused.
+	AllowedOrigins []string
+	// Limits bound connections, bodies and their timeouts; zero fields
+	// take the defaults of package units.
+	Limits Limits
+	// FDLimit is the descriptor limit Limits.MaxConns is fitted to; 0
+	// reads the soft RLIMIT_NOFILE when New runs.
+	FDLimit uint64
 }
 
 // Proxy is the provider proxy. Create it with New, serve it with Serve (or
@@ -69,6 +79,9 @@ type Proxy struct {
 	client    *http.Client // non-streaming calls, and calls through an HTTP proxy
 	stream    streamClient // streaming calls
 	sessions  sessions
+	tokens    tokens
+	conns     connCap
+	bodies    *bodyBudget
 
 	mu   sync.Mutex
 	runs map[string]*run // guarded by mu
@@ -82,12 +95,17 @@ type run struct {
 	calls  map[*context.CancelCauseFunc]struct{} // guarded by Proxy.mu
 }
 
-// New returns a Proxy for opts. It fails only when opts.Providers is nil. A
-// set with no provider is valid (every model request then fails with an
-// unknown model error); hermesd leaves the proxy off in that case.
+// New returns a Proxy for opts. It fails when opts.Providers is nil or
+// opts.Token empty. A set with no provider is valid (every model request
+// then fails with an unknown model error); hermesd leaves the proxy off in
+// that case. A Limits.MaxConns over what the descriptor limit allows
+// (Descriptors, ReservedFDs) is lowered, and the change logged.
 func New(opts Options) (*Proxy, error) {
 	if opts.Providers == nil {
 		return nil, errors.New("proxy: Options.Providers is nil: build it with providers.New")
+	}
+	if opts.Token == "" {
+		return nil, errors.New("proxy: Options.Token is empty: every client must present a token; read it with LoadToken")
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -98,7 +116,18 @@ func New(opts Options) (*Proxy, error) {
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}
-	p := &Proxy{opts: opts, runs: map[string]*run{}}
+	opts.Limits.fill()
+	if opts.FDLimit == 0 {
+		opts.FDLimit = nofile()
+	}
+	if fit := fitConns(opts.FDLimit); opts.Limits.MaxConns > fit {
+		opts.Logf("proxy: gateway.max_connections lowered from %d to %d: the descriptor limit (RLIMIT_NOFILE %d) must keep %d for the rest of hermesd; raise the limit (ulimit -n, LimitNOFILE=) to allow more",
+			opts.Limits.MaxConns, fit, opts.FDLimit, ReservedFDs)
+		opts.Limits.MaxConns = fit
+	}
+	p := &Proxy{opts: opts, runs: map[string]*run{}, bodies: newBodyBudget(opts.Limits.MaxInFlight)}
+	p.conns = connCap{max: opts.Limits.MaxConns, logf: opts.Logf}
+	p.tokens.set(opts.Token, 0, opts.Now())
 	p.set.Store(opts.Providers)
 	p.sessions = sessions{now: opts.Now, interval: opts.ProbeInterval, m: map[string]*session{}}
 	dialer := &net.Dialer{KeepAlive: 30 * time.Second}
@@ -106,8 +135,8 @@ func New(opts Options) (*Proxy, error) {
 		Proxy:               http.ProxyFromEnvironment,
 		DialContext:         dialer.DialContext,
 		ForceAttemptHTTP2:   true,
-		MaxIdleConns:        256,
-		MaxIdleConnsPerHost: 64,
+		MaxIdleConns:        maxIdleTotal,
+		MaxIdleConnsPerHost: maxIdlePerHost,
 		IdleConnTimeout:     90 * time.Second,
 		// Compressed streams would hide the event boundaries the watchdog
 		// reads, and delay bytes behind the decompressor's buffer.
@@ -232,6 +261,11 @@ func (p *Proxy) Listen(ctx context.Context) (net.Listener, error) {
 // waits for their handlers (at most 5 s), closes ln and idle upstream
 // connections, and returns nil. It returns earlier with the error if ln
 // fails. ln must be loopback unless Options.AllowNonLoopback.
+//
+// Connections over Limits.MaxConns are answered 503 and closed (see
+// connCap); a connection's request headers must arrive within
+// ReadHeaderTimeout, its body within BodyReadTimeout, and a kept-alive
+// connection is closed after IdleTimeout without a request.
 func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	if !p.opts.AllowNonLoopback {
 		if err := CheckLoopback(ln.Addr().String()); err != nil {
@@ -241,14 +275,16 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	base, stop := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stop(nil)
+	lim := p.opts.Limits
 	srv := &http.Server{
 		Handler:           p,
 		BaseContext:       func(net.Listener) context.Context { return base },
-		ReadHeaderTimeout: 30 * time.Second,
+		ReadHeaderTimeout: lim.ReadHeaderTimeout,
+		IdleTimeout:       lim.IdleTimeout,
 		ErrorLog:          log.New(logWriter{p.opts.Logf}, "proxy: ", 0),
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(capListener{Listener: ln, c: &p.conns}) }()
 	defer p.transport.CloseIdleConnections()
 	defer p.stream.closeIdle()
 	select {
@@ -273,8 +309,12 @@ func (w logWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// ServeHTTP routes /v1/... and /run/<id>/v1/....
+// ServeHTTP admits the request (guard: Host, Origin, token), then routes
+// /v1/... and /run/<id>/v1/....
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !p.guard(w, r) {
+		return
+	}
 	path, runID := r.URL.Path, r.Header.Get(HeaderRunID)
 	// The run id is cut from the escaped path, so that an id holding an
 	// escaped "/" stays one segment.

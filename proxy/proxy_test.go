@@ -356,7 +356,9 @@ func TestCheckLoopback(t *testing.T) {
 			}
 		})
 	}
-	p, err := New(Options{Providers: mustSet(t), Listen: "0.0.0.0:0"})
+	o := testOptions(t)
+	o.Listen = "0.0.0.0:0"
+	p, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

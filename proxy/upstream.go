@@ -28,6 +28,9 @@ const (
 	// as the Transport's MaxIdleConnsPerHost and IdleConnTimeout did.
 	maxIdlePerHost = 64
 	idleTimeout    = 90 * time.Second
+	// maxIdleTotal bounds the idle connections over all hosts (and the
+	// Transport's, apart): each holds a descriptor (see Descriptors).
+	maxIdleTotal = 64
 )
 
 // streamClient sends streaming calls upstream without net/http's Transport.
@@ -272,7 +275,11 @@ func (c *streamClient) put(uc *upstreamConn) {
 	if c.idle == nil {
 		c.idle = map[string][]*upstreamConn{}
 	}
-	if len(c.idle[uc.key]) >= maxIdlePerHost {
+	total := 0
+	for _, l := range c.idle {
+		total += len(l)
+	}
+	if len(c.idle[uc.key]) >= maxIdlePerHost || total >= maxIdleTotal {
 		uc.conn.Close()
 		return
 	}

@@ -339,7 +339,7 @@ func TestStreamClientThroughProxy(t *testing.T) {
 // TestStreamedFallsBackForHTTPProxy: a streaming call the environment
 // sends through an HTTP proxy goes through the Transport.
 func TestStreamedFallsBackForHTTPProxy(t *testing.T) {
-	p, err := New(Options{Providers: mustSet(t)})
+	p, err := New(testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}

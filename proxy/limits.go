@@ -1,0 +1,316 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+	"golang.org/x/sys/unix"
+
+	"github.com/hermes-units/hermes/units"
+)
+
+// Limits bound what clients can make the proxy hold (hermes.yaml gateway:,
+// SPEC §13). Zero fields take the units.Default* values.
+type Limits struct {
+	// MaxConns caps the client connections open at once. New lowers it to
+	// fit the descriptor limit (see Descriptors).
+	MaxConns int
+	// MaxBody caps one request body (413 above it).
+	MaxBody int64
+	// MaxInFlight caps the request body bytes held by all requests at
+	// once; at least MaxBody.
+	MaxInFlight int64
+	// ReadHeaderTimeout bounds reading a request's headers,
+	// BodyReadTimeout its body (and the wait for room under MaxInFlight),
+	// IdleTimeout a kept-alive connection's wait for its next request.
+	ReadHeaderTimeout time.Duration
+	BodyReadTimeout   time.Duration
+	IdleTimeout       time.Duration
+}
+
+// Descriptors the proxy keeps out of its own reach, and what it spends.
+const (
+	// ReservedFDs are left to the rest of hermesd (control API, logs,
+	// ledger, notify socket, spawning units, pidfds) when the connection
+	// cap is fitted to RLIMIT_NOFILE.
+	ReservedFDs = 256
+	// FDsPerConn: a client connection and the upstream connection of its
+	// call (HTTP/1.1: one call at a time per connection).
+	FDsPerConn = 2
+	// idleUpstream bounds the idle upstream connections kept for reuse,
+	// over both clients (Transport and stream client).
+	idleUpstream = 2 * maxIdleTotal
+)
+
+// Descriptors is how many descriptors a proxy capped at conns client
+// connections may hold at once: theirs, their calls' upstream connections,
+// the idle upstream pools and the listener. hermesd's start-up check of
+// RLIMIT_NOFILE adds it to what its units need.
+func Descriptors(conns int) int { return FDsPerConn*conns + idleUpstream + 1 }
+
+// fitConns is the largest connection cap whose Descriptors, with
+// ReservedFDs, stay under limit; at least 1.
+func fitConns(limit uint64) int {
+	if limit > 1<<30 {
+		limit = 1 << 30
+	}
+	n := (int(limit) - ReservedFDs - idleUpstream - 1) / FDsPerConn
+	return max(n, 1)
+}
+
+// nofile is the soft RLIMIT_NOFILE, or a large number when it cannot be read.
+func nofile() uint64 {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
+		return 1 << 20
+	}
+	return rl.Cur
+}
+
+func (l *Limits) fill() {
+	if l.MaxConns <= 0 {
+		l.MaxConns = units.DefaultMaxConnections
+	}
+	if l.MaxBody <= 0 {
+		l.MaxBody = int64(units.DefaultMaxRequestBody)
+	}
+	if l.MaxInFlight <= 0 {
+		l.MaxInFlight = max(int64(units.DefaultMaxBodiesInFlight), l.MaxBody)
+	}
+	l.MaxInFlight = max(l.MaxInFlight, l.MaxBody)
+	if l.ReadHeaderTimeout <= 0 {
+		l.ReadHeaderTimeout = units.DefaultReadHeaderTimeout
+	}
+	if l.BodyReadTimeout <= 0 {
+		l.BodyReadTimeout = units.DefaultBodyReadTimeout
+	}
+	if l.IdleTimeout <= 0 {
+		l.IdleTimeout = units.DefaultIdleTimeout
+	}
+}
+
+// Usage is what the proxy holds now, for `hermesctl status`.
+type Usage struct {
+	Conns        int   // client connections open
+	Refused      int64 // connections refused over MaxConns since start
+	BodyBytes    int64 // request body bytes held now
+	PeakBodyByte int64 // the most ever held at once
+}
+
+// Limits returns the limits in force (MaxConns as fitted to the
+// descriptor limit).
+func (p *Proxy) Limits() Limits { return p.opts.Limits }
+
+// Usage returns what the proxy holds now.
+func (p *Proxy) Usage() Usage {
+	return Usage{
+		Conns:        int(p.conns.open.Load()),
+		Refused:      p.conns.refused.Load(),
+		BodyBytes:    p.bodies.used.Load(),
+		PeakBodyByte: p.bodies.peak.Load(),
+	}
+}
+
+// connCap counts the proxy's client connections. Its listener accepts
+// every connection and, over the cap, answers it at once with a 503 and
+// closes it, rather than leaving it unaccepted: a connection waiting in
+// the kernel's backlog looks to its client like a provider that never
+// answers (the hang the proxy exists to cut), is invisible to status, and
+// waits behind whoever holds the slots; a 503 says what happened, and
+// every OpenAI client retries it with backoff. The refused connection
+// holds a descriptor only while its short answer is written.
+type connCap struct {
+	max     int
+	open    atomic.Int64
+	refused atomic.Int64
+	logf    func(string, ...any)
+}
+
+type capListener struct {
+	net.Listener
+	c *connCap
+}
+
+// refusal is written, whole, to a connection over the cap.
+var refusal = func() []byte {
+	body := `{"error":{"message":"hermes proxy: too many connections: the proxy holds gateway.max_connections client connections already; retry shortly, or raise gateway.max_connections in hermes.yaml","type":"server_error","code":"too_many_connections"}}` + "\n"
+	return fmt.Appendf(nil, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+}()
+
+func (l capListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if n := l.c.open.Add(1); n <= int64(l.c.max) {
+			return &capConn{Conn: c, c: l.c}, nil
+		}
+		l.c.open.Add(-1)
+		if n := l.c.refused.Add(1); n == 1 || n%100 == 0 {
+			l.c.logf("proxy: refused a connection from %s: %d connections open, the cap (gateway.max_connections); %d refused so far", c.RemoteAddr(), l.c.max, n)
+		}
+		// The send buffer of a fresh connection is empty: the write does
+		// not block; the deadline is for a broken stack.
+		c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		c.Write(refusal)
+		c.Close()
+	}
+}
+
+// capConn gives its slot back once, on its first Close.
+type capConn struct {
+	net.Conn
+	c    *connCap
+	once sync.Once
+}
+
+func (c *capConn) Close() error {
+	c.once.Do(func() { c.c.open.Add(-1) })
+	return c.Conn.Close()
+}
+
+// bodyBudget bounds the request body bytes held across requests
+// (Limits.MaxInFlight). A request whose length is declared
+// (Content-Length) waits for room for all of it at once, within its
+// body-read timeout; a chunked one takes room piece by piece as it reads
+// and is refused when there is none, rather than wait holding part of it:
+// two such requests each waiting for the other's bytes would never end.
+type bodyBudget struct {
+	sem  *semaphore.Weighted
+	used atomic.Int64 // bytes held now
+	peak atomic.Int64 // the most ever held at once
+}
+
+func newBodyBudget(n int64) *bodyBudget { return &bodyBudget{sem: semaphore.NewWeighted(n)} }
+
+func (b *bodyBudget) took(n int64) {
+	u := b.used.Add(n)
+	for {
+		p := b.peak.Load()
+		if u <= p || b.peak.CompareAndSwap(p, u) {
+			return
+		}
+	}
+}
+
+func (b *bodyBudget) acquire(ctx context.Context, n int64) error {
+	if err := b.sem.Acquire(ctx, n); err != nil {
+		return err
+	}
+	b.took(n)
+	return nil
+}
+
+func (b *bodyBudget) tryAcquire(n int64) bool {
+	if !b.sem.TryAcquire(n) {
+		return false
+	}
+	b.took(n)
+	return true
+}
+
+func (b *bodyBudget) release(n int64) {
+	if n > 0 {
+		b.used.Add(-n)
+		b.sem.Release(n)
+	}
+}
+
+// Errors of readBody; each is answered with its own status.
+var (
+	errBodyTooLarge = errors.New("request body too large")   // 413
+	errBodyBusy     = errors.New("request bodies in flight") // 503
+	errBodyTimeout  = errors.New("request body too slow")    // 408
+)
+
+// bodyChunk is the step in which a chunked body takes room.
+const bodyChunk = 64 << 10
+
+// readBody reads r's body within Limits.BodyReadTimeout and MaxBody,
+// holding room for it in the body budget. The caller calls release once
+// the body and every copy made of it are no longer needed (after the
+// call went upstream), whatever the outcome; on error there is nothing
+// to release.
+func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request) (raw []byte, release func(), err error) {
+	lim := p.opts.Limits
+	deadline := time.Now().Add(lim.BodyReadTimeout)
+	rc := http.NewResponseController(w)
+	// The connection's read deadline ends a slow body. It is cleared once
+	// the body is read, so that the server's watch for a client that goes
+	// away is not cut short; after a failure it stays, as it bounds the
+	// server's own drain of the unread body too.
+	_ = rc.SetReadDeadline(deadline)
+	if r.ContentLength > lim.MaxBody {
+		return nil, nil, fmt.Errorf("%w: the body is %d bytes, over gateway.max_request_body (%d bytes)", errBodyTooLarge, r.ContentLength, lim.MaxBody)
+	}
+	var held int64
+	release = sync.OnceFunc(func() { p.bodies.release(held) })
+	fail := func(e error) ([]byte, func(), error) {
+		release()
+		return nil, nil, e
+	}
+	if r.ContentLength >= 0 {
+		ctx, cancel := context.WithDeadline(r.Context(), deadline)
+		err := p.bodies.acquire(ctx, r.ContentLength)
+		cancel()
+		if err != nil {
+			return fail(fmt.Errorf("%w: no room for %d bytes within gateway.body_read_timeout (%s): other requests hold %d of gateway.max_bodies_in_flight (%d bytes)",
+				errBodyBusy, r.ContentLength, lim.BodyReadTimeout, p.bodies.used.Load(), lim.MaxInFlight))
+		}
+		held = r.ContentLength
+		raw = make([]byte, 0, r.ContentLength)
+	}
+	buf := make([]byte, 32<<10)
+	for {
+		n, rerr := r.Body.Read(buf)
+		if int64(len(raw)+n) > lim.MaxBody {
+			return fail(fmt.Errorf("%w: the body exceeds gateway.max_request_body (%d bytes)", errBodyTooLarge, lim.MaxBody))
+		}
+		if need := int64(len(raw) + n); need > held {
+			step := max(need-held, min(bodyChunk, lim.MaxBody-held))
+			if !p.bodies.tryAcquire(step) {
+				return fail(fmt.Errorf("%w: other requests hold %d of gateway.max_bodies_in_flight (%d bytes)", errBodyBusy, p.bodies.used.Load(), lim.MaxInFlight))
+			}
+			held += step
+		}
+		raw = append(raw, buf[:n]...)
+		if errors.Is(rerr, io.EOF) {
+			_ = rc.SetReadDeadline(time.Time{})
+			return raw, release, nil
+		}
+		if rerr != nil {
+			var ne net.Error
+			if errors.As(rerr, &ne) && ne.Timeout() {
+				return fail(fmt.Errorf("%w: the body did not arrive within gateway.body_read_timeout (%s)", errBodyTimeout, lim.BodyReadTimeout))
+			}
+			return fail(rerr)
+		}
+	}
+}
+
+// bodyError answers a readBody error.
+func bodyError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, errBodyTooLarge):
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "body_too_large", "hermes proxy: "+err.Error())
+	case errors.Is(err, errBodyBusy):
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "server_error", "bodies_in_flight", "hermes proxy: "+err.Error()+"; retry shortly, or raise gateway.max_bodies_in_flight in hermes.yaml")
+	case errors.Is(err, errBodyTimeout):
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusRequestTimeout, "invalid_request_error", "body_timeout", "hermes proxy: "+err.Error())
+	default:
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "bad_body", "hermes proxy: reading the request body: "+err.Error())
+	}
+}

@@ -1,0 +1,232 @@
+package proxy
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// until polls cond every few milliseconds until it holds, or fails the
+// test after a generous deadline (what it waits for is another
+// goroutine's work, not a timer).
+func until(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still not %s after 10s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func dial(t *testing.T, url string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// readResponse reads one HTTP response from c, within 10 s.
+func readResponse(t *testing.T, c net.Conn) (*http.Response, string) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("reading a response: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+// closedByServer waits (10 s at most) for the server to close c, reading
+// and dropping whatever it sends first.
+func closedByServer(t *testing.T, c net.Conn, what string) string {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	b, err := io.ReadAll(c)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("%s: the proxy kept the connection open (read %q)", what, b)
+	}
+	return string(b)
+}
+
+// TestConnectionCap: over gateway.max_connections, a connection is
+// answered 503 and closed at once, while the ones within the cap stay
+// served; a slot given back serves the next connection.
+func TestConnectionCap(t *testing.T) {
+	const max, extra = 4, 6
+	h := newHarness(t, setup{limits: Limits{MaxConns: max}})
+	idle := make([]net.Conn, max)
+	for i := range idle {
+		idle[i] = dial(t, h.url)
+	}
+	until(t, fmt.Sprintf("%d connections open", max), func() bool { return h.proxy.Usage().Conns == max })
+	for i := range extra {
+		c := dial(t, h.url)
+		resp, body := readResponse(t, c)
+		if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "too_many_connections") || !strings.Contains(body, "gateway.max_connections") {
+			t.Errorf("connection %d over the cap: got %d %s, want 503 too_many_connections", i+1, resp.StatusCode, body)
+		}
+		closedByServer(t, c, "a refused connection")
+	}
+	if u := h.proxy.Usage(); u.Conns != max || u.Refused != extra {
+		t.Errorf("usage %+v, want %d open and %d refused", u, max, extra)
+	}
+	// The connections within the cap are served.
+	fmt.Fprintf(idle[0], "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n\r\n", testToken)
+	if resp, body := readResponse(t, idle[0]); resp.StatusCode != http.StatusOK {
+		t.Errorf("a connection within the cap: got %d %s, want 200", resp.StatusCode, body)
+	}
+	idle[1].Close()
+	until(t, "a slot given back", func() bool { return h.proxy.Usage().Conns == max-1 })
+	c := dial(t, h.url)
+	fmt.Fprintf(c, "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n\r\n", testToken)
+	if resp, body := readResponse(t, c); resp.StatusCode != http.StatusOK {
+		t.Errorf("a connection after one closed: got %d %s, want 200", resp.StatusCode, body)
+	}
+}
+
+// TestConnectionCapFitsDescriptors: the cap is lowered so that the proxy's
+// descriptors leave ReservedFDs to the rest of hermesd.
+func TestConnectionCapFitsDescriptors(t *testing.T) {
+	tests := []struct {
+		fds  uint64
+		want int
+	}{
+		{1 << 20, 512},
+		{1024, (1024 - ReservedFDs - idleUpstream - 1) / FDsPerConn},
+		{300, 1},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.fds), func(t *testing.T) {
+			var logged string
+			o := testOptions(t)
+			o.FDLimit = tt.fds
+			o.Logf = func(f string, a ...any) { logged += fmt.Sprintf(f, a...) }
+			p, err := New(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := p.Limits().MaxConns
+			if got != tt.want {
+				t.Errorf("MaxConns %d, want %d", got, tt.want)
+			}
+			if tt.want > 1 && Descriptors(got)+ReservedFDs > int(tt.fds) {
+				t.Errorf("Descriptors(%d) = %d leaves less than %d of %d", got, Descriptors(got), ReservedFDs, tt.fds)
+			}
+			if (got < 512) != strings.Contains(logged, "lowered from 512") {
+				t.Errorf("log %q: want a line exactly when the cap is lowered", logged)
+			}
+		})
+	}
+}
+
+// jsonOfLength is a chat request body of exactly n bytes.
+func jsonOfLength(n int) string {
+	head, tail := `{"model":"gpt-4o","messages":[{"role":"user","content":"`, `"}]}`
+	return head + strings.Repeat("x", n-len(head)-len(tail)) + tail
+}
+
+// TestBodiesInFlight: the request body bytes held at once stay within
+// gateway.max_bodies_in_flight: a request that declares its length waits
+// for room, a chunked one without room is refused 503, one over
+// max_request_body is refused 413 before its body is read, and the room
+// is given back when a call has gone upstream.
+func TestBodiesInFlight(t *testing.T) {
+	const flight = 256 << 10
+	h := newHarness(t, setup{stale: time.Hour, limits: Limits{MaxBody: flight, MaxInFlight: flight, BodyReadTimeout: time.Minute}})
+	h.up.play(answer)
+	auth := "Authorization: Bearer " + testToken + "\r\n"
+
+	// A holds all the room: it declares flight bytes and sends a part.
+	bodyA := jsonOfLength(flight)
+	a := dial(t, h.url)
+	fmt.Fprintf(a, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n%sContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", auth, len(bodyA), bodyA[:1000])
+	until(t, "A's body counted", func() bool { return h.proxy.Usage().BodyBytes == flight })
+
+	// A chunked request finds no room: 503 at once, nothing upstream.
+	b := dial(t, h.url)
+	fmt.Fprintf(b, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n%sTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n", auth, len(chatBody), chatBody)
+	if resp, body := readResponse(t, b); resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "bodies_in_flight") {
+		t.Errorf("chunked request without room: got %d %s, want 503 bodies_in_flight", resp.StatusCode, body)
+	}
+	// Over max_request_body: 413 from the header alone.
+	big := dial(t, h.url)
+	fmt.Fprintf(big, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n%sContent-Length: %d\r\n\r\n", auth, flight+1)
+	if resp, body := readResponse(t, big); resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(body, "gateway.max_request_body") {
+		t.Errorf("body over the cap: got %d %s, want 413", resp.StatusCode, body)
+	}
+	// C declares its length and waits for room.
+	cdone := make(chan int, 1)
+	go func() {
+		status, _, _ := do(t, h.hc, h.url, "POST", "/v1/chat/completions", map[string]string{"Content-Type": "application/json"}, chatBody)
+		cdone <- status
+	}()
+	if u := h.proxy.Usage(); u.BodyBytes != flight {
+		t.Errorf("while A holds the room: %d bytes held, want %d", u.BodyBytes, flight)
+	}
+	io.WriteString(a, bodyA[1000:])
+	if resp, body := readResponse(t, a); resp.StatusCode != http.StatusOK {
+		t.Errorf("A: got %d %s, want 200", resp.StatusCode, body)
+	}
+	if st := <-cdone; st != http.StatusOK {
+		t.Errorf("C, which waited for room: got %d, want 200", st)
+	}
+	until(t, "the room given back", func() bool { return h.proxy.Usage().BodyBytes == 0 })
+	if u := h.proxy.Usage(); u.PeakBodyByte > flight {
+		t.Errorf("peak body bytes %d, over the cap %d", u.PeakBodyByte, flight)
+	}
+	if n := h.up.calls.Load(); n != 2 {
+		t.Errorf("upstream calls %d, want 2 (A and C)", n)
+	}
+}
+
+// TestSlowClientsCut: a connection that sends its headers, its body, or
+// its next request too slowly is closed: one byte at a time cannot hold a
+// connection (and its descriptor) for ever.
+func TestSlowClientsCut(t *testing.T) {
+	const short = 300 * time.Millisecond
+	h := newHarness(t, setup{limits: Limits{ReadHeaderTimeout: short, BodyReadTimeout: short, IdleTimeout: short}})
+	auth := "Authorization: Bearer " + testToken + "\r\n"
+
+	t.Run("headers", func(t *testing.T) {
+		c := dial(t, h.url)
+		io.WriteString(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+		closedByServer(t, c, "headers never finished")
+	})
+	t.Run("body", func(t *testing.T) {
+		c := dial(t, h.url)
+		fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n%sContent-Length: %d\r\n\r\n%s", auth, len(chatBody), chatBody[:5])
+		out := closedByServer(t, c, "body never finished")
+		if !strings.Contains(out, "408") || !strings.Contains(out, "gateway.body_read_timeout") {
+			t.Errorf("got %q, want a 408 naming gateway.body_read_timeout", out)
+		}
+		until(t, "its room given back", func() bool { return h.proxy.Usage().BodyBytes == 0 })
+	})
+	t.Run("idle", func(t *testing.T) {
+		c := dial(t, h.url)
+		fmt.Fprintf(c, "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\n", auth)
+		br := bufio.NewReader(c)
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Errorf("idle kept-alive connection: read %v, want EOF (closed by the proxy)", err)
+		}
+	})
+	until(t, "every connection closed", func() bool { return h.proxy.Usage().Conns == 0 })
+}
