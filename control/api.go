@@ -62,6 +62,25 @@ type Proxy struct {
 	Listen    string    `json:"listen"`    // host:port it serves on (gateway.listen)
 	Providers []string  `json:"providers"` // provider ids, sorted
 	Breakers  []Breaker `json:"breakers"`  // one per session, sorted by session
+	// Connections are the client connections open now; Refused those
+	// answered 503 over limits.max_connections since hermesd started.
+	Connections int   `json:"connections"`
+	Refused     int64 `json:"refused_connections"`
+	// BodyBytes are the request body bytes held now (at most
+	// limits.max_bodies_in_flight_bytes).
+	BodyBytes int64       `json:"body_bytes_in_flight"`
+	Limits    ProxyLimits `json:"limits"`
+}
+
+// ProxyLimits are the proxy's bounds in force (hermes.yaml gateway:), the
+// connection cap as fitted to hermesd's descriptor limit.
+type ProxyLimits struct {
+	MaxConnections    int           `json:"max_connections"`
+	MaxRequestBody    int64         `json:"max_request_body_bytes"`
+	MaxBodiesInFlight int64         `json:"max_bodies_in_flight_bytes"`
+	ReadHeaderTimeout time.Duration `json:"read_header_timeout_ns"`
+	BodyReadTimeout   time.Duration `json:"body_read_timeout_ns"`
+	IdleTimeout       time.Duration `json:"idle_timeout_ns"`
 }
 
 // Breaker is one session's give-up breaker.

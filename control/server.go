@@ -26,6 +26,7 @@ import (
 //	GET  /v1/units/{unit}/log             → LogInfo
 //	POST /v1/adopt, /v1/orphans, /v1/units/{unit}/release (see adopt.go)
 //	GET  /v1/events[?follow=1]            → JSON lines (see events.go)
+//	POST /v1/proxy/rotate-token (see token.go)
 //
 // Every failure is a non-2xx status with an ErrorBody.
 const (
@@ -181,6 +182,7 @@ func (s *Server) handler(end <-chan struct{}) http.Handler {
 	mux.HandleFunc("POST "+pathReload, s.reload)
 	mux.HandleFunc("GET "+pathUnits+"{unit}/log", s.logPath)
 	s.routeAdopter(mux)
+	s.routeTokens(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeBody(w, http.StatusNotFound, ErrorBody{
 			Error: fmt.Sprintf("hermesd does not serve %s %s; are hermesctl and hermesd the same version?", r.Method, r.URL.Path),

@@ -29,7 +29,8 @@ package reconciler
 // Each run gets HERMES_RUN_ID, and with a budget (run_budget_seconds, or
 // agent.run_budget_seconds where hermesd fills it in for jobs that set
 // none) HERMES_RUN_DEADLINE and HERMES_WRAPUP_FILE; with the provider proxy
-// on, OPENAI_BASE_URL too. The budget is one timeouts.Budget per run,
+// on, OPENAI_BASE_URL and OPENAI_API_KEY (the proxy token) too, as units
+// with proxy_env: true do. The budget is one timeouts.Budget per run,
 // shared with the proxy (RegisterRun): at 80 % the state goroutine writes
 // the notice file and sends wrapup_signal, and the proxy injects the same
 // notice into the run's next model request; at 100 % the run is stopped
@@ -73,6 +74,7 @@ const (
 	EnvRunDeadline = "HERMES_RUN_DEADLINE" // RFC 3339, rounded down to the second
 	EnvWrapupFile  = "HERMES_WRAPUP_FILE"  // created at 80 % of the budget
 	EnvOpenAIBase  = "OPENAI_BASE_URL"
+	EnvOpenAIKey   = "OPENAI_API_KEY" // the proxy token, the client's API key
 )
 
 // Runs is the provider proxy's run registry as a job's run uses it
@@ -146,9 +148,10 @@ type jobRun struct {
 }
 
 // env is the run's part of the environment. proxyURL is the proxy's base
-// ("" when off); own is the unit's env, whose OPENAI_BASE_URL, if set, is
-// the operator's choice and kept.
-func (jr *jobRun) env(proxyURL string, own map[string]string) []string {
+// ("" when off) and token its token; own is the unit's env, whose
+// OPENAI_BASE_URL and OPENAI_API_KEY, if set, are the operator's choice
+// and kept.
+func (jr *jobRun) env(proxyURL, token string, own map[string]string) []string {
 	if jr == nil {
 		return nil
 	}
@@ -156,12 +159,47 @@ func (jr *jobRun) env(proxyURL string, own map[string]string) []string {
 	if jr.budget != nil {
 		env = append(env, EnvRunDeadline+"="+jr.budget.Deadline().Format(time.RFC3339), EnvWrapupFile+"="+jr.wrapFile)
 	}
-	if _, set := own[EnvOpenAIBase]; proxyURL != "" && !set {
-		base := strings.TrimRight(proxyURL, "/") + "/v1"
-		if jr.runs != nil {
-			base = strings.TrimRight(proxyURL, "/") + "/run/" + url.PathEscape(jr.id) + "/v1"
-		}
+	base := ""
+	if proxyURL != "" && jr.runs != nil {
+		base = strings.TrimRight(proxyURL, "/") + "/run/" + url.PathEscape(jr.id) + "/v1"
+	}
+	return append(env, proxyVars(proxyURL, base, token, own)...)
+}
+
+// proxyEnv is the provider proxy's part of u's environment: a job's run
+// variables (jobRun.env), or for a unit with proxy_env: true
+// OPENAI_BASE_URL and OPENAI_API_KEY (the proxy token read now: a unit
+// spawned after a rotation gets the new one).
+func (r *Reconciler) proxyEnv(s units.Spec, jr *jobRun) []string {
+	token := ""
+	if r.opt.ProxyToken != nil {
+		token = r.opt.ProxyToken()
+	}
+	if jr != nil {
+		return jr.env(r.opt.ProxyURL, token, s.Env)
+	}
+	if !s.ProxyEnv {
+		return nil
+	}
+	return proxyVars(r.opt.ProxyURL, "", token, s.Env)
+}
+
+// proxyVars are OPENAI_BASE_URL (base, else proxyURL/v1) and
+// OPENAI_API_KEY (token), each unless own sets it; none when the proxy is
+// off.
+func proxyVars(proxyURL, base, token string, own map[string]string) []string {
+	if proxyURL == "" {
+		return nil
+	}
+	if base == "" {
+		base = strings.TrimRight(proxyURL, "/") + "/v1"
+	}
+	var env []string
+	if _, set := own[EnvOpenAIBase]; !set {
 		env = append(env, EnvOpenAIBase+"="+base)
+	}
+	if _, set := own[EnvOpenAIKey]; !set && token != "" {
+		env = append(env, EnvOpenAIKey+"="+token)
 	}
 	return env
 }

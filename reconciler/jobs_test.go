@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -74,11 +75,62 @@ func (s *sigSpawner) signals() []syscall.Signal {
 // spawner that records signals.
 type jobHarness struct {
 	*harness
-	runs *fakeRuns
-	ss   *sigSpawner
+	runs  *fakeRuns
+	ss    *sigSpawner
+	token atomic.Pointer[string] // the proxy token ProxyToken returns
 }
 
-const testProxyURL = "http://127.0.0.1:7411"
+const (
+	testProxyURL   = "http://127.0.0.1:7411"
+	testProxyToken = "hermes-TESTTOKEN"
+)
+
+// TestProxyEnv: jobs and units with proxy_env: true get OPENAI_BASE_URL
+// and OPENAI_API_KEY (the proxy token as read at their spawn), other
+// units neither, and a unit's own values win.
+func TestProxyEnv(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startJobs(t,
+			jobSpec("job", "0 0 1 1 *"),
+			spec("svc", func(s *units.Spec) { s.ProxyEnv = true }),
+			spec("plain"),
+			spec("own", func(s *units.Spec) {
+				s.ProxyEnv = true
+				s.Env = map[string]string{EnvOpenAIKey: "sk-own", EnvOpenAIBase: "http://elsewhere/v1"}
+			}),
+		)
+		synctest.Wait()
+		if err := h.r.Start(t.Context(), "job"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		tests := []struct {
+			unit, base, key string
+		}{
+			{"job", testProxyURL + "/v1", testProxyToken},
+			{"svc", testProxyURL + "/v1", testProxyToken},
+			{"plain", "", ""},
+			{"own", "http://elsewhere/v1", "sk-own"},
+		}
+		for _, tt := range tests {
+			env := h.lastEnv(tt.unit)
+			base, _ := envOf(env, EnvOpenAIBase)
+			key, _ := envOf(env, EnvOpenAIKey)
+			if base != tt.base || key != tt.key {
+				t.Errorf("%s: %s=%q %s=%q, want %q and %q", tt.unit, EnvOpenAIBase, base, EnvOpenAIKey, key, tt.base, tt.key)
+			}
+		}
+		next := "hermes-ROTATED"
+		h.token.Store(&next)
+		if err := h.r.Restart(t.Context(), "svc"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if key, _ := envOf(h.lastEnv("svc"), EnvOpenAIKey); key != next {
+			t.Errorf("svc restarted after a rotation: %s=%q, want the new token", EnvOpenAIKey, key)
+		}
+	})
+}
 
 // startJobs is start with a run registry and ProxyURL; call it inside a
 // synctest bubble.
@@ -86,6 +138,8 @@ func startJobs(t *testing.T, specs ...units.Spec) *jobHarness {
 	t.Helper()
 	h := &harness{t: t, fs: &fakeSpawner{fail: map[string]error{}}, specs: specs, errc: make(chan error, 1)}
 	jh := &jobHarness{harness: h, runs: &fakeRuns{registered: map[string]string{}, budgets: map[string]*timeouts.Budget{}}, ss: &sigSpawner{fakeSpawner: h.fs}}
+	tok := testProxyToken
+	jh.token.Store(&tok)
 	r, err := New(Options{
 		Role:     Gateway,
 		Spawner:  jh.ss,
@@ -97,8 +151,9 @@ func startJobs(t *testing.T, specs ...units.Spec) *jobHarness {
 			defer h.mu.Unlock()
 			return Loaded{Specs: append([]units.Spec(nil), h.specs...)}, nil
 		},
-		Runs:     jh.runs,
-		ProxyURL: testProxyURL,
+		Runs:       jh.runs,
+		ProxyURL:   testProxyURL,
+		ProxyToken: func() string { return *jh.token.Load() },
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -128,10 +128,13 @@ type Options struct {
 	OnReady func(running int)
 	// Runs is the provider proxy's run registry (jobs.go); nil when the
 	// proxy is off. ProxyURL is its base URL ("http://127.0.0.1:7411"), the
-	// OPENAI_BASE_URL of jobs; "" when off. Proxy reports it for Status.
-	Runs     Runs
-	ProxyURL string
-	Proxy    func() *control.Proxy
+	// OPENAI_BASE_URL of jobs and proxy_env units; "" when off. ProxyToken
+	// returns the proxy token in force, their OPENAI_API_KEY, read at each
+	// spawn (it rotates); nil when off. Proxy reports it for Status.
+	Runs       Runs
+	ProxyURL   string
+	ProxyToken func() string
+	Proxy      func() *control.Proxy
 	// Publish receives what changes (events.go), on Run's goroutine; it
 	// must not block. nil publishes nothing.
 	Publish func(events.Event)

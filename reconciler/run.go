@@ -55,7 +55,7 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 	p, err := r.opt.Spawner.Spawn(context.WithoutCancel(ctx), SpawnSpec{
 		Unit:      u.spec.Name,
 		Argv:      argv(u.spec),
-		Env:       append(r.env(u.spec), jr.env(r.opt.ProxyURL, u.spec.Env)...),
+		Env:       append(r.env(u.spec), r.proxyEnv(u.spec, jr)...),
 		Dir:       dir,
 		Stdout:    f,
 		Stderr:    f,

@@ -230,6 +230,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		Logger:     log,
 		Runs:       px.runs(),
 		ProxyURL:   px.url(),
+		ProxyToken: px.currentToken,
 		Proxy:      px.statusFunc(),
 		Publish:    obs.publish,
 		ClockSteps: wallclock.Watch,
@@ -250,7 +251,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	helpers, stopHelpers := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := control.NewServer(rec, control.Options{Logf: func(f string, a ...any) { log.Warn(fmt.Sprintf(f, a...), "part", "control") }, Events: obs.bus}).Serve(helpers, ln); err != nil {
+		if err := control.NewServer(backend{rec, px, cfg.State}, control.Options{Logf: func(f string, a ...any) { log.Warn(fmt.Sprintf(f, a...), "part", "control") }, Events: obs.bus}).Serve(helpers, ln); err != nil {
 			log.Error("control API stopped", "err", err)
 		}
 	})

@@ -52,7 +52,7 @@ func playJob(kind string) int {
 	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGTERM)
-	c := openai.NewClient(option.WithBaseURL(os.Getenv("OPENAI_BASE_URL")), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+	c := openai.NewClient(option.WithBaseURL(os.Getenv("OPENAI_BASE_URL")), option.WithAPIKey(os.Getenv("OPENAI_API_KEY")), option.WithMaxRetries(0))
 	params := openai.ChatCompletionNewParams{Model: "slow-model", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("work")}}
 	go func() {
 		s := c.Chat.Completions.NewStreaming(context.Background(), params)
@@ -243,7 +243,7 @@ func TestLoadHook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := proxy.New(proxy.Options{Providers: set0})
+	p, err := proxy.New(proxy.Options{Providers: set0, Token: "hermes-TESTTOKEN0123"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,10 @@ func TestLoadHook(t *testing.T) {
 	hook := loadHook(g, slog.New(slog.DiscardHandler))
 	models := func() string {
 		rec := httptest.NewRecorder()
-		p.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/models", nil))
+		req := httptest.NewRequest(http.MethodGet, "/v1/models", nil)
+		req.Host = "127.0.0.1:7411"
+		req.Header.Set("Authorization", "Bearer hermes-TESTTOKEN0123")
+		p.ServeHTTP(rec, req)
 		return rec.Body.String()
 	}
 

@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/providers"
@@ -31,6 +33,12 @@ type gatewayProxy struct {
 	listen string // as configured, to notice a change on reload
 	set    atomic.Pointer[providers.Set]
 	log    *slog.Logger
+	state  string // the state directory, home of the token file
+	// token is the proxy token in force, handed to jobs and proxy_env
+	// units as OPENAI_API_KEY at their spawn; rotate replaces it.
+	token atomic.Pointer[string]
+	// rotateMu serialises rotations: file and proxy change together.
+	rotateMu sync.Mutex
 }
 
 // ErrProxyListen reports that the proxy cannot listen on gateway.listen.
@@ -61,12 +69,23 @@ func startProxy(ctx context.Context, cfg config, log *slog.Logger, obs *observer
 	if len(set.IDs()) == 0 {
 		return nil, nil // off; said nothing, so that a later startup error is hermesd's only line
 	}
+	token, err := proxy.LoadToken(cfg.State, true)
+	if err != nil {
+		return nil, exit(exitProxy, err)
+	}
+	gw := c.Gateway
 	p, err := proxy.New(proxy.Options{
-		Providers: set,
-		Listen:    c.Gateway.Listen,
-		Env:       os.LookupEnv,
-		Logf:      func(f string, a ...any) { log.Warn(fmt.Sprintf(f, a...), "part", "proxy") },
-		Report:    obs.proxyCall,
+		Providers:      set,
+		Listen:         gw.Listen,
+		Env:            os.LookupEnv,
+		Logf:           func(f string, a ...any) { log.Warn(fmt.Sprintf(f, a...), "part", "proxy") },
+		Token:          token,
+		AllowedOrigins: gw.AllowedOrigins,
+		Limits: proxy.Limits{
+			MaxConns: gw.MaxConnections, MaxBody: int64(gw.MaxRequestBody), MaxInFlight: int64(gw.MaxBodiesInFlight),
+			ReadHeaderTimeout: gw.ReadHeaderTimeout, BodyReadTimeout: gw.BodyReadTimeout, IdleTimeout: gw.IdleTimeout,
+		},
+		Report: obs.proxyCall,
 	})
 	if err != nil {
 		return nil, exit(exitFailure, err)
@@ -76,9 +95,12 @@ func startProxy(ctx context.Context, cfg config, log *slog.Logger, obs *observer
 		return nil, exit(exitProxy, fmt.Errorf("%w: %w; free the address, or set gateway.listen in %s to another loopback host:port",
 			ErrProxyListen, err, orNone(c.File)))
 	}
-	g := &gatewayProxy{p: p, ln: ln, listen: c.Gateway.Listen, log: log}
+	g := &gatewayProxy{p: p, ln: ln, listen: c.Gateway.Listen, log: log, state: cfg.State}
 	g.set.Store(set)
-	log.Info("provider proxy listening", "listen", ln.Addr().String(), "providers", set.IDs())
+	g.token.Store(&token)
+	lim := p.Limits()
+	log.Info("provider proxy listening", "listen", ln.Addr().String(), "providers", set.IDs(),
+		"token", proxy.TokenPath(cfg.State), "max_connections", lim.MaxConns)
 	return g, nil
 }
 
@@ -106,6 +128,52 @@ func (g *gatewayProxy) close() {
 	}
 }
 
+// currentToken is the proxy token for OPENAI_API_KEY, "" when off.
+func (g *gatewayProxy) currentToken() string {
+	if g == nil {
+		return ""
+	}
+	return *g.token.Load()
+}
+
+// rotate replaces the proxy token (`hermesctl proxy rotate-token`): a new
+// one in the token file, then in the proxy, which honours the old one for
+// proxy.RotateGrace (in memory: a restart ends it). Units spawned later
+// get the new one; running ones keep the old, which works until the grace
+// ends. With the proxy off only the file changes (state is the state
+// directory then).
+func (g *gatewayProxy) rotate(state string) (control.TokenRotation, error) {
+	tok := proxy.NewToken()
+	if g == nil {
+		if err := proxy.SaveToken(state, tok); err != nil {
+			return control.TokenRotation{}, err
+		}
+		return control.TokenRotation{File: proxy.TokenPath(state)}, nil
+	}
+	g.rotateMu.Lock()
+	defer g.rotateMu.Unlock()
+	if err := proxy.SaveToken(g.state, tok); err != nil {
+		return control.TokenRotation{}, err
+	}
+	g.p.SetToken(tok, proxy.RotateGrace)
+	g.token.Store(&tok)
+	until := time.Now().Add(proxy.RotateGrace)
+	g.log.Info("proxy token replaced; the old one is honoured until the grace ends or hermesd restarts", "file", proxy.TokenPath(g.state), "old_valid_until", until.Format(time.RFC3339))
+	return control.TokenRotation{File: proxy.TokenPath(g.state), OldValidUntil: until}, nil
+}
+
+// backend is the control API's Backend: the reconciler, and the proxy's
+// token rotation.
+type backend struct {
+	*reconciler.Reconciler
+	px    *gatewayProxy
+	state string
+}
+
+func (b backend) RotateProxyToken(ctx context.Context) (control.TokenRotation, error) {
+	return b.px.rotate(b.state)
+}
+
 // url is the proxy's base URL for OPENAI_BASE_URL, "" when off.
 func (g *gatewayProxy) url() string {
 	if g == nil {
@@ -129,7 +197,15 @@ func (g *gatewayProxy) statusFunc() func() *control.Proxy {
 		return nil
 	}
 	return func() *control.Proxy {
-		st := &control.Proxy{Listen: g.ln.Addr().String(), Providers: g.set.Load().IDs(), Breakers: []control.Breaker{}}
+		lim, use := g.p.Limits(), g.p.Usage()
+		st := &control.Proxy{
+			Listen: g.ln.Addr().String(), Providers: g.set.Load().IDs(), Breakers: []control.Breaker{},
+			Connections: use.Conns, Refused: use.Refused, BodyBytes: use.BodyBytes,
+			Limits: control.ProxyLimits{
+				MaxConnections: lim.MaxConns, MaxRequestBody: lim.MaxBody, MaxBodiesInFlight: lim.MaxInFlight,
+				ReadHeaderTimeout: lim.ReadHeaderTimeout, BodyReadTimeout: lim.BodyReadTimeout, IdleTimeout: lim.IdleTimeout,
+			},
+		}
 		for _, b := range g.p.Status() {
 			st.Breakers = append(st.Breakers, control.Breaker{
 				Session: b.Session, Provider: b.Provider, Model: b.Model,
