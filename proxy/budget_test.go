@@ -40,7 +40,7 @@ func TestRunBudgetSpent(t *testing.T) {
 	h.proxy.RegisterRun("spent", budget, "")
 	var attempts atomic.Int32
 	var last atomic.Pointer[http.Header]
-	c := openai.NewClient(option.WithBaseURL(h.url+"/run/spent/v1/"), option.WithAPIKey("client-key"), option.WithHTTPClient(h.hc),
+	c := openai.NewClient(option.WithBaseURL(h.url+"/run/spent/v1/"), option.WithAPIKey(testToken), option.WithHTTPClient(h.hc),
 		option.WithMaxRetryDelay(time.Millisecond), option.WithMiddleware(countAttempts(&attempts, &last)))
 	for _, streaming := range []bool{false, true} {
 		attempts.Store(0)
