@@ -18,6 +18,7 @@ import (
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/events"
 	"github.com/hermes-units/hermes/metrics/metricstest"
+	"github.com/hermes-units/hermes/proxy"
 )
 
 // eventWords is an event without what varies between runs (time, pid,
@@ -153,6 +154,11 @@ func TestEventsAndMetricsScenario(t *testing.T) {
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+st.Proxy.Listen+"/v1/chat/completions",
 		strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
 	req.Header.Set("X-Hermes-Session", "s1")
+	tok, err := proxy.LoadToken(st.Daemon.State, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
