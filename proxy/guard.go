@@ -25,7 +25,10 @@ import (
 //     send none on it.
 //  3. The token: Authorization: Bearer TOKEN, compared in constant time
 //     with the current token (and the previous one during its grace). 401
-//     proxy_token_missing or invalid_api_key.
+//     proxy_token_missing or invalid_api_key. A client may append
+//     ":LABEL" (TOKEN:agent-a): the label names it apart from other
+//     clients (its own give-up breaker, see sessionKey) and is not
+//     checked.
 //
 // A refusal is an OpenAI-style error, closes the connection, and is
 // logged with the method, path, peer and reason, never with the presented
@@ -75,11 +78,18 @@ func (p *Proxy) guard(w http.ResponseWriter, r *http.Request) bool {
 	case !strings.EqualFold(scheme, "Bearer") || tok == "":
 		return refuse(http.StatusUnauthorized, "invalid_api_key", "Authorization is not a bearer token",
 			`the Authorization header is not "Bearer TOKEN": send the proxy token as the API key; eval "$(hermesctl proxy env)" sets OPENAI_API_KEY to it`)
-	case !p.tokens.valid(tok, p.opts.Now()):
+	case !p.tokens.valid(tokenPart(tok), p.opts.Now()):
 		return refuse(http.StatusUnauthorized, "invalid_api_key", "the API key is not the proxy token",
 			`the API key is not this proxy's token (a provider's own key, or a token replaced by hermesctl proxy rotate-token): eval "$(hermesctl proxy env)" for the current one`)
 	}
 	return true
+}
+
+// tokenPart is the token of a presented key: the part before the first
+// ":" (tokens hold none), the rest being the client's label.
+func tokenPart(key string) string {
+	tok, _, _ := strings.Cut(key, ":")
+	return tok
 }
 
 // hostAllowed reports whether a request's Host names the proxy by a

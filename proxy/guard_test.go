@@ -115,6 +115,12 @@ func TestTokenRequired(t *testing.T) {
 			t.Errorf("%s %s with the token: got %d %+v, want 200", rt.method, rt.path, status, e)
 		}
 	}
+	if status, e, _ := do(t, hc, h.url, "GET", "/v1/models", map[string]string{"Authorization": "Bearer " + testToken + ":agent-a"}, ""); status != http.StatusOK {
+		t.Errorf("the token with a client label: got %d %+v, want 200", status, e)
+	}
+	if status, _, _ := do(t, hc, h.url, "GET", "/v1/models", map[string]string{"Authorization": "Bearer sk-other:" + testToken}, ""); status != http.StatusUnauthorized {
+		t.Errorf("another key with the token as its label: got %d, want 401", status)
+	}
 	if n := h.up.calls.Load(); n != 3 {
 		t.Errorf("with the token: %d upstream calls, want 3 (models are answered by the proxy)", n)
 	}

@@ -63,7 +63,7 @@ func TestStrikesOfOneSDKCall(t *testing.T) {
 			h.up.play(hang)
 			var attempts atomic.Int32
 			var last atomic.Pointer[http.Header]
-			c := h.sdk("client-key", append([]option.Middleware{countAttempts(&attempts, &last)}, tt.mw...)...)
+			c := h.sdk(testToken, append([]option.Middleware{countAttempts(&attempts, &last)}, tt.mw...)...)
 			_, err := c.Chat.Completions.New(t.Context(), chatParams("gpt-4o"), tt.opts...)
 			var api *openai.Error
 			if !errors.As(err, &api) || api.StatusCode != http.StatusGatewayTimeout {
@@ -93,7 +93,7 @@ func TestStaleCutSaysShouldRetry(t *testing.T) {
 	h.up.play(hang)
 	var attempts atomic.Int32
 	var last atomic.Pointer[http.Header]
-	c := h.sdk("client-key", countAttempts(&attempts, &last))
+	c := h.sdk(testToken, countAttempts(&attempts, &last))
 	for _, streaming := range []bool{false, true} {
 		attempts.Store(0)
 		var err error
@@ -122,7 +122,7 @@ func TestStaleCutSaysShouldRetry(t *testing.T) {
 func TestSessionsPerClient(t *testing.T) {
 	h := newHarness(t, setup{env: map[string]string{timeouts.EnvGiveUp: "1"}})
 	h.up.play(keepAlives)
-	a, b := h.client("/v1/", option.WithAPIKey("token-of-a")), h.client("/v1/", option.WithAPIKey("token-of-b"))
+	a, b := h.client("/v1/", option.WithAPIKey(testToken+":a")), h.client("/v1/", option.WithAPIKey(testToken+":b"))
 	if _, err := stream(t, a, "gpt-4o"); err == nil {
 		t.Fatal("got no error, want a stale cut")
 	}
@@ -138,18 +138,18 @@ func TestSessionsPerClient(t *testing.T) {
 	h.proxy.RegisterRun("job-1", nil, "")
 	h.proxy.RegisterRun("job-2", nil, "")
 	h.up.play(keepAlives)
-	if _, err := stream(t, h.client("/run/job-1/v1/", option.WithAPIKey("token-of-a")), "gpt-4o"); err == nil || errors.As(err, &api) && api.Code == "stale_giveup" {
+	if _, err := stream(t, h.client("/run/job-1/v1/", option.WithAPIKey(testToken+":a")), "gpt-4o"); err == nil || errors.As(err, &api) && api.Code == "stale_giveup" {
 		t.Fatalf("run job-1: got %v, want a stale cut of its own", err)
 	}
 	h.up.waitExit(t, 1)
 	h.up.play(answer)
-	if _, err := stream(t, h.client("/v1/", option.WithHeader(HeaderRunID, "job-2"), option.WithAPIKey("token-of-a")), "gpt-4o"); err != nil {
+	if _, err := stream(t, h.client("/v1/", option.WithHeader(HeaderRunID, "job-2"), option.WithAPIKey(testToken+":a")), "gpt-4o"); err != nil {
 		t.Errorf("run job-2: got %v, want an answer", errMessage(t, err))
 	}
 	var keys []string
 	for _, s := range h.proxy.Status() {
 		keys = append(keys, s.Session)
-		if strings.Contains(s.Session, "token-of") {
+		if strings.Contains(s.Session, testToken) {
 			t.Errorf("session key %q shows the client's token", s.Session)
 		}
 	}
