@@ -67,6 +67,9 @@ func upstreamChild([]string) int {
 	return 0
 }
 
+// benchToken is the proxy token of the bench's proxy.
+const benchToken = "hermes-BENCHTOKEN0123456789"
+
 // proxyChild serves a proxy whose provider "bench" (model "m") is the
 // upstream at args[0] over HTTP and, when args[1] is given, whose provider
 // "benchtls" (model "t") is the upstream at args[1] over HTTPS (trusted
@@ -82,7 +85,9 @@ func proxyChild(args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	p, err := proxy.New(proxy.Options{Providers: set, Listen: "127.0.0.1:0"})
+	// The connection cap is as high as the descriptor limit allows: the
+	// idle-stream rows hold many streams at once.
+	p, err := proxy.New(proxy.Options{Providers: set, Listen: "127.0.0.1:0", Token: benchToken, Limits: proxy.Limits{MaxConns: 1 << 20}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -180,6 +185,7 @@ func openModelStream(ctx context.Context, c *http.Client, base, mode, model stri
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Bench", mode)
+	req.Header.Set("Authorization", "Bearer "+benchToken)
 	resp, err := c.Do(req)
 	if err != nil {
 		return nil, err
