@@ -366,6 +366,10 @@ func (p *shellPipe) Exited() <-chan struct{} { return p.exited }
 func (p *shellPipe) killed() bool { return p.status.Signaled() }
 func (p *shellPipe) PID() int     { return p.cmd.Process.Pid }
 
+// kill ends a supervisor that does not exit (stopped, stuck). Through the
+// process's pidfd: once reaped, no recycled pid is hit.
+func (p *shellPipe) kill() { p.cmd.Process.Kill() }
+
 // lineID is the registration id a line names ("-" for none), as the
 // supervisor echoes it in its answer.
 func lineID(l []byte) string {

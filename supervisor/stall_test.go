@@ -211,3 +211,38 @@ func TestRegistrationRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestCloseWithSupervisorStopped: Close of an owner whose supervisor is
+// stopped does not wait for it forever: after its bound it stops the
+// groups itself, kills the supervisor (which must not wake up later and
+// act on a pipe long closed), and says so.
+func TestCloseWithSupervisorStopped(t *testing.T) {
+	for _, mode := range modes(t) {
+		t.Run(string(mode), func(t *testing.T) {
+			marker := fmt.Sprintf("stopped-close-%s-%d", mode, os.Getpid())
+			t.Cleanup(func() { killMarked(marker) })
+			o, err := New(Options{Mode: mode, Grace: testGrace})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := spawnReady(t, o, marker, "simple")
+			sup := o.Status().PID
+			if err := syscall.Kill(sup, syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { syscall.Kill(sup, syscall.SIGCONT) })
+			err = within(t, "Close", func(context.Context) error { return o.Close() })
+			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("supervisor %d did not exit", sup)) {
+				t.Errorf("Close with the supervisor stopped: got %v, want an error naming supervisor %d", err, sup)
+			}
+			select {
+			case <-c.Done():
+			case <-time.After(hangBound):
+				t.Errorf("owned child %d alive after Close", c.Leader.PID)
+			}
+			if !eventually(hangBound, func() bool { return syscall.Kill(sup, 0) != nil }) {
+				t.Errorf("supervisor %d still exists after Close", sup)
+			}
+		})
+	}
+}

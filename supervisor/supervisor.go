@@ -423,7 +423,9 @@ func (o *Owner) Close() error {
 			// and the supervisor itself must not wake up later.
 			reason, _ := stallOf(p)
 			err = errors.Join(err, fmt.Errorf("supervisor %d did not exit within %v of close (%s); the owner stops its groups itself", p.PID(), limit, reason))
-			syscall.Kill(p.PID(), syscall.SIGKILL)
+			if k, ok := p.(interface{ kill() }); ok {
+				k.kill()
+			}
 		}
 	}
 	o.finish(regs)
