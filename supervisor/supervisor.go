@@ -678,6 +678,11 @@ func (o *Owner) startLocked() error {
 	cgBase, cgOwn := "", ""
 	if o.tree != nil {
 		cgBase, cgOwn = o.tree.base, o.tree.root
+		// The subtree lives as long as the owner: made again if something
+		// removed it while no supervisor ran (a spawn does the same).
+		if err := os.Mkdir(cgOwn, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			o.opts.Logf("supervisor: owner cgroup %s: %v", cgOwn, err)
+		}
 	}
 	p, err := o.launch(o.opts.Grace, o.pgid, cgBase, cgOwn)
 	if err != nil {
