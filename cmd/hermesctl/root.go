@@ -55,6 +55,7 @@ func newRoot() *cobra.Command {
 	f.StringVarP(&g.output, "output", "o", "", "output format: json (default: text for humans)")
 	root.AddCommand() // each command is added here, one per line
 	root.AddCommand(newRunCmd(g))
+	root.AddCommand(newProxyCmd(g))
 	root.AddCommand(newValidateCmd(g))
 	root.AddCommand(newStatusCmd(g))
 	root.AddCommand(newStartCmd(g))

@@ -18,7 +18,9 @@ import (
 // own stdin, stdout and stderr; INT and TERM are forwarded to its group;
 // hermesctl exits with CMD's status (128+signal when a signal killed it).
 // Whatever CMD started dies with hermesctl, by any death of hermesctl
-// (kill -9 included), within the grace.
+// (kill -9 included), within the grace. When hermesd serves the provider
+// proxy, CMD gets OPENAI_BASE_URL and OPENAI_API_KEY (the proxy token)
+// unless its environment names an OPENAI_BASE_URL already (runProxyEnv).
 func newRunCmd(g *globals) *cobra.Command {
 	var mode string
 	var grace time.Duration
@@ -59,8 +61,11 @@ func runOwned(cmd *cobra.Command, g *globals, args []string, mode supervisor.Mod
 		// background: SIGTTOU must not stop us.
 		signal.Ignore(syscall.SIGTTOU)
 	}
+	// The child may use the provider proxy as a job does.
+	env := os.Environ()
+	env = append(env, runProxyEnv(ctx, g, env)...)
 	child, err := o.SpawnOwned(ctx, supervisor.Spec{
-		Unit: "run", Argv: args, Env: os.Environ(),
+		Unit: "run", Argv: args, Env: env,
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		Ownership: "owned", Foreground: fg,
 	})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/units"
 )
 
 // writeJobsAndProxy prints the jobs section (schedule, next fire, latest
@@ -39,6 +40,11 @@ func writeJobsAndProxy(w io.Writer, st control.Status) {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "proxy:      listening on %s, providers %s, %d %s\n", p.Listen, dash(strings.Join(p.Providers, ", ")),
 		len(p.Breakers), plural(len(p.Breakers), "session", "sessions"))
+	if l := p.Limits; l.MaxConnections > 0 { // hermesd that reports its limits
+		fmt.Fprintf(w, "            %d/%d connections (%d refused), %s of %s in request bodies, bodies up to %s; timeouts: headers %s, body %s, idle %s\n",
+			p.Connections, l.MaxConnections, p.Refused, units.Size(p.BodyBytes), units.Size(l.MaxBodiesInFlight), units.Size(l.MaxRequestBody),
+			l.ReadHeaderTimeout, l.BodyReadTimeout, l.IdleTimeout)
+	}
 	if len(p.Breakers) == 0 {
 		return
 	}

@@ -21,14 +21,18 @@ func TestStatusJobsAndProxy(t *testing.T) {
 			Units: []control.Unit{{Name: "nightly", State: "failed", Job: &control.Job{
 				Schedule: "*/5 * * * *", Next: next, LastRun: "2030-01-02T03:00:00Z", Result: "budget exceeded", Skipped: 1,
 			}}},
-			Proxy: &control.Proxy{Listen: "127.0.0.1:7411", Providers: []string{"local", "openai"}, Breakers: []control.Breaker{
-				{Session: "run nightly-1 → local", Provider: "local", Model: "qwq-32b", Streak: 5, ProviderStreak: 5, Threshold: 5, Tripped: true, TrippedBy: "model"},
-				{Session: "token sha256:0a1b2c3d4e5f → openai", Provider: "openai", Model: "gpt-4o", Streak: 1, ProviderStreak: 5, Threshold: 5, Tripped: true, TrippedBy: "provider"},
-			}},
+			Proxy: &control.Proxy{Listen: "127.0.0.1:7411", Providers: []string{"local", "openai"}, Connections: 3, Refused: 12, BodyBytes: 2 << 20,
+				Limits: control.ProxyLimits{MaxConnections: 512, MaxRequestBody: 64 << 20, MaxBodiesInFlight: 256 << 20,
+					ReadHeaderTimeout: 30 * time.Second, BodyReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute},
+				Breakers: []control.Breaker{
+					{Session: "run nightly-1 → local", Provider: "local", Model: "qwq-32b", Streak: 5, ProviderStreak: 5, Threshold: 5, Tripped: true, TrippedBy: "model"},
+					{Session: "token sha256:0a1b2c3d4e5f → openai", Provider: "openai", Model: "gpt-4o", Streak: 1, ProviderStreak: 5, Threshold: 5, Tripped: true, TrippedBy: "provider"},
+				}},
 		}, []string{
 			"jobs:",
 			"nightly  */5 * * * *  " + next.Format(time.RFC3339) + "  2030-01-02T03:00:00Z  budget exceeded  1",
 			"proxy:      listening on 127.0.0.1:7411, providers local, openai, 2 sessions",
+			"            3/512 connections (12 refused), 2MiB of 256MiB in request bodies, bodies up to 64MiB; timeouts: headers 30s, body 1m0s, idle 2m0s",
 			"SESSION                             PROVIDER  MODEL    MODEL STREAK  PROVIDER STREAK  BREAKER",
 			"run nightly-1 → local               local     qwq-32b  5/5           5/5              tripped by model streak",
 			"token sha256:0a1b2c3d4e5f → openai  openai    gpt-4o   1/5           5/5              tripped by provider streak",

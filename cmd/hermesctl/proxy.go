@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/proxy"
+	"github.com/hermes-units/hermes/units"
+	"github.com/spf13/cobra"
+)
+
+// newProxyCmd is "hermesctl proxy": the provider proxy's credentials. The
+// proxy serves only clients that present its token as their API key
+// (proxy.LoadToken); these commands hand it to a shell and replace it.
+func newProxyCmd(g *globals) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "proxy",
+		Short: "The provider proxy's address and token for clients",
+	}
+	c.AddCommand(&cobra.Command{
+		Use:   "env",
+		Short: `Print OPENAI_BASE_URL and OPENAI_API_KEY for a shell: eval "$(hermesctl proxy env)"`,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			base, tok, err := proxyEnv(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "export OPENAI_BASE_URL=%s\nexport OPENAI_API_KEY=%s\n", shellQuote(base), shellQuote(tok))
+			return nil
+		},
+	})
+	c.AddCommand(&cobra.Command{
+		Use:   "rotate-token",
+		Short: "Replace the proxy token; the old one is honoured for 10 minutes, or until hermesd restarts",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return rotateToken(cmd, g)
+		},
+	})
+	return c
+}
+
+// proxyEnv is the proxy's base URL and token: the address from the running
+// hermesd's status (the configured gateway.listen when hermesd is not
+// running), the token from the state directory.
+func proxyEnv(ctx context.Context, g *globals) (base, token string, err error) {
+	listen := ""
+	if c, err := control.Dial(g.Socket); err == nil {
+		defer c.Close()
+		st, err := c.Status(ctx)
+		switch {
+		case err == nil && st.Proxy == nil:
+			return "", "", errors.New("the provider proxy is off: hermesd serves it when hermes.yaml (providers:) or a unit (provider:) declares a provider; declare one and restart hermesd")
+		case err == nil:
+			listen = st.Proxy.Listen
+		case !errors.Is(err, control.ErrNotRunning):
+			return "", "", err
+		}
+	}
+	if listen == "" {
+		c, err := units.LoadConfig(g.Config)
+		if err != nil {
+			return "", "", err
+		}
+		listen = c.Gateway.Listen
+	}
+	token, err = proxy.LoadToken(g.State, false)
+	if err != nil {
+		return "", "", err
+	}
+	return "http://" + listen + "/v1", token, nil
+}
+
+// rotateToken asks the running hermesd for a new token; with hermesd not
+// running it replaces the file itself (no old token is honoured then).
+func rotateToken(cmd *cobra.Command, g *globals) error {
+	out := cmd.OutOrStdout()
+	c, err := control.Dial(g.Socket)
+	if err == nil {
+		defer c.Close()
+		rot, err := c.RotateProxyToken(cmd.Context())
+		if err == nil {
+			if rot.OldValidUntil.IsZero() {
+				fmt.Fprintf(out, "proxy token replaced in %s (the provider proxy is off)\n", rot.File)
+			} else {
+				fmt.Fprintf(out, "proxy token replaced in %s; the old one is honoured until %s (%s), or until hermesd restarts\n",
+					rot.File, rot.OldValidUntil.Local().Format(time.TimeOnly), proxy.RotateGrace)
+			}
+			fmt.Fprintln(out, `units started from now on get the new one; for a shell: eval "$(hermesctl proxy env)"`)
+			return nil
+		}
+		if !errors.Is(err, control.ErrNotRunning) {
+			return err
+		}
+	} else if !errors.Is(err, control.ErrNotRunning) {
+		return err
+	}
+	if err := os.MkdirAll(g.State, 0o700); err != nil {
+		return err
+	}
+	if err := proxy.SaveToken(g.State, proxy.NewToken()); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "proxy token replaced in %s (hermesd is not running: the old one is no longer valid)\n", proxy.TokenPath(g.State))
+	return nil
+}
+
+// runProxyEnv is the proxy's part of a `hermesctl run` child's
+// environment: OPENAI_BASE_URL and OPENAI_API_KEY when hermesd serves the
+// proxy and env sets no non-empty OPENAI_BASE_URL (a base URL already chosen is kept,
+// with its key). Nothing when hermesd is not running or its proxy is off;
+// a token that cannot be read is said on stderr.
+func runProxyEnv(ctx context.Context, g *globals, env []string) []string {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "OPENAI_BASE_URL="); ok && v != "" {
+			return nil
+		}
+	}
+	c, err := control.Dial(g.Socket)
+	if err != nil {
+		return nil
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	st, err := c.Status(ctx)
+	if err != nil || st.Proxy == nil {
+		return nil
+	}
+	tok, err := proxy.LoadToken(g.State, false)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "hermesctl run: OPENAI_BASE_URL and OPENAI_API_KEY not set: %v\n", err)
+		return nil
+	}
+	return []string{"OPENAI_BASE_URL=http://" + st.Proxy.Listen + "/v1", "OPENAI_API_KEY=" + tok}
+}
+
+// shellQuote quotes s for a POSIX shell: in single quotes, each ' as '\”.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
