@@ -27,9 +27,8 @@ const (
 	// fdPerProxyConn: a client connection and its upstream one.
 	fdPerProxyConn = 2
 	// defaultProxyConns is the proxy's connection cap when the
-	// configuration does not say (gateway.max_connections once it exists;
-	// see proxyConns).
-	defaultProxyConns = 512
+	// configuration does not say (see proxyConns).
+	defaultProxyConns = units.DefaultMaxConnections
 )
 
 // raiseNoFile raises the soft RLIMIT_NOFILE to the hard limit, less one,
@@ -62,11 +61,15 @@ func fdNeed(n, conns int) uint64 {
 }
 
 // proxyConns is the proxy's connection cap under config c, 0 when the
-// proxy is off. Where hermes.yaml sets gateway.max_connections, that is
-// the cap; until then, defaultProxyConns.
-func proxyConns(on bool, _ units.Config) int {
+// proxy is off: gateway.max_connections (units.DefaultMaxConnections when
+// hermes.yaml does not say). The proxy lowers it itself to keep
+// proxy.ReservedFDs free (proxy.New); this counts what was asked for.
+func proxyConns(on bool, c units.Config) int {
 	if !on {
 		return 0
+	}
+	if c.Gateway.MaxConnections > 0 {
+		return c.Gateway.MaxConnections
 	}
 	return defaultProxyConns
 }
