@@ -30,6 +30,14 @@
 // run (path prefix /run/<id>/v1 or header X-Hermes-Run-Id) are resolved with
 // that run's remaining budget and get its wrap-up notice once.
 //
+// The proxy lends the owner's provider keys to the owner only (guard.go):
+// every request must present the proxy token (token.go) as its API key,
+// address the proxy by a loopback Host, and carry no Origin that
+// gateway.allowed_origins does not list. What clients can make it hold is
+// bounded (limits.go): connections (503 over the cap, fitted to the
+// descriptor limit), request body bytes in flight across requests, and
+// the time a request's headers and body, or an idle connection, may take.
+//
 // Streaming calls go upstream through a small HTTP/1.1 client of this
 // package (see streamClient) that reads the answer in the handler's own
 // goroutine; non-streaming calls, and any call the environment routes
