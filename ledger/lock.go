@@ -56,7 +56,7 @@ func (l *Ledger) acquire(ctx context.Context, timeout time.Duration) (func(), er
 	l.mu.Unlock()
 	if !block {
 		t.leave() // a poller cannot keep its place in line
-		return l.poll(ctx, f, t, expired.C, timeout)
+		return l.poll(ctx, f, t, expired.C, timeout, false)
 	}
 	// The waiter goroutine owns f and its own descriptor of the queue file
 	// (wait); the ticket stays with the caller, which drops it at once when
@@ -88,8 +88,10 @@ func (l *Ledger) acquire(ctx context.Context, timeout time.Duration) (func(), er
 	}
 	// A writer ahead in line that is stopped (SIGSTOP, a debugger) would
 	// hold up the line while the flock is free: after linePatience the
-	// caller stops waiting for it and polls for the flock itself, keeping
-	// its ticket so that those behind still follow it.
+	// caller polls for the flock itself, keeping its ticket so that those
+	// behind still follow it. It still gives the writer ahead its turn
+	// while that one may take it (see poll): a line that waits for a
+	// writer holding the flock long (a loaded machine) keeps its order.
 	var impatient <-chan time.Time
 	if wait != nil {
 		p := time.NewTimer(linePatience)
@@ -111,7 +113,7 @@ func (l *Ledger) acquire(ctx context.Context, timeout time.Duration) (func(), er
 			t.leave()
 			return nil, err
 		}
-		return l.poll(ctx, f2, t, expired.C, timeout)
+		return l.poll(ctx, f2, t, expired.C, timeout, true)
 	case <-expired.C:
 		giveUp()
 		t.leave()
@@ -173,7 +175,12 @@ func flockRetry(fd int) error {
 
 // poll takes the lock on f by polling with LOCK_NB until expired fires.
 // It owns f and t: it closes and drops them unless it returns the release.
-func (l *Ledger) poll(ctx context.Context, f *os.File, t *ticket, expired <-chan time.Time, timeout time.Duration) (func(), error) {
+// With line, it keeps its place behind the ticket ahead as long as the
+// line moves: a flock found free while the writer ahead has not taken it
+// is let go again (that writer, blocked in flock, takes it), until it has
+// been seen free for linePatience in a row: the writer ahead is stuck, and
+// loses its turn.
+func (l *Ledger) poll(ctx context.Context, f *os.File, t *ticket, expired <-chan time.Time, timeout time.Duration, line bool) (func(), error) {
 	fail := func(err error) (func(), error) {
 		f.Close()
 		t.leave()
@@ -182,6 +189,7 @@ func (l *Ledger) poll(ctx context.Context, f *os.File, t *ticket, expired <-chan
 	wait := minPoll
 	tick := time.NewTimer(wait)
 	defer tick.Stop()
+	var freeSince time.Time // when the flock was first seen free with the writer ahead still in line
 	for {
 		select {
 		case <-ctx.Done():
@@ -191,10 +199,20 @@ func (l *Ledger) poll(ctx context.Context, f *os.File, t *ticket, expired <-chan
 		case <-tick.C:
 		}
 		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
+		switch {
+		case err == nil && (!line || !t.behind()):
 			return l.held(f, t), nil
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
+		case err == nil:
+			if freeSince.IsZero() {
+				freeSince = time.Now()
+			}
+			if time.Since(freeSince) >= linePatience {
+				return l.held(f, t), nil
+			}
+			_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		case errors.Is(err, unix.EWOULDBLOCK) || errors.Is(err, unix.EINTR):
+			freeSince = time.Time{} // held: the line moves, or a writer holds it long
+		default:
 			return fail(fmt.Errorf("lock %s: %w", l.lock, err))
 		}
 		wait = min(wait*2, maxPoll)
