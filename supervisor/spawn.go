@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -74,6 +75,13 @@ func (e *ExitError) Status() int {
 	}
 	return e.Code
 }
+
+// spawnSeq numbers the spawns of the process, across its owners: a spawn
+// key (and the cgroup named after it) is the owner's name, which every
+// Owner of one process shares, and this number, so that no two spawns of
+// the process ever get the same key (a second Owner's first spawn used to
+// meet the kept cgroup of the first Owner's: mkdir: file exists).
+var spawnSeq atomic.Uint64
 
 // gate is run by /bin/sh as the child in pgroup mode, and for a Survive
 // child in either mode: it waits on fd 3 for the owner's "go" (sent after
@@ -150,7 +158,7 @@ func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
 	}
 	n := o.nextLocked()
 	o.mu.Unlock()
-	r := &reg{id: fmt.Sprintf("s%d", n), key: fmt.Sprintf("%s_%d", o.name, n), spawned: true, g: Group{Unit: spec.Unit},
+	r := &reg{id: fmt.Sprintf("s%d", n), key: fmt.Sprintf("%s_%d", o.name, spawnSeq.Add(1)), spawned: true, g: Group{Unit: spec.Unit},
 		files: fileIDs(spec.Stdin, spec.Stdout, spec.Stderr)}
 
 	cmd := exec.Command(path, spec.Argv[1:]...)
