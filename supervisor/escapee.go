@@ -301,7 +301,10 @@ func (o *Owner) adoptEscapee(r *reg, st proc.Stat) {
 	o.opts.Logf("supervisor: %s left its process group; registering it", what)
 	if l != nil {
 		o.pipe.Send([][]byte{l}, func(_ int, err error) {
-			if err != nil && !errors.As(err, new(*lostError)) {
+			switch {
+			case err == nil:
+				o.opts.Logf("supervisor: %s registered", what) // acknowledged: it dies with the owner now
+			case !errors.As(err, new(*lostError)):
 				o.warn(fmt.Sprintf("%s is not registered with the supervisor: %v", what, err))
 			}
 		})

@@ -171,10 +171,11 @@ func escapeeRow(script string) func(t *testing.T, mode, dir string) string {
 		killGroupAtEnd(t, escapee2)
 		if mode == "pgroup" {
 			// The registration is what makes it die: wait until hermesd
-			// found it (a SIGCHLD, or its periodic look), as logged.
-			if !fileHas(filepath.Join(dir, "hermesd.log"), fmt.Sprintf("escapee %d ", escapee2.PID), 10*time.Second) {
+			// found it (a SIGCHLD, or its periodic look) and its
+			// supervisor acknowledged it, as logged.
+			if !fileHas(filepath.Join(dir, "hermesd.log"), fmt.Sprintf("escapee %d (group %d) registered", escapee2.PID, escapee2.PID), 20*time.Second) {
 				b, _ := os.ReadFile(filepath.Join(dir, "hermesd.log"))
-				t.Fatalf("hermesd did not register the escapee %d within 10s; its log:\n%s", escapee2.PID, b)
+				t.Fatalf("hermesd did not register the escapee %d within 20s; its log:\n%s", escapee2.PID, b)
 			}
 		}
 		d.kill()
