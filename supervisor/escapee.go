@@ -131,11 +131,12 @@ func (o *Owner) scan() {
 		if known[st.PGID] != nil || st.PGID <= 1 || st.PGID == o.pgid || helpers[st.PGID] || helpers[st.SID] || helpers[st.PID] || leaders[st.PID] {
 			continue
 		}
+		// Only descendants (owner) and processes re-parented to the owner
+		// are looked at: anything else on the machine is not ours, and
+		// its environment is not read.
 		r := owner[st.PID]
 		if r == nil && st.PPID == me {
 			r = o.attribute(st, keys, prev, ended, spawns, mySID)
-		} else if r == nil {
-			r = o.tagged(st.PID, keys)
 		}
 		if r == nil {
 			continue
