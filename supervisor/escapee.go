@@ -141,6 +141,15 @@ func (o *Owner) scan() {
 		if r == nil {
 			continue
 		}
+		// Checked again under mu: a supervisor or a spawn's leader is
+		// forked with mu held, and recorded before mu is let go; the
+		// snapshot above may predate it.
+		o.mu.Lock()
+		ours := o.supPids[st.PID] || o.supPids[st.PGID] || o.supPids[st.SID] || o.leaders[st.PID]
+		o.mu.Unlock()
+		if ours {
+			continue
+		}
 		o.adoptEscapee(r, st)
 		known[st.PGID] = r
 		owner[st.PID] = r
