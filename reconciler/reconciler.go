@@ -177,6 +177,7 @@ type Reconciler struct {
 	base         context.Context // runs' parent; ends after Run's shutdown
 	wg           sync.WaitGroup  // goroutines started by Run's goroutine
 	rotate       *time.Timer
+	rotating     bool // a rotation pass runs off Run's goroutine (run.go)
 	readyCalled  bool
 	jobs         scheduler // jobs.go
 	more         bool      // the last pass ran out of its start budget (pace.go)

@@ -353,9 +353,10 @@ func (r *Reconciler) openLog(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 }
 
-// armRotate arms the rotation timer when a unit sets log.max_size.
+// armRotate arms the rotation timer when a unit sets log.max_size, unless
+// a rotation pass is still running.
 func (r *Reconciler) armRotate() {
-	if r.rotate != nil || r.opt.Rotate == nil || r.shutting {
+	if r.rotate != nil || r.rotating || r.opt.Rotate == nil || r.shutting {
 		return
 	}
 	for _, u := range r.units {
@@ -366,8 +367,20 @@ func (r *Reconciler) armRotate() {
 	}
 }
 
+// rotateLogs rotates the log of every unit that sets log.max_size. Run's
+// goroutine only lists them: the renames and copies run on a goroutine of
+// their own, since file work has no bound Run could afford (a large log to
+// copy, a slow disk), and Run must keep answering status and handling
+// exits meanwhile. The pass ends with a request that re-arms the timer;
+// one pass at a time, so that no two rotate one file.
 func (r *Reconciler) rotateLogs() {
 	r.rotate = nil
+	type job struct {
+		unit, path string
+		max        int64
+		keep       int
+	}
+	var jobs []job
 	for _, u := range r.units {
 		if u.spec.Log.MaxSize <= 0 {
 			continue
@@ -376,9 +389,27 @@ func (r *Reconciler) rotateLogs() {
 		if path == "" {
 			path = r.logPath(u.spec)
 		}
-		if _, err := r.opt.Rotate(path, int64(u.spec.Log.MaxSize), u.spec.Log.Keep); err != nil && !errors.Is(err, os.ErrNotExist) {
-			r.log.Warn("log rotation failed", "unit", u.spec.Name, "path", path, "err", err)
-		}
+		jobs = append(jobs, job{u.spec.Name, path, int64(u.spec.Log.MaxSize), u.spec.Log.Keep})
 	}
-	r.armRotate()
+	if len(jobs) == 0 || r.base == nil {
+		r.armRotate()
+		return
+	}
+	r.rotating = true
+	base, rotate, log := r.base, r.opt.Rotate, r.log
+	r.wg.Go(func() {
+		for _, j := range jobs {
+			if base.Err() != nil {
+				return
+			}
+			if _, err := rotate(j.path, j.max, j.keep); err != nil && !errors.Is(err, os.ErrNotExist) {
+				log.Warn("log rotation failed", "unit", j.unit, "path", j.path, "err", err)
+			}
+		}
+		done := request{fn: func(context.Context) { r.rotating = false; r.armRotate() }}
+		select {
+		case r.events <- done:
+		case <-base.Done():
+		}
+	})
 }
