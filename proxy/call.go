@@ -35,8 +35,18 @@ const maxResponse = 256 << 20
 // relay's frames, and an idle stream costs an 8 KB stack instead of 16.
 func (p *Proxy) call(w http.ResponseWriter, r *http.Request, api timeouts.API, runID string) {
 	began := time.Now()
-	ctx, cancel := context.WithCancelCause(r.Context())
-	defer cancel(nil)
+	// The call's context follows the client's request, but is not its
+	// child: after the terminal event the upstream outlives the handler
+	// for its drain, and the request's context ends with the handler.
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(r.Context()))
+	unfollow := context.AfterFunc(r.Context(), func() { cancel(context.Cause(r.Context())) })
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			unfollow()
+			cancel(nil)
+		}
+	}()
 	var c *begun
 	onFreshStack(func() { c = p.begin(ctx, w, r, api, runID, &cancel) })
 	if c == nil {
@@ -46,10 +56,8 @@ func (p *Proxy) call(w http.ResponseWriter, r *http.Request, api timeouts.API, r
 	if c.run != nil {
 		defer p.detach(c.run, &cancel)
 	}
-	defer c.wd.stop()
 	outcome := c.outcome
 	if c.body != nil {
-		defer c.body.Close()
 		if c.stream {
 			outcome = p.relayStream(ctx, r, w, c.body, c.wd, api)
 		} else {
@@ -58,6 +66,58 @@ func (p *Proxy) call(w http.ResponseWriter, r *http.Request, api timeouts.API, r
 	}
 	c.wd.record(outcome)
 	p.report(ctx, c.wd, outcome)
+	// Released at the terminal event: the client's response ends when
+	// this handler returns, and the upstream is drained on its own, unless
+	// the client has already gone (unfollow false: ctx is ending).
+	if c.body != nil && c.wd.draining && unfollow() {
+		handedOff = p.drainUpstream(cancel, c.body, c.wd)
+	}
+	if !handedOff {
+		c.wd.stop()
+		if c.body != nil {
+			c.body.Close()
+		}
+	}
+}
+
+// drainUpstream reads what a provider sends after a stream's terminal
+// event, dropping it, until the provider closes the stream (the connection
+// then goes back to the pool) or the drain timer, armed by relayStream,
+// cuts it (the connection is closed). It runs on a goroutine of its own,
+// so that the client is not held for the drain, tracked in p.drains:
+// Serve ends and waits for the drains in flight when it returns. It
+// reports false, and does nothing, when Serve has returned already.
+func (p *Proxy) drainUpstream(cancel context.CancelCauseFunc, b io.ReadCloser, wd *watchdog) bool {
+	p.drainMu.Lock()
+	defer p.drainMu.Unlock()
+	if p.drainClosed {
+		return false
+	}
+	p.drainCancels[wd] = cancel
+	p.drainWG.Add(1)
+	go func() {
+		defer p.drainWG.Done()
+		_, _ = io.Copy(io.Discard, b)
+		b.Close() // before the cancel: a stream read to its end is reused
+		wd.stop()
+		cancel(nil)
+		p.drainMu.Lock()
+		delete(p.drainCancels, wd)
+		p.drainMu.Unlock()
+	}()
+	return true
+}
+
+// endDrains cuts the drains in flight and waits for them; later streams
+// close their upstream at the terminal event instead of draining it.
+func (p *Proxy) endDrains() {
+	p.drainMu.Lock()
+	p.drainClosed = true
+	for _, c := range p.drainCancels {
+		c(ErrShuttingDown)
+	}
+	p.drainMu.Unlock()
+	p.drainWG.Wait()
 }
 
 // onFreshStack runs fn on a new goroutine and waits for it to return; a
@@ -340,7 +400,10 @@ func (p *Proxy) relayWhole(ctx context.Context, r *http.Request, w http.Response
 // and flushed, piece by piece, flushing whenever nothing more is buffered,
 // and feeds the watchdog: a dispatched event ends the first-event wait,
 // content re-arms the stale stream timer, the terminal event starts the
-// drain. It runs on the handler goroutine for as long as the stream lasts.
+// drain. It runs on the handler goroutine for as long as the stream lasts,
+// and returns as soon as the terminal event is relayed and flushed, with
+// the watchdog draining: the client's response ends there, and call hands
+// the upstream to a drain of its own (see drainUpstream).
 func (p *Proxy) relayStream(ctx context.Context, r *http.Request, w http.ResponseWriter, b io.Reader, wd *watchdog, api timeouts.API) timeouts.Outcome {
 	rc := http.NewResponseController(w)
 	rd := sse.NewReader(b)
@@ -348,15 +411,7 @@ func (p *Proxy) relayStream(ctx context.Context, r *http.Request, w http.Respons
 	for {
 		pc, err := rd.Next()
 		if err != nil {
-			cause := context.Cause(ctx)
 			switch {
-			case done && (errors.Is(err, io.EOF) || errors.Is(cause, errDrained) || r.Context().Err() == nil):
-				// Closed by the provider within the drain, or by us after
-				// it: the client's response is complete either way.
-				if err := rc.Flush(); err != nil {
-					return timeouts.Failed
-				}
-				return timeouts.Completed
 			case errors.Is(err, io.EOF) && finished:
 				_ = rc.Flush()
 				return timeouts.Completed
@@ -367,9 +422,6 @@ func (p *Proxy) relayStream(ctx context.Context, r *http.Request, w http.Respons
 				return timeouts.Failed
 			}
 			return p.fail(ctx, r, w, true, wd, err)
-		}
-		if done {
-			continue // after the terminal event: read to the close, drop
 		}
 		if pc.Kind == sse.Event {
 			wd.disarm(timeouts.FirstEvent)
@@ -397,6 +449,7 @@ func (p *Proxy) relayStream(ctx context.Context, r *http.Request, w http.Respons
 			wd.stop()
 			wd.draining = true
 			wd.arm(timeouts.Drain)
+			return timeouts.Completed
 		}
 	}
 }

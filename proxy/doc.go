@@ -14,9 +14,9 @@
 //   - first event (Responses API streams): accepted, no event yet;
 //   - stale non-stream: a non-streaming call whose answer never starts;
 //   - API call: a whole non-streaming call;
-//   - post-terminal drain: after [DONE] or response.completed, the relay
-//     waits at most the drain for the provider to close, then closes it and
-//     finishes the client's response.
+//   - post-terminal drain: after [DONE] or response.completed, the
+//     client's response ends at once; the proxy then waits, on its own, at
+//     most the drain for the provider to close, and closes it after.
 //
 // A cut names the layer, its value, its provenance chain and the setting to
 // change: as an OpenAI-style JSON error (HTTP 504) before the provider's

@@ -85,6 +85,13 @@ type Proxy struct {
 
 	mu   sync.Mutex
 	runs map[string]*run // guarded by mu
+
+	// Drains of streams whose client was released at the terminal event
+	// (drainUpstream); Serve ends them with endDrains.
+	drainMu      sync.Mutex
+	drainCancels map[*watchdog]context.CancelCauseFunc // guarded by drainMu
+	drainClosed  bool                                  // guarded by drainMu
+	drainWG      sync.WaitGroup
 }
 
 // run is a registered run: its budget clock, wrap-up notice, and the calls
@@ -125,7 +132,7 @@ func New(opts Options) (*Proxy, error) {
 			opts.Limits.MaxConns, fit, opts.FDLimit, ReservedFDs)
 		opts.Limits.MaxConns = fit
 	}
-	p := &Proxy{opts: opts, runs: map[string]*run{}, bodies: newBodyBudget(opts.Limits.MaxInFlight)}
+	p := &Proxy{opts: opts, runs: map[string]*run{}, bodies: newBodyBudget(opts.Limits.MaxInFlight), drainCancels: map[*watchdog]context.CancelCauseFunc{}}
 	p.conns = connCap{max: opts.Limits.MaxConns, logf: opts.Logf}
 	p.tokens.set(opts.Token, 0, opts.Now())
 	p.set.Store(opts.Providers)
@@ -287,6 +294,7 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { errc <- srv.Serve(capListener{Listener: ln, c: &p.conns}) }()
 	defer p.transport.CloseIdleConnections()
 	defer p.stream.closeIdle()
+	defer p.endDrains()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("proxy: serve %s: %w", ln.Addr(), err)
