@@ -52,7 +52,7 @@ func (p *Proxy) call(w http.ResponseWriter, r *http.Request, api timeouts.API, r
 	if c == nil {
 		return
 	}
-	c.wd.began = began
+	c.wd.began, c.wd.unfollow = began, unfollow
 	if c.run != nil {
 		defer p.detach(c.run, &cancel)
 	}
@@ -68,8 +68,8 @@ func (p *Proxy) call(w http.ResponseWriter, r *http.Request, api timeouts.API, r
 	p.report(ctx, c.wd, outcome)
 	// Released at the terminal event: the client's response ends when
 	// this handler returns, and the upstream is drained on its own, unless
-	// the client has already gone (unfollow false: ctx is ending).
-	if c.body != nil && c.wd.draining && unfollow() {
+	// the client had gone before the terminal event (ctx is ending).
+	if c.body != nil && c.wd.draining && c.wd.detached {
 		handedOff = p.drainUpstream(cancel, c.body, c.wd)
 	}
 	if !handedOff {
@@ -434,6 +434,11 @@ func (p *Proxy) relayStream(ctx context.Context, r *http.Request, w http.Respons
 				}
 			case terminal, failed:
 				done = true
+				// From here the call is the client's in full: a client
+				// that hangs up once it has the terminal event (an SDK
+				// that stops reading at [DONE]) no longer cuts the
+				// upstream, which is drained instead.
+				wd.detached = wd.unfollow != nil && wd.unfollow()
 			}
 		}
 		if _, err := w.Write(pc.Raw); err != nil {

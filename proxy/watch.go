@@ -27,6 +27,10 @@ type watchdog struct {
 
 	timers   [timeouts.Drain + 1]*time.Timer
 	draining bool // bytes no longer re-arm the socket read timer
+	// unfollow stops the client's request from cancelling the call (see
+	// call); detached records that it did, at the terminal event.
+	unfollow func() bool
+	detached bool
 
 	// For Options.Report (report.go): the call's session, when the call
 	// began, and when its first content event came (zero: none yet).
