@@ -60,10 +60,8 @@ func fdNeed(n, conns int) uint64 {
 	return uint64(fdBase + n*fdPerUnit + conns*fdPerProxyConn)
 }
 
-// proxyConns is the proxy's connection cap under config c, 0 when the
-// proxy is off: gateway.max_connections (units.DefaultMaxConnections when
-// hermes.yaml does not say). The proxy lowers it itself to keep
-// proxy.ReservedFDs free (proxy.New); this counts what was asked for.
+// proxyConns is the proxy's connection cap under config c
+// (gateway.max_connections), 0 when the proxy is off.
 func proxyConns(on bool, c units.Config) int {
 	if !on {
 		return 0
@@ -71,7 +69,7 @@ func proxyConns(on bool, c units.Config) int {
 	if c.Gateway.MaxConnections > 0 {
 		return c.Gateway.MaxConnections
 	}
-	return defaultProxyConns
+	return units.DefaultMaxConnections
 }
 
 // fdWatch warns, on a load, when the descriptor limit cannot serve the

@@ -38,6 +38,11 @@ func TestFdWatch(t *testing.T) {
 			t.Errorf("%s: warned %v, want %v: %s", tc.name, got, tc.warn, buf.String())
 		}
 	}
+	buf.Reset()
+	w.check(units.Config{Gateway: units.Gateway{MaxConnections: 2000}}, specs(10))
+	if !strings.Contains(buf.String(), "the proxy's 2000 connections") {
+		t.Errorf("gateway.max_connections 2000 not counted: %s", buf.String())
+	}
 	if got, want := fdNeed(1000, 512), uint64(fdBase+1000*fdPerUnit+512*fdPerProxyConn); got != want {
 		t.Errorf("fdNeed(1000, 512) = %d, want %d", got, want)
 	}
