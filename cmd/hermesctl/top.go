@@ -564,7 +564,7 @@ func (m *topModel) View() string {
 	for _, l := range proxyLines {
 		line(l)
 	}
-	keys := "↑↓ select · s start · x stop · r restart · d +deps · a all · l reload · / filter · o logs · ? help · q quit"
+	keys := "↑↓ · s start · x stop · r restart · d +deps · a all · l reload · / filter · o logs · ? help · q quit"
 	line(styleDim.Render(keys))
 	if m.help {
 		line("r restarts the selected unit; d restarts it, then every unit that requires it (directly or not); a restarts all.")

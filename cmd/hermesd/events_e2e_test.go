@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -231,5 +233,39 @@ func TestEventsAndMetricsScenario(t *testing.T) {
 	if t.Failed() {
 		b, _ := os.ReadFile(filepath.Join(dir, "hermesd.log"))
 		t.Logf("hermesd log:\n%s", b)
+	}
+}
+
+// TestMetricsRefusals: metrics.listen off loopback, or a token file others
+// can read, stop hermesd at startup with exit 6 and a message saying what
+// to change.
+func TestMetricsRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name, metrics, want string
+		tokenMode           os.FileMode
+	}{
+		{"not loopback", `{listen: "0.0.0.0:9464"}`, `hermesd: metrics cannot listen: metrics listen address is not loopback: "0.0.0.0:9464"; metrics listen on loopback only`, 0},
+		{"token readable by others", `{listen: "127.0.0.1:0", token_file: tok}`, `hermesd: metrics cannot listen: metrics bearer token unusable: metrics.token_file `, 0o644},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			config := filepath.Join(dir, "hermes.yaml")
+			writeFile(t, config, "metrics: "+tc.metrics+"\n")
+			if tc.tokenMode != 0 {
+				writeFile(t, filepath.Join(dir, "tok"), "secret\n")
+				os.Chmod(filepath.Join(dir, "tok"), tc.tokenMode)
+			}
+			cmd := exec.Command(os.Args[0], "--units", filepath.Join(dir, "units"), "--state", filepath.Join(dir, "state"),
+				"--socket", filepath.Join(dir, "ctl.sock"), "--config", config)
+			cmd.Env = append(os.Environ(), roleEnv+"=hermesd")
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != exitMetrics {
+				t.Fatalf("hermesd: %v, want exit %d\n%s", err, exitMetrics, out)
+			}
+			if !strings.Contains(string(out), tc.want) {
+				t.Errorf("hermesd said\n%s\nwant it to contain %q", out, tc.want)
+			}
+		})
 	}
 }

@@ -49,6 +49,9 @@ func startObserver(ctx context.Context, cfg config, log *slog.Logger, status fun
 		}
 	}
 	if o.ln, err = metrics.Listen(ctx, c.Metrics.Listen); err != nil {
+		if errors.Is(err, metrics.ErrNotLoopback) { // the error says what to set
+			return nil, exit(exitMetrics, fmt.Errorf("%w: %w (in %s)", ErrMetricsListen, err, orNone(c.File)))
+		}
 		return nil, exit(exitMetrics, fmt.Errorf("%w: %w; free the address, or set metrics.listen in %s to another loopback host:port",
 			ErrMetricsListen, err, orNone(c.File)))
 	}
