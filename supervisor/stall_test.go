@@ -176,7 +176,7 @@ func TestRegistrationRefused(t *testing.T) {
 		var re *RefusedError
 		if !errors.As(err, &re) || !strings.Contains(re.Reason, "below the base") {
 			t.Errorf("spawn into a cgroup the supervisor refuses: got %v, want a RefusedError with its reason", err)
-		} else if want := fmt.Sprintf("spawn refused: supervisor %d refused registration s1: cgroup is not a directory below the base", re.PID); err.Error() != want {
+		} else if want := fmt.Sprintf("spawn refused: supervisor %d refused registration %s: cgroup is not a directory below the base", re.PID, re.ID); err.Error() != want {
 			t.Errorf("spawn into a cgroup the supervisor refuses: got %q, want %q (docs/bad-input.md)", err, want)
 		}
 		if got := marked(marker); len(got) != 0 {

@@ -467,6 +467,12 @@ func (o *Owner) finish(regs []*reg) {
 			o.waitEmpty(context.WithoutCancel(o.ctx), r, max(time.Until(deadline), 0))
 		}
 	}
+	// The supervisor did not get to remove their cgroups.
+	for _, r := range left {
+		if o.tree.leaf(r.g.Cgroup) {
+			removeWhenEmpty(r.g.Cgroup, o.opts.Grace)
+		}
+	}
 }
 
 // poke asks the janitor to look now.
