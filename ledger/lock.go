@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/safefile"
 	"golang.org/x/sys/unix"
 )
 
@@ -133,7 +134,7 @@ const linePatience = 250 * time.Millisecond
 // aside as ledger.lock.corrupt-<time>, content intact, and a fresh lock file
 // made.
 func (l *Ledger) openLock() (*os.File, error) {
-	f, err := os.OpenFile(l.lock, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := safefile.OpenFile(l.lock, os.O_RDWR|os.O_CREATE, 0o600)
 	if errors.Is(err, syscall.EISDIR) {
 		// The trailing slash makes the rename fail (ENOTDIR) unless the
 		// name is still a directory: a writer that lost the race never
@@ -143,7 +144,7 @@ func (l *Ledger) openLock() (*os.File, error) {
 		if rerr := os.Rename(l.lock+"/", aside); rerr != nil && !errors.Is(rerr, syscall.ENOTDIR) && !errors.Is(rerr, os.ErrNotExist) {
 			return nil, fmt.Errorf("open lock file: %s is a directory and could not be moved aside: %w", l.lock, rerr)
 		}
-		f, err = os.OpenFile(l.lock, os.O_RDWR|os.O_CREATE, 0o600)
+		f, err = safefile.OpenFile(l.lock, os.O_RDWR|os.O_CREATE, 0o600)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open lock file: %w", err)

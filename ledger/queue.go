@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/hermes-units/hermes/internal/safefile"
 	"golang.org/x/sys/unix"
 )
 
@@ -49,7 +50,7 @@ type ticket struct {
 // contends for the flock.
 func (l *Ledger) enqueue() *ticket {
 	t := &ticket{path: l.queue}
-	f, err := os.OpenFile(l.queue, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := safefile.OpenFile(l.queue, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return t
 	}
@@ -92,7 +93,7 @@ func (t *ticket) waitFile() *os.File {
 	if t.own == nil || t.n == 0 {
 		return nil
 	}
-	f, err := os.OpenFile(t.path, os.O_RDWR, 0)
+	f, err := safefile.OpenFile(t.path, os.O_RDWR, 0)
 	if err != nil {
 		return nil
 	}

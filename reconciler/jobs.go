@@ -50,6 +50,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/safefile"
 	"github.com/hermes-units/hermes/timeouts"
 	"github.com/hermes-units/hermes/units"
 	"github.com/robfig/cron/v3"
@@ -515,7 +516,7 @@ func (r *Reconciler) wrapUp(u *unit, jr *jobRun) {
 	text := WrapUpNotice(u.spec.Name, jr.id, b.Total(), b.Remaining(), b.Deadline())
 	err := os.MkdirAll(filepath.Dir(jr.wrapFile), 0o700)
 	if err == nil {
-		err = os.WriteFile(jr.wrapFile, []byte(text), 0o600)
+		err = safefile.WriteFile(jr.wrapFile, []byte(text), 0o600)
 	}
 	if err != nil {
 		r.log.Error("job wrap-up notice file not written", "unit", u.spec.Name, "run", jr.id, "path", jr.wrapFile, "err", err)

@@ -17,6 +17,7 @@ import (
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/paths"
+	"github.com/hermes-units/hermes/internal/safefile"
 	"github.com/hermes-units/hermes/internal/wallclock"
 	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/logfile"
@@ -112,13 +113,14 @@ func run(args []string) error {
 }
 
 // lockState takes <state>/hermesd.lock with flock and writes our pid in it.
+// A link planted at that name is refused, never followed.
 // The descriptor is close-on-exec, so no unit inherits the lock.
 func lockState(state string) (*os.File, error) {
 	if err := os.MkdirAll(state, 0o700); err != nil {
 		return nil, fmt.Errorf("create state directory: %w", err)
 	}
 	path := filepath.Join(state, "hermesd.lock")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := safefile.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}

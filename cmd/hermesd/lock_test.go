@@ -53,3 +53,24 @@ func TestUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestStateLockLinkRefused: a symbolic link at <state>/hermesd.lock is
+// refused and its target neither created nor truncated.
+func TestStateLockLinkRefused(t *testing.T) {
+	state := t.TempDir()
+	target := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(target, []byte("keep me\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(state, "hermesd.lock")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := lockState(state)
+	if err == nil {
+		f.Close()
+		t.Fatal("lockState through a link succeeded")
+	}
+	if b, _ := os.ReadFile(target); string(b) != "keep me\n" {
+		t.Errorf("the link's target was written: %q", b)
+	}
+}

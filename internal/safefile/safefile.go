@@ -52,7 +52,7 @@ func OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error) {
 	case err == unix.ELOOP:
 		return nil, fmt.Errorf("%s %w: hermesd does not open a file through a link; remove the link, or name the real file", name, ErrSymlink)
 	case err == unix.ENXIO || err == unix.EISDIR: // O_WRONLY on a FIFO nobody reads, or a directory
-		return nil, fmt.Errorf("%s %w: remove it, or name a regular file", name, ErrNotRegular)
+		return nil, fmt.Errorf("%s %w (%w): remove it, or name a regular file", name, ErrNotRegular, err)
 	case err != nil:
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
