@@ -23,6 +23,9 @@ import (
 // it echoes each line of stdin to stdout (its log file) and then
 // acknowledges on fd 3, so the test knows the line is in the file.
 func TestMain(m *testing.M) {
+	if os.Getenv("HERMES_LOGFILE_HELPER") == "flood" {
+		flood()
+	}
 	if os.Getenv("HERMES_LOGFILE_HELPER") == "echo" {
 		ack := os.NewFile(3, "ack")
 		sc := bufio.NewScanner(os.Stdin)
@@ -92,32 +95,44 @@ func TestRotate(t *testing.T) {
 		{
 			name:    "first rotation",
 			before:  map[string]string{"": "current\n"},
-			maxSize: 1, keep: 3, rotated: true,
-			after: map[string]string{"": "", ".1": "current\n", ".2": "-"},
+			maxSize: 7, keep: 3, rotated: true,
+			after: map[string]string{"": "", ".1": "urrent\n", ".2": "-"},
 		},
 		{
 			name:    "shift and drop the oldest",
 			before:  map[string]string{"": "current\n", ".1": "one\n", ".2": "two\n", ".3": "three\n"},
-			maxSize: 1, keep: 3, rotated: true,
-			after: map[string]string{"": "", ".1": "current\n", ".2": "one\n", ".3": "two\n", ".4": "-"},
+			maxSize: 7, keep: 3, rotated: true,
+			after: map[string]string{"": "", ".1": "urrent\n", ".2": "one\n", ".3": "two\n", ".4": "-"},
 		},
 		{
 			name:    "gap in the history",
 			before:  map[string]string{"": "current\n", ".2": "two\n"},
-			maxSize: 1, keep: 3, rotated: true,
-			after: map[string]string{"": "", ".1": "current\n", ".2": "-", ".3": "two\n"},
+			maxSize: 7, keep: 3, rotated: true,
+			after: map[string]string{"": "", ".1": "urrent\n", ".2": "-", ".3": "two\n"},
 		},
 		{
 			name:    "keep one",
 			before:  map[string]string{"": "current\n", ".1": "one\n"},
-			maxSize: 1, keep: 1, rotated: true,
-			after: map[string]string{"": "", ".1": "current\n", ".2": "-"},
+			maxSize: 7, keep: 1, rotated: true,
+			after: map[string]string{"": "", ".1": "urrent\n", ".2": "-"},
+		},
+		{
+			name:    "copies only the last max_size bytes",
+			before:  map[string]string{"": "old old old\nnew\n"},
+			maxSize: 4, keep: 1, rotated: true,
+			after: map[string]string{"": "", ".1": "new\n"},
 		},
 		{
 			name:    "keep zero truncates only",
 			before:  map[string]string{"": "current\n"},
 			maxSize: 1, keep: 0, rotated: true,
 			after: map[string]string{"": "", ".1": "-"},
+		},
+		{
+			name:    "a link at a numbered name is replaced, not followed",
+			before:  map[string]string{"": "current\n", ".1": "@victim"},
+			maxSize: 7, keep: 1, rotated: true,
+			after: map[string]string{"": "", ".1": "urrent\n", "victim": "untouched\n"},
 		},
 		{
 			name:   "missing log",
@@ -129,6 +144,15 @@ func TestRotate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "u.log")
 			for suffix, content := range tt.before {
+				if target, ok := strings.CutPrefix(content, "@"); ok {
+					if err := os.WriteFile(path+target, []byte("untouched\n"), 0o600); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.Symlink(path+target, path+suffix); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
 				if err := os.WriteFile(path+suffix, []byte(content), 0o600); err != nil {
 					t.Fatal(err)
 				}
@@ -216,7 +240,7 @@ func TestRotateLiveWriter(t *testing.T) {
 
 	say("before rotation 1")
 	say("before rotation 2")
-	rotated, err := Rotate(path, 10, 2)
+	rotated, err := Rotate(path, 18, 2) // keeps the last 18 bytes: the second line
 	if err != nil || !rotated {
 		t.Fatalf("Rotate = %v, %v; want true, nil", rotated, err)
 	}
@@ -229,7 +253,7 @@ func TestRotateLiveWriter(t *testing.T) {
 	if got, want := read(t, path), "after rotation\n"; got != want {
 		t.Errorf("log after rotation = %q, want %q (new lines at the start of the truncated file)", got, want)
 	}
-	if got, want := read(t, path+".1"), "before rotation 1\nbefore rotation 2\n"; got != want {
+	if got, want := read(t, path+".1"), "before rotation 2\n"; got != want {
 		t.Errorf("rotated log = %q, want %q", got, want)
 	}
 }
