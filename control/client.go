@@ -34,6 +34,9 @@ func Dial(socketPath string) (*Client, error) {
 	if socketPath == "" {
 		return nil, errors.New("no control socket path; set --socket or HERMES_SOCKET")
 	}
+	if len(socketPath) > maxSocketPath {
+		return nil, tooLong(socketPath)
+	}
 	fi, err := os.Stat(socketPath)
 	if err != nil {
 		return nil, dialError(socketPath, err)

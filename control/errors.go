@@ -10,11 +10,12 @@ import (
 // like ErrUnknownUnit and ErrConflict; ErrNotRunning, ErrInUse and ErrUnsafe
 // are local: the client's and Listen's verdicts on the socket path.
 var (
-	ErrDenied     = errors.New("permission denied")                     // 403: the peer's uid may not steer this daemon
-	ErrBadRequest = errors.New("bad request")                           // 400: a malformed request (empty unit name, bad JSON)
-	ErrNotRunning = errors.New("hermesd is not running")                // Dial or a request found no daemon on the socket
-	ErrInUse      = errors.New("another hermesd is serving the socket") // Listen: a live socket answers at the path
-	ErrUnsafe     = errors.New("unsafe control socket path")            // Listen: the directory is too open or not ours, or the path is not a socket
+	ErrDenied      = errors.New("permission denied")                     // 403: the peer's uid may not steer this daemon
+	ErrBadRequest  = errors.New("bad request")                           // 400: a malformed request (empty unit name, bad JSON)
+	ErrNotRunning  = errors.New("hermesd is not running")                // Dial or a request found no daemon on the socket
+	ErrInUse       = errors.New("another hermesd is serving the socket") // Listen: a live socket answers at the path
+	ErrUnsafe      = errors.New("unsafe control socket path")            // Listen: the directory is too open or not ours, or the path is not a socket
+	ErrPathTooLong = errors.New("control socket path too long")          // Listen, Dial: over the kernel's limit for a Unix socket path
 )
 
 // Wire codes of ErrorBody.Code. A client that meets a code it does not know

@@ -7,8 +7,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"golang.org/x/sys/unix"
 )
 
 // staleProbe bounds the connect that tells a stale socket from a live one.
@@ -16,22 +20,66 @@ import (
 // backlog), so the bound only matters for a daemon that is wedged.
 const staleProbe = 2 * time.Second
 
-// Listen prepares path for the control socket and listens on it.
+// maxSocketPath is the longest path a Unix socket can be bound at: the
+// kernel's sun_path holds 108 bytes, the terminating NUL included.
+const maxSocketPath = len(unix.RawSockaddrUnix{}.Path) - 1
+
+// Listener is the control socket. It is a net.Listener that keeps its path
+// reachable and removes only its own socket:
+//
+//   - A socket removed or renamed away while hermesd runs (a tmp cleaner, a
+//     mistaken rm) is bound again at once: a watch on its directory
+//     (inotify, no timer) reports it. Only a path still free, or holding a
+//     stale socket, is taken: a live socket of another daemon there is left
+//     alone, and so is any other file (both reported through logf).
+//   - Close removes the socket only if the one at the path is still the one
+//     this Listener bound (same device and inode), so that a daemon that
+//     was moved off its path never removes its successor's socket.
+type Listener struct {
+	path string
+	logf func(format string, args ...any)
+
+	mu     sync.Mutex
+	ln     *net.UnixListener // guarded by mu: the socket in use
+	id     fileID            // guarded by mu: the device and inode of ln's file
+	closed bool              // guarded by mu
+
+	stop chan struct{} // closed by Close: the watch goroutine ends
+	done chan struct{} // closed when the watch goroutine has ended
+	w    *fsnotify.Watcher
+}
+
+type fileID struct{ dev, ino uint64 }
+
+// Listen prepares path for the control socket and listens on it; see
+// ListenWith.
+func Listen(path string) (*Listener, error) { return ListenWith(path, nil) }
+
+// ListenWith prepares path for the control socket and listens on it, and
+// keeps the socket there until Close (see Listener); logf (nil discards)
+// hears of every re-creation and of what kept one from happening.
 //
 // The directory is created with mode 0700 if it is missing; if it exists it
 // must be a directory owned by the current effective uid with no group or
 // other permission bits, or Listen refuses with ErrUnsafe (the socket's own
-// mode is only a second fence). A socket left at path by a daemon that died is
-// removed, after a connect proves nobody answers on it; a socket that answers
-// is refused with ErrInUse, and a path that exists and is not a socket with
-// ErrUnsafe. The socket is made mode 0600 before Listen returns; closing the
-// listener removes it.
+// mode is only a second fence). A path longer than the kernel allows for a
+// Unix socket is refused with ErrPathTooLong. A socket left at path by a
+// daemon that died is removed, after a connect proves nobody answers on it;
+// a socket that answers is refused with ErrInUse, and a path that exists and
+// is not a socket with ErrUnsafe. The socket is made mode 0600 before Listen
+// returns.
 //
 // Two daemons racing on the same stale socket are not told apart here: the
 // state directory's lock is what keeps a second daemon out.
-func Listen(path string) (net.Listener, error) {
+func ListenWith(path string, logf func(format string, args ...any)) (*Listener, error) {
 	if path == "" {
 		return nil, refuse(ErrUnsafe, "no control socket path given; set --socket or HERMES_SOCKET")
+	}
+	if len(path) > maxSocketPath {
+		return nil, tooLong(path)
+	}
+	if logf == nil {
+		logf = func(string, ...any) {}
 	}
 	dir := filepath.Dir(path)
 	if err := secureDir(dir); err != nil {
@@ -40,17 +88,189 @@ func Listen(path string) (net.Listener, error) {
 	if err := clearStale(path); err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("unix", path)
+	ln, id, err := bind(path)
 	if err != nil {
-		return nil, fmt.Errorf("listen on control socket %s: %w", path, err)
+		return nil, err
 	}
+	l := &Listener{path: path, logf: logf, ln: ln, id: id, stop: make(chan struct{}), done: make(chan struct{})}
+	w, err := fsnotify.NewWatcher()
+	if err == nil {
+		if err = w.Add(dir); err != nil {
+			w.Close()
+		}
+	}
+	if err != nil {
+		// Still a working socket; it just will not come back if removed.
+		logf("control socket %s: cannot watch its directory (%v); a removed socket will not be re-created", path, err)
+		close(l.done)
+		return l, nil
+	}
+	l.w = w
+	go l.watch()
+	return l, nil
+}
+
+func tooLong(path string) error {
+	return refuse(ErrPathTooLong, "control socket path %s is %d bytes, over the kernel's limit of %d for a Unix socket; choose a shorter --socket (or HERMES_SOCKET), such as $XDG_RUNTIME_DIR/hermes/hermesd.sock",
+		path, len(path), maxSocketPath)
+}
+
+// bind listens at path (free by now), makes the socket mode 0600 and
+// returns it with its identity. Go would remove the file when the listener
+// is closed; Listener decides that itself.
+func bind(path string) (*net.UnixListener, fileID, error) {
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fileID{}, fmt.Errorf("listen on control socket %s: %w", path, err)
+	}
+	ln.SetUnlinkOnClose(false)
 	// Between bind and chmod the socket has the umask's mode; the 0700
 	// directory keeps everyone else out during that window.
 	if err := os.Chmod(path, 0o600); err != nil {
 		ln.Close()
-		return nil, fmt.Errorf("control socket %s: %w", path, err)
+		os.Remove(path)
+		return nil, fileID{}, fmt.Errorf("control socket %s: %w", path, err)
 	}
-	return ln, nil
+	id, err := identify(path)
+	if err != nil {
+		ln.Close()
+		os.Remove(path)
+		return nil, fileID{}, fmt.Errorf("control socket %s: %w", path, err)
+	}
+	return ln, id, nil
+}
+
+func identify(path string) (fileID, error) {
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil {
+		return fileID{}, err
+	}
+	return fileID{dev: st.Dev, ino: st.Ino}, nil
+}
+
+// Accept waits for the next connection on the socket in use, moving on to a
+// re-created one when the old is replaced.
+func (l *Listener) Accept() (net.Conn, error) {
+	for {
+		l.mu.Lock()
+		ln, closed := l.ln, l.closed
+		l.mu.Unlock()
+		if closed {
+			return nil, net.ErrClosed
+		}
+		c, err := ln.Accept()
+		if err == nil {
+			return c, nil
+		}
+		l.mu.Lock()
+		replaced := l.ln != ln && !l.closed
+		l.mu.Unlock()
+		if !replaced {
+			return nil, err
+		}
+	}
+}
+
+// Addr is the socket's address.
+func (l *Listener) Addr() net.Addr {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ln.Addr()
+}
+
+// Close stops listening and removes the socket file if it is still the one
+// this Listener bound. Idempotent.
+func (l *Listener) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	ln, id := l.ln, l.id
+	l.mu.Unlock()
+	close(l.stop)
+	<-l.done
+	err := ln.Close()
+	// A successor could bind between this check and the unlink only if it
+	// found the path free or stale, which it is not while ours is there.
+	if now, ierr := identify(l.path); ierr == nil && now == id {
+		if rerr := os.Remove(l.path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) && err == nil {
+			err = fmt.Errorf("remove control socket: %w", rerr)
+		}
+	}
+	return err
+}
+
+// watch re-creates the socket when its name goes away, and the directory
+// with it, until Close.
+func (l *Listener) watch() {
+	defer close(l.done)
+	defer l.w.Close()
+	dir, base := filepath.Dir(l.path), filepath.Base(l.path)
+	for {
+		select {
+		case <-l.stop:
+			return
+		case ev, ok := <-l.w.Events:
+			if !ok {
+				return
+			}
+			switch {
+			case ev.Name == dir && (ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)):
+				// The directory went: its watch with it. Create both again.
+				l.restore(true)
+			case filepath.Base(ev.Name) == base && (ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)):
+				l.restore(false)
+			}
+		case err, ok := <-l.w.Errors:
+			if !ok {
+				return
+			}
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				l.restore(false) // events were lost: look
+			}
+		}
+	}
+}
+
+// restore binds the path again if our socket is no longer there and the
+// path is free or stale; with dir it first creates the directory (checked
+// as at Listen) and watches it again.
+func (l *Listener) restore(dir bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
+	if now, err := identify(l.path); err == nil && now == l.id {
+		return // still ours (an event about an older file of that name)
+	}
+	if _, err := os.Stat(filepath.Dir(l.path)); errors.Is(err, fs.ErrNotExist) {
+		dir = true // its event may come later, or not at all (the watch went with it)
+	}
+	if dir {
+		if err := secureDir(filepath.Dir(l.path)); err != nil {
+			l.logf("control socket %s: its directory was removed and cannot be created again: %v", l.path, err)
+			return
+		}
+		if err := l.w.Add(filepath.Dir(l.path)); err != nil {
+			l.logf("control socket %s: cannot watch its directory again (%v); a removed socket will not be re-created", l.path, err)
+		}
+	}
+	if err := clearStale(l.path); err != nil {
+		l.logf("control socket %s was removed; not binding it again: %v", l.path, err)
+		return
+	}
+	ln, id, err := bind(l.path)
+	if err != nil {
+		l.logf("control socket %s was removed; binding it again failed: %v", l.path, err)
+		return
+	}
+	old := l.ln
+	l.ln, l.id = ln, id
+	old.Close() // its Accept returns, and moves on to ln
+	l.logf("control socket %s was removed; re-created it", l.path)
 }
 
 // secureDir creates dir 0700 if missing and checks an existing one.

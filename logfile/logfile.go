@@ -3,21 +3,15 @@
 // disk, and reading them back (tail, follow, and a line stream for the
 // log-line readiness probe).
 //
-// Two kinds of writer (Logs, in logs.go, drives both):
-//
-//   - An owned unit dies with hermesd, so its output may pass through
-//     hermesd: it writes into a pipe, hermesd copies to the log file,
-//     counting bytes as they pass, and rotates on the write that would
-//     cross max_size, by rename (path → path.1 → … → path.keep) and a fresh
-//     path. No copy, so rotation needs no free space; the file never exceeds
-//     max_size and the unit never waits on the disk (see pipe).
-//   - A survivor must outlive hermesd without a SIGPIPE or a stalled write
-//     (SPEC §3), so it writes to its log file directly through a descriptor
-//     opened with O_APPEND, for its whole life. hermesd cannot move it to a
-//     new file; it watches the file with inotify and, on the write that
-//     crosses max_size, rotates by Rotate: copy the last max_size bytes to
-//     path.1 (only when the file system has room for them, else they are
-//     dropped and a note says so) and truncate path in place.
+// Every unit writes to its log file directly through a descriptor opened
+// with O_APPEND, never through a pipe into hermesd: a survivor (or a unit
+// released later) must outlive the daemon without a SIGPIPE or a stalled
+// write (SPEC §3). hermesd cannot move such a writer to a new file, so
+// rotation is in place: Logs watches each log with inotify and, on the write
+// that crosses max_size, Rotate copies the last max_size bytes to path.1
+// (only when the file system has room for them; else they are dropped and
+// reported) and truncates path, after which every O_APPEND writer lands at
+// the start of the now empty file. The bound and its slack are in Logs.
 //
 // Every file here is opened without following a symbolic link in its final
 // component (internal/safefile), and a log in a directory other users can

@@ -34,6 +34,7 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/events"
+	"github.com/hermes-units/hermes/logfile"
 	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/units"
 )
@@ -115,8 +116,9 @@ type Options struct {
 	// OpenLog opens a unit's log file for appending (logfile.Open); nil uses
 	// a plain O_APPEND open.
 	OpenLog func(path string) (*os.File, error)
-	// Rotate rotates a log file (logfile.Rotate); nil disables rotation.
-	Rotate func(path string, maxSize int64, keep int) (bool, error)
+	// Logs rotates units' log files as they grow past log.max_size (a
+	// *logfile.Logs, run by the caller); nil: no rotation.
+	Logs Logs
 	// Supervisor reports the supervisor's status for Status.
 	Supervisor func() control.Supervisor
 	Daemon     control.Daemon
@@ -148,6 +150,12 @@ type Options struct {
 	ClockSteps func(ctx context.Context, stepped func()) error
 }
 
+// Logs is what the reconciler needs of logfile.Logs: it is told the log
+// files to keep within their limits.
+type Logs interface {
+	Watch(set map[string]logfile.Limits)
+}
+
 // Reconciler is the state machine. Create it with New, drive it with Run;
 // its control methods (the control.Backend) are safe for concurrent use
 // while Run runs.
@@ -176,8 +184,6 @@ type Reconciler struct {
 	shutting     bool
 	base         context.Context // runs' parent; ends after Run's shutdown
 	wg           sync.WaitGroup  // goroutines started by Run's goroutine
-	rotate       *time.Timer
-	rotating     bool // a rotation pass runs off Run's goroutine (run.go)
 	readyCalled  bool
 	jobs         scheduler // jobs.go
 	more         bool      // the last pass ran out of its start budget (pace.go)
@@ -245,7 +251,6 @@ type (
 		gen  uint64
 		err  error
 	}
-	rotateEvent struct{}
 	notifyEvent struct {
 		pid, pgid int
 		cgroup    string
@@ -394,8 +399,6 @@ func (r *Reconciler) handle(ctx context.Context, ev any) {
 		r.markReady(u)
 	case notifyEvent:
 		r.onNotify(ev)
-	case rotateEvent:
-		r.rotateLogs()
 	case jobEvent:
 		r.onJob(ev)
 	case releasedGone:
@@ -523,9 +526,6 @@ func (r *Reconciler) settled() bool {
 func (r *Reconciler) beginShutdown() {
 	r.log.Info("stopping: owned units in reverse dependency order; survivors keep running")
 	r.shutting = true
-	if r.rotate != nil {
-		r.rotate.Stop()
-	}
 	for _, u := range r.units {
 		u.stopTimer(timerBackoff)
 		if u.state == BackingOff || u.state == Waiting {

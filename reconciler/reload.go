@@ -164,7 +164,7 @@ func (r *Reconciler) apply(ctx context.Context, p control.Plan, l Loaded) {
 			u.declared = nil
 		}
 	}
-	r.armRotate()
+	r.watchLogs()
 }
 
 // markReloadStop stamps the stop a reload is about to begin (or take over)

@@ -2,34 +2,61 @@ package reconciler
 
 import (
 	"context"
-	"sync/atomic"
+	"path/filepath"
+	"reflect"
+	"sync"
 	"testing"
 	"testing/synctest"
-	"time"
 
+	"github.com/hermes-units/hermes/logfile"
 	"github.com/hermes-units/hermes/units"
 )
 
+// fakeLogs records the sets Watch is given.
+type fakeLogs struct {
+	mu   sync.Mutex
+	sets []map[string]logfile.Limits
+}
+
+func (f *fakeLogs) Watch(set map[string]logfile.Limits) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sets = append(f.sets, set)
+}
+
+func (f *fakeLogs) last() map[string]logfile.Limits {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.sets) == 0 {
+		return nil
+	}
+	return f.sets[len(f.sets)-1]
+}
+
 // TestRotationOffRunsGoroutine: log rotation is file work without a bound
-// Run could afford (a large copy, a slow disk, and log.keep renames); it
-// used to run on Run's goroutine, and a slow pass held every status and
-// exit behind it. With a rotation stuck, status answers and an exit is
-// handled; once it ends the timer is armed again, one pass at a time.
+// Run could afford (a copy, a slow disk); Run only hands Logs the set of
+// logs to keep within their limits, after each load and start, and Logs
+// rotates them on its own goroutine as they grow. A unit without max_size
+// is not in the set; a removed unit leaves it.
 func TestRotationOffRunsGoroutine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		release := make(chan struct{})
-		var calls atomic.Int32
+		logs := &fakeLogs{}
+		state := t.TempDir()
 		h := &harness{t: t, fs: &fakeSpawner{fail: map[string]error{}}, errc: make(chan error, 1),
-			specs: []units.Spec{spec("web", func(s *units.Spec) { s.Log = units.Log{MaxSize: 1 << 20, Keep: 3} })}}
+			specs: []units.Spec{
+				spec("web", func(s *units.Spec) { s.Log = units.Log{MaxSize: 1 << 20, Keep: 3} }),
+				spec("plain", func(*units.Spec) {}),
+			}}
+		var mu sync.Mutex
 		r, err := New(Options{
-			Role: Gateway, Spawner: h.fs, StateDir: t.TempDir(), Env: []string{"PATH=/bin"},
+			Role: Gateway, Spawner: h.fs, StateDir: state, Env: []string{"PATH=/bin"},
 			Rand: func() float64 { return 0.5 },
-			Load: func(context.Context) (Loaded, error) { return Loaded{Specs: h.specs}, nil },
-			Rotate: func(string, int64, int) (bool, error) {
-				calls.Add(1)
-				<-release
-				return true, nil
+			Load: func(context.Context) (Loaded, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				return Loaded{Specs: h.specs}, nil
 			},
+			Logs: logs,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -38,35 +65,21 @@ func TestRotationOffRunsGoroutine(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		h.cancel = cancel
 		go func() { h.errc <- r.Run(ctx) }()
-		t.Cleanup(func() { close(release); h.shutdown() })
+		t.Cleanup(func() { h.shutdown() })
 		synctest.Wait()
-
-		time.Sleep(RotateInterval + time.Millisecond)
-		synctest.Wait()
-		if n := calls.Load(); n != 1 {
-			t.Fatalf("rotations after %v: %d, want 1 (stuck)", RotateInterval, n)
+		want := map[string]logfile.Limits{filepath.Join(state, "logs", "web.log"): {MaxSize: 1 << 20, Keep: 3}}
+		if got := logs.last(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("logs watched: got %v, want %v", got, want)
 		}
-		answered := make(chan error, 1)
-		go func() { _, err := r.Status(context.Background()); answered <- err }()
-		synctest.Wait()
-		select {
-		case err := <-answered:
-			if err != nil {
-				t.Fatalf("status during a stuck rotation: %v", err)
-			}
-		default:
-			t.Fatal("status does not answer while a rotation is stuck")
+		mu.Lock()
+		h.specs = h.specs[1:]
+		mu.Unlock()
+		if _, err := r.Reload(t.Context(), false); err != nil {
+			t.Fatal(err)
 		}
-		h.fs.last(t, "web").exit(errExit1)
 		synctest.Wait()
-		if u := h.unit("web"); u.State != "failed" {
-			t.Errorf("exit during a stuck rotation: state %s, want failed", u.State)
-		}
-		// No second pass while the first is stuck.
-		time.Sleep(3 * RotateInterval)
-		synctest.Wait()
-		if n := calls.Load(); n != 1 {
-			t.Errorf("rotations while the first is stuck: %d, want 1", n)
+		if got := logs.last(); len(got) != 0 {
+			t.Errorf("logs watched after web was removed: %v, want none", got)
 		}
 	})
 }

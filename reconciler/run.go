@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hermes-units/hermes/logfile"
 	"github.com/hermes-units/hermes/units"
 )
 
@@ -67,6 +68,9 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 	f.Close() // the child holds its own descriptor
 	u.starts = append(u.starts, now)
 	u.logPath = logPath
+	if u.spec.Log.MaxSize > 0 {
+		r.watchLogs() // its file exists now: watch it
+	}
 	if err != nil {
 		jr.end()
 		u.started = now
@@ -353,63 +357,23 @@ func (r *Reconciler) openLog(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 }
 
-// armRotate arms the rotation timer when a unit sets log.max_size, unless
-// a rotation pass is still running.
-func (r *Reconciler) armRotate() {
-	if r.rotate != nil || r.rotating || r.opt.Rotate == nil || r.shutting {
+// watchLogs gives Logs the log files of the units that set log.max_size, so
+// that it rotates each on the write that crosses it (Run's goroutine, after
+// every load and start).
+func (r *Reconciler) watchLogs() {
+	if r.opt.Logs == nil || r.shutting {
 		return
 	}
+	set := map[string]logfile.Limits{}
 	for _, u := range r.units {
-		if u.spec.Log.MaxSize > 0 {
-			r.rotate = time.AfterFunc(RotateInterval, func() { r.post(rotateEvent{}) })
-			return
-		}
-	}
-}
-
-// rotateLogs rotates the log of every unit that sets log.max_size. Run's
-// goroutine only lists them: the renames and copies run on a goroutine of
-// their own, since file work has no bound Run could afford (a large log to
-// copy, a slow disk), and Run must keep answering status and handling
-// exits meanwhile. The pass ends with a request that re-arms the timer;
-// one pass at a time, so that no two rotate one file.
-func (r *Reconciler) rotateLogs() {
-	r.rotate = nil
-	type job struct {
-		unit, path string
-		max        int64
-		keep       int
-	}
-	var jobs []job
-	for _, u := range r.units {
-		if u.spec.Log.MaxSize <= 0 {
+		if u.spec.Log.MaxSize <= 0 || u.removed { // a removed unit is on its way out
 			continue
 		}
 		path := u.logPath
 		if path == "" {
 			path = r.logPath(u.spec)
 		}
-		jobs = append(jobs, job{u.spec.Name, path, int64(u.spec.Log.MaxSize), u.spec.Log.Keep})
+		set[path] = logfile.Limits{MaxSize: int64(u.spec.Log.MaxSize), Keep: u.spec.Log.Keep}
 	}
-	if len(jobs) == 0 || r.base == nil {
-		r.armRotate()
-		return
-	}
-	r.rotating = true
-	base, rotate, log := r.base, r.opt.Rotate, r.log
-	r.wg.Go(func() {
-		for _, j := range jobs {
-			if base.Err() != nil {
-				return
-			}
-			if _, err := rotate(j.path, j.max, j.keep); err != nil && !errors.Is(err, os.ErrNotExist) {
-				log.Warn("log rotation failed", "unit", j.unit, "path", j.path, "err", err)
-			}
-		}
-		done := request{fn: func(context.Context) { r.rotating = false; r.armRotate() }}
-		select {
-		case r.events <- done:
-		case <-base.Done():
-		}
-	})
+	r.opt.Logs.Watch(set)
 }

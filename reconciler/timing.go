@@ -15,11 +15,6 @@ const (
 	// DefaultStopGrace is the grace between the stop signal and KILL when a
 	// unit sets none.
 	DefaultStopGrace = 3 * time.Second
-	// RotateInterval is hermesd's one declared periodic timer: every 30 s it
-	// rotates the log files of units that set log.max_size. It is armed only
-	// while at least one such unit is declared, so an idle hermesd has no
-	// other periodic wake-up.
-	RotateInterval = 30 * time.Second
 	// probeInterval is how often a tcp or http readiness probe retries while
 	// a unit is starting (the kernel gives no event for "now listening").
 	probeInterval = 100 * time.Millisecond

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/proc"
 )
@@ -179,9 +180,11 @@ func TestSocketPathNotSocket(t *testing.T) {
 	}
 }
 
-// TestSecondHermesdSocketDeleted: the refusal of a second hermesd comes
-// from the state directory's lock, not from the socket file: with the first
-// one's socket deleted, the second on the same paths still exits 3.
+// TestSecondHermesdSocketDeleted: a deleted control socket is bound again
+// by the hermesd that owns it (so hermesctl still reaches it), and the
+// refusal of a second hermesd comes from the state directory's lock, not
+// from the socket file: the second on the same paths exits 3 and leaves the
+// first's socket alone.
 func TestSecondHermesdSocketDeleted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts hermesd processes")
@@ -189,8 +192,33 @@ func TestSecondHermesdSocketDeleted(t *testing.T) {
 	dir := t.TempDir()
 	writeUnits(t, dir, map[string]string{})
 	first := startDaemon(t, dir, "gateway")
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.Add(filepath.Dir(first.socket)); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Remove(first.socket); err != nil {
 		t.Fatal(err)
+	}
+	reached := func() bool {
+		c, err := control.Dial(first.socket)
+		if err != nil {
+			return false
+		}
+		defer c.Close()
+		st, err := c.Status(t.Context())
+		return err == nil && st.Daemon.PID == first.cmd.Process.Pid
+	}
+	deadline := time.After(20 * time.Second)
+	for !reached() {
+		select {
+		case <-w.Events:
+		case <-deadline:
+			t.Fatalf("the deleted control socket %s was not bound again by hermesd", first.socket)
+		}
 	}
 	code, stderr := runHermesd(t, "--units", filepath.Join(dir, "units"), "--state", filepath.Join(dir, "state"),
 		"--socket", first.socket, "--config", filepath.Join(dir, "none.yaml"))
@@ -200,7 +228,7 @@ func TestSecondHermesdSocketDeleted(t *testing.T) {
 	if code != exitLocked || stderr != want {
 		t.Errorf("second hermesd: exit %d, stderr %q; want exit %d, %q", code, stderr, exitLocked, want)
 	}
-	if _, err := os.Lstat(first.socket); err == nil {
-		t.Errorf("the refused hermesd created a socket at %s", first.socket)
+	if !reached() {
+		t.Errorf("the first hermesd is not reachable at %s after the second was refused", first.socket)
 	}
 }

@@ -201,17 +201,20 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		ns.Close()
 		return exit(exitFailure, err)
 	}
-	ln, err := control.Listen(cfg.Socket)
+	ln, err := control.ListenWith(cfg.Socket, func(f string, a ...any) { log.Warn(fmt.Sprintf(f, a...), "part", "control") })
 	if err != nil {
 		ns.Close()
 		w.Close()
-		if errors.Is(err, control.ErrInUse) || errors.Is(err, control.ErrUnsafe) {
+		if errors.Is(err, control.ErrInUse) || errors.Is(err, control.ErrUnsafe) || errors.Is(err, control.ErrPathTooLong) {
 			return exit(exitSocket, err)
 		}
 		return exit(exitFailure, err)
 	}
 
 	started := time.Now()
+	logs := logfile.NewLogs(func(path string, err error) {
+		log.Warn("unit log", "path", path, "err", err)
+	})
 	rec, err = reconciler.New(reconciler.Options{
 		Role:         cfg.role,
 		Spawner:      reconciler.Supervised(owner),
@@ -223,7 +226,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		NotifySocket: notifyPath,
 		Lines:        logfile.Lines,
 		OpenLog:      logfile.Open,
-		Rotate:       logfile.Rotate,
+		Logs:         logs,
 		Supervisor: func() control.Supervisor {
 			s := owner.Status()
 			return control.Supervisor{PID: s.PID, Groups: s.Groups, Mode: string(s.Mode), Health: s.Health, Ledger: s.Ledger}
@@ -268,6 +271,11 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		}
 	})
 	wg.Go(func() { watchdog(helpers, log) })
+	wg.Go(func() {
+		if err := logs.Run(helpers); err != nil {
+			log.Error("log rotation stopped", "err", err)
+		}
+	})
 	wg.Go(func() { px.serve(helpers) })
 	wg.Go(func() { obs.serve(helpers) })
 

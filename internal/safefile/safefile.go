@@ -100,17 +100,18 @@ func CheckOwn(f *os.File) error {
 	}
 	if euid := os.Geteuid(); int(st.Uid) != euid {
 		return fmt.Errorf("%s %w: it belongs to uid %d, not to uid %d that runs hermesd, in a directory other users can write; remove it (rm %s), or move the file to a directory of your own",
-			f.Name(), ErrNotOurs, st.Uid, euid, quote(f.Name()))
+			f.Name(), ErrNotOurs, st.Uid, euid, Quote(f.Name()))
 	}
 	if st.Nlink > 1 {
 		return fmt.Errorf("%s %w: it has %d hard links in a directory other users can write; remove it (rm %s), or move the file to a directory of your own",
-			f.Name(), ErrNotOurs, st.Nlink, quote(f.Name()))
+			f.Name(), ErrNotOurs, st.Nlink, Quote(f.Name()))
 	}
 	return nil
 }
 
-// quote makes a path safe to paste into a POSIX shell.
-func quote(s string) string {
+// Quote makes a path safe to paste into a POSIX shell, for the fixes error
+// messages suggest.
+func Quote(s string) string {
 	safe := true
 	for _, r := range s {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '/' || r == '.' || r == '_' || r == '-' || r == '+' || r == ':' || r == ',' || r == '@') {

@@ -120,8 +120,8 @@ func TestQuote(t *testing.T) {
 		"/tmp/it's.log":  `'/tmp/it'\''s.log'`,
 		"/tmp/\x1b[2J.l": "'/tmp/\x1b[2J.l'",
 	} {
-		if got := quote(in); got != want {
-			t.Errorf("quote(%q): got %q, want %q", in, got, want)
+		if got := Quote(in); got != want {
+			t.Errorf("Quote(%q): got %q, want %q", in, got, want)
 		}
 	}
 }
