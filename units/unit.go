@@ -334,6 +334,9 @@ func (d *decoder) log(f field, l *Log, known []string) {
 		switch g.name {
 		case "path":
 			l.Path = d.path(g)
+			if msg := checkLogDir(l.Path); l.Path != "" && msg != "" {
+				d.errf(g.val, "%s: %s", g.path, msg)
+			}
 		case "max_size":
 			l.MaxSize = d.size(g)
 		case "keep":
