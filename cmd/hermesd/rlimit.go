@@ -26,9 +26,6 @@ const (
 	fdPerUnit = 4
 	// fdPerProxyConn: a client connection and its upstream one.
 	fdPerProxyConn = 2
-	// defaultProxyConns is the proxy's connection cap when the
-	// configuration does not say (see proxyConns).
-	defaultProxyConns = units.DefaultMaxConnections
 )
 
 // raiseNoFile raises the soft RLIMIT_NOFILE to the hard limit, less one,
