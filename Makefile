@@ -31,16 +31,16 @@ lint: ## gofmt, go mod tidy, go vet, staticcheck, shellcheck, the detached-spawn
 	$(GO) vet $(PKGS)
 	$(GO) tool staticcheck $(PKGS)
 	shellcheck -s sh $$(git ls-files '*.sh')
-	$(GO) run ./internal/spawncheck .
+	$(GO) run ./internal/cmd/spawncheck .
 
 lint-metrics: ## promtool check metrics on a scrape of every series and of a live hermesd (Debian package prometheus)
-	HERMES_REQUIRE_PROMTOOL=1 $(GO) test -count=1 -run 'TestMetricsFromEvents|TestEventsAndMetricsScenario' ./metrics ./cmd/hermesd
+	HERMES_REQUIRE_PROMTOOL=1 $(GO) test -count=1 -run 'TestMetricsFromEvents|TestEventsAndMetricsScenario' ./internal/metrics ./cmd/hermesd
 
 bench: build ## measure the targets; prints a table (figure, value, method, machine); BENCH_FLAGS="-owner-trials 100" for owner-SIGKILL p99s, "-only hermesd,owner" for some sections
-	$(GO) run ./internal/bench $(BENCH_FLAGS)
+	$(GO) run ./internal/cmd/bench $(BENCH_FLAGS)
 
 chaos: ## kill hermesd at random moments, restart it, check nothing owned survives or is lost (CHAOS_ROUNDS, CHAOS_SEED; 0 = from the clock)
-	$(GO) run ./internal/chaos -rounds $(CHAOS_ROUNDS) -seed $(CHAOS_SEED)
+	$(GO) run ./internal/cmd/chaos -rounds $(CHAOS_ROUNDS) -seed $(CHAOS_SEED)
 
 schema: ## regenerate schema/*.schema.json from the Go types
 	$(GO) generate ./schema

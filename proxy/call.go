@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/providers"
-	"github.com/hermes-units/hermes/sse"
+	"github.com/hermes-units/hermes/internal/sse"
 	"github.com/hermes-units/hermes/timeouts"
 )
 

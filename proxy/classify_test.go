@@ -3,7 +3,7 @@ package proxy
 import (
 	"testing"
 
-	"github.com/hermes-units/hermes/sse"
+	"github.com/hermes-units/hermes/internal/sse"
 	"github.com/hermes-units/hermes/timeouts"
 )
 

@@ -14,8 +14,8 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/ledger"
-	"github.com/hermes-units/hermes/logfile"
-	"github.com/hermes-units/hermes/notify"
+	"github.com/hermes-units/hermes/internal/logfile"
+	"github.com/hermes-units/hermes/internal/notify"
 	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/supervisor"
 	"github.com/hermes-units/hermes/units"

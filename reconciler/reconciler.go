@@ -34,7 +34,7 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/events"
-	"github.com/hermes-units/hermes/logfile"
+	"github.com/hermes-units/hermes/internal/logfile"
 	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/units"
 )

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/hermes-units/hermes/logfile"
+	"github.com/hermes-units/hermes/internal/logfile"
 	"github.com/hermes-units/hermes/units"
 )
 

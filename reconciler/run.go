@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hermes-units/hermes/logfile"
+	"github.com/hermes-units/hermes/internal/logfile"
 	"github.com/hermes-units/hermes/units"
 )
 

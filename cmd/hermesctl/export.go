@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hermes-units/hermes/systemdunit"
+	"github.com/hermes-units/hermes/internal/systemdunit"
 	"github.com/hermes-units/hermes/units"
 	"github.com/spf13/cobra"
 )

@@ -8,7 +8,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/hermes-units/hermes/logfile"
+	"github.com/hermes-units/hermes/internal/logfile"
 	"github.com/spf13/cobra"
 )
 

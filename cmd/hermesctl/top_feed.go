@@ -12,7 +12,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/hermes-units/hermes/control"
-	"github.com/hermes-units/hermes/logfile"
+	"github.com/hermes-units/hermes/internal/logfile"
 	"github.com/hermes-units/hermes/proc"
 )
 

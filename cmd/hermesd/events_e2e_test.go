@@ -19,7 +19,7 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/events"
-	"github.com/hermes-units/hermes/metrics/metricstest"
+	"github.com/hermes-units/hermes/internal/metrics/metricstest"
 	"github.com/hermes-units/hermes/proxy"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/events"
-	"github.com/hermes-units/hermes/metrics"
+	"github.com/hermes-units/hermes/internal/metrics"
 	"github.com/hermes-units/hermes/proxy"
 	"github.com/hermes-units/hermes/timeouts"
 	"github.com/hermes-units/hermes/units"

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hermes-units/hermes/notify"
+	"github.com/hermes-units/hermes/internal/notify"
 )
 
 // TestSystemdNotify runs hermesd as systemd would run a Type=notify service

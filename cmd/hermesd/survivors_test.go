@@ -13,7 +13,7 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/ledger"
-	"github.com/hermes-units/hermes/notify"
+	"github.com/hermes-units/hermes/internal/notify"
 	"github.com/hermes-units/hermes/proc"
 )
 

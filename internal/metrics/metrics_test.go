@@ -12,7 +12,7 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/events"
-	"github.com/hermes-units/hermes/metrics/metricstest"
+	"github.com/hermes-units/hermes/internal/metrics/metricstest"
 )
 
 func scrapeBytes(t *testing.T, h http.Handler) []byte {

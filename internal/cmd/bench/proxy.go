@@ -22,7 +22,7 @@ import (
 
 	"github.com/hermes-units/hermes/providers"
 	"github.com/hermes-units/hermes/proxy"
-	"github.com/hermes-units/hermes/sse"
+	"github.com/hermes-units/hermes/internal/sse"
 	"github.com/hermes-units/hermes/units"
 )
 

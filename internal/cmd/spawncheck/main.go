@@ -1,6 +1,6 @@
 // Command spawncheck is the detached-spawn ratchet run by make lint:
 //
-//	go run ./internal/spawncheck .
+//	go run ./internal/cmd/spawncheck .
 //
 // It parses every non-test .go file of the module and fails (exit 1),
 // listing file:line and what it found, on any detached spawn outside the

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
-	"github.com/hermes-units/hermes/notify"
+	"github.com/hermes-units/hermes/internal/notify"
 )
 
 // envRun tags hermesd and, through its environment, every unit process of
