@@ -106,6 +106,14 @@ func (c *Client) Reload(ctx context.Context, dryRun bool) (Plan, error) {
 	return normalizePlan(p), nil
 }
 
+// Version is the daemon's build. A daemon older than this API answers
+// with an *Error of Code CodeNoRoute.
+func (c *Client) Version(ctx context.Context) (VersionInfo, error) {
+	var v VersionInfo
+	err := c.do(ctx, http.MethodGet, pathVersion, nil, &v)
+	return v, err
+}
+
 // LogPath is unit's current log file.
 func (c *Client) LogPath(ctx context.Context, unit string) (string, error) {
 	if unit == "" {

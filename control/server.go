@@ -27,12 +27,14 @@ import (
 //	POST /v1/adopt, /v1/orphans, /v1/units/{unit}/release (see adopt.go)
 //	GET  /v1/events[?follow=1]            → JSON lines (see events.go)
 //	POST /v1/proxy/rotate-token (see token.go)
+//	GET  /v1/version                      → VersionInfo
 //
 // Every failure is a non-2xx status with an ErrorBody.
 const (
-	pathStatus = "/v1/status"
-	pathReload = "/v1/reload"
-	pathUnits  = "/v1/units/"
+	pathStatus  = "/v1/status"
+	pathReload  = "/v1/reload"
+	pathUnits   = "/v1/units/"
+	pathVersion = "/v1/version"
 )
 
 // maxBody bounds a request body; the largest legitimate one is a few bytes.
@@ -49,6 +51,8 @@ type Options struct {
 	// Events is served on GET /v1/events (events.go); nil answers that
 	// the daemon keeps no event stream.
 	Events *events.Bus
+	// Version is the daemon's build, served on GET /v1/version.
+	Version VersionInfo
 }
 
 // Server serves a Backend on a listener. Every connection's peer is checked
@@ -61,11 +65,12 @@ type Server struct {
 	grace time.Duration
 	uid   int // the uid admitted besides root; os.Geteuid(), changed by tests only
 	bus   *events.Bus
+	ver   VersionInfo
 }
 
 // NewServer returns a Server for b.
 func NewServer(b Backend, opts Options) *Server {
-	s := &Server{b: b, logf: opts.Logf, grace: opts.ShutdownTimeout, uid: os.Geteuid(), bus: opts.Events}
+	s := &Server{b: b, logf: opts.Logf, grace: opts.ShutdownTimeout, uid: os.Geteuid(), bus: opts.Events, ver: opts.Version}
 	if s.logf == nil {
 		s.logf = func(string, ...any) {}
 	}
@@ -166,6 +171,7 @@ func (s *Server) handler(end <-chan struct{}) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+pathStatus, s.status)
 	mux.HandleFunc("GET "+pathEvents, s.events(end))
+	mux.HandleFunc("GET "+pathVersion, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, s.ver) })
 	for _, a := range []struct {
 		name string
 		do   func(context.Context, string) error

@@ -20,3 +20,13 @@ type LogInfo struct {
 	Unit string `json:"unit"`
 	Path string `json:"path"` // the unit's current log file; the client reads it directly
 }
+
+// VersionInfo answers GET /v1/version: the daemon's build (package
+// internal/version of this module fills it).
+type VersionInfo struct {
+	Version  string `json:"version"`            // module version: "v1.2.3", or "(devel)" for a build in a checkout
+	Revision string `json:"revision,omitempty"` // VCS revision it was built from
+	Time     string `json:"time,omitempty"`     // the revision's commit time
+	Modified bool   `json:"modified,omitempty"` // built from a checkout with uncommitted changes
+	Go       string `json:"go,omitempty"`       // Go toolchain
+}

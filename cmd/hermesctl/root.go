@@ -38,7 +38,9 @@ func newRoot() *cobra.Command {
 		Short:         "Steer hermesd, and run commands as owned children",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionString(),
 	}
+	root.SetVersionTemplate("hermesctl {{.Version}}\n")
 	f := root.PersistentFlags()
 	paths.AddFlags(f)
 	// Paths are layered exactly as hermesd layers them (flag > HERMES_* env >
@@ -70,6 +72,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newExportCmd(g))
 	root.AddCommand(newEventsCmd(g))
 	root.AddCommand(newTopCmd(g))
+	root.AddCommand(newVersionCmd(g))
 	root.AddCommand(newCompletionCmd())
 	return root
 }

@@ -56,7 +56,7 @@ func cmdFakeDaemon(ts *testscript.TestScript, neg bool, args []string) {
 	for _, e := range sc.Events {
 		bus.Publish(e)
 	}
-	srv := control.NewServer(b, control.Options{Logf: logf, Events: bus})
+	srv := control.NewServer(b, control.Options{Logf: logf, Events: bus, Version: sc.Version})
 	go func() { done <- srv.Serve(ctx, ln) }()
 	ts.Defer(func() {
 		cancel()
@@ -82,6 +82,8 @@ type fakeScript struct {
 	// Events is the daemon's event history (events_test.go), in order;
 	// their seq is given by the bus.
 	Events []events.Event `json:"events"`
+	// Version is what GET /v1/version answers.
+	Version control.VersionInfo `json:"version"`
 }
 
 // fakeDaemon implements control.Backend from a fakeScript; start and stop

@@ -18,6 +18,7 @@ import (
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/paths"
 	"github.com/hermes-units/hermes/internal/safefile"
+	"github.com/hermes-units/hermes/internal/version"
 	"github.com/hermes-units/hermes/internal/wallclock"
 	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/internal/logfile"
@@ -52,6 +53,15 @@ func (e *exitError) Unwrap() error { return e.err }
 
 func exit(code int, err error) error { return &exitError{code, err} }
 
+// errVersion: --version was asked for; run prints the version and exits 0.
+var errVersion = errors.New("version asked for")
+
+// buildVersion is this binary's build, as the control API reports it.
+func buildVersion() control.VersionInfo {
+	v := version.Read()
+	return control.VersionInfo{Version: v.Version, Revision: v.Revision, Time: v.Time, Modified: v.Modified, Go: v.Go}
+}
+
 // ErrLocked reports a state directory held by another hermesd.
 var ErrLocked = errors.New("state directory is locked by another hermesd")
 
@@ -68,9 +78,13 @@ func parseFlags(args []string) (config, error) {
 	paths.AddFlags(fs)
 	fs.String(paths.KeyRole, string(reconciler.Gateway), "owner role: gateway (survivors are re-adopted) or worker (env HERMES_ROLE, config key role)")
 	insecure := fs.Bool("insecure-units", false, "skip the ownership and permission checks of unit files")
+	showVersion := fs.Bool("version", false, "print hermesd's version (module version, VCS revision) and exit")
 	addModeFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return config{}, exit(exitUsage, err)
+	}
+	if *showVersion {
+		return config{}, errVersion
 	}
 	if fs.NArg() > 0 {
 		return config{}, exit(exitUsage, fmt.Errorf("unexpected arguments %q; hermesd takes flags only", fs.Args()))
@@ -101,6 +115,10 @@ func run(args []string) error {
 	}
 	cfg, err := parseFlags(args)
 	if errors.Is(err, pflag.ErrHelp) {
+		return nil
+	}
+	if errors.Is(err, errVersion) {
+		fmt.Println("hermesd", version.Read())
 		return nil
 	}
 	if err != nil {
@@ -256,7 +274,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	helpers, stopHelpers := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := control.NewServer(backend{rec, px, cfg.State}, control.Options{Logf: func(f string, a ...any) { log.Warn(fmt.Sprintf(f, a...), "part", "control") }, Events: obs.bus}).Serve(helpers, ln); err != nil {
+		if err := control.NewServer(backend{rec, px, cfg.State}, control.Options{Logf: func(f string, a ...any) { log.Warn(fmt.Sprintf(f, a...), "part", "control") }, Events: obs.bus, Version: buildVersion()}).Serve(helpers, ln); err != nil {
 			log.Error("control API stopped", "err", err)
 		}
 	})
