@@ -1,13 +1,18 @@
 package supervisor
 
 import (
+	"bufio"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/proc"
 )
 
@@ -134,5 +139,95 @@ func TestRegLine(t *testing.T) {
 				t.Errorf("regLine: got %q, %v; want %q", l, err, tt.want+"\n")
 			}
 		})
+	}
+}
+
+// TestScriptSignalsBeforeSweep: at EOF the registered groups get TERM
+// before the sweep for escapees reads /proc (slow with many processes, and
+// a read of a stuck process's environment blocks). The sweep's grep is
+// held here until the registered group is gone; the tagged escapee the
+// sweep then finds gets TERM too.
+func TestScriptSignalsBeforeSweep(t *testing.T) {
+	realGrep, err := exec.LookPath("grep")
+	if err != nil {
+		t.Skip("no grep on PATH: the script's sweep needs one")
+	}
+	dir := t.TempDir()
+	hold := filepath.Join(dir, "hold")
+	if err := syscall.Mkfifo(hold, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fake := fmt.Sprintf("#!/bin/sh\nread -r _ <'%s'\nexec '%s' \"$@\"\n", hold, realGrep)
+	if err := os.WriteFile(filepath.Join(dir, "grep"), []byte(fake), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	released := false
+	release := func() {
+		if released {
+			return
+		}
+		released = true
+		// O_RDWR never blocks, and the line waits in the FIFO for a
+		// grep that has not opened it yet: the end stays open until the
+		// test ends.
+		f, err := os.OpenFile(hold, os.O_RDWR, 0)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		t.Cleanup(func() { f.Close() })
+		f.WriteString("go\n")
+	}
+
+	group, groupID := sleeper(t)
+	groupGone := make(chan struct{})
+	go func() { group.Wait(); close(groupGone) }()
+	esc := exec.Command("sleep", "1000")
+	esc.Env = []string{ledger.EnvSpawn + "=k1"}
+	esc.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := esc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	escGone := make(chan struct{})
+	go func() { esc.Wait(); close(escGone) }()
+	t.Cleanup(func() { esc.Process.Kill(); <-escGone })
+
+	sup := exec.Command(Shell, "-c", script, "hermes-supervisor", "2000", strconv.Itoa(syscall.Getpgrp()), "-", "-")
+	sup.Env = []string{"PATH=" + dir + ":/usr/bin:/bin"}
+	sup.Dir = "/"
+	sup.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	in, err := sup.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := sup.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sup.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { release(); sup.Process.Kill(); sup.Wait() })
+	fmt.Fprintf(in, "R g1 %d %d %d k1 -\n", groupID.PID, groupID.PID, groupID.StartTime)
+	if l, err := bufio.NewReader(out).ReadString('\n'); l != "A g1\n" {
+		t.Fatalf("registration: got %q, %v; want \"A g1\\n\"", l, err)
+	}
+	in.Close()
+
+	select {
+	case <-groupGone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the registered group got no TERM within 10s of EOF while the sweep was held")
+	}
+	select {
+	case <-escGone:
+		t.Fatal("the escapee died before the sweep that finds it ran")
+	default:
+	}
+	release()
+	select {
+	case <-escGone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the tagged escapee survived the sweep")
 	}
 }

@@ -192,11 +192,15 @@ now() { read -r u _ </proc/uptime; c=${u%.*}${u#*.}; c=${c#"${c%%[!0]*}"}; c=${c
 
 # The grace runs from EOF: the deadline is fixed first, so that the TERM
 # round and the polls count against it and KILL fires at the grace.
+# Signal first: the registered groups get TERM before the sweep, which
+# reads the environment of every process (slow with many, and it blocks on
+# a process stuck in the kernel); the escapees it finds get TERM after.
 now
 start=$c end=$((c + (grace + 9) / 10))
 pending=${ids# } esc=''
-sweep
 hit TERM
+sweep
+for p in $esc; do kill -s TERM "$p" 2>/dev/null; done
 check
 while [ "$left" = 1 ]; do
   now
