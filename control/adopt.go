@@ -40,8 +40,9 @@ type Adopter interface {
 	// started: it now dies with the daemon. Refusals wrap ErrRefused.
 	Adopt(ctx context.Context, req AdoptRequest) (Adopted, error)
 	// Orphans lists the leftovers of dead owners found in the ledger, with
-	// their evidence; with adopt set it also adopts those that qualify.
-	Orphans(ctx context.Context, adopt bool) (OrphanReport, error)
+	// their evidence; with req.Adopt set it also adopts those that qualify
+	// (never a group holding the caller or one of its ancestors).
+	Orphans(ctx context.Context, req OrphansRequest) (OrphanReport, error)
 	// Release gives a unit's group up: it outlives the daemon and the daemon
 	// stops managing it.
 	Release(ctx context.Context, unit string) (Released, error)
@@ -77,6 +78,13 @@ type Adopted struct {
 // OrphansRequest is the body of POST /v1/orphans.
 type OrphansRequest struct {
 	Adopt bool `json:"adopt"`
+	// CallerPGID and CallerPID are the asking process's group and pid, as
+	// in AdoptRequest: the Server sets them from SO_PEERCRED, whatever the
+	// client sent. A sweep never adopts a group holding the caller or one
+	// of its ancestors (a shell left by a dead `hermesctl run`, from which
+	// the user asks).
+	CallerPGID int `json:"caller_pgid,omitempty"`
+	CallerPID  int `json:"caller_pid,omitempty"`
 }
 
 // Orphan is a leftover of a dead owner found in the ledger.
@@ -118,13 +126,7 @@ func (s *Server) routeAdopter(mux *http.ServeMux) {
 		if !decodeBody(w, r, "adopt", &req) {
 			return
 		}
-		req.CallerPGID, req.CallerPID = 0, 0
-		if ad, _ := r.Context().Value(connKey{}).(*admission); ad != nil && ad.peer.PID > 0 {
-			req.CallerPID = ad.peer.PID
-			if pg, err := unix.Getpgid(ad.peer.PID); err == nil {
-				req.CallerPGID = pg
-			}
-		}
+		req.CallerPID, req.CallerPGID = caller(r)
 		res, err := a.Adopt(r.Context(), req)
 		if err != nil {
 			writeError(w, err)
@@ -137,7 +139,8 @@ func (s *Server) routeAdopter(mux *http.ServeMux) {
 		if !decodeBody(w, r, "orphans", &req) {
 			return
 		}
-		rep, err := a.Orphans(r.Context(), req.Adopt)
+		req.CallerPID, req.CallerPGID = caller(r)
+		rep, err := a.Orphans(r.Context(), req)
 		if err != nil {
 			writeError(w, err)
 			return
@@ -173,6 +176,20 @@ func decodeBody(w http.ResponseWriter, r *http.Request, what string, v any) bool
 	return true
 }
 
+// caller is the pid and process group of the peer that sent r, from
+// SO_PEERCRED (0, 0 when unknown): what a client says of itself is never
+// trusted.
+func caller(r *http.Request) (pid, pgid int) {
+	ad, _ := r.Context().Value(connKey{}).(*admission)
+	if ad == nil || ad.peer.PID <= 0 {
+		return 0, 0
+	}
+	if pg, err := unix.Getpgid(ad.peer.PID); err == nil {
+		pgid = pg
+	}
+	return ad.peer.PID, pgid
+}
+
 func normalizeReport(rep OrphanReport) OrphanReport {
 	if rep.Orphans == nil {
 		rep.Orphans = []Orphan{}
@@ -203,10 +220,11 @@ func (c *Client) Adopt(ctx context.Context, req AdoptRequest) (Adopted, error) {
 	return res, err
 }
 
-// Orphans lists (and with adopt, adopts) the leftovers of dead owners.
-func (c *Client) Orphans(ctx context.Context, adopt bool) (OrphanReport, error) {
+// Orphans lists (and with req.Adopt, adopts) the leftovers of dead
+// owners. The daemon fills in the caller from the socket's credentials.
+func (c *Client) Orphans(ctx context.Context, req OrphansRequest) (OrphanReport, error) {
 	var rep OrphanReport
-	if err := c.do(ctx, http.MethodPost, pathOrphans, OrphansRequest{Adopt: adopt}, &rep); err != nil {
+	if err := c.do(ctx, http.MethodPost, pathOrphans, req, &rep); err != nil {
 		return OrphanReport{}, err
 	}
 	return normalizeReport(rep), nil

@@ -22,7 +22,7 @@ func TestAdoptRoutes(t *testing.T) {
 	if _, err := s.client.Adopt(ctx, AdoptRequest{PID: 43}); err != nil {
 		t.Fatalf("Adopt: %v", err)
 	}
-	rep, err := s.client.Orphans(ctx, true)
+	rep, err := s.client.Orphans(ctx, OrphansRequest{Adopt: true})
 	if err != nil {
 		t.Fatalf("Orphans: %v", err)
 	}

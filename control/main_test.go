@@ -174,8 +174,8 @@ func (b *fakeBackend) Adopt(_ context.Context, req AdoptRequest) (Adopted, error
 	return Adopted{Unit: req.As, PGID: req.PGID, PID: req.PID}, nil
 }
 
-func (b *fakeBackend) Orphans(_ context.Context, adopt bool) (OrphanReport, error) {
-	b.record("orphans adopt=%v", adopt)
+func (b *fakeBackend) Orphans(_ context.Context, req OrphansRequest) (OrphanReport, error) {
+	b.record("orphans adopt=%v", req.Adopt)
 	return OrphanReport{}, b.err
 }
 

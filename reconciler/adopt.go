@@ -261,6 +261,29 @@ func ancestorsOf(pid int, of string) []ancestor {
 	return out
 }
 
+// check refuses the groups adopt never takes, whatever asked for them (a
+// pid, a pgid, or a ledger record in the orphan sweep): pgid ≤ 1,
+// hermesd's own group, its supervisor's, the caller's, and a group holding
+// an ancestor of the caller or of hermesd.
+func (gd guards) check(pgid int) error {
+	switch {
+	case pgid <= 1:
+		return refused("pgid %d: a group id must be greater than 1 (0 and 1 are the kernel's and init's)", pgid)
+	case pgid == gd.selfPGID || pgid == gd.selfPID:
+		return refused("group %d is hermesd's own group", pgid)
+	case gd.supervisorPID != 0 && pgid == gd.supervisorPID:
+		return refused("group %d is hermesd's death supervisor", pgid)
+	case gd.callerPGID != 0 && pgid == gd.callerPGID:
+		return refused("group %d is your own (the group of the hermesctl that asked): it would die with hermesd; start the program in a group of its own (setsid) or adopt it from another shell", pgid)
+	}
+	for _, a := range gd.ancestors {
+		if a.pgid == pgid {
+			return refused("group %d holds pid %d (%s), an ancestor of %s: adopted, it would be killed when hermesd dies, and your terminal with it; adopt the program's own group instead (start it with setsid)", pgid, a.pid, a.comm, a.of)
+		}
+	}
+	return nil
+}
+
 func refused(format string, args ...any) error {
 	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), control.ErrRefused)
 }
@@ -279,20 +302,8 @@ func vetGroup(pid, pgid int, gd guards) (Group, error) {
 		}
 		pgid = st.PGID
 	}
-	switch {
-	case pgid <= 1:
-		return Group{}, refused("pgid %d: a group id must be greater than 1 (0 and 1 are the kernel's and init's)", pgid)
-	case pgid == gd.selfPGID || pgid == gd.selfPID:
-		return Group{}, refused("group %d is hermesd's own group", pgid)
-	case gd.supervisorPID != 0 && pgid == gd.supervisorPID:
-		return Group{}, refused("group %d is hermesd's death supervisor", pgid)
-	case gd.callerPGID != 0 && pgid == gd.callerPGID:
-		return Group{}, refused("group %d is your own (the group of the hermesctl that asked): it would die with hermesd; start the program in a group of its own (setsid) or adopt it from another shell", pgid)
-	}
-	for _, a := range gd.ancestors {
-		if a.pgid == pgid {
-			return Group{}, refused("group %d holds pid %d (%s), an ancestor of %s: adopted, it would be killed when hermesd dies, and your terminal with it; adopt the program's own group instead (start it with setsid)", pgid, a.pid, a.comm, a.of)
-		}
+	if err := gd.check(pgid); err != nil {
+		return Group{}, err
 	}
 	members, err := proc.GroupMembers(pgid)
 	if err != nil {
@@ -399,8 +410,8 @@ func (r *Reconciler) take(ctx context.Context, ad Adopter, g Group, name string,
 	if r.shutting {
 		return control.Adopted{}, ErrStopped
 	}
-	if g.PGID <= 1 || g.PGID == gd.selfPGID || g.PGID == gd.selfPID || (gd.supervisorPID != 0 && g.PGID == gd.supervisorPID) {
-		return control.Adopted{}, refused("group %d is hermesd's own or its supervisor's", g.PGID)
+	if err := gd.check(g.PGID); err != nil {
+		return control.Adopted{}, err
 	}
 	for _, u := range r.units {
 		if u.state.active() && u.group.PGID == g.PGID {

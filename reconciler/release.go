@@ -147,7 +147,8 @@ func (r *Reconciler) startRefused(name string) error {
 // identity still matches the ledger. Processes with no ledger entry are
 // never listed; released groups are not leftovers (they were given up on
 // purpose) and are skipped.
-func (r *Reconciler) Orphans(ctx context.Context, adopt bool) (control.OrphanReport, error) {
+func (r *Reconciler) Orphans(ctx context.Context, req control.OrphansRequest) (control.OrphanReport, error) {
+	adopt := req.Adopt
 	ad, canAdopt := r.opt.Spawner.(Adopter)
 	if adopt && !canAdopt {
 		return control.OrphanReport{}, refused("this hermesd has no supervisor that can adopt groups")
@@ -156,7 +157,7 @@ func (r *Reconciler) Orphans(ctx context.Context, adopt bool) (control.OrphanRep
 	if !ok {
 		return control.OrphanReport{Orphans: []control.Orphan{}, Adopted: []control.Adopted{}}, nil
 	}
-	gd := r.guards(control.AdoptRequest{})
+	gd := r.guards(control.AdoptRequest{CallerPID: req.CallerPID, CallerPGID: req.CallerPGID})
 	rep := control.OrphanReport{Orphans: []control.Orphan{}, Adopted: []control.Adopted{}}
 	var err error
 	if e := r.do(ctx, func(ctx context.Context) {
@@ -263,6 +264,11 @@ func (r *Reconciler) evidence(rec Record, gd guards, ports map[uint64]int) contr
 			ps[i] = strconv.Itoa(p)
 		}
 		o.Evidence = append(o.Evidence, "holds port "+strings.Join(ps, ", "))
+	}
+	if o.Adoptable {
+		if err := gd.check(g.PGID); err != nil {
+			o.Adoptable, o.Why = false, err.Error()
+		}
 	}
 	if o.Adoptable && gd.uid != 0 {
 		for _, m := range members {

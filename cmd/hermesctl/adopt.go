@@ -63,7 +63,7 @@ func newAdoptCmd(g *globals) *cobra.Command {
 			defer c.Close()
 			out := cmd.OutOrStdout()
 			if orphans {
-				rep, err := c.Orphans(cmd.Context(), yes)
+				rep, err := c.Orphans(cmd.Context(), control.OrphansRequest{Adopt: yes})
 				if err != nil {
 					return fmt.Errorf("adopt --orphans: %w", err)
 				}

@@ -36,7 +36,8 @@ func (d *fakeDaemon) Adopt(_ context.Context, req control.AdoptRequest) (control
 	return a, nil
 }
 
-func (d *fakeDaemon) Orphans(_ context.Context, adopt bool) (control.OrphanReport, error) {
+func (d *fakeDaemon) Orphans(_ context.Context, req control.OrphansRequest) (control.OrphanReport, error) {
+	adopt := req.Adopt
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.recordLocked("orphans adopt=%v", adopt)

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hermes-units/hermes/control"
 )
@@ -34,7 +36,35 @@ func init() {
 		os.Exit(0)
 	case "client":
 		os.Exit(playAdoptParent())
+	case "sweep":
+		os.Exit(playSweep())
 	}
+}
+
+// playSweep runs `hermesctl adopt --orphans --yes` from a group of its own
+// (as job control gives a command), and prints what the sweep did with
+// each leftover.
+func playSweep() int {
+	if err := syscall.Setpgid(0, 0); err != nil {
+		fmt.Println("setpgid:", err)
+		return 1
+	}
+	c, err := control.Dial(os.Getenv("HERMESD_TEST_SOCKET"))
+	if err != nil {
+		fmt.Println("dial:", err)
+		return 1
+	}
+	defer c.Close()
+	rep, err := c.Orphans(context.Background(), control.OrphansRequest{Adopt: true})
+	if err != nil {
+		fmt.Println("error:", err)
+		return 1
+	}
+	for _, o := range rep.Orphans {
+		fmt.Printf("orphan %s group %d adoptable=%v why=%s\n", o.Unit, o.PGID, o.Adoptable, o.Why)
+	}
+	fmt.Printf("swept: %d adopted\n", len(rep.Adopted))
+	return 0
 }
 
 // playAdoptParent asks hermesd to adopt the group of its parent (the
@@ -91,4 +121,76 @@ func TestAdoptRefusesCallerAncestors(t *testing.T) {
 	if u, ok := d.status()["shell"]; ok {
 		t.Errorf("status lists %+v; want no adopted shell", u)
 	}
+}
+
+// TestOrphanSweepRefusesCallerAncestors: a shell left by a dead owner (its
+// gateway and supervisor killed together) is a leftover in the ledger; the
+// user, in that very shell, runs `hermesctl adopt --orphans --yes`. The
+// sweep adopted the shell's group, so the user's terminal would die with
+// the new hermesd. The sweep now applies adopt's guards: a group holding
+// an ancestor of the caller is listed, not adopted, and says why.
+func TestOrphanSweepRefusesCallerAncestors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts hermesd processes")
+	}
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	trigger := filepath.Join(dir, "go")
+	writeUnits(t, dir, map[string]string{})
+	// The unit plays the user's shell: it waits for the trigger, then runs
+	// the sweep as its child, in a group of the child's own.
+	script := fmt.Sprintf("while [ ! -e %q ]; do sleep 0.05; done; %q", trigger, os.Args[0])
+	y := fmt.Sprintf("command: [sh, -c, %q]\nenv: {%s: sweep, HERMESD_TEST_SOCKET: %q}\n", script, shellEnv, filepath.Join(state, "ctl.sock"))
+	if err := os.WriteFile(filepath.Join(dir, "units", "shell.yaml"), []byte(y), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gw := startDaemon(t, dir, "gateway")
+	st, err := gw.client().Status(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := leaderOf(t, state, "shell")
+	killGroupAtEnd(t, sh)
+	// The gateway and its supervisor die together: the shell is left over.
+	gw.cmd.Process.Signal(syscall.SIGSTOP)
+	if st.Supervisor.PID == 0 {
+		t.Fatal("no supervisor runs for the owned unit")
+	}
+	syscall.Kill(st.Supervisor.PID, syscall.SIGKILL)
+	gw.kill()
+	if !sh.Alive() {
+		t.Fatal("the shell died with its owner and supervisor; the story needs a leftover")
+	}
+
+	os.Remove(filepath.Join(dir, "units", "shell.yaml"))
+	d := startDaemon(t, dir, "gateway")
+	if err := os.WriteFile(trigger, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(state, "logs", "shell.log")
+	if !fileHas(logPath, "swept:", 20*time.Second) {
+		b, _ := os.ReadFile(logPath)
+		t.Fatalf("the sweep did not report within 20s; shell.log:\n%s", b)
+	}
+	b, _ := os.ReadFile(logPath)
+	out := string(b)
+	if !strings.Contains(out, "swept: 0 adopted") {
+		t.Errorf("the sweep adopted the group of the shell that asked; shell.log:\n%s", out)
+	}
+	want := fmt.Sprintf("orphan shell group %d adoptable=false why=group %d holds pid %d (sh), an ancestor of the hermesctl that asked", sh.PID, sh.PID, sh.PID)
+	if !strings.Contains(out, want) {
+		t.Errorf("shell.log lacks %q:\n%s", want, out)
+	}
+	if u := unitNamed(mustStatus(t, d), "shell"); u != nil {
+		t.Errorf("status lists %+v; want no adopted shell", u)
+	}
+}
+
+func mustStatus(t *testing.T, d *hermesd) control.Status {
+	t.Helper()
+	st, err := d.client().Status(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

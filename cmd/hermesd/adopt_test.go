@@ -210,7 +210,7 @@ func TestMorningAfter(t *testing.T) {
 	os.Remove(filepath.Join(dir, "units", "web.yaml"))
 	d := startDaemon(t, dir, "gateway")
 	c := d.client()
-	rep, err := c.Orphans(t.Context(), false)
+	rep, err := c.Orphans(t.Context(), control.OrphansRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +232,7 @@ func TestMorningAfter(t *testing.T) {
 	if o.Unit != "web" || o.PGID != web.PID || !o.Adoptable {
 		t.Errorf("orphan: %+v, want web, group %d, adoptable", o, web.PID)
 	}
-	rep, err = c.Orphans(t.Context(), true)
+	rep, err = c.Orphans(t.Context(), control.OrphansRequest{Adopt: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func TestMorningAfter(t *testing.T) {
 	if u := unitNamed(st, "web"); u == nil || !u.Adopted || u.State != "running" {
 		t.Errorf("status after adopt --orphans --yes: %+v, want web adopted and running", u)
 	}
-	if rep, _ := c.Orphans(t.Context(), false); len(rep.Orphans) != 0 {
+	if rep, _ := c.Orphans(t.Context(), control.OrphansRequest{}); len(rep.Orphans) != 0 {
 		t.Errorf("orphans after adopting: %+v, want none", rep.Orphans)
 	}
 	d.kill()
