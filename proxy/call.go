@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hermes-units/hermes/providers"
 	"github.com/hermes-units/hermes/internal/sse"
+	"github.com/hermes-units/hermes/providers"
 	"github.com/hermes-units/hermes/timeouts"
 )
 

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
-	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/internal/logfile"
 	"github.com/hermes-units/hermes/internal/notify"
+	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/supervisor"
 	"github.com/hermes-units/hermes/units"

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
-	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/internal/notify"
+	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/proc"
 )
 

@@ -20,9 +20,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/sse"
 	"github.com/hermes-units/hermes/providers"
 	"github.com/hermes-units/hermes/proxy"
-	"github.com/hermes-units/hermes/internal/sse"
 	"github.com/hermes-units/hermes/units"
 )
 
