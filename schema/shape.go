@@ -16,8 +16,11 @@ import "github.com/invopop/jsonschema"
 // UnitFile is the YAML shape of one unit file (SPEC §5).
 type UnitFile struct {
 	Description      string            `json:"description,omitempty" jsonschema_description:"What the unit is, for status output."`
+	Type             string            `json:"type,omitempty" jsonschema:"enum=simple,enum=oneshot,enum=forking,default=simple" jsonschema_description:"simple: up while the program runs in the foreground. oneshot: a step, done when it exits 0 (after: dependents start only then). forking: the program daemonizes and exits 0; the unit is up while the daemon runs (main pid from pid_file, or the one process left)."`
 	Command          []Arg             `json:"command,omitempty" jsonschema:"minItems=1" jsonschema_description:"The program and its arguments, run directly (no shell). Exclusive with shell."`
 	Shell            string            `json:"shell,omitempty" jsonschema:"minLength=1" jsonschema_description:"A command line run by /bin/sh -c. Exclusive with command."`
+	PIDFile          string            `json:"pid_file,omitempty" jsonschema:"minLength=1" jsonschema_description:"type: forking only. The file where the daemon writes its main pid; ~ and paths relative to the unit file are expanded. The pid must be in the unit's group. Default: the one process left after the launcher exits."`
+	RemainAfterExit  bool              `json:"remain_after_exit,omitempty" jsonschema:"default=false" jsonschema_description:"type: oneshot only. Once done, the unit counts as active: hermesctl start does not run it again until it is stopped."`
 	Workdir          string            `json:"workdir,omitempty" jsonschema:"minLength=1" jsonschema_description:"Working directory; ~ and paths relative to the unit file are expanded. Default: the units directory."`
 	Env              map[string]Scalar `json:"env,omitempty" jsonschema_description:"Extra environment variables."`
 	Ownership        string            `json:"ownership,omitempty" jsonschema:"enum=owned,enum=adoptable,enum=persist_on_release,default=owned" jsonschema_description:"owned: dies with its owner. adoptable: survives a gateway and is re-adopted. persist_on_release: survives any owner. Non-owned units need a reason."`
@@ -51,6 +54,19 @@ func (UnitFile) JSONSchemaExtend(s *jsonschema.Schema) {
 		{ // a job is not restarted on success
 			If:   &jsonschema.Schema{Required: []string{"schedule"}},
 			Then: &jsonschema.Schema{Properties: props("restart", &jsonschema.Schema{Not: &jsonschema.Schema{Const: "always"}})},
+		},
+		{ // pid_file is a forking unit's
+			If:   &jsonschema.Schema{Required: []string{"pid_file"}},
+			Then: &jsonschema.Schema{Required: []string{"type"}, Properties: props("type", &jsonschema.Schema{Const: "forking"})},
+		},
+		{ // remain_after_exit is a oneshot's
+			If:   &jsonschema.Schema{Required: []string{"remain_after_exit"}},
+			Then: &jsonschema.Schema{Required: []string{"type"}, Properties: props("type", &jsonschema.Schema{Const: "oneshot"})},
+		},
+		{ // a oneshot is done when it exits 0: no probe, never restarted on success
+			If: &jsonschema.Schema{Required: []string{"type"}, Properties: props("type", &jsonschema.Schema{Const: "oneshot"})},
+			Then: &jsonschema.Schema{Not: &jsonschema.Schema{Required: []string{"ready"}},
+				Properties: props("restart", &jsonschema.Schema{Not: &jsonschema.Schema{Const: "always"}})},
 		},
 	}
 	s.DependentRequired = map[string][]string{

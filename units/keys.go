@@ -7,7 +7,7 @@ import "slices"
 // schema mirror (shape.go) declares exactly these, so they cannot drift.
 var (
 	unitKeys = []string{
-		"description", "command", "shell", "workdir", "env", "ownership", "reason",
+		"description", "type", "command", "shell", "pid_file", "remain_after_exit", "workdir", "env", "ownership", "reason",
 		"restart", "restart_sec", "restart_max_sec", "start_limit", "after", "requires",
 		"ready", "timeouts", "stop_signal", "ports", "log", "schedule",
 		"run_budget_seconds", "wrapup_signal", "provider", "proxy_env",

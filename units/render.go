@@ -21,10 +21,15 @@ import (
 func (s Spec) MarshalYAML() (any, error) {
 	m := &mapNode{}
 	m.str("description", s.Description, false)
+	m.str("type", string(s.typ()), true)
 	if len(s.Command) > 0 {
 		m.list("command", s.Command)
 	}
 	m.str("shell", s.Shell, false)
+	m.str("pid_file", s.PIDFile, false)
+	if s.RemainAfter {
+		m.add("remain_after_exit", scalar("!!bool", "true"))
+	}
 	m.str("workdir", s.Workdir, false)
 	if len(s.Env) > 0 {
 		env := &mapNode{}
@@ -138,17 +143,18 @@ func providerNode(p *Provider, withID bool) *yaml.Node {
 }
 
 // Hash is a canonical digest (hex SHA-256) of the fields that need a
-// restart to take effect: argv (command or shell), workdir, env,
+// restart to take effect: type, pid file, argv (command or shell), workdir, env,
 // ownership, ports, readiness probe, stop signal, timeouts, log path and
 // rotation, and the run budget (a job receives its deadline at spawn). It
 // leaves out what applies without a restart or only documents:
-// description, reason, restart policy and backoff, start limits, after,
+// description, reason, remain_after_exit, restart policy and backoff, start limits, after,
 // requires, schedule, wrap-up signal, provider. It depends only on the
 // parsed values, so reformatting a file, reordering keys or editing
 // comments leaves it unchanged; the reconciler restarts a unit when its
 // Hash changes (SPEC §6).
 func (s *Spec) Hash() string {
 	h := Spec{
+		Type: s.Type, PIDFile: s.PIDFile,
 		Command: s.Command, Shell: s.Shell, Workdir: s.Workdir, Env: s.Env,
 		Ownership: s.Ownership, Ports: s.Ports, Ready: s.Ready,
 		StopSignal: s.StopSignal, Timeouts: s.Timeouts, Log: s.Log,
@@ -162,6 +168,14 @@ func (s *Spec) Hash() string {
 	}
 	sum := sha256.Sum256(out)
 	return hex.EncodeToString(sum[:])
+}
+
+// typ is the unit's type; a Spec built by hand without one is simple.
+func (s *Spec) typ() Type {
+	if s.Type == "" {
+		return Simple
+	}
+	return s.Type
 }
 
 // mapNode builds a YAML mapping in insertion order.

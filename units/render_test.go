@@ -19,6 +19,7 @@ func fullSpec() *Spec {
 		Name:        "web",
 		File:        "/units/web.yaml",
 		Description: "Local model router: \"quoted\", 8080",
+		Type:        Simple,
 		Command:     []string{"llama-server", "--port", "8080", "-m", "/models/qwq.gguf", "true", "~", ""},
 		Workdir:     "/home/u/models",
 		Env:         map[string]string{"CUDA_VISIBLE_DEVICES": "0", "EMPTY": "", "YES": "yes", "MULTI": "a\nb"},
@@ -60,7 +61,16 @@ func variants() map[string]*Spec {
 	notify.Ready = Ready{Notify: true}
 	logp := fullSpec()
 	logp.Ready = Ready{Log: `^listening on .*:\d+$`}
-	return map[string]*Spec{"command tcp": fullSpec(), "shell": sh, "http": http, "notify": notify, "log": logp}
+	// A forking or oneshot unit is no job: their variants drop schedule: and
+	// what only a job has.
+	forking := fullSpec()
+	forking.Type, forking.PIDFile = Forking, "/run/user/1000/web dir/web.pid"
+	forking.Schedule, forking.RunBudget, forking.WrapupSig = "", 0, 0
+	oneshot := fullSpec()
+	oneshot.Type, oneshot.RemainAfter, oneshot.Ready = Oneshot, true, Ready{}
+	oneshot.Schedule, oneshot.RunBudget, oneshot.WrapupSig = "", 0, 0
+	return map[string]*Spec{"command tcp": fullSpec(), "shell": sh, "http": http, "notify": notify, "log": logp,
+		"forking": forking, "oneshot": oneshot}
 }
 
 // TestVariantsAreFull fails when a field of Spec (or of a type it holds)
@@ -187,6 +197,7 @@ command:
 		"equivalent duration":       strings.Replace(base, "start: 10s", "start: 10000ms", 1),
 		"restart policy change":     base + "restart: always\n",
 		"reason and ownership same": base + "reason: x\n",
+		"type simple written out":   base + "type: simple\n",
 	}
 	for name, content := range same {
 		if got := hash(content); got != want {
@@ -204,6 +215,8 @@ command:
 		"ownership":   base + "ownership: adoptable\nreason: x\n",
 		"workdir":     base + "workdir: /tmp\n",
 		"log path":    base + "log: {path: /tmp/x.log}\n",
+		"type":        base + "type: forking\n",
+		"pid file":    base + "type: forking\npid_file: /tmp/x.pid\n",
 	}
 	for name, content := range different {
 		if got := hash(content); got == want {

@@ -32,6 +32,23 @@ const (
 	RestartAlways    Restart = "always"
 )
 
+// Type is how a unit's process tells that the unit is up, as systemd's
+// Type= (SPEC §5, §13).
+type Type string
+
+const (
+	// Simple units are up while their leader runs: the program stays in
+	// the foreground. The default.
+	Simple Type = "simple"
+	// Oneshot units are a step that runs to completion: done when the
+	// process exits 0; after: dependents start only then.
+	Oneshot Type = "oneshot"
+	// Forking units start a launcher that daemonizes and exits 0; the unit
+	// is up while the daemon it left runs (its main pid: pid_file, or the
+	// one process left).
+	Forking Type = "forking"
+)
+
 // Size is a number of bytes; YAML accepts 1048576, "10MiB", "512KB", ...
 type Size int64
 
@@ -41,10 +58,13 @@ type Spec struct {
 	Name        string            // file name without .yaml/.yml
 	File        string            // absolute path of the unit file
 	Description string            //
+	Type        Type              // simple (default), oneshot or forking
 	Command     []string          // argv, no shell; exclusive with Shell
 	Shell       string            // run by /bin/sh -c; exclusive with Command
 	Workdir     string            // absolute; "" means the units directory
 	Env         map[string]string //
+	PIDFile     string            // forking: absolute path of the daemon's pid file; "" = the one process left
+	RemainAfter bool              // oneshot: remain_after_exit, counts as active once done
 	Ownership   Ownership         //
 	Reason      string            // required unless Ownership is Owned
 	Restart     Restart           //

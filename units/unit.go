@@ -114,16 +114,30 @@ func parseUnit(file, dir string, data []byte, def Defaults) (*Spec, refs, Errors
 		return nil, r, d.errs
 	}
 	s := &Spec{
-		Name: name, File: file, Ownership: Owned,
+		Name: name, File: file, Type: Simple, Ownership: Owned,
 		Restart: def.Restart, RestartSec: def.RestartSec, RestartMax: def.RestartMax,
 		StartLimit: def.StartLimit, Timeouts: def.Timeouts, StopSignal: def.StopSignal,
 		Log: Log{MaxSize: def.Log.MaxSize, Keep: def.Log.Keep},
 	}
 	var cmdF, shellF, ownF, restartF, budgetF, wrapF, rsecF, rmaxF *field
+	var typeF, pidF, remainF, readyF *field
 	for _, f := range d.mapping(root, "", unitKeys) {
 		switch f.name {
 		case "description":
 			s.Description = d.str(f)
+		case "type":
+			typeF = &f
+			if t, err := ParseType(d.str(f)); err != nil {
+				d.errf(f.val, "type: %v", err)
+			} else {
+				s.Type = t
+			}
+		case "pid_file":
+			pidF = &f
+			s.PIDFile = d.path(f)
+		case "remain_after_exit":
+			remainF = &f
+			s.RemainAfter = d.bool(f)
 		case "command":
 			cmdF = &f
 			s.Command = d.strings(f)
@@ -164,6 +178,7 @@ func parseUnit(file, dir string, data []byte, def Defaults) (*Spec, refs, Errors
 		case "requires":
 			s.Requires = d.deps(f, name, r)
 		case "ready":
+			readyF = &f
 			s.Ready = d.ready(f)
 		case "timeouts":
 			d.timeouts(f, &s.Timeouts)
@@ -209,6 +224,7 @@ func parseUnit(file, dir string, data []byte, def Defaults) (*Spec, refs, Errors
 	if s.Ownership != Owned && strings.TrimSpace(s.Reason) == "" {
 		d.errf(ownF.val, "ownership: %s needs a non-empty reason: — every survivor has a written reason; add reason: \"why it must outlive its owner\"", s.Ownership)
 	}
+	d.checkType(s, typeF, pidF, remainF, restartF, readyF)
 	if s.Schedule != "" {
 		if s.Restart == RestartAlways {
 			if restartF != nil {
@@ -237,6 +253,35 @@ func parseUnit(file, dir string, data []byte, def Defaults) (*Spec, refs, Errors
 		return nil, r, d.errs
 	}
 	return s, r, nil
+}
+
+// checkType holds the keys that depend on the unit's type: pid_file is a
+// forking unit's, remain_after_exit a oneshot's; a oneshot is ready when it
+// exits 0 (no probe) and, as in systemd, is never restarted on success (an
+// unset restart: always from the defaults becomes on-failure); a job runs
+// as a simple unit.
+func (d *decoder) checkType(s *Spec, typeF, pidF, remainF, restartF, readyF *field) {
+	if pidF != nil && s.Type != Forking {
+		d.errf(pidF.key, "pid_file: names the main pid of a daemon that forks; add type: forking, or remove it")
+	}
+	if remainF != nil && s.Type != Oneshot {
+		d.errf(remainF.key, "remain_after_exit: applies to a step that runs to completion; add type: oneshot, or remove it")
+	}
+	if s.Type == Oneshot {
+		if readyF != nil && s.Ready != (Ready{}) {
+			d.errf(readyF.key, "ready: a oneshot unit is done when its process exits 0, which is what after: dependents wait for; remove ready: (or use type: simple)")
+		}
+		if s.Restart == RestartAlways {
+			if restartF != nil {
+				d.errf(restartF.val, "restart: always cannot go with type: oneshot (a step that succeeded is not run again); use on-failure or no")
+			} else {
+				s.Restart = RestartOnFailure
+			}
+		}
+	}
+	if s.Schedule != "" && s.Type != Simple && typeF != nil {
+		d.errf(typeF.val, "type: %s cannot go with schedule: (a job runs until it exits, as type: simple); remove one", s.Type)
+	}
 }
 
 func (d *decoder) restart(f field, def Restart) Restart {

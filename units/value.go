@@ -20,6 +20,15 @@ func ParseOwnership(s string) (Ownership, error) {
 	return "", fmt.Errorf("unknown ownership %s: want owned, adoptable or persist_on_release", excerpt(s))
 }
 
+// ParseType parses a unit type; unknown values are an error.
+func ParseType(s string) (Type, error) {
+	switch t := Type(s); t {
+	case Simple, Oneshot, Forking:
+		return t, nil
+	}
+	return "", fmt.Errorf("unknown type %s: want simple, oneshot or forking", excerpt(s))
+}
+
 // ParseRestart parses a restart policy; unknown values are an error.
 func ParseRestart(s string) (Restart, error) {
 	switch r := Restart(s); r {

@@ -223,10 +223,27 @@ func unitSection(b *builder, s *units.Spec) error {
 
 func serviceSection(b *builder, s *units.Spec, o Options) error {
 	typ, typeNote := "exec", readyNote(s.Ready)
-	if s.Ready.Notify {
-		typ = "notify"
+	switch s.Type {
+	case units.Oneshot:
+		typ, typeNote = "oneshot", nil // a oneshot has no probe: done at exit 0, as in systemd
+	case units.Forking:
+		typ = "forking" // the launcher's exit 0 is the start; a probe has no equivalent (readyNote)
+	default:
+		if s.Ready.Notify {
+			typ = "notify"
+		}
 	}
 	b.add(secService, "Type", typ, typeNote...)
+	if s.Type == units.Oneshot && s.RemainAfter {
+		b.add(secService, "RemainAfterExit", "yes")
+	}
+	if s.Type == units.Forking && s.PIDFile != "" {
+		v, err := plain("PIDFile", s.PIDFile)
+		if err != nil {
+			return err
+		}
+		b.add(secService, "PIDFile", v)
+	}
 	exec, err := execStart(s, o)
 	if err != nil {
 		return err
@@ -318,7 +335,11 @@ func restartOpts(b *builder, s *units.Spec) {
 
 func timeoutOpts(b *builder, s *units.Spec) {
 	t := s.Timeouts
-	if t.Start > 0 {
+	if s.Type == units.Oneshot {
+		// hermes, like systemd, does not bound a oneshot's run by the
+		// start timeout (runtime_max does that).
+		b.add(secService, "TimeoutStartSec", "infinity")
+	} else if t.Start > 0 {
 		b.add(secService, "TimeoutStartSec", span(t.Start))
 	} else {
 		b.add(secService, "TimeoutStartSec", "infinity")

@@ -185,6 +185,26 @@ func TestFiles(t *testing.T) {
 			},
 		},
 		{
+			name: "oneshot",
+			yaml: "type: oneshot\nremain_after_exit: true\nshell: \"echo migrated\"\nrestart: \"no\"\n",
+			checks: []check{
+				{"Service", "Type", []string{"oneshot"}},
+				{"Service", "RemainAfterExit", []string{"yes"}},
+				{"Service", "TimeoutStartSec", []string{"infinity"}},
+				{"Service", "PIDFile", nil},
+			},
+		},
+		{
+			name: "forking",
+			yaml: "type: forking\npid_file: /run/user/1000/redis.pid\ncommand: [/usr/bin/redis-server, --daemonize, \"yes\"]\n",
+			checks: []check{
+				{"Service", "Type", []string{"forking"}},
+				{"Service", "PIDFile", []string{"/run/user/1000/redis.pid"}},
+				{"Service", "RemainAfterExit", nil},
+				{"Service", "TimeoutStartSec", []string{"90s"}},
+			},
+		},
+		{
 			name: "restart-always",
 			yaml: "command: [/usr/bin/sleep, \"1\"]\nrestart: always\nrestart_sec: 2s\nrestart_max_sec: 1m\nstart_limit: {burst: 3, interval: 10s}\n",
 			checks: []check{
