@@ -232,6 +232,9 @@ func (r *Reconciler) Start(ctx context.Context, name string) error {
 		if err = r.startRefused(name); err != nil {
 			return
 		}
+		if u.state == Done && u.spec.RemainAfter {
+			return // remain_after_exit: done counts as active; stop it to run it again
+		}
 		u.enabled, u.held = true, false
 		if !u.state.active() {
 			u.stopTimer(timerBackoff)

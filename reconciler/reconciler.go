@@ -672,8 +672,8 @@ func (r *Reconciler) blocked(u *unit, f *inFlight) string {
 		}
 	}
 	for _, d := range u.spec.After {
-		if dep := r.units[d]; dep != nil && !(dep.state == Running) {
-			return "waiting for " + d + " to be ready"
+		if dep := r.units[d]; dep != nil && !afterMet(dep) {
+			return afterWait(dep)
 		}
 	}
 	for _, d := range u.spec.Requires {
@@ -688,13 +688,35 @@ func (r *Reconciler) blocked(u *unit, f *inFlight) string {
 	return ""
 }
 
-// up: a required unit that counts as present.
+// up: a required unit that counts as present. A oneshot that is done
+// stays up (as in systemd, its end is no stop); stopping it is.
 func (r *Reconciler) up(dep *unit) bool {
 	switch dep.state {
-	case Waiting, Starting, Running:
+	case Waiting, Starting, Running, Done:
 		return true
 	}
 	return false
+}
+
+// afterMet reports whether a unit named in after: lets its dependents
+// start: a oneshot once done (exit 0), any other once ready.
+func afterMet(dep *unit) bool {
+	if dep.spec.Type == units.Oneshot {
+		return dep.state == Done
+	}
+	return dep.state == Running
+}
+
+// afterWait says what a dependent of dep waits for.
+func afterWait(dep *unit) string {
+	d := dep.spec.Name
+	switch {
+	case (dep.state == Failed || dep.state == BackingOff) && dep.err != nil:
+		return "waiting for " + d + ", which failed: " + dep.err.Error()
+	case dep.spec.Type == units.Oneshot:
+		return "waiting for " + d + " to be done (exit 0)"
+	}
+	return "waiting for " + d + " to be ready"
 }
 
 // reconcile walks the units in dependency order and acts on each.

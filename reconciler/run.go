@@ -98,6 +98,11 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 	if t := u.spec.Timeouts.Watchdog; t > 0 {
 		r.arm(u, timerWatchdog, t)
 	}
+	if u.spec.Type == units.Oneshot {
+		// Done at exit 0 (afterRun), with no probe and, as in systemd, no
+		// start timeout: runtime_max bounds a step that hangs.
+		return
+	}
 	rd := u.spec.Ready
 	if rd == (units.Ready{}) {
 		r.markReady(u)
@@ -135,10 +140,19 @@ func (r *Reconciler) afterRun(u *unit, cause error) {
 	case units.RestartOnFailure:
 		restart = !success && !errors.Is(cause, ErrBudgetExceeded) // a run stopped at its budget is over
 	}
+	if u.spec.Type == units.Oneshot && success {
+		// A oneshot's success is its end: never run again on its own
+		// (restart: always is refused at load).
+		restart = false
+	}
 	if !restart || !u.enabled {
-		if success {
+		switch {
+		case success && u.spec.Type == units.Oneshot:
+			u.state, u.err = Done, nil
+			r.log.Info("unit done", "unit", u.spec.Name)
+		case success:
 			u.state, u.err = Exited, nil
-		} else {
+		default:
 			r.fail(u, cause)
 		}
 		return

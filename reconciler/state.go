@@ -19,6 +19,7 @@ const (
 	BackingOff              // failed, a restart is scheduled
 	Failed                  // failed, no restart (policy, start limit, port held)
 	Exited                  // exited with status 0, not restarted
+	Done                    // a oneshot that exited 0: its after: dependents may start
 )
 
 // String is the state's word in `hermesctl status`: waiting shows as
@@ -37,6 +38,8 @@ func (s State) String() string {
 		return "failed"
 	case Exited:
 		return "exited"
+	case Done:
+		return "done"
 	}
 	return "unknown"
 }
