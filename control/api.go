@@ -137,6 +137,10 @@ type Unit struct {
 	Log       string        `json:"log,omitempty"`
 	Job       *Job          `json:"job,omitempty"`
 	Requires  []string      `json:"requires,omitempty"` // the unit's requires: (restart with dependents follows them back)
+	// Daemonized is the number of processes a simple unit's leader left
+	// when it exited 0: the unit runs on with no main pid (PID 0), and
+	// Error says what to do. 0 otherwise.
+	Daemonized int `json:"daemonized,omitempty"`
 }
 
 // Job is the schedule state of a unit with schedule: (SPEC §9).

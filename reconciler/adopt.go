@@ -116,7 +116,7 @@ func (r *Reconciler) adoptRun(ctx context.Context, u *unit, s Survivor) error {
 	r.wg.Go(func() {
 		select {
 		case <-exited:
-			r.post(exitEvent{name, gen, nil})
+			r.post(exitEvent{name: name, gen: gen})
 		case <-runCtx.Done():
 		}
 	})
@@ -478,7 +478,7 @@ func (r *Reconciler) watchAdopted(u *unit) {
 	r.wg.Go(func() {
 		select {
 		case <-exited:
-			r.post(exitEvent{name, gen, nil})
+			r.post(exitEvent{name: name, gen: gen})
 		case <-runCtx.Done():
 		}
 	})

@@ -107,6 +107,13 @@ func (r *Reconciler) status(names []string) (st control.Status, rel []Group, err
 		if u.state.active() {
 			cu.PID, cu.PGID, cu.Cgroup = u.group.Leader.PID, u.group.PGID, u.group.Cgroup
 			cu.Uptime = time.Since(u.started)
+			switch {
+			case !u.main.IsZero():
+				cu.PID = u.main.PID // forking: the daemon, not its launcher
+			case u.launched || u.left > 0:
+				cu.PID = 0 // the leader is gone, and no process is the main one (yet)
+			}
+			cu.Daemonized = u.left
 		}
 		switch {
 		case u.external && u.declared != nil:
@@ -117,6 +124,8 @@ func (r *Reconciler) status(names []string) (st control.Status, rel []Group, err
 			cu.Error = u.waitMsg
 		case u.err != nil:
 			cu.Error = u.err.Error()
+		case u.left > 0 && u.state.active():
+			cu.Error = daemonized(u.left)
 		}
 		cu.Job = r.jobStatus(u)
 		st.Units = append(st.Units, cu)

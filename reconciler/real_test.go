@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -46,6 +47,13 @@ func writeUnit(t *testing.T, dir, file, content string) {
 // reconciler over it until the test ends (then stops it cleanly).
 func startLive(t *testing.T, files map[string]string) *live {
 	t.Helper()
+	return startLiveMode(t, "", files)
+}
+
+// startLiveMode is startLive with the supervisor in mode ("" automatic);
+// the test is skipped, saying why, where cgroup mode is unavailable.
+func startLiveMode(t *testing.T, mode supervisor.Mode, files map[string]string) *live {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts real processes")
 	}
@@ -57,7 +65,10 @@ func startLive(t *testing.T, files map[string]string) *live {
 	for f, c := range files {
 		writeUnit(t, l.dir, f, c)
 	}
-	owner, err := supervisor.New(supervisor.Options{StateDir: l.state, Role: "gateway"})
+	owner, err := supervisor.New(supervisor.Options{StateDir: l.state, Role: "gateway", Mode: mode})
+	if err != nil && mode == supervisor.ModeCgroup {
+		t.Skipf("cgroup mode is unavailable here (no writable cgroup v2 hierarchy: run as root or under systemd delegation); pgroup mode is tested: %v", err)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +85,7 @@ func startLive(t *testing.T, files map[string]string) *live {
 	r, err := New(Options{
 		Role: Gateway, Spawner: Supervised(owner), Load: LoadDir(&units.Loader{}, l.dir),
 		Checkpoint: Ledger(led, self, Gateway), StateDir: l.state, UnitsDir: l.dir,
-		NotifySocket: nsPath, Lines: logfile.Lines, OpenLog: logfile.Open,
+		NotifySocket: nsPath, Lines: logfile.Lines, OpenLog: logfile.Open, Logger: testLogger(t),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -308,4 +319,19 @@ func TestPortHolderNamed(t *testing.T) {
 			t.Errorf("status error %q does not mention %q", m["web"].Error, want)
 		}
 	}
+}
+
+// testLogger logs to the test's log with HERMES_TEST_LOG=1, else nowhere.
+func testLogger(t *testing.T) *slog.Logger {
+	if os.Getenv("HERMES_TEST_LOG") == "" {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(tWriter{t}, nil))
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
 }

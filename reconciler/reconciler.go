@@ -235,6 +235,7 @@ type (
 		name string
 		gen  uint64
 		err  error
+		left []proc.Identity // exit 0 of a simple unit's leader: the processes it left (Daemons)
 	}
 	stopDoneEvent struct {
 		name string
@@ -370,6 +371,9 @@ func (r *Reconciler) handle(ctx context.Context, ev any) {
 		if u == nil || u.gen != ev.gen || !u.state.active() || u.state == Stopping {
 			return
 		}
+		if r.leaderLeft(u, ev) {
+			return
+		}
 		cause := ev.err
 		if u.adopted && cause == nil {
 			cause = errExitUnknown
@@ -396,7 +400,15 @@ func (r *Reconciler) handle(ctx context.Context, ev any) {
 			r.stop(u, stopFailure, fmt.Errorf("%w: %w", errProbe, ev.err))
 			return
 		}
+		if u.spec.Type == units.Forking && u.main.IsZero() {
+			u.probed = true // ready once the main process is found too (onMain)
+			return
+		}
 		r.markReady(u)
+	case mainEvent:
+		r.onMain(ev)
+	case goneEvent:
+		r.onGone(ev)
 	case notifyEvent:
 		r.onNotify(ev)
 	case jobEvent:
@@ -442,6 +454,9 @@ func (r *Reconciler) onTimer(ev timerEvent) {
 			u.state = Inactive // reconcile starts it
 		}
 	case timerStart:
+		if u.state == Starting && u.launched && u.main.IsZero() {
+			return // findMain has the same deadline, and says why the main process was not found
+		}
 		if u.state == Starting {
 			r.stop(u, stopFailure, fmt.Errorf("%w (%s)", ErrStartTimeout, u.spec.Timeouts.Start))
 		}
@@ -480,7 +495,7 @@ func (r *Reconciler) onNotify(ev notifyEvent) {
 			continue
 		}
 		g := c.group
-		if ev.pid == g.Leader.PID || (ev.pgid > 0 && ev.pgid == g.PGID) || (ev.cgroup != "" && g.Cgroup != "" && strings.HasSuffix(g.Cgroup, ev.cgroup)) {
+		if ev.pid == g.Leader.PID || (!c.main.IsZero() && ev.pid == c.main.PID) || (ev.pgid > 0 && ev.pgid == g.PGID) || (ev.cgroup != "" && g.Cgroup != "" && strings.HasSuffix(g.Cgroup, ev.cgroup)) {
 			u = c
 			break
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/internal/logfile"
+	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/units"
 )
 
@@ -80,15 +81,23 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 	u.gen = r.nextGen()
 	u.proc, u.group = p, p.Group()
 	u.state, u.ready, u.adopted, u.started = Starting, false, false, now
+	u.main, u.launched, u.probed, u.left = proc.Identity{}, false, false, 0
 	runCtx, cancel := context.WithCancel(r.base)
-	u.cancel = cancel
+	u.cancel, u.runCtx = cancel, runCtx
+	daemons, _ := r.opt.Spawner.(Daemons)
+	simple := u.spec.Type != units.Oneshot && u.spec.Type != units.Forking
+	g := u.group
 	name, gen := u.spec.Name, u.gen
 	r.log.Info("unit started", "unit", name, "pid", u.group.Leader.PID, "pgid", u.group.PGID)
 	r.watchJobRun(runCtx, u, jr)
 	r.wg.Go(func() {
 		select {
 		case <-p.Done():
-			r.post(exitEvent{name, gen, p.Err()})
+			ev := exitEvent{name: name, gen: gen, err: p.Err()}
+			if daemons != nil && simple && ev.err == nil {
+				ev.left = daemons.Members(g) // off Run's goroutine: a /proc scan in pgroup mode
+			}
+			r.post(ev)
 		case <-runCtx.Done():
 		}
 	})
@@ -104,15 +113,15 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 		return
 	}
 	rd := u.spec.Ready
-	if rd == (units.Ready{}) {
+	if rd == (units.Ready{}) && u.spec.Type != units.Forking {
 		r.markReady(u)
 		return
 	}
 	if t := u.spec.Timeouts.Start; t > 0 {
 		r.arm(u, timerStart, t)
 	}
-	if rd.Notify {
-		return // READY=1 arrives through Notify
+	if rd.Notify || rd == (units.Ready{}) {
+		return // READY=1 arrives through Notify; a forking unit without a probe is ready once its main process is found
 	}
 	lines := r.opt.Lines
 	r.wg.Go(func() {
@@ -183,7 +192,7 @@ func (r *Reconciler) stop(u *unit, why stopReason, cause error) {
 	u.endRun()
 	u.state, u.ready, u.stopWhy, u.cause = Stopping, false, why, cause
 	u.gen = r.nextGen()
-	name, gen, g := u.spec.Name, u.gen, u.group
+	name, gen, g, main := u.spec.Name, u.gen, u.group, u.main
 	sig := syscall.Signal(u.spec.StopSignal)
 	if sig == 0 {
 		sig = syscall.SIGTERM
@@ -194,8 +203,14 @@ func (r *Reconciler) stop(u *unit, why stopReason, cause error) {
 	}
 	r.log.Info("stopping unit", "unit", name, "pgid", g.PGID, "signal", sig, "grace", grace)
 	ctx := r.base
+	d, _ := r.opt.Spawner.(Daemons)
 	r.wg.Go(func() {
-		err := r.opt.Spawner.Stop(ctx, g, sig, grace)
+		var err error
+		if d != nil && !main.IsZero() {
+			err = d.StopMain(ctx, g, main, sig, grace) // forking: the stop signal to the main process, KILL for the rest
+		} else {
+			err = r.opt.Spawner.Stop(ctx, g, sig, grace)
+		}
 		r.post(stopDoneEvent{name, gen, err})
 	})
 }

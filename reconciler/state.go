@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/units"
 )
 
@@ -92,7 +93,14 @@ type unit struct {
 	waitMsg  string      // why a Waiting unit waits
 
 	cancel context.CancelFunc // ends the run's probes and exit watcher
-	timers map[timerKind]*time.Timer
+	runCtx context.Context    // the run's context, ended by cancel
+
+	// Daemons (daemon.go), reset at each start.
+	main     proc.Identity // forking: the daemon's main process, once found
+	launched bool          // forking: the launcher exited 0
+	probed   bool          // forking: the probe passed before the main process was found
+	left     int           // simple: the processes its leader left at its exit 0 (daemonized)
+	timers   map[timerKind]*time.Timer
 
 	// epoch is the reload (Reconciler.reloads) that produced spec: a start
 	// waits for the stops of that reload and earlier ones (blocked).

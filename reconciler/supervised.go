@@ -43,6 +43,14 @@ func (s ownerSpawner) Stop(ctx context.Context, g Group, sig syscall.Signal, gra
 	return s.o.Stop(ctx, supervisor.Group(g), sig, grace)
 }
 
+func (s ownerSpawner) Members(g Group) []proc.Identity { return s.o.Members(supervisor.Group(g)) }
+
+func (s ownerSpawner) Empty(g Group) bool { return s.o.Empty(supervisor.Group(g)) }
+
+func (s ownerSpawner) StopMain(ctx context.Context, g Group, main proc.Identity, sig syscall.Signal, grace time.Duration) error {
+	return s.o.StopMain(ctx, supervisor.Group(g), main, sig, grace)
+}
+
 func (s ownerSpawner) WatchExit(ctx context.Context, g Group) (<-chan struct{}, error) {
 	return supervisor.WatchExit(ctx, g.Leader)
 }

@@ -225,24 +225,7 @@ func (o *Owner) Stop(ctx context.Context, g Group, sig syscall.Signal, grace tim
 		o.scan() // escapees found now are stopped with their spawn
 	}
 	o.signal(r, sig)
-	if !o.waitEmpty(ctx, r, grace) {
-		o.signal(r, syscall.SIGKILL)
-		if !o.waitEmpty(ctx, r, -1) {
-			return fmt.Errorf("stop group %d of %s: %w", g.PGID, g.Unit, ctx.Err())
-		}
-	}
-	if o.emptied != nil {
-		o.emptied()
-	}
-	if r.id == "" {
-		// A survivor's kept cgroup (or a released group's) has no
-		// registration to drop: the one who saw it empty removes it.
-		if o.tree.leaf(r.g.Cgroup) {
-			removeEmpty(r.g.Cgroup)
-		}
-		return nil
-	}
-	return o.drop(ctx, r) // nil, too, when the janitor dropped it already
+	return o.finishStop(ctx, r, g, grace)
 }
 
 // Empty reports whether nothing is left in g (its cgroup, or its process

@@ -1,0 +1,254 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/units"
+)
+
+// Daemons is what a Spawner offers for programs that leave their group's
+// leader behind: forking units (the launcher daemonizes and exits 0) and
+// simple units that daemonize. A Spawner without it runs every unit as a
+// simple one whose end is its leader's exit (the reconciler's fakes).
+// Supervised implements it; every method is safe for concurrent use and is
+// called from goroutines the reconciler owns.
+type Daemons interface {
+	// Members lists g's live processes (pgroup mode: after looking for
+	// escapees, which are then registered with g and die with the owner).
+	Members(g Group) []proc.Identity
+	// Empty reports whether nothing is left of g.
+	Empty(g Group) bool
+	// StopMain sends sig to main alone, then after grace KILLs what is
+	// left of g, and returns once g is empty (or ctx ends).
+	StopMain(ctx context.Context, g Group, main proc.Identity, sig syscall.Signal, grace time.Duration) error
+}
+
+// Events of daemons.
+type (
+	// mainEvent: the main process of a forking unit was found (err nil),
+	// or could not be (err says why).
+	mainEvent struct {
+		name string
+		gen  uint64
+		main proc.Identity
+		err  error
+	}
+	// goneEvent: the main process of a forking unit exited, or nothing is
+	// left of a simple unit that daemonized (err nil).
+	goneEvent struct {
+		name string
+		gen  uint64
+		err  error
+	}
+)
+
+// Poll periods of what no event reports: a pid file being written (for at
+// most timeouts.start), and the end of a daemonized group with no main pid.
+const (
+	mainPollEvery  = 50 * time.Millisecond
+	emptyPollEvery = 250 * time.Millisecond
+)
+
+// ErrMainExited is the cause of a forking unit's failure when its main
+// process exits: its status cannot be read (it is not hermesd's child).
+var ErrMainExited = errors.New("main process exited")
+
+// daemonized is the status and log text of a simple unit whose leader
+// exited 0 leaving n processes.
+func daemonized(n int) string {
+	return fmt.Sprintf("the program daemonized (%d processes left): declare `type: forking` (and `pid_file`), or run it in the foreground (nginx: `-g 'daemon off;'`, redis: `--daemonize no`)", n)
+}
+
+// leaderLeft handles the exit of u's leader when it is not the end of the
+// unit (Run's goroutine), and reports whether it did:
+//   - forking, exit 0: the launcher daemonized; the main process is looked
+//     for (findMain) and the unit stays starting;
+//   - simple, exit 0, processes left: the program daemonized; they stay
+//     registered with the unit (they die with the owner, stop stops them),
+//     the unit stays up with no main pid, and status says what to do.
+//
+// A oneshot's leftovers are stopped with it, as systemd does.
+func (r *Reconciler) leaderLeft(u *unit, ev exitEvent) bool {
+	d, ok := r.opt.Spawner.(Daemons)
+	if !ok || ev.err != nil || u.adopted || u.runCtx == nil {
+		return false
+	}
+	ctx, name, gen, g := u.runCtx, u.spec.Name, u.gen, u.group
+	switch u.spec.Type {
+	case units.Forking:
+		u.launched = true
+		deadline := u.started.Add(u.spec.Timeouts.Start)
+		if u.spec.Timeouts.Start <= 0 {
+			deadline = time.Now().Add(units.BuiltinDefaults().Timeouts.Start)
+		}
+		pidFile := u.spec.PIDFile
+		r.log.Info("unit's launcher exited 0; looking for its main process", "unit", name, "pid_file", pidFile)
+		r.wg.Go(func() {
+			id, err := findMain(ctx, d, g, pidFile, deadline)
+			if ctx.Err() == nil {
+				r.post(mainEvent{name, gen, id, err})
+			}
+		})
+		return true
+	case units.Oneshot:
+		return false
+	}
+	if len(ev.left) == 0 {
+		return false
+	}
+	u.left = len(ev.left)
+	r.log.Warn("unit daemonized: its leader exited 0, its processes stay with the unit", "unit", name,
+		"left", u.left, "advice", daemonized(u.left))
+	r.wg.Go(func() {
+		tk := time.NewTicker(emptyPollEvery)
+		defer tk.Stop()
+		for !d.Empty(g) {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tk.C:
+			}
+		}
+		r.post(goneEvent{name, gen, nil})
+	})
+	return true
+}
+
+// onMain applies a forking unit's main process, or the failure to find it.
+func (r *Reconciler) onMain(ev mainEvent) {
+	u := r.units[ev.name]
+	if u == nil || u.gen != ev.gen || (u.state != Starting && u.state != Running) {
+		return
+	}
+	if ev.err != nil {
+		r.stop(u, stopFailure, fmt.Errorf("unit %s: %w", u.spec.Name, ev.err))
+		return
+	}
+	u.main = ev.main
+	r.log.Info("unit's main process found", "unit", u.spec.Name, "main", ev.main.PID)
+	name, gen, main := u.spec.Name, u.gen, ev.main
+	exited, err := r.opt.Spawner.WatchExit(u.runCtx, Group{Unit: name, Leader: main})
+	if err != nil {
+		r.stop(u, stopFailure, fmt.Errorf("main process %d: %w", main.PID, ErrMainExited))
+		return
+	}
+	ctx := u.runCtx
+	r.wg.Go(func() {
+		select {
+		case <-exited:
+			r.post(goneEvent{name, gen, fmt.Errorf("main process %d: %w", main.PID, ErrMainExited)})
+		case <-ctx.Done():
+		}
+	})
+	if u.state == Starting && (u.spec.Ready == (units.Ready{}) || u.probed) {
+		r.markReady(u)
+	}
+}
+
+// onGone ends the run whose main process exited, or whose daemonized
+// group emptied: what is left is stopped, then the restart policy decides
+// (a group that emptied by itself is a success, a main process's exit a
+// failure: its status is unknown).
+func (r *Reconciler) onGone(ev goneEvent) {
+	u := r.units[ev.name]
+	if u == nil || u.gen != ev.gen || (u.state != Starting && u.state != Running) {
+		return
+	}
+	r.log.Info("unit exited", "unit", u.spec.Name, "err", ev.err)
+	r.stop(u, stopFailure, exitCause{ev.err})
+}
+
+// findMain looks for the main process of a forking unit whose launcher
+// exited 0 (see pickMain), until it is found, the deadline passes (the
+// last reason is the error), or ctx ends.
+func findMain(ctx context.Context, d Daemons, g Group, pidFile string, deadline time.Time) (proc.Identity, error) {
+	tk := time.NewTicker(mainPollEvery)
+	defer tk.Stop()
+	var last proc.Identity
+	for {
+		id, final, err := pickMain(d.Members(g), pidFile)
+		switch {
+		case err == nil && (pidFile != "" || id == last):
+			return id, nil // a guess is taken once two looks agree: a double fork's middle process is gone by then
+		case err != nil && final:
+			return proc.Identity{}, err
+		case err != nil && !time.Now().Before(deadline):
+			return proc.Identity{}, err
+		}
+		last = id
+		select {
+		case <-ctx.Done():
+			return proc.Identity{}, ctx.Err()
+		case <-tk.C:
+		}
+	}
+}
+
+// pickMain names the main process among left, the processes a forking
+// unit's launcher left: the pid in pidFile, which must be one of them (in
+// the unit's cgroup, or descending from its launcher: its group and the
+// escapees found under it); without a pid file, the one process whose
+// parent is not one of them (the daemon its workers descend from). final
+// says that waiting cannot help.
+func pickMain(left []proc.Identity, pidFile string) (main proc.Identity, final bool, err error) {
+	if len(left) == 0 {
+		return proc.Identity{}, true, errors.New("the launcher exited 0 but left no process: the program did not daemonize, or its daemon died at once (see its log); a program that stays in the foreground is type: simple")
+	}
+	if pidFile != "" {
+		return pickPIDFile(left, pidFile)
+	}
+	in := map[int]bool{}
+	for _, id := range left {
+		in[id.PID] = true
+	}
+	var tops []proc.Identity
+	for _, id := range left {
+		if st, err := proc.ReadStat(id.PID); err == nil && !in[st.PPID] {
+			tops = append(tops, id)
+		}
+	}
+	if len(tops) == 1 {
+		return tops[0], false, nil
+	}
+	pids := make([]string, len(tops))
+	for i, id := range tops {
+		pids[i] = strconv.Itoa(id.PID)
+	}
+	return proc.Identity{}, false, fmt.Errorf("the launcher left %d processes and no single main one (pids %s): set pid_file: to the file the daemon writes its pid to", len(left), strings.Join(pids, ", "))
+}
+
+func pickPIDFile(left []proc.Identity, pidFile string) (proc.Identity, bool, error) {
+	b, err := os.ReadFile(pidFile)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return proc.Identity{}, false, fmt.Errorf("pid file %s is missing: the daemon did not write it within timeouts.start; check that pid_file: matches the program's configuration", pidFile)
+	case err != nil:
+		return proc.Identity{}, false, fmt.Errorf("pid file %s: %w", pidFile, err)
+	case len(b) > 64:
+		return proc.Identity{}, true, fmt.Errorf("pid file %s holds %d bytes, not a pid", pidFile, len(b))
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		return proc.Identity{}, false, fmt.Errorf("pid file %s holds %q, not a pid", pidFile, strings.TrimSpace(string(b)))
+	}
+	if i := slices.IndexFunc(left, func(id proc.Identity) bool { return id.PID == pid }); i >= 0 {
+		return left[i], false, nil
+	}
+	if _, err := proc.Read(pid); err != nil {
+		return proc.Identity{}, false, fmt.Errorf("pid file %s is stale: it names pid %d, which is not running (left by an earlier run?); the daemon did not write its own within timeouts.start", pidFile, pid)
+	}
+	what := ""
+	if st, err := proc.ReadStat(pid); err == nil {
+		what = " (" + st.Comm + ")"
+	}
+	return proc.Identity{}, false, fmt.Errorf("pid file %s names pid %d%s, which is not in the unit's group: a stranger (a stale file whose pid was reused?); hermes never takes it for the unit's main process", pidFile, pid, what)
+}

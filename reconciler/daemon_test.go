@@ -1,0 +1,188 @@
+package reconciler
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/supervisor"
+)
+
+var bothModes = []supervisor.Mode{supervisor.ModeCgroup, supervisor.ModePGroup}
+
+// daemonize is a launcher that starts a daemon (setsid: it leaves the
+// launcher's process group and session) and exits 0. The daemon writes its
+// own pid to $PIDF when write is set, as nginx and redis do, then sleeps.
+func daemonize(pidf string, write bool) string {
+	body := "exec sleep 300"
+	if write {
+		body = `echo $$ > "$PIDF"; exec sleep 300`
+	}
+	return fmt.Sprintf("shell: |\n  setsid sh -c '%s' </dev/null >/dev/null 2>&1 &\n  exit 0\nenv: {PIDF: %q}\n", body, pidf)
+}
+
+// readPID waits for a pid file to hold a pid and returns it.
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if b, err := os.ReadFile(path); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 {
+				return pid
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pid in %s within 15s", path)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitGone waits until id has exited.
+func waitGone(t *testing.T, id proc.Identity, what string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for id.Alive() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s (pid %d) still alive after 15s", what, id.PID)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestForkingPIDFile: a forking unit's launcher daemonizes and exits 0; the
+// unit runs with the daemon's pid from pid_file as its main pid, is
+// restarted when that process dies, and stop leaves no process.
+func TestForkingPIDFile(t *testing.T) {
+	for _, mode := range bothModes {
+		t.Run(string(mode), func(t *testing.T) {
+			pidf := filepath.Join(t.TempDir(), "d.pid")
+			l := startLiveMode(t, mode, map[string]string{
+				"d.yaml": "type: forking\npid_file: " + pidf + "\nrestart_sec: 10ms\n" + daemonize(pidf, true),
+			})
+			m := l.waitFor("d running with its daemon's pid", func(m map[string]control.Unit) bool {
+				return running("d")(m) && m["d"].Ready
+			})
+			pid := readPID(t, pidf)
+			if m["d"].PID != pid {
+				t.Fatalf("status pid %d, want the daemon's %d (from pid_file)", m["d"].PID, pid)
+			}
+			daemon := identity(t, pid)
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			m = l.waitFor("d restarted with a new daemon", func(m map[string]control.Unit) bool {
+				return running("d")(m) && m["d"].Restarts == 1 && m["d"].PID != pid
+			})
+			if !strings.Contains(m["d"].Error, "main process") && m["d"].Error != "" {
+				t.Logf("error after the restart: %s", m["d"].Error)
+			}
+			again := identity(t, m["d"].PID)
+			if daemon.Alive() {
+				t.Errorf("killed daemon %d still alive", pid)
+			}
+			if err := l.r.Stop(t.Context(), "d"); err != nil {
+				t.Fatal(err)
+			}
+			if again.Alive() {
+				t.Errorf("after stop: daemon %d still alive, want none left", again.PID)
+			}
+		})
+	}
+}
+
+// TestForkingSingleProcess: without pid_file, the one process the
+// launcher left is the main one.
+func TestForkingSingleProcess(t *testing.T) {
+	for _, mode := range bothModes {
+		t.Run(string(mode), func(t *testing.T) {
+			pidf := filepath.Join(t.TempDir(), "d.pid")
+			l := startLiveMode(t, mode, map[string]string{"d.yaml": "type: forking\n" + daemonize(pidf, true)})
+			m := l.waitFor("d running", running("d"))
+			if pid := readPID(t, pidf); m["d"].PID != pid {
+				t.Errorf("status pid %d, want the one process left, %d", m["d"].PID, pid)
+			}
+		})
+	}
+}
+
+// TestForkingPIDFileRefused: a pid file that is missing, stale, or names a
+// process outside the unit's group fails the unit with an error that says
+// which; the stranger is never signalled.
+func TestForkingPIDFileRefused(t *testing.T) {
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stranger := exec.Command("sleep", "300")
+	if err := stranger.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stranger.Process.Kill(); stranger.Wait() })
+	tests := []struct {
+		name    string
+		content string // written to the pid file before the start; "" none
+		want    string
+	}{
+		{"missing", "", "is missing: the daemon did not write it within timeouts.start"},
+		{"stale", strconv.Itoa(dead.Process.Pid), fmt.Sprintf("is stale: it names pid %d, which is not running", dead.Process.Pid)},
+		{"stranger", strconv.Itoa(stranger.Process.Pid), fmt.Sprintf("names pid %d (sleep), which is not in the unit's group: a stranger", stranger.Process.Pid)},
+		{"garbage", "hello", `holds "hello", not a pid`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pidf := filepath.Join(t.TempDir(), "d.pid")
+			if tt.content != "" {
+				if err := os.WriteFile(pidf, []byte(tt.content+"\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l := startLiveMode(t, supervisor.ModePGroup, map[string]string{
+				"d.yaml": "type: forking\npid_file: " + pidf + "\nrestart: \"no\"\ntimeouts: {start: 500ms}\n" + daemonize(pidf, false),
+			})
+			m := l.waitFor("d failed", func(m map[string]control.Unit) bool { return m["d"].State == "failed" })
+			if !strings.Contains(m["d"].Error, "pid file "+pidf+" "+tt.want) {
+				t.Errorf("got error %q, want it to contain %q", m["d"].Error, "pid file "+pidf+" "+tt.want)
+			}
+			if stranger.ProcessState != nil {
+				t.Errorf("the stranger was signalled: %v", stranger.ProcessState)
+			}
+		})
+	}
+}
+
+// TestSimpleDaemonized: a simple unit whose leader exits 0 leaving a
+// daemon is named, not hidden: the daemon stays with the unit (neither
+// killed nor let go), status says running with no main pid and what to
+// do, and stop stops the daemon.
+func TestSimpleDaemonized(t *testing.T) {
+	for _, mode := range bothModes {
+		t.Run(string(mode), func(t *testing.T) {
+			pidf := filepath.Join(t.TempDir(), "d.pid")
+			l := startLiveMode(t, mode, map[string]string{"d.yaml": daemonize(pidf, true)})
+			daemon := identity(t, readPID(t, pidf))
+			m := l.waitFor("d daemonized", func(m map[string]control.Unit) bool { return m["d"].Daemonized > 0 })
+			want := "the program daemonized (1 processes left): declare `type: forking` (and `pid_file`), or run it in the foreground (nginx: `-g 'daemon off;'`, redis: `--daemonize no`)"
+			if u := m["d"]; u.State != "running" || u.PID != 0 || u.Daemonized != 1 || u.Error != want {
+				t.Errorf("got state %s pid %d daemonized %d error %q;\nwant running, pid 0, 1, %q", u.State, u.PID, u.Daemonized, u.Error, want)
+			}
+			if !daemon.Alive() {
+				t.Fatalf("the daemon %d was stopped with its leader", daemon.PID)
+			}
+			if err := l.r.Stop(t.Context(), "d"); err != nil {
+				t.Fatal(err)
+			}
+			if daemon.Alive() {
+				t.Errorf("after stop: the daemon %d is still alive", daemon.PID)
+			}
+		})
+	}
+}

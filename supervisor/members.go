@@ -1,0 +1,140 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/hermes-units/hermes/proc"
+	"golang.org/x/sys/unix"
+)
+
+// Members lists the live processes of g, each with its identity, ordered
+// by pid: the members of its cgroup, or of its process group and of the
+// escapee groups found under it (pgroup mode: escapees are looked for
+// first, so that a daemon that just left the group is counted, and
+// registered, now). A group not registered here (a re-adopted survivor)
+// is listed from its cgroup or its process group alone.
+//
+// This is how a unit whose launcher exited tells what it left: a forking
+// daemon (its main pid must be one of these), or a simple unit that
+// daemonized.
+func (o *Owner) Members(g Group) []proc.Identity {
+	o.mu.Lock()
+	r := o.findLocked(g)
+	if r == nil {
+		r = &reg{g: o.foreignCgroupLocked(g)}
+	}
+	o.mu.Unlock()
+	scan := o.mode == ModePGroup && r.key != ""
+	// A process that calls setsid between the scan (it was still in the
+	// group then, so no escapee) and the listing (it is not, now) would be
+	// missed: an empty answer is checked by a second scan.
+	for try := 0; ; try++ {
+		if scan {
+			o.scan()
+		}
+		if out := o.list(r); len(out) > 0 || !scan || try == 1 {
+			return out
+		}
+	}
+}
+
+// list is Members's listing of r, without a scan.
+func (o *Owner) list(r *reg) []proc.Identity {
+	o.mu.Lock()
+	gs := []Group{r.g}
+	for _, e := range r.esc {
+		gs = append(gs, e.g)
+	}
+	o.mu.Unlock()
+	var pids []int
+	for _, g := range gs {
+		switch {
+		case g.Cgroup != "":
+			pids = append(pids, cgroupProcs(g.Cgroup)...)
+		case g.PGID > 1 && !groupEmpty(g):
+			m, _ := proc.GroupMembers(g.PGID)
+			pids = append(pids, m...)
+		}
+	}
+	slices.Sort(pids)
+	pids = slices.Compact(pids)
+	out := make([]proc.Identity, 0, len(pids))
+	for _, pid := range pids {
+		if st, err := proc.ReadStat(pid); err != nil || st.Zombie() {
+			continue
+		}
+		if id, err := proc.Read(pid); err == nil {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// StopMain stops g the way systemd stops a forking service: sig goes to
+// main alone (the daemon's main process, identity-checked: a recycled pid
+// is never signalled), which is expected to take the rest of the group
+// down with it; after grace, whatever is left of the group (its cgroup, or
+// its process group and escapees) is KILLed, and StopMain waits until it
+// is empty (or ctx ends), then releases it as Stop does. A zero main is
+// Stop.
+func (o *Owner) StopMain(ctx context.Context, g Group, main proc.Identity, sig syscall.Signal, grace time.Duration) error {
+	if main.IsZero() {
+		return o.Stop(ctx, g, sig, grace)
+	}
+	o.mu.Lock()
+	r := o.findLocked(g)
+	if r == nil {
+		r = &reg{g: o.foreignCgroupLocked(g)}
+		if err := o.safeLocked(g); err != nil {
+			o.mu.Unlock()
+			return err
+		}
+	}
+	o.mu.Unlock()
+	if o.mode == ModePGroup && r.key != "" {
+		o.scan() // escapees found now are KILLed with the group
+	}
+	signalIdentity(main, sig)
+	return o.finishStop(ctx, r, g, grace)
+}
+
+// signalIdentity sends sig to id's process through a pidfd, once the pidfd
+// is known to name the same process (start time): never a recycled pid.
+func signalIdentity(id proc.Identity, sig syscall.Signal) {
+	fd, err := unix.PidfdOpen(id.PID, 0)
+	if err != nil {
+		return // gone
+	}
+	defer unix.Close(fd)
+	if now, err := proc.Read(id.PID); err != nil || now.StartTime != id.StartTime {
+		return
+	}
+	unix.PidfdSendSignal(fd, sig, nil, 0)
+}
+
+// finishStop waits up to grace for r to be empty, KILLs what is left, waits
+// for empty (until ctx ends) and releases r: the end of Stop and StopMain.
+func (o *Owner) finishStop(ctx context.Context, r *reg, g Group, grace time.Duration) error {
+	if !o.waitEmpty(ctx, r, grace) {
+		o.signal(r, syscall.SIGKILL)
+		if !o.waitEmpty(ctx, r, -1) {
+			return fmt.Errorf("stop group %d of %s: %w", g.PGID, g.Unit, ctx.Err())
+		}
+	}
+	if o.emptied != nil {
+		o.emptied()
+	}
+	if r.id == "" {
+		// A survivor's kept cgroup (or a released group's) has no
+		// registration to drop: the one who saw it empty removes it.
+		if o.tree.leaf(r.g.Cgroup) {
+			removeEmpty(r.g.Cgroup)
+		}
+		return nil
+	}
+	return o.drop(ctx, r) // nil, too, when the janitor dropped it already
+}
