@@ -183,6 +183,17 @@ type Plan struct {
 	Restart []string      `json:"restart"`
 	Keep    []string      `json:"keep"`
 	Errors  []ConfigError `json:"errors"`
+	// Order is every declared unit in the order units start: each comes
+	// after what it waits for (after: and requires:).
+	Order []Step `json:"order,omitempty"`
+}
+
+// Step is one unit of a plan's start order and the conditions it starts
+// on, in words: "migrate is done (exit 0)", "db is ready", "db is up".
+type Step struct {
+	Unit  string   `json:"unit"`
+	Type  string   `json:"type"` // simple | oneshot | forking
+	Waits []string `json:"waits,omitempty"`
 }
 
 // Backend is what a daemon offers the control API. Every method is safe for

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -52,7 +53,70 @@ func Diff(cur map[string]string, l Loaded) control.Plan {
 	for _, l := range [][]string{p.Start, p.Stop, p.Restart, p.Keep} {
 		sort.Strings(l)
 	}
+	p.Order = StartOrder(l.Specs)
 	return p
+}
+
+// StartOrder lists specs in the order they start: each after the units it
+// names in after: and requires: (ties and cycles broken by name, as the
+// reconciler orders them), with what it waits for (the dependency
+// conditions: README, Dependency conditions).
+func StartOrder(specs []units.Spec) []control.Step {
+	by := make(map[string]*units.Spec, len(specs))
+	names := make([]string, 0, len(specs))
+	for i := range specs {
+		by[specs[i].Name] = &specs[i]
+		names = append(names, specs[i].Name)
+	}
+	sort.Strings(names)
+	seen := map[string]bool{}
+	var out []control.Step
+	var visit func(n string)
+	visit = func(n string) {
+		s := by[n]
+		if s == nil || seen[n] {
+			return
+		}
+		seen[n] = true
+		deps := slices.Concat(s.After, s.Requires)
+		sort.Strings(deps)
+		for _, d := range deps {
+			visit(d)
+		}
+		out = append(out, control.Step{Unit: n, Type: string(typeOf(*s)), Waits: waits(*s, by)})
+	}
+	for _, n := range names {
+		visit(n)
+	}
+	return out
+}
+
+// waits says, in words, what s waits for before it starts.
+func waits(s units.Spec, by map[string]*units.Spec) []string {
+	var out []string
+	for _, d := range s.After {
+		switch dep := by[d]; {
+		case dep == nil:
+			out = append(out, d+" (not declared: not waited for)")
+		case dep.Type == units.Oneshot:
+			out = append(out, d+" is done (exit 0)")
+		default:
+			out = append(out, d+" is ready")
+		}
+	}
+	for _, d := range s.Requires {
+		if !slices.Contains(s.After, d) {
+			out = append(out, d+" is up (requires; starts alongside it)")
+		}
+	}
+	return out
+}
+
+func typeOf(s units.Spec) units.Type {
+	if s.Type == "" {
+		return units.Simple
+	}
+	return s.Type
 }
 
 // unitOf is the unit name of a unit file path.

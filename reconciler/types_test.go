@@ -3,11 +3,13 @@ package reconciler
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/units"
 )
 
 // TestOneshotBeforeApp: an after: dependent of a oneshot starts only once
@@ -92,4 +94,25 @@ func TestOneshotRemainAfterExit(t *testing.T) {
 	l.waitFor("app stopped with setup", func(m map[string]control.Unit) bool {
 		return m["setup"].State == "inactive" && m["app"].PID == 0
 	})
+}
+
+// TestStartOrder: the order a reload plan shows puts each unit after what
+// it waits for, and says what that is per type.
+func TestStartOrder(t *testing.T) {
+	specs := []units.Spec{
+		{Name: "app", After: []string{"migrate", "db"}, Requires: []string{"db"}},
+		{Name: "worker", Requires: []string{"app"}},
+		{Name: "migrate", Type: units.Oneshot, After: []string{"db"}},
+		{Name: "db", Type: units.Forking},
+	}
+	got := StartOrder(specs)
+	want := []control.Step{
+		{Unit: "db", Type: "forking"},
+		{Unit: "migrate", Type: "oneshot", Waits: []string{"db is ready"}},
+		{Unit: "app", Type: "simple", Waits: []string{"migrate is done (exit 0)", "db is ready"}},
+		{Unit: "worker", Type: "simple", Waits: []string{"app is up (requires; starts alongside it)"}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %+v\nwant %+v", got, want)
+	}
 }

@@ -121,6 +121,9 @@ func writeStatus(w io.Writer, st control.Status, color bool, now time.Time) {
 		t := table{{{text: "NAME"}, {text: "STATE"}, {text: "PID"}, {text: "PGID"}, {text: "OWNERSHIP"}, {text: "READY"}, {text: "UPTIME"}, {text: "RESTARTS"}, {text: "PORTS"}, {text: "RSS"}, {text: "ERROR"}}}
 		for _, u := range st.Units {
 			state := cell{text: dash(u.State)}
+			if u.Daemonized > 0 && u.State == "running" {
+				state.text = "running (daemonized, no main pid)"
+			}
 			if color {
 				state.color = stateColor(u.State)
 			}

@@ -120,6 +120,16 @@ func writePlan(w io.Writer, p control.Plan, dryRun bool) {
 		}
 		fmt.Fprintf(w, "%-8s %s\n", l.what+":", list)
 	}
+	if len(p.Order) > 0 {
+		fmt.Fprintln(w, "order:")
+		for i, s := range p.Order {
+			waits := ""
+			if len(s.Waits) > 0 {
+				waits = ", once " + strings.Join(s.Waits, " and ")
+			}
+			fmt.Fprintf(w, "  %d. %s (%s)%s\n", i+1, s.Unit, s.Type, waits)
+		}
+	}
 	if len(p.Errors) > 0 {
 		fmt.Fprintln(w, "errors:")
 		for _, e := range p.Errors {
