@@ -28,6 +28,7 @@ import (
 //	GET  /v1/events[?follow=1]            → JSON lines (see events.go)
 //	POST /v1/proxy/rotate-token (see token.go)
 //	GET  /v1/version                      → VersionInfo
+//	GET  /v1/paths                        → Paths (see paths.go)
 //
 // Every failure is a non-2xx status with an ErrorBody.
 const (
@@ -53,6 +54,9 @@ type Options struct {
 	Events *events.Bus
 	// Version is the daemon's build, served on GET /v1/version.
 	Version VersionInfo
+	// Paths are the daemon's own directories, served on GET /v1/paths;
+	// zero answers that it does not report them.
+	Paths Paths
 }
 
 // Server serves a Backend on a listener. Every connection's peer is checked
@@ -66,11 +70,13 @@ type Server struct {
 	uid   int // the uid admitted besides root; os.Geteuid(), changed by tests only
 	bus   *events.Bus
 	ver   VersionInfo
+	paths Paths
 }
 
 // NewServer returns a Server for b.
 func NewServer(b Backend, opts Options) *Server {
 	s := &Server{b: b, logf: opts.Logf, grace: opts.ShutdownTimeout, uid: os.Geteuid(), bus: opts.Events, ver: opts.Version}
+	s.paths = opts.Paths
 	if s.logf == nil {
 		s.logf = func(string, ...any) {}
 	}
@@ -189,6 +195,7 @@ func (s *Server) handler(end <-chan struct{}) http.Handler {
 	mux.HandleFunc("GET "+pathUnits+"{unit}/log", s.logPath)
 	s.routeAdopter(mux)
 	s.routeTokens(mux)
+	s.routePaths(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeBody(w, http.StatusNotFound, ErrorBody{
 			Error: fmt.Sprintf("hermesd does not serve %s %s; are hermesctl and hermesd the same version?", r.Method, r.URL.Path),

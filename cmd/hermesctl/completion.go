@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/hermes-units/hermes/internal/paths"
 	"github.com/hermes-units/hermes/units"
 	"github.com/spf13/cobra"
 )
@@ -50,9 +49,10 @@ Unit names complete from the units directory, offline.`,
 	}
 }
 
-// completeUnits completes unit names from the units directory, offline:
-// the --units flag (or HERMES_UNITS, or hermes.yaml) as typed on the
-// command line being completed, names already given left out. Files that
+// completeUnits completes unit names from the units directory: the --units
+// flag (or HERMES_UNITS) as typed on the command line being completed, else
+// the running hermesd's, else units: of hermes.yaml or the default, read
+// offline; names already given left out. Files that
 // do not load still complete (a user may want to stop or fix them).
 // Nothing completes once the command's Args would take no more.
 // Use it as a command's ValidArgsFunction.
@@ -61,11 +61,13 @@ func completeUnits(g *globals) cobra.CompletionFunc {
 		if cmd.ValidateArgs(append(slices.Clone(args), toComplete)) != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp // the command takes no more units
 		}
-		dir := g.Units
-		// Completion runs no PersistentPreRunE: resolve the paths here.
-		if r, err := paths.Resolve(cmd.Flags()); err == nil || r.Units != "" {
-			dir = r.Units
+		// Completion runs no PersistentPreRunE: resolve the paths here,
+		// and take the running hermesd's units directory unless --units
+		// or HERMES_UNITS names one.
+		if g.resolve(cmd) == nil {
+			g.daemonPaths(cmd.Context())
 		}
+		dir := g.Units
 		if _, err := os.Stat(dir); err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}

@@ -59,6 +59,7 @@ func proxyEnv(ctx context.Context, g *globals) (base, token string, err error) {
 			return "", "", errors.New("the provider proxy is off: hermesd serves it when hermes.yaml (providers:) or a unit (provider:) declares a provider; declare one and restart hermesd")
 		case err == nil:
 			listen = st.Proxy.Listen
+			g.useDaemonState(st.Daemon)
 		case !errors.Is(err, control.ErrNotRunning):
 			return "", "", err
 		}
@@ -133,6 +134,7 @@ func runProxyEnv(ctx context.Context, g *globals, env []string) []string {
 	if err != nil || st.Proxy == nil {
 		return nil
 	}
+	g.useDaemonState(st.Daemon)
 	tok, err := proxy.LoadToken(g.State, false)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "hermesctl run: OPENAI_BASE_URL and OPENAI_API_KEY not set: %v\n", err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/hermes-units/hermes/internal/paths"
@@ -12,7 +11,8 @@ import (
 // with the same precedence (flag > HERMES_* env > default).
 type globals struct {
 	paths.Paths
-	output string // "" (human) or "json"
+	from   paths.Sources // where each path came from
+	output string        // "" (human) or "json"
 }
 
 // exitError carries a specific exit status out of a command; its message
@@ -47,11 +47,9 @@ func newRoot() *cobra.Command {
 	// hermes.yaml > default). A config file that does not parse leaves the
 	// other layers in force: the commands that read it report its errors.
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
-		r, err := paths.Resolve(cmd.Flags())
-		if err != nil && !errors.Is(err, paths.ErrConfig) {
+		if err := g.resolve(cmd); err != nil {
 			return &exitError{code: 2, err: err}
 		}
-		g.Paths = r.Paths
 		return nil
 	}
 	f.StringVarP(&g.output, "output", "o", "", "output format: json (default: text for humans)")

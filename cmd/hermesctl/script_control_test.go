@@ -56,7 +56,15 @@ func cmdFakeDaemon(ts *testscript.TestScript, neg bool, args []string) {
 	for _, e := range sc.Events {
 		bus.Publish(e)
 	}
-	srv := control.NewServer(b, control.Options{Logf: logf, Events: bus, Version: sc.Version})
+	// Paths are relative to $WORK in the script; a daemon reports them
+	// absolute.
+	p := sc.Paths
+	for _, f := range []*string{&p.Config, &p.Units, &p.State, &p.Socket, &p.Logs} {
+		if *f != "" && !filepath.IsAbs(*f) {
+			*f = ts.MkAbs(*f)
+		}
+	}
+	srv := control.NewServer(b, control.Options{Logf: logf, Events: bus, Version: sc.Version, Paths: p})
 	go func() { done <- srv.Serve(ctx, ln) }()
 	ts.Defer(func() {
 		cancel()
@@ -75,6 +83,9 @@ type fakeScript struct {
 	Plan   control.Plan      `json:"plan"`
 	Logs   map[string]string `json:"logs"` // unit → log file, relative to $WORK
 	Fail   map[string]string `json:"fail"` // unit → why its start/restart is refused (ErrConflict)
+	// Paths are what GET /v1/paths answers, relative to $WORK; none: the
+	// daemon does not report them (an older hermesd).
+	Paths control.Paths `json:"paths"`
 	// Ownership transfer (script_adopt_test.go).
 	Adopt   map[string]control.Adopted `json:"adopt"`  // "pid N" or "pgid N" → what adopt answers
 	Refuse  map[string]string          `json:"refuse"` // "pid N" or "pgid N" → why adopt is refused

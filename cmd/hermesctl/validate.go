@@ -31,7 +31,7 @@ Exits 1 on any error.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v := &validator{out: cmd.OutOrStdout(), loader: units.Loader{Insecure: insecure}}
 			if len(args) == 0 {
-				v.defaultPaths(cmd, g)
+				v.defaultPaths(g, g.daemonPaths(cmd.Context()))
 			}
 			for _, p := range args {
 				v.path(p, g)
@@ -79,11 +79,12 @@ func (v *validator) report(err error) {
 
 // defaultPaths validates the config, then the units directory with the
 // config's unit defaults. The directory is --units or HERMES_UNITS when
-// given, else units: from the config, else the default.
-func (v *validator) defaultPaths(cmd *cobra.Command, g *globals) {
+// given, else the running hermesd's (daemon: g holds its paths), else
+// units: from the config, else the default.
+func (v *validator) defaultPaths(g *globals, daemon bool) {
 	dir := g.Units
 	if cfg := v.loadConfig(g.Config); cfg != nil {
-		if !cmd.Flags().Changed("units") && os.Getenv("HERMES_UNITS") == "" && cfg.Daemon.Units != "" {
+		if !daemon && !g.from.Units.Given() && cfg.Daemon.Units != "" {
 			dir = cfg.Daemon.Units
 		}
 	}

@@ -43,6 +43,7 @@ was lost).`,
 			if err != nil || pid <= 0 {
 				return &exitError{code: 2, err: fmt.Errorf("who: %q is not a pid; pass a positive process id", args[0])}
 			}
+			g.daemonPaths(cmd.Context()) // the ledger of the running hermesd, if any
 			r, err := who(cmd, g.State, pid)
 			if err != nil {
 				return &exitError{code: 1, err: err}

@@ -274,7 +274,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	helpers, stopHelpers := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := control.NewServer(backend{rec, px, cfg.State}, control.Options{Logf: func(f string, a ...any) { log.Warn(fmt.Sprintf(f, a...), "part", "control") }, Events: obs.bus, Version: buildVersion()}).Serve(helpers, ln); err != nil {
+		if err := control.NewServer(backend{rec, px, cfg.State}, control.Options{Logf: func(f string, a ...any) { log.Warn(fmt.Sprintf(f, a...), "part", "control") }, Events: obs.bus, Version: buildVersion(), Paths: controlPaths(cfg.Paths)}).Serve(helpers, ln); err != nil {
 			log.Error("control API stopped", "err", err)
 		}
 	})
@@ -367,4 +367,10 @@ func watchdog(ctx context.Context, log *slog.Logger) {
 			sdNotify(log, "WATCHDOG=1")
 		}
 	}
+}
+
+// controlPaths are hermesd's own paths as the control API reports them
+// (GET /v1/paths): hermesctl reads the state and units directories there.
+func controlPaths(p paths.Paths) control.Paths {
+	return control.Paths{Config: p.Config, Units: p.Units, State: p.State, Socket: p.Socket, Logs: paths.Logs(p.State)}
 }

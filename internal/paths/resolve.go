@@ -47,7 +47,30 @@ func AddFlags(fs *pflag.FlagSet) {
 type Resolved struct {
 	Paths
 	Role string
+	From Sources // where each path came from
 }
+
+// Source is the layer a path was taken from.
+type Source int
+
+// The layers, lowest first.
+const (
+	FromDefault Source = iota
+	FromFile
+	FromEnv
+	FromFlag
+)
+
+// Sources say where Resolve took the units and state directories and the
+// socket from. hermesctl takes a running hermesd's directories over those
+// of the lower layers, but not over what the user typed or exported.
+type Sources struct {
+	Config, Units, State, Socket Source
+}
+
+// Given reports whether the user gave the path on the command line or in
+// the environment.
+func (s Source) Given() bool { return s >= FromEnv }
 
 // Resolve layers each key flag > env (HERMES_CONFIG, HERMES_UNITS,
 // HERMES_STATE, HERMES_SOCKET, HERMES_ROLE) > config file (top-level keys
@@ -91,6 +114,7 @@ func Resolve(fs *pflag.FlagSet) (Resolved, error) {
 	}
 	cfg := d.Config
 	var fileErr error
+	fromFile := map[string]bool{}
 	if pre.Exists(KeyConfig) {
 		cfg = expand(pre.String(KeyConfig), "")
 	}
@@ -110,13 +134,30 @@ func Resolve(fs *pflag.FlagSet) (Resolved, error) {
 			if err := k.Set(key, v); err != nil {
 				return Resolved{}, err
 			}
+			fromFile[key] = true
 		}
 	}
 	if err := k.Load(envP, nil); err != nil {
 		return Resolved{}, err
 	}
+	envK := koanf.New(".")
+	if err := envK.Load(envP, nil); err != nil {
+		return Resolved{}, err
+	}
 	if err := k.Load(flagP, nil); err != nil {
 		return Resolved{}, err
+	}
+	source := func(key string) Source {
+		if f := fs.Lookup(key); f != nil && f.Changed {
+			return FromFlag
+		}
+		if envK.Exists(key) {
+			return FromEnv
+		}
+		if fromFile[key] {
+			return FromFile
+		}
+		return FromDefault
 	}
 	r := Resolved{
 		Paths: Paths{
@@ -126,6 +167,7 @@ func Resolve(fs *pflag.FlagSet) (Resolved, error) {
 			Socket: expand(k.String(KeySocket), ""),
 		},
 		Role: k.String(KeyRole),
+		From: Sources{Config: source(KeyConfig), Units: source(KeyUnits), State: source(KeyState), Socket: source(KeySocket)},
 	}
 	if err := r.absolute(); err != nil {
 		return r, err
