@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/hermes-units/hermes/internal/boolflag"
 	"github.com/hermes-units/hermes/internal/paths"
 	"github.com/spf13/cobra"
 )
@@ -72,5 +73,19 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newTopCmd(g))
 	root.AddCommand(newVersionCmd(g))
 	root.AddCommand(newCompletionCmd())
+	plainBools(root)
 	return root
+}
+
+// plainBools makes every boolean flag of c and its subcommands, -h/--help
+// and --version included, show in the help as "-h, --help", without pflag's
+// "[=true|false]" (internal/boolflag).
+func plainBools(c *cobra.Command) {
+	c.InitDefaultHelpFlag()
+	c.InitDefaultVersionFlag()
+	boolflag.Plain(c.PersistentFlags())
+	boolflag.Plain(c.Flags())
+	for _, sub := range c.Commands() {
+		plainBools(sub)
+	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/boolflag"
 	"github.com/hermes-units/hermes/internal/logfile"
 	"github.com/hermes-units/hermes/internal/notify"
 	"github.com/hermes-units/hermes/internal/paths"
@@ -73,6 +74,21 @@ type config struct {
 	mode     supervisor.Mode // "" = automatic
 }
 
+// usage is what hermesd --help says before its flags.
+const usage = `hermesd is the hermes units daemon: it keeps the units of a directory
+running (restarts, readiness probes, schedules), re-adopts the survivors of
+a previous gateway, kills every process it owns when it dies (kill -9
+included, through its death supervisor), and serves the control socket
+that hermesctl steers it through, and the provider proxy when configured.
+It runs in the foreground and logs to stderr; TERM or INT stop it cleanly.
+
+Usage:
+  hermesd [flags]
+
+Flags (the paths and --role also as HERMES_* variables and keys of hermes.yaml;
+flag > env > file > default):
+`
+
 func parseFlags(args []string) (config, error) {
 	fs := pflag.NewFlagSet("hermesd", pflag.ContinueOnError)
 	paths.AddFlags(fs)
@@ -80,8 +96,16 @@ func parseFlags(args []string) (config, error) {
 	insecure := fs.Bool("insecure-units", false, "skip the ownership and permission checks of unit files")
 	showVersion := fs.Bool("version", false, "print hermesd's version (module version, VCS revision) and exit")
 	addModeFlag(fs)
+	help := fs.BoolP("help", "h", false, "show this help")
+	boolflag.Plain(fs)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), usage, fs.FlagUsages()) }
 	if err := fs.Parse(args); err != nil {
 		return config{}, exit(exitUsage, err)
+	}
+	if *help {
+		fs.SetOutput(os.Stdout) // asked for: the help is the output
+		fs.Usage()
+		return config{}, pflag.ErrHelp
 	}
 	if *showVersion {
 		return config{}, errVersion
