@@ -1,60 +1,180 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
+	"time"
 
+	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/logfile"
+	"github.com/hermes-units/hermes/internal/paths"
+	"github.com/hermes-units/hermes/ledger"
+	"github.com/hermes-units/hermes/units"
 	"github.com/spf13/cobra"
 )
 
 func newLogsCmd(g *globals) *cobra.Command {
 	var (
-		follow bool
-		lines  int
+		follow, stamps bool
+		lines          int
+		since          time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "logs UNIT",
-		Short: "Print a unit's log (-f to follow it)",
-		Long: "Print the last lines of a unit's log. hermesd says where the log is; hermesctl\n" +
-			"reads the file itself. -f keeps printing what is appended, across rotations,\n" +
-			"until interrupted. -n -1 prints the whole file.",
-		Args: cobra.ExactArgs(1),
+		Use:   "logs UNIT...",
+		Short: "Print units' logs (-f to follow them); works without hermesd",
+		Long: `Print the last lines of a unit's log. hermesd says where the log is and
+hermesctl reads the file itself; when hermesd is not running (or was killed
+and its survivors write on), hermesctl finds the file itself: the ledger of
+the state directory, else the unit's log.path, else STATE/logs/UNIT.log.
+-f keeps printing what is appended, across rotations, until interrupted.
+-n -1 prints the whole file.
+
+Several units are interleaved by time, each line after its unit's name.
+-t puts each line's time before it, and --since 10m prints only what was
+written in the last ten minutes (rotated files included).
+
+Units write their log files directly (no pipe through hermesd, so that a
+survivor outlives it), so a line has no time but the one it carries: a
+line that starts with a timestamp (RFC 3339, "2006-01-02 15:04:05",
+"2006/01/02 15:04:05", logfmt time=, JSON "time":) has that time; a line
+without one has the time of the dated line before it in the same file; a
+line read while following has the time it was read at. Lines before the
+first dated line of a file have no known time: -t shows "-", --since keeps
+them only when the file was written to since then, and they sort with the
+first dated line after them.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if asJSON, err := g.jsonOutput(); err != nil {
 				return err
 			} else if asJSON {
 				return errors.New("logs prints the log itself and has no JSON form; drop -o json")
 			}
-			unit := args[0]
-			c, err := dial(g)
+			if since < 0 {
+				return &exitError{code: 2, err: fmt.Errorf("logs: --since %v is negative; give how far back, e.g. --since 10m", since)}
+			}
+			files, err := logFiles(cmd, g, args)
 			if err != nil {
 				return err
-			}
-			path, err := c.LogPath(cmd.Context(), unit)
-			c.Close()
-			if err != nil {
-				return unitError("logs", unit, 0, err)
 			}
 			// An interrupt ends -f cleanly, with exit status 0.
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			err = logfile.Tail(ctx, path, lines, follow, cmd.OutOrStdout())
-			if errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("logs %s: no log yet at %s (the unit has not written anything)", unit, path)
+			if len(files) == 1 && !stamps && since == 0 {
+				f := files[0]
+				err = logfile.Tail(ctx, f.path, lines, follow, cmd.OutOrStdout())
+				if errors.Is(err, fs.ErrNotExist) {
+					return fmt.Errorf("logs %s: no log yet at %s (the unit has not written anything)", f.unit, f.path)
+				}
+				if err != nil {
+					return fmt.Errorf("logs %s: %w", f.unit, err)
+				}
+				return nil
 			}
-			if err != nil {
-				return fmt.Errorf("logs %s: %w", unit, err)
+			lo := logOptions{lines: lines, stamps: stamps, names: len(files) > 1, follow: follow}
+			if since > 0 {
+				lo.since = time.Now().Add(-since)
 			}
-			return nil
+			return printLogs(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), files, lo)
 		},
 		ValidArgsFunction: completeUnits(g),
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing what is appended")
 	cmd.Flags().IntVarP(&lines, "lines", "n", 10, "print the last N lines (-1: all)")
+	cmd.Flags().BoolVarP(&stamps, "timestamps", "t", false, "put each line's time before it")
+	cmd.Flags().DurationVar(&since, "since", 0, "print only lines written in this last while (e.g. 10m, 2h)")
 	return cmd
+}
+
+// unitLog is one unit's log file.
+type unitLog struct {
+	unit, path string
+}
+
+// logFiles finds the log file of each unit: hermesd says where it is; when
+// hermesd is not running, logFile finds it offline (one note on stderr).
+func logFiles(cmd *cobra.Command, g *globals, names []string) ([]unitLog, error) {
+	c, err := dial(g)
+	if err != nil && !errors.Is(err, control.ErrNotRunning) {
+		return nil, err
+	}
+	var out []unitLog
+	if c != nil {
+		defer c.Close()
+		for _, unit := range names {
+			path, err := c.LogPath(cmd.Context(), unit)
+			if errors.Is(err, control.ErrNotRunning) {
+				c.Close()
+				c = nil
+				break
+			}
+			if err != nil {
+				return nil, unitError("logs", unit, 0, err)
+			}
+			out = append(out, unitLog{unit, path})
+		}
+		if c != nil {
+			return out, nil
+		}
+	}
+	out = out[:0]
+	off := offlineLogs{g: g}
+	for _, unit := range names {
+		path, err := off.path(cmd.Context(), unit)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, unitLog{unit, path})
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "hermesctl: hermesd is not running (no answer on %s): reading the log files of %s directly\n", g.Socket, g.State)
+	return out, nil
+}
+
+// offlineLogs finds unit log files without hermesd, in the order that
+// holds the most recent truth: the ledger of the state directory (a
+// survivor's entry names the file it writes to), the unit's log.path in
+// the units directory, else hermesd's default STATE/logs/UNIT.log.
+type offlineLogs struct {
+	g       *globals
+	entries []ledger.Entry
+	dir     *units.Dir
+	loaded  bool
+}
+
+func (o *offlineLogs) path(ctx context.Context, unit string) (string, error) {
+	if !o.loaded {
+		o.loaded = true
+		if _, err := os.Stat(filepath.Join(o.g.State, ledger.FileName)); err == nil {
+			if l, err := ledger.Open(o.g.State); err == nil {
+				o.entries, _ = l.Entries(ctx)
+			}
+		}
+		if _, err := os.Stat(o.g.Units); err == nil {
+			o.dir, _ = (&units.Loader{Insecure: true}).LoadDir(o.g.Units)
+		}
+	}
+	var latest *ledger.Entry
+	for i, e := range o.entries {
+		if e.Unit == unit && e.Log != "" && (latest == nil || e.Spawned.After(latest.Spawned)) {
+			latest = &o.entries[i]
+		}
+	}
+	if latest != nil {
+		return latest.Log, nil
+	}
+	if o.dir != nil {
+		if s := o.dir.Units[unit]; s != nil && s.Log.Path != "" {
+			return s.Log.Path, nil
+		}
+	}
+	p := filepath.Join(paths.Logs(o.g.State), unit+".log")
+	if _, err := os.Stat(p); err != nil && (o.dir == nil || o.dir.Units[unit] == nil) {
+		return "", fmt.Errorf("logs %s: hermesd is not running and no unit %q is known: not in the ledger of %s, not in %s, and no %s; is --state (or --units) right?", unit, unit, o.g.State, o.g.Units, p)
+	}
+	return p, nil
 }
