@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -82,7 +83,7 @@ func (d *decoder) parseDocument(data []byte, what string) *yaml.Node {
 			Msg: fmt.Sprintf("no keys, only comments: a %s needs at least one key", what)})
 		return nil
 	} else if err != nil {
-		d.syntax(err)
+		d.syntax(err, data)
 		return nil
 	}
 	var extra yaml.Node
@@ -90,7 +91,7 @@ func (d *decoder) parseDocument(data []byte, what string) *yaml.Node {
 		d.errf(&extra, "a second YAML document: a %s file holds exactly one (remove the \"---\")", what)
 		return nil
 	} else if !errors.Is(err, io.EOF) {
-		d.syntax(err)
+		d.syntax(err, data)
 		return nil
 	}
 	root := &doc
@@ -113,8 +114,8 @@ func (d *decoder) parseDocument(data []byte, what string) *yaml.Node {
 	return root
 }
 
-func (d *decoder) syntax(err error) {
-	line, msg := 1, err.Error()
+func (d *decoder) syntax(err error, data []byte) {
+	line, col, msg := 1, 1, err.Error()
 	if m := yamlSyntax.FindStringSubmatch(msg); m != nil {
 		if n, e := strconv.Atoi(m[1]); e == nil && n > 0 {
 			line = n
@@ -123,7 +124,96 @@ func (d *decoder) syntax(err error) {
 	} else {
 		msg = strings.TrimPrefix(msg, "yaml: ")
 	}
-	d.errs = append(d.errs, &Error{File: d.file, Line: line, Column: 1, Msg: "YAML syntax: " + msg, Err: ErrInvalid})
+	// The parser's line is often not the fault's: it reports an unclosed
+	// flow list where it gave up (or on line 1), and a tab in indentation
+	// as a character that starts no token. Point at the fault itself.
+	switch {
+	case strings.Contains(msg, "cannot start any token"), strings.Contains(msg, "tab character"):
+		if l, c, ok := tabIndent(data, line); ok {
+			line, col, msg = l, c, "tabs are not allowed for indentation; use spaces"
+		}
+	case strings.Contains(msg, "did not find expected ',' or ']'"), strings.Contains(msg, "did not find expected ',' or '}'"):
+		if l, c, open, ok := unclosedFlow(data); ok {
+			line, col = l, c
+			msg = fmt.Sprintf("this %c is never closed (%s)", open, msg)
+		}
+	}
+	d.errs = append(d.errs, &Error{File: d.file, Line: line, Column: col, Msg: "YAML syntax: " + msg, Err: ErrInvalid})
+}
+
+// tabIndent finds a tab in the indentation of line (1-based) of data, else
+// of the next line (the parser may report the line before), else of the
+// lines before it, and returns its position.
+func tabIndent(data []byte, line int) (l, col int, ok bool) {
+	lines := strings.Split(string(data), "\n")
+	try := func(i int) bool {
+		if i < 0 || i >= len(lines) {
+			return false
+		}
+		for j, r := range lines[i] {
+			switch r {
+			case ' ':
+				continue
+			case '\t':
+				l, col = i+1, j+1
+				return true
+			}
+			return false
+		}
+		return false
+	}
+	if try(line-1) || try(line) {
+		return l, col, true
+	}
+	for i := range min(line, len(lines)) {
+		if try(i) {
+			return l, col, true
+		}
+	}
+	return 0, 0, false
+}
+
+// unclosedFlow finds the innermost flow list or mapping ([ or {) of data
+// that is never closed, skipping quoted strings and comments, and returns
+// where it opens.
+func unclosedFlow(data []byte) (line, col int, open rune, ok bool) {
+	type opener struct {
+		line, col int
+		r         rune
+	}
+	var stack []opener
+	line, col = 1, 0
+	var quote rune
+	comment := false
+	prev := '\n'
+	for _, r := range string(data) {
+		col++
+		switch {
+		case r == '\n':
+			line, col, comment = line+1, 0, false // a quoted string may span lines
+		case comment:
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			}
+		case r == '#' && (prev == ' ' || prev == '\t' || prev == '\n'):
+			comment = true
+		case (r == '"' || r == '\'') && (prev == ' ' || prev == '[' || prev == '{' || prev == ',' || prev == ':' || prev == '\n'):
+			quote = r
+		case r == '[' || r == '{':
+			stack = append(stack, opener{line, col, r})
+		case r == ']' || r == '}':
+			if n := len(stack); n > 0 {
+				stack = stack[:n-1]
+			}
+		}
+		prev = r
+	}
+	if len(stack) == 0 {
+		return 0, 0, 0, false
+	}
+	o := stack[len(stack)-1]
+	return o.line, o.col, o.r, true
 }
 
 func invalidUTF8At(data []byte) (line, col int) {
@@ -215,14 +305,15 @@ func (d *decoder) mapping(n *yaml.Node, block string, known []string) []field {
 }
 
 // suggest returns the known name closest to s, if it is close enough to be
-// a typo: the same name in another case or with dashes for underscores,
+// a typo: the same name in another case or style (camelCase, kebab-case:
+// restartSec and restart-sec are restart_sec),
 // within a third of the length in edits (at least 1, at most 3; a swap of
 // two neighbours counts as one), or a prefix of at least 4 letters.
 func suggest(s string, known []string) string {
 	if len(s) > 64 {
 		return "" // not a typo of a key; and keeps editDistance small
 	}
-	norm := func(x string) string { return strings.ReplaceAll(strings.ToLower(x), "-", "_") }
+	norm := snakeCase
 	best, bestD := "", 1<<30
 	for _, k := range known {
 		if norm(k) == norm(s) {
@@ -242,6 +333,24 @@ func suggest(s string, known []string) string {
 		return best
 	}
 	return ""
+}
+
+// snakeCase writes a camelCase, PascalCase or kebab-case name in
+// snake_case: restartSec, RestartSec and restart-sec are restart_sec.
+func snakeCase(x string) string {
+	var b strings.Builder
+	var prev rune
+	for i, r := range x {
+		if unicode.IsUpper(r) && i > 0 && (unicode.IsLower(prev) || unicode.IsDigit(prev)) {
+			b.WriteByte('_')
+		}
+		if r == '-' {
+			r = '_'
+		}
+		b.WriteRune(unicode.ToLower(r))
+		prev = r
+	}
+	return b.String()
 }
 
 // editDistance is the optimal string alignment distance between a and b,

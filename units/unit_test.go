@@ -110,10 +110,10 @@ func TestParseRejects(t *testing.T) {
 		{"not a mapping", "- command\n", 1, 1, "a unit file is a mapping of keys"},
 		{"scalar document", "hello\n", 1, 1, "a unit file is a mapping of keys"},
 		{"two documents", "command: [a]\n---\ncommand: [b]\n", 2, 1, "a second YAML document"},
-		{"syntax error", "command: [a\nshell: b\n", 1, 1, "YAML syntax:"},
+		{"syntax error", "command: [a\nshell: b\n", 1, 10, "YAML syntax: this [ is never closed"},
 		{"bad indentation", "command: [a]\ntimeouts:\n  start: 1s\n stop: 1s\n", 3, 1, "YAML syntax:"},
 		{"invalid utf-8", "command: [a]\ndescription: h\xffllo\n", 2, 15, "invalid UTF-8"},
-		{"tab indentation", "command: [a]\ntimeouts:\n\tstart: 1s\n", 3, 1, "YAML syntax:"},
+		{"tab indentation", "command: [a]\ntimeouts:\n\tstart: 1s\n", 3, 1, "YAML syntax: tabs are not allowed for indentation; use spaces"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
