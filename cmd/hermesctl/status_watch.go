@@ -61,7 +61,17 @@ func watchStatus(ctx context.Context, g *globals, out, errw io.Writer, units []s
 			return nil
 		}, errw)
 	}()
-	defer func() { cancel(); <-followed }()
+	// followed holds one value; whoever takes it (the loop below, when the
+	// stream ends first) leaves nothing for a second receive, so the wait
+	// at return reads it only if the loop has not.
+	var followErr error
+	gotFollow := false
+	defer func() {
+		cancel()
+		if !gotFollow {
+			<-followed
+		}
+	}()
 	for n := 0; ; n++ {
 		st, err := c.Status(ctx, units...)
 		if err != nil {
@@ -80,8 +90,12 @@ func watchStatus(ctx context.Context, g *globals, out, errw io.Writer, units []s
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case err := <-followed:
-			return err
+		case followErr = <-followed:
+			gotFollow = true
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return followErr
 		case <-changed:
 		}
 	}

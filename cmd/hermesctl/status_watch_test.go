@@ -105,3 +105,32 @@ func TestStatusWatchRefusesJSON(t *testing.T) {
 		t.Errorf("got %v, want a pointer to events -f -o json", err)
 	}
 }
+
+// TestStatusWatchInterruptReturns: an interrupt ends status --watch every
+// time, whichever of the interrupt and the end of the event stream it sees
+// first (it once waited forever for a stream end it had already taken).
+func TestStatusWatchInterruptReturns(t *testing.T) {
+	socket, _ := serveFake(t, fakeScript{Status: control.Status{Units: []control.Unit{
+		{Name: "web", State: "running", PID: 4242, PGID: 4242, Ownership: "owned", Ready: true},
+	}}})
+	for i := range 40 {
+		out, ch := lines(t)
+		ctx, cancel := context.WithCancel(t.Context())
+		root := newRoot()
+		root.SetArgs([]string{"--socket", socket, "status", "--watch"})
+		root.SetOut(out)
+		root.SetErr(io.Discard)
+		done := make(chan error, 1)
+		go func() { done <- root.ExecuteContext(ctx) }()
+		waitLine(t, ch, "web running", func(l string) bool { return strings.HasPrefix(l, "web ") })
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("round %d: status --watch after interrupt: %v, want nil", i, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: status --watch still running 10s after the interrupt", i)
+		}
+	}
+}
