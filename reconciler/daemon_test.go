@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
-	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/supervisor"
 )
 
@@ -41,18 +40,6 @@ func readPID(t *testing.T, path string) int {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no pid in %s within 15s", path)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// waitGone waits until id has exited.
-func waitGone(t *testing.T, id proc.Identity, what string) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for id.Alive() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s (pid %d) still alive after 15s", what, id.PID)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
