@@ -5,13 +5,15 @@ import "slices"
 // The keys each YAML block accepts, in the order the canonical rendering
 // writes them. The decoder rejects any other key; a test checks that the
 // schema mirror (shape.go) declares exactly these, so they cannot drift.
+// A unit file's own keys come from its decoder table (unitFields).
 var (
-	unitKeys = []string{
-		"description", "type", "command", "shell", "pid_file", "remain_after_exit", "workdir", "env", "ownership", "reason",
-		"restart", "restart_sec", "restart_max_sec", "start_limit", "after", "requires",
-		"ready", "timeouts", "stop_signal", "ports", "log", "schedule",
-		"run_budget_seconds", "wrapup_signal", "provider", "proxy_env",
-	}
+	unitKeys = func() []string {
+		ks := make([]string, len(unitFields))
+		for i, f := range unitFields {
+			ks[i] = f.key
+		}
+		return ks
+	}()
 	startLimitKeys  = []string{"burst", "interval"}
 	readyKeys       = []string{"tcp", "http", "notify", "log"}
 	timeoutsKeys    = []string{"start", "stop", "runtime_max", "watchdog"}

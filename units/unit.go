@@ -119,102 +119,119 @@ func parseUnit(file, dir string, data []byte, def Defaults) (*Spec, refs, Errors
 		StartLimit: def.StartLimit, Timeouts: def.Timeouts, StopSignal: def.StopSignal,
 		Log: Log{MaxSize: def.Log.MaxSize, Keep: def.Log.Keep},
 	}
-	var cmdF, shellF, ownF, restartF, budgetF, wrapF, rsecF, rmaxF *field
-	var typeF, pidF, remainF, readyF *field
+	u := &unitDecode{s: s, r: r, seen: map[string]*field{}}
 	for _, f := range d.mapping(root, "", unitKeys) {
-		switch f.name {
-		case "description":
-			s.Description = d.str(f)
-		case "type":
-			typeF = &f
-			if t, err := ParseType(d.str(f)); err != nil {
-				d.errf(f.val, "type: %v", err)
-			} else {
-				s.Type = t
-			}
-		case "pid_file":
-			pidF = &f
-			s.PIDFile = d.path(f)
-		case "remain_after_exit":
-			remainF = &f
-			s.RemainAfter = d.bool(f)
-		case "command":
-			cmdF = &f
-			s.Command = d.strings(f)
-			if f.val.Kind == yaml.SequenceNode && len(f.val.Content) == 0 || isNull(f.val) {
-				d.errf(f.val, "command: must not be empty: write the program and its arguments, like [python3, -m, http.server]")
-			} else if len(s.Command) > 0 && s.Command[0] == "" {
-				d.errf(f.val, "command: the program name (first item) must not be empty")
-			}
-		case "shell":
-			shellF = &f
-			s.Shell = d.nonEmpty(f)
-		case "workdir":
-			s.Workdir = d.path(f)
-		case "env":
-			s.Env = d.env(f)
-		case "ownership":
-			ownF = &f
-			if o, err := ParseOwnership(d.str(f)); err != nil {
-				d.errf(f.val, "ownership: %v", err)
-			} else {
-				s.Ownership = o
-			}
-		case "reason":
-			s.Reason = d.str(f)
-		case "restart":
-			restartF = &f
-			s.Restart = d.restart(f, s.Restart)
-		case "restart_sec":
-			rsecF = &f
-			s.RestartSec = d.duration(f, durEither, anyDelay)
-		case "restart_max_sec":
-			rmaxF = &f
-			s.RestartMax = d.duration(f, durEither, someDelay)
-		case "start_limit":
-			d.startLimit(f, &s.StartLimit)
-		case "after":
-			s.After = d.deps(f, name, r)
-		case "requires":
-			s.Requires = d.deps(f, name, r)
-		case "ready":
-			readyF = &f
-			s.Ready = d.ready(f)
-		case "timeouts":
-			d.timeouts(f, &s.Timeouts)
-		case "stop_signal":
-			s.StopSignal = d.signal(f, s.StopSignal)
-		case "ports":
-			s.Ports = d.ports(f, r)
-		case "log":
-			d.log(f, &s.Log, logKeys)
-		case "schedule":
-			s.Schedule = d.nonEmpty(f)
-			if s.Schedule != "" {
-				if sc, err := ParseSchedule(s.Schedule); err != nil {
-					d.errf(f.val, "schedule: %s is not a 5-field cron expression (minute hour day-of-month month day-of-week, like \"*/15 * * * *\"): %s", excerpt(s.Schedule), cut(err.Error(), maxParserMsg))
-				} else if sc.Next(time.Now()).IsZero() {
-					d.errf(f.val, "schedule: %s never fires: no date matches its day-of-month, month and day-of-week (like February 31st); fix those fields", excerpt(s.Schedule))
-				}
-			}
-		case "run_budget_seconds":
-			budgetF = &f
-			s.RunBudget = d.duration(f, durSeconds, someRuntime)
-		case "wrapup_signal":
-			wrapF = &f
-			s.WrapupSig = d.signal(f, 0)
-		case "provider":
-			if !isNull(f.val) { // "provider:" with nothing after it: none
-				p := d.provider(f, true)
-				s.Provider = &p
-			}
-		case "proxy_env":
-			s.ProxyEnv = d.bool(f)
-		default:
-			d.errf(f.key, "key %q is known but not handled (a bug: please report it)", f.path)
-		}
+		u.seen[f.name] = &f
+		unitFieldOf[f.name](d, u, f)
 	}
+	d.checkUnit(root, u)
+	if len(d.errs) > 0 {
+		d.errs.Sort()
+		return nil, r, d.errs
+	}
+	return s, r, nil
+}
 
+// unitDecode is one unit file's decoding in progress: the spec being
+// filled, its cross-unit references, and the fields seen, by key, for the
+// rules that join several keys (checkUnit).
+type unitDecode struct {
+	s    *Spec
+	r    refs
+	seen map[string]*field
+}
+
+// unitFields is the one list of a unit file's keys, in the order the
+// canonical rendering writes them, each with its decoder. unitKeys (what
+// the decoder accepts, and what the schema drift test compares with the
+// schema mirror) is derived from it, so a key cannot be accepted without
+// being decoded. Rules that join several keys are in checkUnit.
+var unitFields = []struct {
+	key    string
+	decode func(d *decoder, u *unitDecode, f field)
+}{
+	{"description", func(d *decoder, u *unitDecode, f field) { u.s.Description = d.str(f) }},
+	{"type", func(d *decoder, u *unitDecode, f field) {
+		if t, err := ParseType(d.str(f)); err != nil {
+			d.errf(f.val, "type: %v", err)
+		} else {
+			u.s.Type = t
+		}
+	}},
+	{"command", func(d *decoder, u *unitDecode, f field) {
+		u.s.Command = d.strings(f)
+		if f.val.Kind == yaml.SequenceNode && len(f.val.Content) == 0 || isNull(f.val) {
+			d.errf(f.val, "command: must not be empty: write the program and its arguments, like [python3, -m, http.server]")
+		} else if len(u.s.Command) > 0 && u.s.Command[0] == "" {
+			d.errf(f.val, "command: the program name (first item) must not be empty")
+		}
+	}},
+	{"shell", func(d *decoder, u *unitDecode, f field) { u.s.Shell = d.nonEmpty(f) }},
+	{"pid_file", func(d *decoder, u *unitDecode, f field) { u.s.PIDFile = d.path(f) }},
+	{"remain_after_exit", func(d *decoder, u *unitDecode, f field) { u.s.RemainAfter = d.bool(f) }},
+	{"workdir", func(d *decoder, u *unitDecode, f field) { u.s.Workdir = d.path(f) }},
+	{"env", func(d *decoder, u *unitDecode, f field) { u.s.Env = d.env(f) }},
+	{"ownership", func(d *decoder, u *unitDecode, f field) {
+		if o, err := ParseOwnership(d.str(f)); err != nil {
+			d.errf(f.val, "ownership: %v", err)
+		} else {
+			u.s.Ownership = o
+		}
+	}},
+	{"reason", func(d *decoder, u *unitDecode, f field) { u.s.Reason = d.str(f) }},
+	{"restart", func(d *decoder, u *unitDecode, f field) { u.s.Restart = d.restart(f, u.s.Restart) }},
+	{"restart_sec", func(d *decoder, u *unitDecode, f field) { u.s.RestartSec = d.duration(f, durEither, anyDelay) }},
+	{"restart_max_sec", func(d *decoder, u *unitDecode, f field) { u.s.RestartMax = d.duration(f, durEither, someDelay) }},
+	{"start_limit", func(d *decoder, u *unitDecode, f field) { d.startLimit(f, &u.s.StartLimit) }},
+	{"after", func(d *decoder, u *unitDecode, f field) { u.s.After = d.deps(f, u.s.Name, u.r) }},
+	{"requires", func(d *decoder, u *unitDecode, f field) { u.s.Requires = d.deps(f, u.s.Name, u.r) }},
+	{"ready", func(d *decoder, u *unitDecode, f field) { u.s.Ready = d.ready(f) }},
+	{"timeouts", func(d *decoder, u *unitDecode, f field) { d.timeouts(f, &u.s.Timeouts) }},
+	{"stop_signal", func(d *decoder, u *unitDecode, f field) { u.s.StopSignal = d.signal(f, u.s.StopSignal) }},
+	{"ports", func(d *decoder, u *unitDecode, f field) { u.s.Ports = d.ports(f, u.r) }},
+	{"log", func(d *decoder, u *unitDecode, f field) { d.log(f, &u.s.Log, logKeys) }},
+	{"schedule", func(d *decoder, u *unitDecode, f field) { u.s.Schedule = d.schedule(f) }},
+	{"run_budget_seconds", func(d *decoder, u *unitDecode, f field) { u.s.RunBudget = d.duration(f, durSeconds, someRuntime) }},
+	{"wrapup_signal", func(d *decoder, u *unitDecode, f field) { u.s.WrapupSig = d.signal(f, 0) }},
+	{"provider", func(d *decoder, u *unitDecode, f field) {
+		if !isNull(f.val) { // "provider:" with nothing after it: none
+			p := d.provider(f, true)
+			u.s.Provider = &p
+		}
+	}},
+	{"proxy_env", func(d *decoder, u *unitDecode, f field) { u.s.ProxyEnv = d.bool(f) }},
+}
+
+// unitFieldOf is unitFields by key.
+var unitFieldOf = func() map[string]func(*decoder, *unitDecode, field) {
+	m := make(map[string]func(*decoder, *unitDecode, field), len(unitFields))
+	for _, f := range unitFields {
+		m[f.key] = f.decode
+	}
+	return m
+}()
+
+// schedule reads a job's 5-field cron expression and refuses one that
+// never fires.
+func (d *decoder) schedule(f field) string {
+	v := d.nonEmpty(f)
+	if v == "" {
+		return ""
+	}
+	if sc, err := ParseSchedule(v); err != nil {
+		d.errf(f.val, "schedule: %s is not a 5-field cron expression (minute hour day-of-month month day-of-week, like \"*/15 * * * *\"): %s", excerpt(v), cut(err.Error(), maxParserMsg))
+	} else if sc.Next(time.Now()).IsZero() {
+		d.errf(f.val, "schedule: %s never fires: no date matches its day-of-month, month and day-of-week (like February 31st); fix those fields", excerpt(v))
+	}
+	return v
+}
+
+// checkUnit holds the rules that join several keys of one unit file, once
+// every key is decoded: one of command: and shell:, a reason for a
+// survivor, the type's keys, a job's keys, the backoff's bounds.
+func (d *decoder) checkUnit(root *yaml.Node, u *unitDecode) {
+	s, seen := u.s, u.seen
+	cmdF, shellF := seen["command"], seen["shell"]
 	switch {
 	case cmdF != nil && shellF != nil:
 		d.errf(shellF.key, "both command: and shell: are set; keep one (command: is an argv list run directly, shell: a line run by /bin/sh -c)")
@@ -222,15 +239,31 @@ func parseUnit(file, dir string, data []byte, def Defaults) (*Spec, refs, Errors
 		d.errf(root, "no command: or shell: — a unit needs one (command: [prog, arg...] runs it directly, shell: \"...\" runs it by /bin/sh -c)")
 	}
 	if s.Ownership != Owned && strings.TrimSpace(s.Reason) == "" {
-		d.errf(ownF.val, "ownership: %s needs a non-empty reason: — every survivor has a written reason; add reason: \"why it must outlive its owner\"", s.Ownership)
+		d.errf(seen["ownership"].val, "ownership: %s needs a non-empty reason: — every survivor has a written reason; add reason: \"why it must outlive its owner\"", s.Ownership)
 	}
-	d.checkType(s, typeF, pidF, remainF, restartF, readyF)
+	d.checkType(s, seen["type"], seen["pid_file"], seen["remain_after_exit"], seen["restart"], seen["ready"])
+	d.checkJob(s, seen["restart"], seen["run_budget_seconds"], seen["wrapup_signal"])
+	if s.RestartMax > 0 && s.RestartSec > s.RestartMax {
+		at := seen["restart_sec"]
+		if rmaxF := seen["restart_max_sec"]; rmaxF != nil {
+			at = rmaxF
+		}
+		if at != nil {
+			d.errf(at.val, "restart_max_sec (%v) is below restart_sec (%v); the backoff starts at restart_sec and doubles up to restart_max_sec", s.RestartMax, s.RestartSec)
+		}
+	}
+}
+
+// checkJob holds the keys of a scheduled job: a job is never restarted on
+// success (an unset restart: always from the defaults becomes on-failure),
+// and only a job has a run budget and its wrap-up signal.
+func (d *decoder) checkJob(s *Spec, restartF, budgetF, wrapF *field) {
 	if s.Schedule != "" {
 		if s.Restart == RestartAlways {
 			if restartF != nil {
 				d.errf(restartF.val, "restart: always cannot go with schedule: (a job is not restarted on success); use on-failure or no")
 			} else {
-				s.Restart = RestartOnFailure // the default is for services; a job never restarts on success
+				s.Restart = RestartOnFailure
 			}
 		}
 	} else if budgetF != nil {
@@ -239,20 +272,6 @@ func parseUnit(file, dir string, data []byte, def Defaults) (*Spec, refs, Errors
 	if wrapF != nil && budgetF == nil {
 		d.errf(wrapF.key, "wrapup_signal: is sent at 80%% of run_budget_seconds, which is not set; set both, or remove it")
 	}
-	if s.RestartMax > 0 && s.RestartSec > s.RestartMax {
-		at := rsecF
-		if rmaxF != nil {
-			at = rmaxF
-		}
-		if at != nil {
-			d.errf(at.val, "restart_max_sec (%v) is below restart_sec (%v); the backoff starts at restart_sec and doubles up to restart_max_sec", s.RestartMax, s.RestartSec)
-		}
-	}
-	if len(d.errs) > 0 {
-		d.errs.Sort()
-		return nil, r, d.errs
-	}
-	return s, r, nil
 }
 
 // checkType holds the keys that depend on the unit's type: pid_file is a
