@@ -141,6 +141,23 @@ type Unit struct {
 	// when it exited 0: the unit runs on with no main pid (PID 0), and
 	// Error says what to do. 0 otherwise.
 	Daemonized int `json:"daemonized,omitempty"`
+	// What a client waiting for a start needs (`hermesctl start`): the
+	// unit's type (simple | oneshot | forking), its readiness probe in
+	// words ("tcp 127.0.0.1:8080", "http http://…/health", "log /ready/",
+	// "notify"; "" none: running is ready), its after: list and the
+	// timeouts in force. Absent for adopted and released groups.
+	Type     string    `json:"type,omitempty"`
+	Probe    string    `json:"probe,omitempty"`
+	After    []string  `json:"after,omitempty"`
+	Timeouts *Timeouts `json:"timeouts,omitempty"`
+}
+
+// Timeouts are a unit's timeouts in force: its file's, else the defaults.
+// Zero is none.
+type Timeouts struct {
+	Start      time.Duration `json:"start_ns"`                 // spawn to ready; a oneshot has none
+	Stop       time.Duration `json:"stop_ns"`                  // grace between the stop signal and KILL
+	RuntimeMax time.Duration `json:"runtime_max_ns,omitempty"` // a run is stopped after this long
 }
 
 // Job is the schedule state of a unit with schedule: (SPEC §9).
@@ -208,4 +225,13 @@ type Backend interface {
 	LogPath(ctx context.Context, unit string) (string, error)
 	// Adopt, Orphans and Release transfer ownership (see Adopter).
 	Adopter
+}
+
+// Actor is a Backend whose actions say what they did: the run a start of a
+// job began, the units a stop took down with the unit (ActionResult). Act
+// does what Start, Stop or Restart does, with the same waits and errors;
+// an unknown action is ErrBadRequest. The Server answers with Act's result
+// when its Backend is an Actor, and with the bare ActionResult otherwise.
+type Actor interface {
+	Act(ctx context.Context, unit string, a Action) (ActionResult, error)
 }

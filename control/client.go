@@ -24,7 +24,10 @@ type Client struct {
 	hc   *http.Client
 }
 
-var _ Backend = (*Client)(nil)
+var (
+	_ Backend = (*Client)(nil)
+	_ Actor   = (*Client)(nil)
+)
 
 // Dial returns a Client for the daemon at socketPath. It connects lazily, but
 // checks now that a socket exists there, so that a daemon that is not
@@ -78,22 +81,35 @@ func (c *Client) Status(ctx context.Context, units ...string) (Status, error) {
 	return normalize(st), nil
 }
 
-// Start starts unit.
-func (c *Client) Start(ctx context.Context, unit string) error { return c.action(ctx, unit, "start") }
+// Start starts unit; it returns once the unit is started, not ready (see
+// ActionResult).
+func (c *Client) Start(ctx context.Context, unit string) error {
+	return c.action(ctx, unit, ActionStart)
+}
 
 // Stop stops unit and returns once its group is empty.
-func (c *Client) Stop(ctx context.Context, unit string) error { return c.action(ctx, unit, "stop") }
+func (c *Client) Stop(ctx context.Context, unit string) error { return c.action(ctx, unit, ActionStop) }
 
 // Restart restarts unit.
 func (c *Client) Restart(ctx context.Context, unit string) error {
-	return c.action(ctx, unit, "restart")
+	return c.action(ctx, unit, ActionRestart)
 }
 
-func (c *Client) action(ctx context.Context, unit, name string) error {
+func (c *Client) action(ctx context.Context, unit string, a Action) error {
+	_, err := c.Act(ctx, unit, a)
+	return err
+}
+
+// Act does a to unit and returns the daemon's answer: for a stop, the
+// units it took down with unit; for a start of a job, the run it began.
+// A daemon older than these fields answers without them.
+func (c *Client) Act(ctx context.Context, unit string, a Action) (ActionResult, error) {
 	if unit == "" {
-		return fmt.Errorf("%w: empty unit name", ErrBadRequest)
+		return ActionResult{}, fmt.Errorf("%w: empty unit name", ErrBadRequest)
 	}
-	return c.do(ctx, http.MethodPost, pathUnits+url.PathEscape(unit)+"/"+name, nil, &ActionResult{})
+	var res ActionResult
+	err := c.do(ctx, http.MethodPost, pathUnits+url.PathEscape(unit)+"/"+string(a), nil, &res)
+	return res, err
 }
 
 // Reload asks the daemon to re-read its units now (dryRun: only to say what

@@ -105,6 +105,11 @@ func (s *Server) events(end <-chan struct{}) http.HandlerFunc {
 type EventOptions struct {
 	Follow    bool // go on with events as they happen
 	NoHistory bool // with Follow: skip the recent history
+	// Opened, with Follow, is called once the daemon has subscribed the
+	// stream, before the first event: everything the daemon publishes
+	// from then on is on it. A client that subscribes before it acts
+	// (hermesctl start) misses no outcome of its action.
+	Opened func()
 }
 
 // ErrBehind is returned by Client.Events when the daemon dropped the stream
@@ -146,6 +151,10 @@ func (c *Client) Events(ctx context.Context, o EventOptions, fn func(events.Even
 			eb = ErrorBody{Error: fmt.Sprintf("hermesd answered %s to the event stream; are hermesctl and hermesd the same version?", resp.Status), Code: CodeInternal}
 		}
 		return &Error{Status: resp.StatusCode, Code: eb.Code, Message: eb.Error}
+	}
+	// The daemon subscribes before it sends the answer's header.
+	if o.Follow && o.Opened != nil {
+		o.Opened()
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)

@@ -178,17 +178,14 @@ func (s *Server) handler(end <-chan struct{}) http.Handler {
 	mux.HandleFunc("GET "+pathStatus, s.status)
 	mux.HandleFunc("GET "+pathEvents, s.events(end))
 	mux.HandleFunc("GET "+pathVersion, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, s.ver) })
-	for _, a := range []struct {
-		name string
-		do   func(context.Context, string) error
-	}{{"start", s.b.Start}, {"stop", s.b.Stop}, {"restart", s.b.Restart}} {
-		mux.HandleFunc("POST "+pathUnits+"{unit}/"+a.name, func(w http.ResponseWriter, r *http.Request) {
-			unit := r.PathValue("unit")
-			if err := a.do(r.Context(), unit); err != nil {
+	for _, a := range []Action{ActionStart, ActionStop, ActionRestart} {
+		mux.HandleFunc("POST "+pathUnits+"{unit}/"+string(a), func(w http.ResponseWriter, r *http.Request) {
+			res, err := s.act(r.Context(), r.PathValue("unit"), a)
+			if err != nil {
 				writeError(w, err)
 				return
 			}
-			writeJSON(w, ActionResult{Unit: unit, Action: a.name})
+			writeJSON(w, res)
 		})
 	}
 	mux.HandleFunc("POST "+pathReload, s.reload)
@@ -222,6 +219,21 @@ func (s *Server) handler(end <-chan struct{}) http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// act does a to unit: through Act when the Backend is an Actor, else
+// through its Start, Stop or Restart.
+func (s *Server) act(ctx context.Context, unit string, a Action) (ActionResult, error) {
+	if ac, ok := s.b.(Actor); ok {
+		res, err := ac.Act(ctx, unit, a)
+		res.Unit, res.Action = unit, string(a)
+		return res, err
+	}
+	do := map[Action]func(context.Context, string) error{ActionStart: s.b.Start, ActionStop: s.b.Stop, ActionRestart: s.b.Restart}[a]
+	if do == nil {
+		return ActionResult{}, fmt.Errorf("%w: unknown action %q", ErrBadRequest, a)
+	}
+	return ActionResult{Unit: unit, Action: string(a)}, do(ctx, unit)
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
