@@ -128,6 +128,9 @@ func (r *Reconciler) status(names []string) (st control.Status, rel []Group, err
 			cu.Error = daemonized(u.left)
 		}
 		cu.Job = r.jobStatus(u)
+		if !u.external {
+			describe(&cu, u.spec)
+		}
 		st.Units = append(st.Units, cu)
 	}
 	for _, s := range r.released {
