@@ -87,6 +87,12 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]*$`)
 
 func validName(s string) bool { return nameRE.MatchString(s) && len(s) <= 200 }
 
+// ValidName reports whether s may name a unit: what a unit file's name,
+// less its extension, must be (a letter or digit first, then letters,
+// digits and . _ @ -, at most 200 bytes). Files that name units, such as
+// hermesd's list of disabled units, hold only such names.
+func ValidName(s string) bool { return validName(s) }
+
 // refs records where cross-unit references were written, for the
 // directory checks (missing dependencies, cycles, shared ports).
 type refs struct {
