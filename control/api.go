@@ -122,7 +122,7 @@ type Supervisor struct {
 // Unit is one unit's state, or one adopted or released group.
 type Unit struct {
 	Name      string        `json:"name"`
-	State     string        `json:"state"` // inactive | starting | running | stopping | failed | exited | done | released | adopted
+	State     string        `json:"state"` // inactive | stopped | disabled | starting | running | stopping | failed | exited | done | released | adopted
 	PID       int           `json:"pid"`
 	PGID      int           `json:"pgid"`
 	Cgroup    string        `json:"cgroup,omitempty"`
@@ -141,6 +141,13 @@ type Unit struct {
 	// when it exited 0: the unit runs on with no main pid (PID 0), and
 	// Error says what to do. 0 otherwise.
 	Daemonized int `json:"daemonized,omitempty"`
+	// Disabled: `hermesctl disable`d, kept stopped until `enable`, across
+	// restarts of hermesd and reboots; State says "disabled" once the group
+	// is gone. Stopped: stopped by `hermesctl stop`, kept so until `start`
+	// within the boot; State says "stopped" once the group is gone. A
+	// stopped job still fires on its schedule: never Stopped.
+	Disabled bool `json:"disabled,omitempty"`
+	Stopped  bool `json:"stopped,omitempty"`
 	// What a client waiting for a start needs (`hermesctl start`): the
 	// unit's type (simple | oneshot | forking), its readiness probe in
 	// words ("tcp 127.0.0.1:8080", "http http://…/health", "log /ready/",

@@ -25,6 +25,7 @@ import (
 //	POST /v1/reload  ReloadRequest        → Plan
 //	GET  /v1/units/{unit}/log             → LogInfo
 //	POST /v1/adopt, /v1/orphans, /v1/units/{unit}/release (see adopt.go)
+//	POST /v1/units/{unit}/disable, …/enable (see enable.go)
 //	GET  /v1/events[?follow=1]            → JSON lines (see events.go)
 //	POST /v1/proxy/rotate-token (see token.go)
 //	GET  /v1/version                      → VersionInfo
@@ -191,6 +192,7 @@ func (s *Server) handler(end <-chan struct{}) http.Handler {
 	mux.HandleFunc("POST "+pathReload, s.reload)
 	mux.HandleFunc("GET "+pathUnits+"{unit}/log", s.logPath)
 	s.routeAdopter(mux)
+	s.routeEnabler(mux)
 	s.routeTokens(mux)
 	s.routePaths(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

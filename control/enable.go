@@ -1,0 +1,87 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+)
+
+// Disabling and enabling units (`hermesctl disable`, `enable`). Routes,
+// served when the Backend is an Enabler:
+//
+//	POST /v1/units/{unit}/disable                → ActionResult, once the group is empty
+//	POST /v1/units/{unit}/enable  EnableRequest  → ActionResult
+//
+// A daemon without them answers with an error of Code CodeNoRoute.
+
+// Enabler is implemented by a Backend whose daemon keeps units disabled.
+// Both methods are safe for concurrent use; an unknown unit is
+// ErrUnknownUnit, a unit that cannot be disabled (an adopted group with no
+// unit file) ErrConflict.
+type Enabler interface {
+	// Disable stops the unit and returns once its group is empty (or ctx
+	// ends), as Stop does; the unit then stays stopped until Enable,
+	// across reloads, edits of its file, restarts of the daemon and
+	// reboots. Start and Restart of a disabled unit are refused
+	// (ErrConflict).
+	Disable(ctx context.Context, unit string) error
+	// Enable undoes Disable; enabling a unit that is not disabled changes
+	// nothing. With start the unit is started as by Start (a job is not
+	// run: it fires on its schedule again), and the start's error is
+	// returned; without, it stays stopped as after Stop: until Start,
+	// within the boot.
+	Enable(ctx context.Context, unit string, start bool) error
+}
+
+// EnableRequest is the body of POST /v1/units/{unit}/enable.
+type EnableRequest struct {
+	Start bool `json:"start"` // start the unit too, as POST …/start does
+}
+
+// routeEnabler adds the disable and enable routes to mux when the backend
+// has them.
+func (s *Server) routeEnabler(mux *http.ServeMux) {
+	en, ok := s.b.(Enabler)
+	if !ok {
+		return
+	}
+	mux.HandleFunc("POST "+pathUnits+"{unit}/disable", func(w http.ResponseWriter, r *http.Request) {
+		unit := r.PathValue("unit")
+		if err := en.Disable(r.Context(), unit); err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, ActionResult{Unit: unit, Action: "disable"})
+	})
+	mux.HandleFunc("POST "+pathUnits+"{unit}/enable", func(w http.ResponseWriter, r *http.Request) {
+		var req EnableRequest
+		if !decodeBody(w, r, "enable", &req) {
+			return
+		}
+		unit := r.PathValue("unit")
+		if err := en.Enable(r.Context(), unit, req.Start); err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, ActionResult{Unit: unit, Action: "enable"})
+	})
+}
+
+var _ Enabler = (*Client)(nil)
+
+// Disable disables unit (see Enabler) and returns once its group is empty.
+func (c *Client) Disable(ctx context.Context, unit string) error {
+	if unit == "" {
+		return fmt.Errorf("%w: empty unit name", ErrBadRequest)
+	}
+	return c.do(ctx, http.MethodPost, pathUnits+url.PathEscape(unit)+"/disable", struct{}{}, &ActionResult{})
+}
+
+// Enable enables unit, and with start starts it (see Enabler).
+func (c *Client) Enable(ctx context.Context, unit string, start bool) error {
+	if unit == "" {
+		return fmt.Errorf("%w: empty unit name", ErrBadRequest)
+	}
+	return c.do(ctx, http.MethodPost, pathUnits+url.PathEscape(unit)+"/enable", EnableRequest{Start: start}, &ActionResult{})
+}
