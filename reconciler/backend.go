@@ -97,9 +97,10 @@ func (r *Reconciler) status(names []string) (st control.Status, rel []Group, err
 		}
 		found[n] = true
 		cu := control.Unit{
-			Name: n, State: u.state.String(), Ownership: string(ownership(u.spec)),
+			Name: n, State: r.stateWord(u), Ownership: string(ownership(u.spec)),
 			Restarts: u.restarts, Adopted: u.adopted, Ready: u.ready,
 			Ports: u.spec.Ports, Log: u.logPath, Requires: u.spec.Requires,
+			Disabled: r.disabled[n] && !u.external, Stopped: u.held && !r.disabled[n] && !u.spec.IsJob() && !u.external,
 		}
 		if cu.Log == "" {
 			cu.Log = r.logPath(u.spec)
@@ -230,15 +231,20 @@ func rss(pid int) int64 {
 	return pages * int64(os.Getpagesize())
 }
 
-// Start wants the unit running again: it clears a failure and the start
-// limit, and starts it once its dependencies allow. It returns the unit's
-// error when the start failed at once (port held, start limit, spawn).
+// Start wants the unit running again: it clears a failure, the start
+// limit and a stop by command, and starts it once its dependencies allow.
+// It returns the unit's error when the start failed at once (port held,
+// start limit, spawn). A disabled unit is not started (control.ErrConflict):
+// Enable first.
 func (r *Reconciler) Start(ctx context.Context, name string) error {
 	var err error
 	if e := r.do(ctx, func(ctx context.Context) {
 		u := r.units[name]
 		if u == nil || u.removed {
 			err = fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
+			return
+		}
+		if err = r.refuseDisabled(name); err != nil {
 			return
 		}
 		if err = r.startRefused(name); err != nil {
@@ -248,6 +254,7 @@ func (r *Reconciler) Start(ctx context.Context, name string) error {
 			return // remain_after_exit: done counts as active; stop it to run it again
 		}
 		u.enabled, u.held = true, false
+		r.setStop(name, false)
 		if !u.state.active() {
 			u.stopTimer(timerBackoff)
 			u.state, u.starts, u.attempt, u.err = Inactive, nil, 0, nil
@@ -264,14 +271,16 @@ func (r *Reconciler) Start(ctx context.Context, name string) error {
 
 // Stop stops the unit and returns once its group is empty (or ctx ends).
 // The unit stays stopped until Start: a reload or an edit of its file
-// switches it to the new version without starting it. Only removing its
-// file and adding it again (a new unit) starts it.
+// switches it to the new version without starting it, and with
+// Options.Holds a restart of hermesd in the same boot keeps it stopped.
+// Only removing its file and adding it again (a new unit) starts it.
 func (r *Reconciler) Stop(ctx context.Context, name string) error {
 	return r.stopAndWait(ctx, name, stopCommand)
 }
 
 // Restart stops the unit (waiting for its group to be empty) and starts it
-// again; it returns once the new run is started.
+// again; it returns once the new run is started. A disabled unit is
+// refused, as by Start.
 func (r *Reconciler) Restart(ctx context.Context, name string) error {
 	return r.stopAndWait(ctx, name, stopRestart)
 }
@@ -286,7 +295,16 @@ func (r *Reconciler) stopAndWait(ctx context.Context, name string, why stopReaso
 			err = fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
 			return
 		}
+		if why == stopRestart {
+			if err = r.refuseDisabled(name); err != nil {
+				return
+			}
+		}
 		u.enabled, u.held = why == stopRestart, why == stopCommand
+		// A job's stop ends its run, not its schedule: nothing to keep.
+		if !u.external && !u.spec.IsJob() && !r.disabled[name] {
+			r.setStop(name, why == stopCommand)
+		}
 		u.stopTimer(timerBackoff)
 		if why == stopRestart {
 			u.starts, u.attempt = nil, 0

@@ -84,7 +84,7 @@ func (r *Reconciler) publishChanges() {
 		if !known {
 			was = seen{state: Inactive.String()}
 		}
-		now1 := seen{state: u.state.String(), ready: u.ready, restarts: u.restarts, adopted: u.adopted}
+		now1 := seen{state: r.stateWord(u), ready: u.ready, restarts: u.restarts, adopted: u.adopted}
 		if u.state.active() {
 			now1.pid = u.group.Leader.PID
 		}
@@ -122,6 +122,9 @@ func (r *Reconciler) reason(u *unit) string {
 	case Stopping:
 		switch u.stopWhy {
 		case stopCommand:
+			if r.disabled[u.spec.Name] {
+				return "disabled by command"
+			}
 			return "stopped by command"
 		case stopRestart:
 			return "restarted by command"
@@ -140,7 +143,10 @@ func (r *Reconciler) reason(u *unit) string {
 	case Starting, Running:
 		return "" // u.err is the last run's, shown by status; not why it runs
 	case Inactive:
-		if u.held {
+		switch {
+		case r.disabled[u.spec.Name] && !u.external:
+			return "disabled by command"
+		case u.held:
 			return "stopped by command"
 		}
 	}

@@ -425,6 +425,9 @@ func (r *Reconciler) fire(u *unit, j *job) {
 	switch {
 	case u.removed || u.pending != nil:
 		return
+	case r.disabled[u.spec.Name]:
+		r.log.Info("job fire skipped: the job is disabled", "unit", u.spec.Name)
+		return
 	case u.state.active():
 		j.skipped++
 		id := ""

@@ -11,8 +11,11 @@
 //
 // A unit stopped with `hermesctl stop` stays stopped until `hermesctl
 // start`: reloads and edits of its file switch it to the new version (the
-// start then runs that one) but do not start it. A unit whose file is
-// removed and added again is a new unit, and starts.
+// start then runs that one) but do not start it, nor does a restart of
+// hermesd in the same boot (Options.Holds). A unit whose file is removed
+// and added again is a new unit, and starts. A unit disabled with
+// `hermesctl disable` stays stopped until `hermesctl enable`, across
+// reboots too (holds.go).
 //
 // Timing (backoff, start limits, start timeout, watchdog, runtime max) uses
 // the time package's timers, so tests run it under testing/synctest; the
@@ -34,6 +37,7 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/events"
+	"github.com/hermes-units/hermes/internal/holds"
 	"github.com/hermes-units/hermes/internal/logfile"
 	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/units"
@@ -148,6 +152,11 @@ type Options struct {
 	// job timer fires.
 	WallClock  func() time.Time
 	ClockSteps func(ctx context.Context, stepped func()) error
+	// Holds keeps the disabled units and the stops by command in the state
+	// directory (holds.go): read once by Run before the first load, so
+	// before any unit starts, and rewritten at each change. nil: they last
+	// as long as the Reconciler.
+	Holds *holds.Store
 }
 
 // Logs is what the reconciler needs of logfile.Logs: it is told the log
@@ -191,6 +200,9 @@ type Reconciler struct {
 	reloads      uint64    // plans applied so far (the first load is 1); see unit.epoch
 	ordered      []*unit   // order's cache; nil when stale (reorder)
 
+	// disabled and stops are the units kept stopped, by name (holds.go).
+	disabled, stops map[string]bool
+
 	specHash func(units.Spec) string // hash; tests replace it before Run
 	rss      rssCache                // Status's, on its callers' goroutines
 	pub      publisher               // what was published (events.go); Run's
@@ -226,6 +238,8 @@ func New(opts Options) (*Reconciler, error) {
 		units:        map[string]*unit{},
 		specHash:     hash,
 		holdReleased: map[string]bool{},
+		disabled:     map[string]bool{},
+		stops:        map[string]bool{},
 	}, nil
 }
 
@@ -282,6 +296,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		r.wg.Wait()
 	}()
 
+	r.loadHolds()
 	r.loadMu.Lock() // a Reload called meanwhile reads after this first load
 	loaded, err := r.opt.Load(ctx)
 	if err != nil {
@@ -697,7 +712,7 @@ func (r *Reconciler) blocked(u *unit, f *inFlight) string {
 			return "requires " + d + ", which is not declared"
 		}
 		if !r.up(dep) {
-			return "requires " + d + ", which is " + dep.state.String()
+			return "requires " + d + ", which is " + r.stateWord(dep)
 		}
 	}
 	return ""
@@ -758,7 +773,7 @@ func (r *Reconciler) reconcile(ctx context.Context) {
 	for _, u := range order {
 		switch u.state {
 		case Inactive, Waiting:
-			if !u.enabled {
+			if !u.enabled || r.disabled[u.spec.Name] && !u.external {
 				u.state = Inactive
 				continue
 			}

@@ -174,7 +174,7 @@ func (r *Reconciler) apply(ctx context.Context, p control.Plan, l Loaded) {
 			u.stopWhy = stopReload
 			continue
 		}
-		held := r.holdReleased[n]
+		held := r.heldAtDeclare(n)
 		delete(r.holdReleased, n)
 		r.units[n] = &unit{spec: s, hash: l.hashOf(s), enabled: !s.IsJob() && !held, held: held, epoch: r.reloads}
 		r.reorder()
@@ -228,6 +228,11 @@ func (r *Reconciler) apply(ctx context.Context, p control.Plan, l Loaded) {
 			u.declared = nil
 		}
 	}
+	declared := make(map[string]bool, len(specs))
+	for n := range specs {
+		declared[n] = true
+	}
+	r.forgetStops(declared, invalid)
 	r.watchLogs()
 }
 

@@ -297,7 +297,8 @@ func (r *Reconciler) declare(x *unit, takenBy int) {
 		return
 	}
 	s := *x.declared
-	r.units[s.Name] = &unit{spec: s, hash: hash(s), enabled: !s.IsJob(), epoch: x.declEpoch, takenBy: takenBy}
+	held := r.heldAtDeclare(s.Name)
+	r.units[s.Name] = &unit{spec: s, hash: hash(s), enabled: !s.IsJob() && !held, held: held, epoch: x.declEpoch, takenBy: takenBy}
 	r.reorder()
 	r.log.Info("adopted group gone; its name goes to the unit file", "unit", s.Name, "file", s.File)
 }

@@ -124,9 +124,10 @@ type unit struct {
 	// unit's name; the unit waits while it is listed as released.
 	takenBy int
 
-	// held: stopped by `hermesctl stop`. Reloads still switch the unit to
-	// its file's new version, but do not start it; Start (or Restart)
-	// clears it. A unit removed and declared again is new: not held.
+	// held: stopped by `hermesctl stop` or `disable` (holds.go). Reloads
+	// still switch the unit to its file's new version, but do not start
+	// it; Start (or Restart) clears it. A unit removed and declared again
+	// is new: not held, unless disabled.
 	held bool
 }
 

@@ -92,7 +92,7 @@ func TestOneshotRemainAfterExit(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.waitFor("app stopped with setup", func(m map[string]control.Unit) bool {
-		return m["setup"].State == "inactive" && m["app"].PID == 0
+		return m["setup"].State == "stopped" && m["app"].PID == 0
 	})
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/boolflag"
+	"github.com/hermes-units/hermes/internal/holds"
 	"github.com/hermes-units/hermes/internal/logfile"
 	"github.com/hermes-units/hermes/internal/notify"
 	"github.com/hermes-units/hermes/internal/paths"
@@ -263,6 +264,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		Load:         loader(cfg, log, both(loadHook(px, log), fds.check)),
 		Changes:      w.Changes(),
 		Checkpoint:   reconciler.Ledger(led, self, cfg.role),
+		Holds:        holds.Open(cfg.State, self.BootID),
 		StateDir:     cfg.State,
 		UnitsDir:     cfg.Units,
 		NotifySocket: notifyPath,

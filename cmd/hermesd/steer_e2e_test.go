@@ -43,8 +43,8 @@ func TestStoppedUnitStaysStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	u := d.waitStatus("b running", func(_ control.Status, u map[string]control.Unit) bool { b, ok := u["b"]; return running(b, ok) })
-	if a := u["a"]; a.State != "inactive" || a.PID != 0 {
-		t.Errorf("a after an edit of its file: %s with pid %d, want inactive (stopped by command)", a.State, a.PID)
+	if a := u["a"]; a.State != "stopped" || a.PID != 0 {
+		t.Errorf("a after an edit of its file: %s with pid %d, want stopped (by command)", a.State, a.PID)
 	}
 	if err := c.Start(t.Context(), "a"); err != nil {
 		t.Fatal(err)

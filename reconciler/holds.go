@@ -1,0 +1,238 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/holds"
+)
+
+// Units kept stopped, by name, whatever their files say:
+//
+//   - disabled (`hermesctl disable`): stopped, and not started by a reload,
+//     an edit, Start, a job's schedule or a restart of hermesd, until
+//     Enable; kept across reboots.
+//   - stopped by command (`hermesctl stop`, unit.held): not started by a
+//     reload or an edit until Start; kept across restarts of hermesd, clean
+//     or not, within the boot (Options.Holds carries the boot id), and
+//     forgotten when the unit's file is removed, as a unit declared again
+//     is new.
+//
+// Both sets live in r.disabled and r.stops (Run's goroutine) and, with
+// Options.Holds, in the state directory: read once in Run before the first
+// load, written at each change. Names need not be declared: a unit whose
+// file is invalid at hermesd's start keeps its hold for when it loads.
+
+var _ control.Enabler = (*Reconciler)(nil)
+
+// loadHolds reads Options.Holds into r.disabled and r.stops (Run, before
+// the first load). A file that is not trusted is set aside by the Store,
+// and the units start as if it were empty: the log says so.
+func (r *Reconciler) loadHolds() {
+	if r.opt.Holds == nil {
+		return
+	}
+	h, err := r.opt.Holds.Load()
+	if err != nil {
+		r.log.Warn("disabled and stopped units not restored", "err", err)
+	}
+	for _, n := range h.Disabled {
+		r.disabled[n] = true
+	}
+	for _, n := range h.Stopped {
+		r.stops[n] = true
+	}
+	if len(h.Disabled)+len(h.Stopped) > 0 {
+		r.log.Info("units kept stopped", "disabled", h.Disabled, "stopped", h.Stopped, "file", r.opt.Holds.Path())
+	}
+	if len(h.Forgotten) > 0 {
+		r.log.Info("stops of an earlier boot forgotten: the units start", "units", h.Forgotten)
+	}
+}
+
+// saveHolds writes disabled and stops to Options.Holds; nil without one.
+func (r *Reconciler) saveHolds(disabled, stops map[string]bool) error {
+	if r.opt.Holds == nil {
+		return nil
+	}
+	return r.opt.Holds.Save(holds.Holds{
+		Disabled: slices.Sorted(maps.Keys(disabled)),
+		Stopped:  slices.Sorted(maps.Keys(stops)),
+	})
+}
+
+// setStop records (on) or clears the runtime stop of name. A failed write
+// is logged, not returned: the stop or start itself is done, and only a
+// restart of hermesd would not know of it.
+func (r *Reconciler) setStop(name string, on bool) {
+	if r.stops[name] == on {
+		return
+	}
+	if on {
+		r.stops[name] = true
+	} else {
+		delete(r.stops, name)
+	}
+	if err := r.saveHolds(r.disabled, r.stops); err != nil {
+		r.log.Warn("runtime stop not saved: a restart of hermesd will not know of it", "unit", name, "stopped", on, "err", err)
+	}
+}
+
+// forgetStops drops the runtime stops of units that are no longer declared
+// (their file removed, not merely invalid) after a load: declared again,
+// a unit is new and starts.
+func (r *Reconciler) forgetStops(specs map[string]bool, invalid map[string]bool) {
+	var gone []string
+	for n := range r.stops {
+		if !specs[n] && !invalid[n] {
+			gone = append(gone, n)
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	for _, n := range gone {
+		delete(r.stops, n)
+	}
+	if err := r.saveHolds(r.disabled, r.stops); err != nil {
+		r.log.Warn("stops of removed units not forgotten on disk", "units", gone, "err", err)
+	}
+}
+
+// heldAtDeclare reports whether a newly declared unit named n starts
+// stopped: by command, disabled, or for a released group a dead owner left.
+func (r *Reconciler) heldAtDeclare(n string) bool {
+	return r.stops[n] || r.disabled[n] || r.holdReleased[n]
+}
+
+// Disable stops the unit, as Stop does (it returns once the group is
+// empty), and keeps it stopped until Enable: across reloads, edits of its
+// file, Start (refused), its schedule (a job does not fire), and restarts
+// of hermesd. The choice is written to the state directory before
+// anything is stopped: when it cannot be, Disable changes nothing and
+// returns why. An adopted group with no unit file cannot be disabled
+// (control.ErrConflict): stop it.
+func (r *Reconciler) Disable(ctx context.Context, name string) error {
+	var err error
+	wait := make(chan error, 1)
+	waiting := false
+	if e := r.do(ctx, func(ctx context.Context) {
+		u := r.units[name]
+		switch {
+		case u == nil || u.removed:
+			err = fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
+			return
+		case u.external:
+			err = fmt.Errorf("unit %s is an adopted group, not a unit file: there is nothing to disable; stop it instead: %w", name, control.ErrConflict)
+			return
+		}
+		if !r.disabled[name] {
+			dis := maps.Clone(r.disabled)
+			dis[name] = true
+			stops := maps.Clone(r.stops)
+			delete(stops, name)
+			if err = r.saveHolds(dis, stops); err != nil {
+				err = fmt.Errorf("unit %s not disabled: %w", name, err)
+				return
+			}
+			r.disabled, r.stops = dis, stops
+			r.log.Info("unit disabled", "unit", name)
+		}
+		u.enabled, u.held = false, true
+		u.stopTimer(timerBackoff)
+		if u.state.active() {
+			r.stop(u, stopCommand, nil)
+			u.waiters = append(u.waiters, wait)
+			waiting = true
+			return
+		}
+		u.state, u.err = Inactive, nil
+	}); e != nil {
+		return e
+	}
+	if err != nil || !waiting {
+		return err
+	}
+	select {
+	case err := <-wait:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-r.done:
+		return ErrStopped
+	}
+}
+
+// Enable undoes Disable (nothing to undo: nothing changes). With start, the
+// unit is then started as by Start, and Enable returns the start's error; a
+// job is not run, but fires on its schedule again. Without, the unit stays
+// stopped as after Stop: until Start, within this boot. The change is
+// written to the state directory first: when it cannot be, Enable changes
+// nothing and returns why. A name that is disabled but no longer declared
+// may be enabled: its mark goes.
+func (r *Reconciler) Enable(ctx context.Context, name string, start bool) error {
+	var err error
+	if e := r.do(ctx, func(context.Context) {
+		u := r.units[name]
+		if u != nil && u.removed {
+			u = nil
+		}
+		switch {
+		case u == nil && !r.disabled[name]:
+			err = fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
+			return
+		case u != nil && u.external:
+			err = fmt.Errorf("unit %s is an adopted group, not a unit file: there is nothing to enable: %w", name, control.ErrConflict)
+			return
+		}
+		if r.disabled[name] {
+			dis := maps.Clone(r.disabled)
+			delete(dis, name)
+			stops := maps.Clone(r.stops)
+			if u != nil && !u.spec.IsJob() {
+				stops[name] = true // stopped as by Stop, until Start (below, or later)
+			}
+			if err = r.saveHolds(dis, stops); err != nil {
+				err = fmt.Errorf("unit %s not enabled: %w", name, err)
+				return
+			}
+			r.disabled, r.stops = dis, stops
+			r.log.Info("unit enabled", "unit", name)
+		}
+		start = start && u != nil && !u.spec.IsJob()
+	}); e != nil {
+		return e
+	}
+	if err != nil || !start {
+		return err
+	}
+	// Apart from the enable: Start waits on Run's goroutine itself. Until
+	// it runs, the unit is stopped as by Stop, which Start undoes.
+	return r.Start(ctx, name)
+}
+
+// refuseDisabled is the error of a start of name while it is disabled.
+func (r *Reconciler) refuseDisabled(name string) error {
+	if !r.disabled[name] {
+		return nil
+	}
+	return fmt.Errorf("unit %s is disabled; `hermesctl enable %s` starts it: %w", name, name, control.ErrConflict)
+}
+
+// stateWord is u's state in status and events: an inactive unit says why
+// it stays so, when by choice. A job stopped by command fires again on its
+// schedule: it is merely inactive.
+func (r *Reconciler) stateWord(u *unit) string {
+	if u.state == Inactive && !u.external {
+		switch {
+		case r.disabled[u.spec.Name]:
+			return "disabled"
+		case u.held && !u.spec.IsJob():
+			return "stopped"
+		}
+	}
+	return u.state.String()
+}
