@@ -15,20 +15,27 @@ import (
 
 // newStartCmd, newStopCmd and newRestartCmd steer units one after the other;
 // each prints one line per unit done and stops at the first failure.
+// start and restart wait for each unit's outcome (wait.go) unless
+// --no-block; stop returns once the unit's group is empty, and those of
+// the units that require it, which it stops too.
 func newStartCmd(g *globals) *cobra.Command {
-	return newActionCmd(g, "start", "started", "Start units", (*control.Client).Start)
+	return newActionCmd(g, control.ActionStart, "started",
+		"Start units and wait until each is ready (running, for a unit without a probe; done, for a oneshot; its run ended, for a job)")
 }
 
 func newStopCmd(g *globals) *cobra.Command {
-	return newActionCmd(g, "stop", "stopped", "Stop units; returns once each unit's process group is empty", (*control.Client).Stop)
+	return newActionCmd(g, control.ActionStop, "stopped",
+		"Stop units, and the units that require them; returns once their process groups are empty")
 }
 
 func newRestartCmd(g *globals) *cobra.Command {
-	return newActionCmd(g, "restart", "restarted", "Restart units", (*control.Client).Restart)
+	return newActionCmd(g, control.ActionRestart, "restarted", "Restart units and wait until each is ready again, as start does")
 }
 
-func newActionCmd(g *globals, verb, done, short string, do func(*control.Client, context.Context, string) error) *cobra.Command {
+func newActionCmd(g *globals, a control.Action, done, short string) *cobra.Command {
+	verb := string(a)
 	var timeout time.Duration
+	var noBlock bool
 	cmd := &cobra.Command{
 		Use:   verb + " UNIT...",
 		Short: short,
@@ -43,25 +50,106 @@ func newActionCmd(g *globals, verb, done, short string, do func(*control.Client,
 				return err
 			}
 			defer c.Close()
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel()
+			var wt *waiter
+			if a != control.ActionStop && !noBlock {
+				// Subscribed before the first action: no outcome is missed.
+				f, err := subscribe(ctx, c)
+				if err != nil {
+					return fmt.Errorf("%s: cannot follow hermesd's events to wait for the outcome (%w); --no-block starts without waiting", verb, err)
+				}
+				defer func() { cancel(); <-f.done }()
+				show := newProgress(cmd.ErrOrStderr())
+				if asJSON {
+					show = newProgress(nil)
+				}
+				wt = &waiter{c: c, feed: f, show: show}
+			}
 			out := cmd.OutOrStdout()
 			for _, unit := range args {
-				if err := withTimeout(cmd.Context(), timeout, func(ctx context.Context) error { return do(c, ctx, unit) }); err != nil {
+				var line string
+				res := actionOutput{}
+				err := withTimeout(ctx, timeout, func(ctx context.Context) error {
+					var err error
+					line, res, err = act(ctx, c, wt, a, unit)
+					return err
+				})
+				if err != nil {
 					return unitError(verb, unit, timeout, err)
 				}
 				if asJSON {
-					if err := json.NewEncoder(out).Encode(control.ActionResult{Unit: unit, Action: verb}); err != nil {
+					if err := json.NewEncoder(out).Encode(res); err != nil {
 						return err
 					}
 					continue
 				}
-				fmt.Fprintf(out, "%s %s\n", done, unit)
+				fmt.Fprintf(out, "%s %s%s\n", done, inert(unit), inert(line))
 			}
 			return nil
 		},
 		ValidArgsFunction: completeUnits(g),
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up waiting after this long per unit (0: wait as long as it takes)")
+	if a != control.ActionStop {
+		cmd.Flags().BoolVar(&noBlock, "no-block", false, "return once hermesd has begun the "+verb+", without waiting for the outcome")
+	}
 	return cmd
+}
+
+// actionOutput is one line of -o json: the daemon's answer, and for a
+// start or restart waited for, where the unit got to.
+type actionOutput struct {
+	control.ActionResult
+	Reached string        `json:"reached,omitempty"`   // "ready: tcp …", "running", "done", "run …: success"
+	Waited  time.Duration `json:"waited_ns,omitempty"` // from the action sent to its outcome
+}
+
+// act does a to unit and, with wt, waits for its outcome. It returns the
+// rest of the line to print after "started UNIT".
+func act(ctx context.Context, c *control.Client, wt *waiter, a control.Action, unit string) (string, actionOutput, error) {
+	var prior *control.Job
+	if wt != nil {
+		// A job's run before the action: a start that begins none now
+		// (the job waits for other units) waits for the next one.
+		st, err := c.Status(ctx, unit)
+		if err != nil {
+			return "", actionOutput{}, err
+		}
+		if u, ok := unitIn(st, unit); ok {
+			prior = u.Job
+		}
+	}
+	began := time.Now()
+	res, err := c.Act(ctx, unit, a)
+	out := actionOutput{ActionResult: res}
+	if err != nil {
+		return "", out, err
+	}
+	if a == control.ActionStop {
+		return tookDown(res.Stopped), out, nil
+	}
+	if wt == nil {
+		return " (not waiting: --no-block)", out, nil
+	}
+	reached, err := wt.wait(ctx, &watch{unit: unit, verb: string(a), res: res, prior: prior, began: began})
+	if err != nil {
+		return "", out, err
+	}
+	out.Reached, out.Waited = reached, time.Since(began)
+	return fmt.Sprintf(" (%s, after %s)", reached, elapsed(out.Waited)), out, nil
+}
+
+// tookDown words the units a stop took down with the unit: " (and api,
+// which requires it)".
+func tookDown(names []string) string {
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return " (and " + names[0] + ", which requires it)"
+	}
+	return " (and " + strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1] + ", which require it)"
 }
 
 func newReloadCmd(g *globals) *cobra.Command {
@@ -173,7 +261,7 @@ func unitError(verb, unit string, timeout time.Duration, err error) error {
 	case errors.Is(err, control.ErrUnknownUnit):
 		return fmt.Errorf("%s %s: %w; `hermesctl status` lists the units hermesd knows", verb, unit, err)
 	case errors.Is(err, context.DeadlineExceeded) && timeout > 0:
-		return fmt.Errorf("%s %s: no answer within --timeout %v; hermesd may still be at it (see `hermesctl status %s`)", verb, unit, timeout, unit)
+		return fmt.Errorf("%s %s: no outcome within --timeout %v; hermesd may still be at it (see `hermesctl status %s`)", verb, unit, timeout, unit)
 	}
 	return fmt.Errorf("%s %s: %w", verb, unit, err)
 }

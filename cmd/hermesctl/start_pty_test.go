@@ -1,0 +1,149 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+)
+
+// gatedUnit is a unit that is ready (its log says "ready") only once the
+// file gate exists next to the units directory.
+const gatedUnit = `shell: |
+  echo "waiting for the gate"
+  while [ ! -e ../gate ]; do sleep 0.05; done
+  echo ready
+  exec sleep 3600
+ready: {log: "^ready$"}
+restart: "no"
+`
+
+// TestStartProgressOnTerminal runs `hermesctl start` in a pseudo-terminal
+// against a real hermesd: while the unit is not ready, one line shows the
+// unit, its probe and the time elapsed, redrawn in place (\r, erase line;
+// never a new line); once it is ready that line is erased and the
+// outcome's line takes its place.
+func TestStartProgressOnTerminal(t *testing.T) {
+	hermesctl, err := exec.LookPath("hermesctl") // testscript.Main's link to this test binary
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	units := filepath.Join(dir, "units")
+	if err := os.MkdirAll(units, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(units, "web.yaml"), []byte(gatedUnit), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	socket := filepath.Join(dir, "run", "hermesd.sock")
+	if err := os.MkdirAll(filepath.Dir(socket), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d, err := startHermesd(daemonPaths{units: units, state: filepath.Join(dir, "state"), socket: socket,
+		log: filepath.Join(dir, "hermesd.log"), env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}})
+	if d != nil {
+		t.Cleanup(func() {
+			if err := d.stop(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	// TERM=screen: bubbletea's init (linked in for top) asks the terminal
+	// for its background colour and waits 5 s for the answer, which a bare
+	// pty never gives; it does not ask screen.
+	env := append(os.Environ(), "TERM=screen-256color", "GORACE=atexit_sleep_ms=0")
+	stop := exec.Command(hermesctl, "--socket", socket, "stop", "web")
+	stop.Env = env
+	if out, err := stop.CombinedOutput(); err != nil {
+		t.Fatalf("stop web: %v\n%s", err, out)
+	}
+
+	cmd := exec.Command(hermesctl, "--socket", socket, "start", "web")
+	cmd.Env = env
+	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As in TestTopPTY: read the master through a non-blocking duplicate,
+	// so that Close ends the read.
+	fd, err := unix.Dup(int(ptmx.Fd()))
+	ptmx.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		t.Fatal(err)
+	}
+	tty := os.NewFile(uintptr(fd), "ptmx")
+	scr := &screen{changed: make(chan struct{})}
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		buf := make([]byte, 4096)
+		for {
+			n, err := tty.Read(buf)
+			scr.Write(buf[:n])
+			if err != nil {
+				return
+			}
+		}
+	}()
+	exited := make(chan struct{}) // closed once waitErr is set
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-exited:
+		default:
+			cmd.Process.Kill()
+			<-exited
+		}
+		tty.Close()
+		<-copied
+	})
+
+	// Redrawn in place: the line has been drawn at 0.3 s and later, so
+	// several times.
+	scr.wait(t, 0, "the progress line, redrawn", regexp.MustCompile(`web: starting, probe log /\^ready\$/ · (0\.[3-9]|[1-9][0-9]*\.[0-9])s`))
+	if err := os.WriteFile(filepath.Join(dir, "gate"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	scr.wait(t, 0, "the outcome", regexp.MustCompile(`started web \(ready: log /\^ready\$/, after [0-9.]+s\)`))
+	select {
+	case <-exited:
+		if waitErr != nil {
+			t.Errorf("start: %v", waitErr)
+		}
+	case <-time.After(daemonDeadline):
+		t.Fatalf("start did not exit within %v of its outcome", daemonDeadline)
+	}
+
+	scr.mu.Lock()
+	raw := scr.raw.String()
+	scr.mu.Unlock()
+	first := strings.Index(raw, "\r\x1b[Kweb: starting")
+	outcome := strings.Index(raw, "started web")
+	if first < 0 || outcome < first {
+		t.Fatalf("no progress line before the outcome; the terminal got %q", raw)
+	}
+	progress := raw[first:outcome]
+	if strings.Contains(progress, "\n") {
+		t.Errorf("the progress took more than one line: %q", progress)
+	}
+	if n := strings.Count(progress, "\r\x1b[Kweb: starting"); n < 2 {
+		t.Errorf("the progress line was drawn %d times, want it redrawn: %q", n, progress)
+	}
+	if !strings.HasSuffix(progress, "\r\x1b[K") {
+		t.Errorf("the progress line was not erased before the outcome: %q", progress)
+	}
+}
