@@ -1,22 +1,42 @@
 // Command hermesctl steers hermesd and runs the offline commands (run,
 // validate, who, timeouts explain) that need no daemon.
+//
+// Exit codes (named in root.go):
+//
+//	0    done
+//	1    failure
+//	2    usage: a bad flag, argument or path setting
+//	126  run: the program cannot be executed
+//	127  run: the program is not found
+//
+// run otherwise exits with its child's status (128+N when signal N killed it).
 package main
 
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 )
 
 func main() {
-	err := newRoot().Execute()
+	os.Exit(report(newRoot().Execute(), os.Stderr))
+}
+
+// report prints err on w once, as one "hermesctl: …" line, and returns the
+// status to exit with: 0 for nil, an exitError's code, else exitFailure. A
+// bare exit status (an exitError with no message) prints nothing.
+func report(err error, w io.Writer) int {
 	if err == nil {
-		return
+		return 0
 	}
-	fmt.Fprintln(os.Stderr, "hermesctl:", inert(err.Error()))
+	if ee, ok := err.(*exitError); ok && ee.err == nil {
+		return ee.code
+	}
+	fmt.Fprintln(w, "hermesctl:", inert(err.Error()))
 	var ee *exitError
 	if errors.As(err, &ee) {
-		os.Exit(ee.code)
+		return ee.code
 	}
-	os.Exit(1)
+	return exitFailure
 }

@@ -16,8 +16,19 @@ type globals struct {
 	output string        // "" (human) or "json"
 }
 
-// exitError carries a specific exit status out of a command; its message
-// (if any) is printed once by main.
+// Exit codes (the package comment lists them). Those of run past its
+// child's own are the shell's for a command that could not be run (POSIX,
+// "Command Search and Execution").
+const (
+	exitFailure       = 1   // a command failed
+	exitUsage         = 2   // a bad flag, argument or path setting
+	exitNotExecutable = 126 // run: the program was found but could not be executed
+	exitNotFound      = 127 // run: no such program
+)
+
+// exitError carries a specific exit status out of a command. main prints
+// its message once; one with no message (err nil) is printed not at all:
+// the command has said what it had to (run's child).
 type exitError struct {
 	code int
 	err  error
@@ -49,7 +60,7 @@ func newRoot() *cobra.Command {
 	// other layers in force: the commands that read it report its errors.
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if err := g.resolve(cmd); err != nil {
-			return &exitError{code: 2, err: err}
+			return &exitError{code: exitUsage, err: err}
 		}
 		return nil
 	}

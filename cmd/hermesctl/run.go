@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"os/exec"
 	"os/signal"
 	"syscall"
 	"time"
@@ -16,7 +18,9 @@ import (
 // newRunCmd is "hermesctl run [--] CMD…": a non-gateway owner (role "run")
 // that runs CMD as an owned child in the foreground. CMD gets hermesctl's
 // own stdin, stdout and stderr; INT and TERM are forwarded to its group;
-// hermesctl exits with CMD's status (128+signal when a signal killed it).
+// hermesctl exits with CMD's status (128+signal when a signal killed it),
+// and prints nothing of its own; a CMD that cannot be run is one line of
+// error and the shell's status, 127 not found or 126 not executable.
 // Whatever CMD started dies with hermesctl, by any death of hermesctl
 // (kill -9 included), within the grace. When hermesd serves the provider
 // proxy, CMD gets OPENAI_BASE_URL and OPENAI_API_KEY (the proxy token)
@@ -70,6 +74,9 @@ func runOwned(cmd *cobra.Command, g *globals, args []string, mode supervisor.Mod
 		Ownership: "owned", Foreground: fg,
 	})
 	if err != nil {
+		if ee := execFailure(args[0], err); ee != nil {
+			return ee
+		}
 		return err
 	}
 	for done := false; !done; {
@@ -94,4 +101,61 @@ func runOwned(cmd *cobra.Command, g *globals, args []string, mode supervisor.Mod
 		return &exitError{code: ee.Status()}
 	}
 	return child.Err()
+}
+
+// execFailure is the error of a program that could not be run, with the
+// shell's exit status: exitNotFound (no such program: not in PATH, or no
+// such file) or exitNotExecutable (found, but execve refused it: not
+// executable, a directory, no #! line, a #! interpreter missing, text
+// busy). It is nil for any other failure of the spawn (the supervisor, a
+// cgroup), which stays exitFailure.
+func execFailure(name string, err error) *exitError {
+	var nf *supervisor.NotFoundError
+	if errors.As(err, &nf) {
+		return &exitError{code: exitNotFound, err: fmt.Errorf("run: %w", nf)}
+	}
+	var errno syscall.Errno
+	errors.As(err, &errno)
+	// The program was named by its path: exec.LookPath stats it first.
+	var xe *exec.Error
+	if errors.As(err, &xe) {
+		code := exitNotExecutable
+		if errors.Is(xe.Err, fs.ErrNotExist) {
+			code = exitNotFound
+		}
+		return &exitError{code: code, err: execError(name, errno, xe.Err, false)}
+	}
+	// os.StartProcess reports what failed in the child between fork and
+	// exec as a *PathError whose Op is "fork/exec"; of those errnos, these
+	// are execve's about the program itself.
+	var pe *fs.PathError
+	if !errors.As(err, &pe) || pe.Op != "fork/exec" {
+		return nil
+	}
+	switch errno {
+	case syscall.EACCES, syscall.ENOEXEC, syscall.ETXTBSY, syscall.ENOENT, syscall.ENOTDIR,
+		syscall.EISDIR, syscall.ELOOP, syscall.ENAMETOOLONG, syscall.E2BIG:
+		return &exitError{code: exitNotExecutable, err: execError(name, errno, pe.Err, true)}
+	}
+	return nil
+}
+
+// execError words a program that LookPath or (execed true) execve refused:
+// its name as given, what was wrong, and for the usual causes what to do.
+func execError(name string, errno syscall.Errno, err error, execed bool) error {
+	if errno == 0 {
+		return fmt.Errorf("run: %s: %w", name, err)
+	}
+	hint := ""
+	switch errno {
+	case syscall.EACCES:
+		hint = " (make it executable with chmod +x, or run it with its interpreter: hermesctl run sh " + name + ")"
+	case syscall.ENOEXEC:
+		hint = " (a script needs a #! line, or run it with its interpreter: hermesctl run sh " + name + ")"
+	case syscall.ENOENT:
+		if execed { // the file was there: what is missing is its interpreter
+			hint = " (the interpreter its #! line names is missing)"
+		}
+	}
+	return fmt.Errorf("run: %s: %w%s", name, errno, hint)
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,16 +13,7 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"hermesctl": func() {
-			err := newRoot().Execute()
-			if err == nil {
-				return
-			}
-			fmt.Fprintln(os.Stderr, "hermesctl:", inert(err.Error()))
-			var ee *exitError
-			if errors.As(err, &ee) {
-				os.Exit(ee.code)
-			}
-			os.Exit(1)
+			os.Exit(report(newRoot().Execute(), os.Stderr))
 		},
 	})
 }
