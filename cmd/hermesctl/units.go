@@ -132,7 +132,7 @@ func act(ctx context.Context, c *control.Client, wt *waiter, a control.Action, u
 	if wt == nil {
 		return " (not waiting: --no-block)", out, nil
 	}
-	reached, err := wt.wait(ctx, &watch{unit: unit, verb: string(a), res: res, prior: prior, began: began})
+	reached, err := wt.wait(ctx, &watch{unit: unit, res: res, prior: prior, began: began})
 	if err != nil {
 		return "", out, err
 	}

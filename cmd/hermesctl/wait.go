@@ -102,11 +102,11 @@ func (f *feed) ended() error {
 // watch is one unit's wait: what the action answered, and what the unit
 // was before it.
 type watch struct {
-	unit, verb string
-	res        control.ActionResult
-	prior      *control.Job // a job's state before the action; nil for a unit that is no job
-	restarts   int          // the unit's restarts once the action was answered
-	began      time.Time    // when the action was sent
+	unit     string
+	res      control.ActionResult
+	prior    *control.Job // a job's state before the action; nil for a unit that is no job
+	restarts int          // the unit's restarts once the action was answered
+	began    time.Time    // when the action was sent
 }
 
 // verdict is judge's reading of one status.
