@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -124,33 +125,101 @@ const gate = `IFS= read -r g <&3 && [ "$g" = go ] && exec 3<&- && exec "$@"; exi
 // never overtaken by a record that still trails: an entry removed before it
 // was written is not written afterwards.
 func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
-	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
-		return nil, fmt.Errorf("spawn %s: empty argv", spec.Unit)
-	}
 	if spec.Ownership == "" {
 		spec.Ownership = "owned"
 	}
-	path, err := lookPath(spec.Argv[0], spec.Env)
+	path, err := checkSpec(spec)
 	if err != nil {
 		return nil, fmt.Errorf("spawn %s: %w", spec.Unit, err)
+	}
+	sp, err := o.reserve(spec, path)
+	if err != nil {
+		return nil, err
+	}
+	defer sp.close()
+	// The containment, by mode: a cgroup (registered before the child
+	// starts into it, unless it is to survive), and a gate that holds the
+	// program until it is registered or recorded.
+	if o.tree != nil {
+		err = sp.cgroup(ctx)
+	} else if !spec.Survive {
+		o.becomeSubreaper()
+	}
+	if err == nil && (o.tree == nil || spec.Survive) {
+		err = sp.gate()
+	}
+	if err == nil {
+		err = sp.start()
+	}
+	if err != nil {
+		sp.undo()
+		if err == ErrClosed { // as from reserve: the owner's own word, unwrapped
+			return nil, err
+		}
+		return nil, fmt.Errorf("spawn %s: %w", spec.Unit, err)
+	}
+	c, err := sp.commit(ctx)
+	if err != nil {
+		sp.fail(c)
+		return nil, fmt.Errorf("spawn %s: %w", spec.Unit, err)
+	}
+	if !spec.Survive && o.mode == ModePGroup {
+		o.poke() // the janitor arms its look for escapees (scanDueLocked)
+	}
+	// The waiter ends when the leader is reaped. Close joins it (through
+	// r.waited) while the group is registered; a Survive or released leader
+	// outlives the owner, and so may its waiter, until the process exits.
+	go o.wait(sp.cmd, c, sp.onExit())
+	return c, nil
+}
+
+// checkSpec refuses a spec that cannot run, before anything is made, and
+// returns the program's path.
+func checkSpec(spec Spec) (string, error) {
+	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
+		return "", errors.New("empty argv")
+	}
+	path, err := lookPath(spec.Argv[0], spec.Env)
+	if err != nil {
+		return "", err
 	}
 	// A missing working directory makes the exec fail with the chdir's
 	// errno reported against the program ("fork/exec /usr/bin/x: no such
 	// file or directory"), which blames the wrong path: check it first.
 	if spec.Dir != "" {
 		if st, err := os.Stat(spec.Dir); err != nil {
-			return nil, fmt.Errorf("spawn %s: working directory: %w", spec.Unit, err)
+			return "", fmt.Errorf("working directory: %w", err)
 		} else if !st.IsDir() {
-			return nil, fmt.Errorf("spawn %s: working directory %s is not a directory", spec.Unit, spec.Dir)
+			return "", fmt.Errorf("working directory %s is not a directory", spec.Dir)
 		}
 	}
+	return path, nil
+}
+
+// spawning is one SpawnOwned call between its steps: what the steps made,
+// so that undo (before the start) and fail (after it) take back exactly
+// that.
+type spawning struct {
+	o     *Owner
+	spec  Spec
+	r     *reg
+	cmd   *exec.Cmd
+	attr  *syscall.SysProcAttr
+	cgFD  *os.File // the cgroup's directory, for CLONE_INTO_CGROUP
+	gateR *os.File // the gate's read end, the child's fd 3
+	gateW *os.File // the gate's write end: "go" runs the program, EOF ends it
+}
+
+// reserve takes a registration id and a spawn key for spec, and builds its
+// command; a closed owner, or (for a child registered with it) a stopped
+// supervisor, fails the spawn before anything is made.
+func (o *Owner) reserve(spec Spec, path string) (*spawning, error) {
 	o.mu.Lock()
 	if o.closed {
 		o.mu.Unlock()
 		return nil, ErrClosed
 	}
 	if !spec.Survive {
-		// A stopped supervisor fails the spawn before anything is made.
 		if err := o.availableLocked(); err != nil {
 			o.mu.Unlock()
 			return nil, fmt.Errorf("spawn %s: %w", spec.Unit, err)
@@ -160,7 +229,6 @@ func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
 	o.mu.Unlock()
 	r := &reg{id: fmt.Sprintf("s%d", n), key: fmt.Sprintf("%s_%d", o.name, spawnSeq.Add(1)), spawned: true, g: Group{Unit: spec.Unit},
 		files: fileIDs(spec.Stdin, spec.Stdout, spec.Stderr)}
-
 	cmd := exec.Command(path, spec.Argv[1:]...)
 	cmd.Args[0] = spec.Argv[0]
 	cmd.Env = o.tag(spec, r.key)
@@ -178,107 +246,103 @@ func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
 	// group so that the group can be registered and killed as one.
 	attr := &syscall.SysProcAttr{Setpgid: true, Foreground: spec.Foreground}
 	cmd.SysProcAttr = attr
+	return &spawning{o: o, spec: spec, r: r, cmd: cmd, attr: attr}, nil
+}
 
-	var gateW *os.File
-	var cgFD *os.File
-	abort := func() {}
-	if o.tree != nil {
-		parent := o.tree.root
-		if spec.Survive {
-			parent = filepath.Join(o.tree.base, keptDir)
-		}
-		dir := filepath.Join(parent, cgName(spec.Unit, r.key))
-		if err := mkdirIn(parent, dir); err != nil {
-			return nil, fmt.Errorf("spawn %s: create cgroup: %w", spec.Unit, err)
-		}
-		r.g.Cgroup = dir
-		if cgFD, err = os.Open(dir); err != nil {
-			os.Remove(dir)
-			return nil, fmt.Errorf("spawn %s: open cgroup: %w", spec.Unit, err)
-		}
-		defer cgFD.Close()
-		attr.UseCgroupFD, attr.CgroupFD = true, int(cgFD.Fd())
-		if !spec.Survive {
-			// The cgroup alone, pgid 0 until the leader exists; accepted
-			// before the child starts into it.
-			o.mu.Lock()
-			s, err := o.registerLocked(r)
-			o.mu.Unlock()
-			if err == nil {
-				err = o.confirm(ctx, r, s)
-			}
-			if err != nil {
-				o.mu.Lock()
-				o.unregisterLocked(r)
-				o.mu.Unlock()
-				os.Remove(dir)
-				return nil, fmt.Errorf("spawn %s: %w", spec.Unit, err)
-			}
-		}
-		abort = func() {
-			killCgroup(dir)
-			o.mu.Lock()
-			o.unregisterLocked(r)
-			o.mu.Unlock()
-		}
-	} else if !spec.Survive {
-		o.subreaper.Do(func() {
-			if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-				o.opts.Logf("supervisor: child subreaper: %v (escapees may be missed)", err)
-			}
-			// The janitor scans at each child exit and re-parented zombie,
-			// not on a timer. Stopped by Close.
-			signal.Notify(o.sigchld, syscall.SIGCHLD)
-		})
+// cgroup makes the child's cgroup (under the owner's subtree, or the kept
+// one for a survivor) and has the child start into it; an owned child's
+// cgroup alone (pgid 0 until the leader exists) is registered and accepted
+// before the child starts.
+func (sp *spawning) cgroup(ctx context.Context) error {
+	o, spec := sp.o, sp.spec
+	parent := o.tree.root
+	if spec.Survive {
+		parent = filepath.Join(o.tree.base, keptDir)
 	}
-	// The gate. An owned child in cgroup mode needs none: its cgroup is
-	// registered before it starts. A Survive child always has one: nothing
-	// kills it when the owner dies, and the ledger record is how the next
-	// owner finds it, so it must never run unrecorded (an owner killed
-	// between the start and the record would leave a survivor no one
-	// knows, and the next owner would start a duplicate).
-	if o.tree == nil || spec.Survive {
-		var gateR *os.File
-		if gateR, gateW, err = os.Pipe(); err != nil {
-			if r.g.Cgroup != "" {
-				os.Remove(r.g.Cgroup)
-			}
-			return nil, fmt.Errorf("spawn %s: gate: %w", spec.Unit, err)
-		}
-		defer gateR.Close()
-		defer gateW.Close()
-		cmd.Path = Shell
-		cmd.Args = append([]string{Shell, "-c", gate, spec.Argv[0], path}, spec.Argv[1:]...)
-		cmd.ExtraFiles = []*os.File{gateR}
-		if o.tree == nil {
-			abort = func() {
-				gateW.Close() // the gate sees EOF and exits without running the program
-				o.mu.Lock()
-				o.unregisterLocked(r)
-				o.mu.Unlock()
-			}
-		}
+	dir := filepath.Join(parent, cgName(spec.Unit, sp.r.key))
+	if err := mkdirIn(parent, dir); err != nil {
+		return fmt.Errorf("create cgroup: %w", err)
 	}
+	sp.r.g.Cgroup = dir
+	fd, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open cgroup: %w", err)
+	}
+	sp.cgFD = fd
+	sp.attr.UseCgroupFD, sp.attr.CgroupFD = true, int(fd.Fd())
+	if spec.Survive {
+		return nil
+	}
+	return sp.register(ctx)
+}
 
+// register registers the group with the death supervisor and waits for
+// its answer.
+func (sp *spawning) register(ctx context.Context) error {
+	o := sp.o
 	o.mu.Lock()
-	if o.closed {
-		o.mu.Unlock()
-		abort()
-		return nil, ErrClosed
-	}
-	err = cmd.Start()
-	if err == nil {
-		o.leaders[cmd.Process.Pid] = true
-	}
+	s, err := o.registerLocked(sp.r)
 	o.mu.Unlock()
 	if err != nil {
-		abort()
-		if r.g.Cgroup != "" {
-			os.Remove(r.g.Cgroup)
-		}
-		return nil, fmt.Errorf("spawn %s: %w", spec.Unit, err)
+		return err
 	}
-	pid := cmd.Process.Pid
+	return o.confirm(ctx, sp.r, s)
+}
+
+// becomeSubreaper makes the owner the child subreaper, once: escapees of
+// its groups are re-parented to it, where the janitor finds them.
+func (o *Owner) becomeSubreaper() {
+	o.subreaper.Do(func() {
+		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+			o.opts.Logf("supervisor: child subreaper: %v (escapees may be missed)", err)
+		}
+		// The janitor scans at each child exit and re-parented zombie,
+		// not on a timer. Stopped by Close.
+		signal.Notify(o.sigchld, syscall.SIGCHLD)
+	})
+}
+
+// gate has the child run the gate script first: it runs the program only
+// once it reads "go". An owned child in cgroup mode needs none: its
+// cgroup is registered before it starts. A Survive child always has one:
+// nothing kills it when the owner dies, and the ledger record is how the
+// next owner finds it, so it must never run unrecorded (an owner killed
+// between the start and the record would leave a survivor no one knows,
+// and the next owner would start a duplicate).
+func (sp *spawning) gate() error {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("gate: %w", err)
+	}
+	sp.gateR, sp.gateW = r, w
+	path := sp.cmd.Path
+	sp.cmd.Path = Shell
+	sp.cmd.Args = append([]string{Shell, "-c", gate, sp.spec.Argv[0], path}, sp.spec.Argv[1:]...)
+	sp.cmd.ExtraFiles = []*os.File{r}
+	return nil
+}
+
+// start starts the leader, unless the owner was closed meanwhile.
+func (sp *spawning) start() error {
+	o := sp.o
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return ErrClosed
+	}
+	if err := sp.cmd.Start(); err != nil {
+		return err
+	}
+	o.leaders[sp.cmd.Process.Pid] = true
+	return nil
+}
+
+// commit makes the started child a group: its leader set, registered
+// with the supervisor (an owned child), recorded in the ledger, and the
+// gate opened. The Child it returns is valid for fail when err is set.
+func (sp *spawning) commit(ctx context.Context) (*Child, error) {
+	o, spec, r := sp.o, sp.spec, sp.r
+	pid := sp.cmd.Process.Pid
 	id, err := proc.Read(pid) // our unreaped child: its stat stays readable even if it exited
 	if err != nil {
 		id = proc.Identity{PID: pid}
@@ -289,84 +353,124 @@ func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
 	r.g.PGID, r.g.Leader = pid, id
 	o.mu.Unlock()
 	c := &Child{Group: r.g, Key: r.key, done: make(chan struct{})}
-	// fail undoes the spawn once the child started: it is killed (abort:
-	// cgroup.kill, or the gate's EOF), reaped, and its cgroup removed once
-	// empty, a kept one included, so that no empty cgroup is left behind.
-	fail := func(err error) (*Child, error) {
-		abort()
-		o.wait(cmd, c, nil)
-		if r.g.Cgroup != "" {
-			removeWhenEmpty(r.g.Cgroup, o.opts.Grace)
-		}
-		return nil, err
-	}
 	if o.afterSpawn != nil {
 		o.afterSpawn(pid)
 	}
 	if !spec.Survive {
 		o.mu.Lock()
 		r.waited = c.done
-		s, err := o.registerLocked(r)
 		o.mu.Unlock()
-		if err == nil {
-			err = o.confirm(ctx, r, s)
-		}
-		if err != nil {
-			return fail(fmt.Errorf("spawn %s: %w", spec.Unit, err))
+		if err := sp.register(ctx); err != nil {
+			return c, err
 		}
 	}
-	if o.jr != nil {
-		e := ledger.Entry{
-			Unit: spec.Unit, Leader: id, PGID: pid, Cgroup: r.g.Cgroup, Argv: ledger.Redact(spec.Argv),
-			Owner: o.self, Role: o.opts.Role, Ownership: spec.Ownership, Reason: spec.Reason,
-			Log: spec.LogPath, Spawned: time.Now().UTC(), Spawn: r.key,
-		}
-		add := func(es []ledger.Entry) []ledger.Entry { return append(es, e) }
-		switch {
-		case !spec.Survive && !o.jr.full():
-			o.jr.post(add) // registered: it dies with us whether or not its record is written
-		case !spec.Survive:
-			// The records that wait for a ledger that cannot be written
-			// fill their bound: this one could not be kept, so the spawn
-			// waits for it and fails, said, rather than run unrecorded.
-			if err := o.jr.do(ctx, add); err != nil {
-				return fail(fmt.Errorf("spawn %s: record in ledger (%d records already wait for it): %w", spec.Unit, maxBacklog, err))
-			}
-		default:
-			if err := o.jr.do(ctx, add); err != nil {
-				return fail(fmt.Errorf("spawn %s: record in ledger: %w", spec.Unit, err))
-			}
+	if err := sp.record(ctx, id); err != nil {
+		return c, err
+	}
+	if sp.gateW != nil {
+		if _, err := sp.gateW.Write([]byte("go\n")); err != nil {
+			return c, fmt.Errorf("open gate: %w", err)
 		}
 	}
-	if gateW != nil {
-		if _, err := gateW.Write([]byte("go\n")); err != nil {
-			return fail(fmt.Errorf("spawn %s: open gate: %w", spec.Unit, err))
-		}
+	return c, nil
+}
+
+// record queues (an owned child) or writes (a survivor) the child's
+// ledger record; see SpawnOwned for when it waits.
+func (sp *spawning) record(ctx context.Context, id proc.Identity) error {
+	o, spec, r := sp.o, sp.spec, sp.r
+	if o.jr == nil {
+		return nil
 	}
-	var onExit func()
+	e := ledger.Entry{
+		Unit: spec.Unit, Leader: id, PGID: id.PID, Cgroup: r.g.Cgroup, Argv: ledger.Redact(spec.Argv),
+		Owner: o.self, Role: o.opts.Role, Ownership: spec.Ownership, Reason: spec.Reason,
+		Log: spec.LogPath, Spawned: time.Now().UTC(), Spawn: r.key,
+	}
+	add := func(es []ledger.Entry) []ledger.Entry { return append(es, e) }
 	switch {
+	case !spec.Survive && !o.jr.full():
+		o.jr.post(add) // registered: it dies with us whether or not its record is written
+		return nil
 	case !spec.Survive:
-		onExit = func() {
+		// The records that wait for a ledger that cannot be written
+		// fill their bound: this one could not be kept, so the spawn
+		// waits for it and fails, said, rather than run unrecorded.
+		if err := o.jr.do(ctx, add); err != nil {
+			return fmt.Errorf("record in ledger (%d records already wait for it): %w", maxBacklog, err)
+		}
+	default:
+		if err := o.jr.do(ctx, add); err != nil {
+			return fmt.Errorf("record in ledger: %w", err)
+		}
+	}
+	return nil
+}
+
+// onExit is what the leader's waiter runs once it is reaped: an owned
+// group's registration learns its leader is gone (the janitor then looks
+// at the group); a survivor's kept cgroup is removed if the exit left it
+// empty (otherwise whoever sees it empty later does: Stop, or the next
+// owner's start).
+func (sp *spawning) onExit() func() {
+	o, r := sp.o, sp.r
+	switch {
+	case !sp.spec.Survive:
+		return func() {
 			o.mu.Lock()
 			r.leaderGone = true
 			o.mu.Unlock()
 			o.poke()
 		}
 	case r.g.Cgroup != "":
-		// Nothing registers a survivor: its waiter removes the kept
-		// cgroup if the leader's exit left it empty. Otherwise whoever
-		// sees it empty later does (Stop, or the next owner's start).
 		dir := r.g.Cgroup
-		onExit = func() { removeEmpty(dir) }
+		return func() { removeEmpty(dir) }
 	}
-	if !spec.Survive && o.mode == ModePGroup {
-		o.poke() // the janitor arms its look for escapees (scanDueLocked)
+	return nil
+}
+
+// abort stops what the steps made from running: the gate sees EOF and
+// exits without running the program, the cgroup is killed, and the
+// registration (if any) is taken back.
+func (sp *spawning) abort() {
+	if sp.gateW != nil {
+		sp.gateW.Close()
 	}
-	// The waiter ends when the leader is reaped. Close joins it (through
-	// r.waited) while the group is registered; a Survive or released leader
-	// outlives the owner, and so may its waiter, until the process exits.
-	go o.wait(cmd, c, onExit)
-	return c, nil
+	if sp.r.g.Cgroup != "" {
+		killCgroup(sp.r.g.Cgroup)
+	}
+	sp.o.mu.Lock()
+	sp.o.unregisterLocked(sp.r)
+	sp.o.mu.Unlock()
+}
+
+// undo takes back a spawn that failed before its child started.
+func (sp *spawning) undo() {
+	sp.abort()
+	if sp.r.g.Cgroup != "" {
+		os.Remove(sp.r.g.Cgroup)
+	}
+}
+
+// fail takes back a spawn once its child started: the child is killed
+// (abort), reaped, and its cgroup removed once empty, a kept one
+// included, so that no empty cgroup is left behind.
+func (sp *spawning) fail(c *Child) {
+	sp.abort()
+	sp.o.wait(sp.cmd, c, nil)
+	if sp.r.g.Cgroup != "" {
+		removeWhenEmpty(sp.r.g.Cgroup, sp.o.opts.Grace)
+	}
+}
+
+// close closes the descriptors the spawn held for the child, once it has
+// them (or will not start).
+func (sp *spawning) close() {
+	for _, f := range []*os.File{sp.cgFD, sp.gateR, sp.gateW} {
+		if f != nil {
+			f.Close()
+		}
+	}
 }
 
 // wait reaps the leader, fills c, and runs onExit. The wait parks on a
