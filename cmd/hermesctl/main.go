@@ -3,9 +3,13 @@
 //
 // Exit codes (named in root.go):
 //
-//	0    done
-//	1    failure
+//	0    done; status: every unit named is active (none named: every unit
+//	     is active or at rest on purpose, and every unit file loaded)
+//	1    failure; status with no unit named: a unit file did not load;
+//	     is-active: some unit is not active; is-failed: no unit is failed
 //	2    usage: a bad flag, argument or path setting
+//	3    status: a unit is not active (LSB: program is not running)
+//	4    status: a unit named is unknown to hermesd (LSB: status unknown)
 //	126  run: the program cannot be executed
 //	127  run: the program is not found
 //

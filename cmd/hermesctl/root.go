@@ -16,19 +16,24 @@ type globals struct {
 	output string        // "" (human) or "json"
 }
 
-// Exit codes (the package comment lists them). Those of run past its
-// child's own are the shell's for a command that could not be run (POSIX,
-// "Command Search and Execution").
+// Exit codes (the package comment lists them). Those of status are LSB's
+// for an init script's status action (0 running or OK, 3 not running, 4
+// status unknown: Linux Standard Base Core, "Init Script Actions"), which
+// systemctl status follows; those of run past its child's own are the
+// shell's for a command that could not be run (POSIX, "Command Search and
+// Execution").
 const (
-	exitFailure       = 1   // a command failed
+	exitFailure       = 1   // a command failed; is-active: some unit is not active; is-failed: none is failed
 	exitUsage         = 2   // a bad flag, argument or path setting
+	exitNotRunning    = 3   // LSB "program is not running": status found a unit not active (or not settled)
+	exitUnknownUnit   = 4   // LSB "program or service status is unknown": status named a unit hermesd does not know
 	exitNotExecutable = 126 // run: the program was found but could not be executed
 	exitNotFound      = 127 // run: no such program
 )
 
 // exitError carries a specific exit status out of a command. main prints
 // its message once; one with no message (err nil) is printed not at all:
-// the command has said what it had to (run's child).
+// the command has said what it had to (run's child, status's table).
 type exitError struct {
 	code int
 	err  error
@@ -70,6 +75,8 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newProxyCmd(g))
 	root.AddCommand(newValidateCmd(g))
 	root.AddCommand(newStatusCmd(g))
+	root.AddCommand(newIsActiveCmd(g))
+	root.AddCommand(newIsFailedCmd(g))
 	root.AddCommand(newStartCmd(g))
 	root.AddCommand(newStopCmd(g))
 	root.AddCommand(newRestartCmd(g))

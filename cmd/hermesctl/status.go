@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,7 +23,18 @@ func newStatusCmd(g *globals) *cobra.Command {
 			"uptime, restarts, ports, RSS and last error; the death supervisor; unit files\n" +
 			"that did not load (file:line:col); groups released, survivors re-adopted, and\n" +
 			"groups adopted with `hermesctl adopt`.\n" +
-			"-o json prints the stable JSON contract instead.",
+			"-o json prints the stable JSON contract instead.\n\n" +
+			"Exit status, as LSB's and systemctl's (the same with -o json):\n" +
+			"  0  every unit named is active (running, or adopted); with none named,\n" +
+			"     every unit is active or at rest on purpose (stopped, disabled, a\n" +
+			"     oneshot done, a program that exited 0 and is not restarted, a released\n" +
+			"     group, a job waiting for its schedule, a unit waiting for one it\n" +
+			"     requires that is stopped) and every unit file loaded\n" +
+			"  1  no unit named, and unit files did not load (config errors); or\n" +
+			"     status itself failed (no hermesd)\n" +
+			"  3  a unit is not active (named), or is starting, stopping or failed (none\n" +
+			"     named); a job whose last run failed is failed\n" +
+			"  4  a unit named is unknown to hermesd",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := g.jsonOutput()
 			if err != nil {
@@ -34,15 +46,26 @@ func newStatusCmd(g *globals) *cobra.Command {
 			}
 			defer c.Close()
 			st, err := c.Status(cmd.Context(), args...)
+			if errors.Is(err, control.ErrUnknownUnit) {
+				return &exitError{code: exitUnknownUnit, err: fmt.Errorf("status: %w", err)}
+			}
 			if err != nil {
 				return fmt.Errorf("status: %w", err)
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				return writeJSON(out, st)
+				if err := writeJSON(out, st); err != nil {
+					return err
+				}
+			} else {
+				inertAll(&st)
+				writeStatus(out, st, colorFor(out), time.Now())
 			}
-			inertAll(&st)
-			writeStatus(out, st, colorFor(out), time.Now())
+			// The table (or JSON) has said what is wrong: the verdict is
+			// the exit status alone, with nothing on stderr.
+			if code := statusExit(st, len(args) > 0); code != 0 {
+				return &exitError{code: code}
+			}
 			return nil
 		},
 		ValidArgsFunction: completeUnits(g),

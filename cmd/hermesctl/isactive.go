@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hermes-units/hermes/control"
+	"github.com/spf13/cobra"
+)
+
+// activity is a unit's state in systemctl's words: what is-active and
+// is-failed print, and what status's exit code is decided on.
+type activity int
+
+const (
+	actUnknown      activity = iota // a unit hermesd does not know, or a state this hermesctl does not (a newer hermesd)
+	actActive                       // running, adopted
+	actInactive                     // stopped, disabled, inactive, exited, done, released
+	actFailed                       // failed, including backing off before a restart
+	actActivating                   // starting, including waiting for what it is after or requires
+	actDeactivating                 // stopping
+)
+
+func (a activity) String() string {
+	switch a {
+	case actActive:
+		return "active"
+	case actInactive:
+		return "inactive"
+	case actFailed:
+		return "failed"
+	case actActivating:
+		return "activating"
+	case actDeactivating:
+		return "deactivating"
+	}
+	return "unknown"
+}
+
+// activityOf maps a state of control.Unit onto systemctl's words. A done
+// oneshot is inactive, as systemd's oneshot without RemainAfterExit: the
+// wire does not say whether the unit has remain_after_exit.
+func activityOf(state string) activity {
+	switch state {
+	case "running", "adopted":
+		return actActive
+	case "stopped", "disabled", "inactive", "exited", "done", "released":
+		return actInactive
+	case "failed":
+		return actFailed
+	case "starting":
+		return actActivating
+	case "stopping":
+		return actDeactivating
+	}
+	return actUnknown
+}
+
+// activityMap is the mapping as the help of is-active and is-failed shows it.
+const activityMap = `hermes's states in systemctl's words:
+
+  running, adopted                   active
+  starting (or waiting to start)     activating
+  stopping                           deactivating
+  failed (or backing off)            failed
+  stopped, disabled, inactive,       inactive
+  exited, done, released
+
+A unit hermesd does not know is "unknown".`
+
+// settled returns whether a unit of st is as hermesd means it to be, for
+// status with no unit named: active, or at rest on purpose. At rest are a
+// unit stopped by command (stopped) or disabled (disabled); one not wanted
+// running for another reason (inactive: a job waiting for its schedule,
+// the unit whose group was released); a released group; a oneshot that
+// finished (done); a unit whose program exited 0 and whose restart policy
+// ends it there (exited, as a job after a run that succeeded: systemd's
+// is-system-running counts such a unit healthy too); and a unit waiting,
+// not yet spawned, for a unit it requires that is held so (stop db, and
+// the units that require db wait for it, as the stop said). Any other
+// unit starting, stopping or failed (a job whose last run failed
+// included) is not settled.
+func settled(st control.Status) func(control.Unit) bool {
+	byName := map[string]control.Unit{}
+	for _, u := range st.Units {
+		if _, ok := byName[u.Name]; !ok { // a unit comes before the group it released
+			byName[u.Name] = u
+		}
+	}
+	// held reports a unit kept from running on purpose: stopped,
+	// disabled, not wanted (inactive, released), or waiting for a unit
+	// it requires that is held. seen guards against a cycle (refused at
+	// load, but the wire does not promise it).
+	var held func(u control.Unit, seen map[string]bool) bool
+	held = func(u control.Unit, seen map[string]bool) bool {
+		switch u.State {
+		case "stopped", "disabled", "inactive", "released":
+			return true
+		case "starting":
+			if u.PID != 0 || seen[u.Name] { // spawned: it starts, it does not wait
+				return false
+			}
+			seen[u.Name] = true
+			for _, r := range u.Requires {
+				if dep, ok := byName[r]; ok && held(dep, seen) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return func(u control.Unit) bool {
+		switch u.State {
+		case "exited", "done":
+			return true
+		}
+		return activityOf(u.State) == actActive || held(u, map[string]bool{})
+	}
+}
+
+// statusExit is status's verdict on st, as an exit code (0 when all is
+// well): with units named, each must be active; with none, each must be
+// settled and every unit file must have loaded.
+func statusExit(st control.Status, named bool) int {
+	rest := settled(st)
+	for _, u := range st.Units {
+		if named && activityOf(u.State) != actActive || !named && !rest(u) {
+			return exitNotRunning
+		}
+	}
+	if !named && len(st.ConfigErrors) > 0 {
+		return exitFailure
+	}
+	return 0
+}
+
+func newIsActiveCmd(g *globals) *cobra.Command {
+	return newIsCmd(g, "is-active", "Say whether units are active; exit 0 when every one is",
+		"Print each unit's state in systemctl's words, one line per unit in the\n"+
+			"order given, and exit 0 when every unit is active, 1 otherwise (as\n"+
+			"`hermesctl status UNIT...` exits 0 or 3; systemctl is-active exits 0 when\n"+
+			"any one is).",
+		func(as []activity) bool {
+			for _, a := range as {
+				if a != actActive {
+					return false
+				}
+			}
+			return true
+		})
+}
+
+func newIsFailedCmd(g *globals) *cobra.Command {
+	return newIsCmd(g, "is-failed", "Say whether units are failed; exit 0 when any one is",
+		"Print each unit's state in systemctl's words, one line per unit in the\n"+
+			"order given, and exit 0 when any unit is failed, 1 otherwise (as\n"+
+			"systemctl is-failed).",
+		func(as []activity) bool {
+			for _, a := range as {
+				if a == actFailed {
+					return true
+				}
+			}
+			return false
+		})
+}
+
+// newIsCmd is is-active or is-failed: the states of the units named, and
+// yes (exit 0) or no (exit 1) from answer. An error (no hermesd, say) also
+// exits 1, with its one line on stderr.
+func newIsCmd(g *globals, name, short, long string, answer func([]activity) bool) *cobra.Command {
+	var quiet bool
+	c := &cobra.Command{
+		Use:   name + " UNIT...",
+		Short: short,
+		Long:  long + "\n\n" + activityMap + "\n\n--quiet prints nothing: the exit status alone answers.",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if g.output != "" {
+				return fmt.Errorf("%s prints one word per unit; for JSON run `hermesctl status -o json UNIT...`", name)
+			}
+			as, err := activities(cmd.Context(), g, args)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			if !quiet {
+				out := cmd.OutOrStdout()
+				for _, a := range as {
+					fmt.Fprintln(out, a)
+				}
+			}
+			if !answer(as) {
+				return &exitError{code: exitFailure}
+			}
+			return nil
+		},
+		ValidArgsFunction: completeUnits(g),
+	}
+	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing; answer with the exit status only")
+	return c
+}
+
+// activities asks hermesd for the units named and returns their states in
+// that order; a name hermesd does not know is actUnknown. Of a name with
+// two rows (a unit and the group it released), the unit's, which comes
+// first, counts.
+func activities(ctx context.Context, g *globals, names []string) ([]activity, error) {
+	c, err := dial(g)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	st, err := c.Status(ctx, names...)
+	if errors.Is(err, control.ErrUnknownUnit) {
+		// One name is unknown, and hermesd refuses the call as a whole:
+		// every unit, to tell which.
+		st, err = c.Status(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	of := map[string]activity{}
+	for _, u := range st.Units {
+		if _, ok := of[u.Name]; !ok {
+			of[u.Name] = activityOf(u.State)
+		}
+	}
+	as := make([]activity, len(names))
+	for i, n := range names {
+		as[i] = of[n] // actUnknown when absent
+	}
+	return as, nil
+}
