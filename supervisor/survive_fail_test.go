@@ -1,0 +1,59 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hermes-units/hermes/ledger"
+)
+
+// TestSurviveRecordFails: a survivor whose ledger record cannot be written
+// never runs unrecorded: the spawn fails with the ledger's error, its gated
+// child is gone and its kept cgroup removed, in both modes. It holds the
+// one abort of SpawnOwned's steps to what each mode made (the gate's EOF,
+// the cgroup's kill).
+func TestSurviveRecordFails(t *testing.T) {
+	for _, mode := range modes(t) {
+		t.Run(string(mode), func(t *testing.T) {
+			o, err := New(Options{Mode: mode, StateDir: t.TempDir(), Role: "gateway", Grace: testGrace})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer o.Close()
+			refused := errors.New("injected: the ledger cannot be written")
+			o.jr.update = func(context.Context, func([]ledger.Entry) ([]ledger.Entry, error)) error { return refused }
+			marker := "survive-fail-" + string(mode)
+			done := make(chan error, 1)
+			var c *Child
+			go func() {
+				var err error
+				c, err = o.SpawnOwned(t.Context(), Spec{Unit: "keep", Argv: []string{"sleep", "1000"},
+					Env: append(os.Environ(), envRow+"="+marker), Ownership: "persist_on_release", Reason: "test", Survive: true})
+				done <- err
+			}()
+			select {
+			case err = <-done:
+			case <-time.After(60 * time.Second):
+				t.Fatal("SpawnOwned of a survivor whose record fails did not return within 60s")
+			}
+			if c != nil || !errors.Is(err, refused) || !strings.Contains(err.Error(), "spawn keep: record in ledger") {
+				t.Fatalf("got child %v, error %v; want no child and the ledger's error", c, err)
+			}
+			if pids := marked(marker); len(pids) != 0 {
+				t.Errorf("processes of the failed spawn left running: %v", pids)
+			}
+			if o.tree != nil {
+				kept, _ := os.ReadDir(o.tree.base + "/" + keptDir)
+				for _, e := range kept {
+					if strings.HasPrefix(e.Name(), "keep.") {
+						t.Errorf("kept cgroup %s left behind by the failed spawn", e.Name())
+					}
+				}
+			}
+		})
+	}
+}
