@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hermes-units/hermes/control"
+	"github.com/spf13/cobra"
+)
+
+// enable, disable and is-enabled: units kept stopped across restarts of
+// hermesd and reboots (control.Enabler). Like start and stop, enable and
+// disable act on the units one after the other, print one line per unit
+// done and stop at the first failure.
+
+func newDisableCmd(g *globals) *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "disable UNIT...",
+		Short: "Stop units and keep them stopped, across restarts of hermesd and reboots, until enable",
+		Long: "Stop each unit (returning once its process group is empty, as stop does)\n" +
+			"and keep it stopped until `hermesctl enable`: edits of its file, reloads,\n" +
+			"`start`, its schedule (a job) and restarts of hermesd, clean or not, and\n" +
+			"reboots leave it stopped. hermesd keeps the list in its state directory.",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return eachUnit(cmd, g, args, "disable", "disabled", timeout, func(c *control.Client, ctx context.Context, unit string) error {
+				return c.Disable(ctx, unit)
+			})
+		},
+		ValidArgsFunction: completeUnits(g),
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up waiting after this long per unit (0: wait as long as it takes)")
+	return cmd
+}
+
+func newEnableCmd(g *globals) *cobra.Command {
+	var timeout time.Duration
+	var noStart, noBlock bool
+	cmd := &cobra.Command{
+		Use:   "enable [--no-start] UNIT...",
+		Short: "Undo disable, and start the units as start does",
+		Long: "Undo `hermesctl disable`, then start each unit as `start` does: wait until\n" +
+			"it is ready, and fail with its error (--no-block: do not wait). A job is\n" +
+			"not run: it fires on its schedule again. With --no-start the unit stays\n" +
+			"stopped as after `stop`: until `start`, or until the next boot. Enabling\n" +
+			"a unit that is not disabled only starts it.",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := g.jsonOutput()
+			if err != nil {
+				return err
+			}
+			c, err := dial(g)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel()
+			var wt *waiter
+			if !noStart && !noBlock {
+				// Subscribed before the first action, as start does.
+				f, err := subscribe(ctx, c)
+				if err != nil {
+					return fmt.Errorf("enable: cannot follow hermesd's events to wait for the outcome (%w); --no-block starts without waiting", err)
+				}
+				defer func() { cancel(); <-f.done }()
+				show := newProgress(cmd.ErrOrStderr())
+				if asJSON {
+					show = newProgress(nil)
+				}
+				wt = &waiter{c: c, feed: f, show: show}
+			}
+			out := cmd.OutOrStdout()
+			for _, unit := range args {
+				var line string
+				var res actionOutput
+				err := withTimeout(ctx, timeout, func(ctx context.Context) error {
+					var err error
+					line, res, err = enable(ctx, c, wt, unit, !noStart)
+					return err
+				})
+				if err != nil {
+					return enableError("enable", unit, timeout, err)
+				}
+				if asJSON {
+					if err := json.NewEncoder(out).Encode(res); err != nil {
+						return err
+					}
+					continue
+				}
+				fmt.Fprintf(out, "enabled %s%s\n", inert(unit), inert(line))
+			}
+			return nil
+		},
+		ValidArgsFunction: completeUnits(g),
+	}
+	cmd.Flags().BoolVar(&noStart, "no-start", false, "only enable: leave the units stopped until start")
+	cmd.Flags().BoolVar(&noBlock, "no-block", false, "start without waiting for the outcome")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up waiting after this long per unit (0: wait as long as it takes)")
+	return cmd
+}
+
+// enable enables unit and, with start, starts it as `hermesctl start`
+// does (act; wt nil: without waiting), unless it is a job. It returns the
+// rest of the line to print after "enabled UNIT", and the -o json line.
+func enable(ctx context.Context, c *control.Client, wt *waiter, unit string, start bool) (string, actionOutput, error) {
+	out := actionOutput{ActionResult: control.ActionResult{Unit: unit, Action: "enable"}}
+	if err := c.Enable(ctx, unit, false); err != nil || !start {
+		return "", out, err
+	}
+	st, err := c.Status(ctx, unit)
+	if err != nil {
+		return "", out, err
+	}
+	if u, ok := unitIn(st, unit); ok && u.Job != nil {
+		return " (a job: it runs on its schedule)", out, nil
+	}
+	line, started, err := act(ctx, c, wt, control.ActionStart, unit)
+	out.RunID, out.Reached, out.Waited = started.RunID, started.Reached, started.Waited
+	return line, out, err
+}
+
+// eachUnit does do to every unit in order, printing "<done> <unit>" (or an
+// ActionResult line with -o json) after each, and stops at the first error.
+// disable uses it; enable waits for its starts as start does.
+func eachUnit(cmd *cobra.Command, g *globals, units []string, verb, done string, timeout time.Duration, do func(*control.Client, context.Context, string) error) error {
+	asJSON, err := g.jsonOutput()
+	if err != nil {
+		return err
+	}
+	c, err := dial(g)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	out := cmd.OutOrStdout()
+	for _, unit := range units {
+		if err := withTimeout(cmd.Context(), timeout, func(ctx context.Context) error { return do(c, ctx, unit) }); err != nil {
+			return enableError(verb, unit, timeout, err)
+		}
+		if asJSON {
+			if err := json.NewEncoder(out).Encode(control.ActionResult{Unit: unit, Action: verb}); err != nil {
+				return err
+			}
+			continue
+		}
+		fmt.Fprintf(out, "%s %s\n", done, inert(unit))
+	}
+	return nil
+}
+
+// enableError is unitError, and says what to do when hermesd is older than
+// these commands.
+func enableError(verb, unit string, timeout time.Duration, err error) error {
+	var ce *control.Error
+	if errors.As(err, &ce) && ce.Code == control.CodeNoRoute {
+		return fmt.Errorf("%s %s: this hermesd does not know %s (it is older than hermesctl); restart hermesd from the same build", verb, unit, verb)
+	}
+	return unitError(verb, unit, timeout, err)
+}
+
+func newIsEnabledCmd(g *globals) *cobra.Command {
+	var quiet bool
+	cmd := &cobra.Command{
+		Use:   "is-enabled UNIT...",
+		Short: "Say whether units are enabled; exit 0 when every one is",
+		Long: "Print \"enabled\" or \"disabled\" for each unit, one line per unit in the\n" +
+			"order given, and exit 0 when every unit is enabled, 1 otherwise. A unit\n" +
+			"hermesd does not know is an error (exit 1).\n\n" +
+			"--quiet prints nothing: the exit status alone answers.",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if g.output != "" {
+				return errors.New("is-enabled prints one word per unit; for JSON run `hermesctl status -o json UNIT...` (its \"disabled\" field)")
+			}
+			dis, err := disabled(cmd.Context(), g, args)
+			if err != nil {
+				return fmt.Errorf("is-enabled: %w", err)
+			}
+			all := true
+			out := cmd.OutOrStdout()
+			for _, d := range dis {
+				word := "enabled"
+				if d {
+					word, all = "disabled", false
+				}
+				if !quiet {
+					fmt.Fprintln(out, word)
+				}
+			}
+			if !all {
+				return &exitError{code: 1}
+			}
+			return nil
+		},
+		ValidArgsFunction: completeUnits(g),
+	}
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing; answer with the exit status only")
+	return cmd
+}
+
+// disabled asks hermesd whether each unit named is disabled, in order. A
+// name with two rows (a unit and the group it released) is disabled when
+// the unit is. A name hermesd does not know is an error naming it.
+func disabled(ctx context.Context, g *globals, names []string) ([]bool, error) {
+	c, err := dial(g)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	st, err := c.Status(ctx, names...)
+	if errors.Is(err, control.ErrUnknownUnit) {
+		// hermesd refuses the call as a whole: every unit, to tell which.
+		st, err = c.Status(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	known := map[string]bool{}
+	dis := map[string]bool{}
+	for _, u := range st.Units {
+		known[u.Name] = true
+		dis[u.Name] = dis[u.Name] || u.Disabled
+	}
+	out := make([]bool, len(names))
+	for i, n := range names {
+		if !known[n] {
+			return nil, fmt.Errorf("unit %s: %w; `hermesctl status` lists the units hermesd knows", n, control.ErrUnknownUnit)
+		}
+		out[i] = dis[n]
+	}
+	return out, nil
+}
