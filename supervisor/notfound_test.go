@@ -2,7 +2,9 @@ package supervisor
 
 import (
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
@@ -26,5 +28,33 @@ func TestSpawnNotInPath(t *testing.T) {
 	var nf *NotFoundError
 	if !errors.Is(err, exec.ErrNotFound) || !errors.As(err, &nf) || nf.Name != "no-such-program" {
 		t.Errorf("SpawnOwned error %v: errors.Is(exec.ErrNotFound) %v, NotFoundError %+v; want both", err, errors.Is(err, exec.ErrNotFound), nf)
+	}
+}
+
+// TestSpawnRelativeToWorkdir: a program named by a relative path is found
+// in the child's working directory, as a shell finds ./serve.sh after a cd,
+// not in the owner's.
+func TestSpawnRelativeToWorkdir(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	if err := os.WriteFile(filepath.Join(dir, "serve.sh"), []byte("#!/bin/sh\necho ran in \"$PWD\" > out\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	o, err := New(Options{Mode: ModePGroup})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	c, err := o.SpawnOwned(t.Context(), Spec{Unit: "web", Argv: []string{"./serve.sh"}, Dir: dir, Env: []string{"PATH=/usr/bin:/bin"}})
+	if err != nil {
+		t.Fatalf("SpawnOwned of ./serve.sh in its workdir: %v", err)
+	}
+	<-c.Done()
+	if c.Err() != nil {
+		t.Fatalf("./serve.sh exited: %v", c.Err())
+	}
+	b, err := os.ReadFile(out)
+	if got, want := string(b), "ran in "+dir+"\n"; err != nil || got != want {
+		t.Errorf("got %q (%v), want %q", got, err, want)
 	}
 }

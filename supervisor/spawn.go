@@ -179,7 +179,7 @@ func checkSpec(spec Spec) (string, error) {
 	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
 		return "", errors.New("empty argv")
 	}
-	path, err := lookPath(spec.Argv[0], spec.Env)
+	path, err := lookPath(spec.Argv[0], spec.Dir, spec.Env)
 	if err != nil {
 		return "", err
 	}
@@ -541,9 +541,15 @@ func cgName(unit, key string) string {
 	return string(b) + "." + key
 }
 
-// lookPath resolves name in the PATH of env (not of the owner).
-func lookPath(name string, env []string) (string, error) {
+// lookPath resolves name in the PATH of env (not of the owner). A name
+// with a slash is a path; a relative one is relative to dir, the working
+// directory the child starts in (as a shell's ./serve.sh after a cd), not
+// to the owner's.
+func lookPath(name, dir string, env []string) (string, error) {
 	if strings.Contains(name, "/") {
+		if dir != "" && !filepath.IsAbs(name) {
+			name = filepath.Join(dir, name)
+		}
 		return exec.LookPath(name)
 	}
 	pathEnv := ""
