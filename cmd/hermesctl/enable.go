@@ -194,7 +194,7 @@ func newIsEnabledCmd(g *globals) *cobra.Command {
 				}
 			}
 			if !all {
-				return &exitError{code: 1}
+				return &exitError{code: exitFailure}
 			}
 			return nil
 		},

@@ -6,7 +6,8 @@
 //	0    done; status: every unit named is active (none named: every unit
 //	     is active or at rest on purpose, and every unit file loaded)
 //	1    failure; status with no unit named: a unit file did not load;
-//	     is-active: some unit is not active; is-failed: no unit is failed
+//	     is-active: some unit is not active; is-failed: no unit is failed;
+//	     is-enabled: some unit is disabled
 //	2    usage: a bad flag, argument or path setting
 //	3    status: a unit is not active (LSB: program is not running)
 //	4    status: a unit named is unknown to hermesd (LSB: status unknown)

@@ -23,7 +23,7 @@ type globals struct {
 // shell's for a command that could not be run (POSIX, "Command Search and
 // Execution").
 const (
-	exitFailure       = 1   // a command failed; is-active: some unit is not active; is-failed: none is failed
+	exitFailure       = 1   // a command failed; is-active: some unit is not active; is-failed: none is failed; is-enabled: some unit is disabled
 	exitUsage         = 2   // a bad flag, argument or path setting
 	exitNotRunning    = 3   // LSB "program is not running": status found a unit not active (or not settled)
 	exitUnknownUnit   = 4   // LSB "program or service status is unknown": status named a unit hermesd does not know
