@@ -44,41 +44,83 @@ import (
 func (o *Owner) scan() {
 	o.mu.Lock()
 	o.scanned = time.Now()
-	known := map[int]*reg{} // pgid → the registration it belongs to
-	keys := map[string]*reg{}
-	leaders := make(map[int]bool, len(o.leaders))
+	sn := o.snapshotLocked()
+	o.mu.Unlock()
+	stats, live, err := processTable()
+	if err != nil {
+		return
+	}
+	sn.endedSince(live)
+	owner := sn.descendants(stats, live, o.self.PID)
+	mySID, _ := unix.Getsid(0)
+	for _, st := range stats {
+		if st.Zombie() {
+			o.reapOrphan(sn, st)
+			continue
+		}
+		if r := o.escapeeOf(sn, st, owner, mySID); r != nil {
+			o.adoptEscapee(r, st)
+			sn.known[st.PGID] = r
+			owner[st.PID] = r
+		}
+	}
+	// What this scan attributed, for the next one.
+	next := make(map[int]lineEntry, len(owner))
+	for pid, r := range owner {
+		next[pid] = lineEntry{start: live[pid].StartTime, r: r}
+	}
+	o.mu.Lock()
+	o.lineage = next
+	o.mu.Unlock()
+}
+
+// scanView is what a scan knows of the owner's registrations, copied under
+// mu so that the process table is read without it.
+type scanView struct {
+	known   map[int]*reg    // pgid → the registration it belongs to
+	keys    map[string]*reg // spawn key → its registration
+	leaders map[int]bool    // our spawns' leaders (os/exec reaps them)
+	escPids map[int]bool    // escapees already registered
+	helpers map[int]bool    // the supervisors' own groups
+	ended   []*reg          // spawns whose leader exited since the last scan
+	spawns  []*reg          // registrations of our spawns
+	prev    map[int]lineEntry
+}
+
+func (o *Owner) snapshotLocked() *scanView {
+	sn := &scanView{known: map[int]*reg{}, keys: map[string]*reg{}, leaders: make(map[int]bool, len(o.leaders)),
+		escPids: make(map[int]bool, len(o.escPids)), helpers: map[int]bool{}, prev: o.lineage}
 	for pid := range o.leaders {
-		leaders[pid] = true
+		sn.leaders[pid] = true
 	}
-	escPids := make(map[int]bool, len(o.escPids))
 	for pid := range o.escPids {
-		escPids[pid] = true
+		sn.escPids[pid] = true
 	}
-	helpers := map[int]bool{} // the supervisors' own groups
 	for pid := range o.supPids {
-		helpers[pid] = true
+		sn.helpers[pid] = true
 	}
-	var ended []*reg // spawns whose leader exited since the last scan
-	var spawns []*reg
 	for _, r := range o.regs {
-		known[r.g.PGID] = r
+		sn.known[r.g.PGID] = r
 		for _, e := range r.esc {
-			known[e.g.PGID] = r
+			sn.known[e.g.PGID] = r
 		}
 		if r.key != "" {
-			keys[r.key] = r
-			spawns = append(spawns, r)
+			sn.keys[r.key] = r
+			sn.spawns = append(sn.spawns, r)
 		}
 		if r.leaderGone && !r.goneSeen {
 			r.goneSeen = true
-			ended = append(ended, r)
+			sn.ended = append(sn.ended, r)
 		}
 	}
-	prev := o.lineage
-	o.mu.Unlock()
+	return sn
+}
+
+// processTable reads every process's stat, and the live ones by pid.
+func processTable() ([]proc.Stat, map[int]proc.Stat, error) {
 	pids, err := proc.Pids()
 	if err != nil {
-		return
+		return nil, nil, err
 	}
 	stats := make([]proc.Stat, 0, len(pids))
 	live := map[int]proc.Stat{}
@@ -92,76 +134,79 @@ func (o *Owner) scan() {
 			live[pid] = st
 		}
 	}
-	// Spawns one of whose processes seen last time has ended since.
-	for pid, l := range prev {
-		if st, ok := live[pid]; (!ok || st.StartTime != l.start) && !slices.Contains(ended, l.r) {
-			ended = append(ended, l.r)
+	return stats, live, nil
+}
+
+// endedSince adds the spawns one of whose processes the last scan saw has
+// ended since.
+func (sn *scanView) endedSince(live map[int]proc.Stat) {
+	for pid, l := range sn.prev {
+		if st, ok := live[pid]; (!ok || st.StartTime != l.start) && !slices.Contains(sn.ended, l.r) {
+			sn.ended = append(sn.ended, l.r)
 		}
 	}
-	// Who descends from whom, as of now: members of registered groups,
-	// then their descendants (children mostly have higher pids: a few
-	// passes in pid order reach a fixed point).
+}
+
+// descendants says who descends from which registration, as of now:
+// members of registered groups, then their descendants other than the
+// owner's own children (children mostly have higher pids: a few passes in
+// pid order reach a fixed point).
+func (sn *scanView) descendants(stats []proc.Stat, live map[int]proc.Stat, me int) map[int]*reg {
 	owner := map[int]*reg{}
 	for pid, st := range live {
-		if r := known[st.PGID]; r != nil {
+		if r := sn.known[st.PGID]; r != nil {
 			owner[pid] = r
 		}
 	}
 	for pass, changed := 0, true; changed && pass < 16; pass++ {
 		changed = false
 		for _, st := range stats {
-			if _, ok := live[st.PID]; !ok || owner[st.PID] != nil || helpers[st.PGID] {
+			if _, ok := live[st.PID]; !ok || owner[st.PID] != nil || sn.helpers[st.PGID] {
 				continue
 			}
-			if r := owner[st.PPID]; r != nil && st.PPID != o.self.PID {
+			if r := owner[st.PPID]; r != nil && st.PPID != me {
 				owner[st.PID], changed = r, true
 			}
 		}
 	}
-	me := o.self.PID
-	mySID, _ := unix.Getsid(0)
-	for _, st := range stats {
-		if st.Zombie() {
-			if st.PPID == me && !leaders[st.PID] && (known[st.PGID] != nil || escPids[st.PID]) {
-				var ws unix.WaitStatus
-				unix.Wait4(st.PID, &ws, unix.WNOHANG, nil)
-			}
-			continue
-		}
-		if known[st.PGID] != nil || st.PGID <= 1 || st.PGID == o.pgid || helpers[st.PGID] || helpers[st.SID] || helpers[st.PID] || leaders[st.PID] {
-			continue
-		}
-		// Only descendants (owner) and processes re-parented to the owner
-		// are looked at: anything else on the machine is not ours, and
-		// its environment is not read.
-		r := owner[st.PID]
-		if r == nil && st.PPID == me {
-			r = o.attribute(st, keys, prev, ended, spawns, mySID)
-		}
-		if r == nil {
-			continue
-		}
-		// Checked again under mu: a supervisor or a spawn's leader is
-		// forked with mu held, and recorded before mu is let go; the
-		// snapshot above may predate it.
-		o.mu.Lock()
-		ours := o.supPids[st.PID] || o.supPids[st.PGID] || o.supPids[st.SID] || o.leaders[st.PID]
-		o.mu.Unlock()
-		if ours {
-			continue
-		}
-		o.adoptEscapee(r, st)
-		known[st.PGID] = r
-		owner[st.PID] = r
+	return owner
+}
+
+// reapOrphan reaps a zombie the owner inherited from one of its groups
+// (see scan for which).
+func (o *Owner) reapOrphan(sn *scanView, st proc.Stat) {
+	if st.PPID == o.self.PID && !sn.leaders[st.PID] && (sn.known[st.PGID] != nil || sn.escPids[st.PID]) {
+		var ws unix.WaitStatus
+		unix.Wait4(st.PID, &ws, unix.WNOHANG, nil)
 	}
-	// What this scan attributed, for the next one.
-	next := make(map[int]lineEntry, len(owner))
-	for pid, r := range owner {
-		next[pid] = lineEntry{start: live[pid].StartTime, r: r}
+}
+
+// escapeeOf returns the registration st, a live process, is an escapee
+// of; nil when it is in a registered group already, one of the owner's
+// or the supervisors' own, or not ours.
+func (o *Owner) escapeeOf(sn *scanView, st proc.Stat, owner map[int]*reg, mySID int) *reg {
+	if sn.known[st.PGID] != nil || st.PGID <= 1 || st.PGID == o.pgid || sn.helpers[st.PGID] || sn.helpers[st.SID] || sn.helpers[st.PID] || sn.leaders[st.PID] {
+		return nil
 	}
+	// Only descendants (owner) and processes re-parented to the owner
+	// are looked at: anything else on the machine is not ours, and its
+	// environment is not read.
+	r := owner[st.PID]
+	if r == nil && st.PPID == o.self.PID {
+		r = o.attribute(st, sn.keys, sn.prev, sn.ended, sn.spawns, mySID)
+	}
+	if r == nil {
+		return nil
+	}
+	// Checked again under mu: a supervisor or a spawn's leader is forked
+	// with mu held, and recorded before mu is let go; the snapshot may
+	// predate it.
 	o.mu.Lock()
-	o.lineage = next
-	o.mu.Unlock()
+	defer o.mu.Unlock()
+	if o.supPids[st.PID] || o.supPids[st.PGID] || o.supPids[st.SID] || o.leaders[st.PID] {
+		return nil
+	}
+	return r
 }
 
 // lineEntry is a process a scan attributed to a registration.
