@@ -136,7 +136,29 @@ func modulePath(gomod string) (string, error) {
 // checkFile finds the detached spawns of one file and drops those waived by
 // a valid marker on their line or the line above.
 func checkFile(fset *token.FileSet, f *ast.File, rel string) []Finding {
-	// Local names of the packages whose functions detach.
+	s := &spawnScan{fset: fset, rel: rel, pkgs: detachImports(f)}
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.CompositeLit:
+			s.literal(n)
+		case *ast.AssignStmt:
+			s.assign(n)
+		case *ast.SelectorExpr:
+			s.selector(n)
+		case *ast.CallExpr:
+			s.call(n)
+		}
+		return true
+	})
+	if len(s.found) == 0 {
+		return nil
+	}
+	return waive(fset, f, s.found)
+}
+
+// detachImports maps the local names of f's imports of the packages whose
+// functions detach (detachFuncs) to their import paths.
+func detachImports(f *ast.File) map[string]string {
 	pkgs := map[string]string{} // local name → import path
 	for _, imp := range f.Imports {
 		p, _ := strconv.Unquote(imp.Path.Value)
@@ -149,79 +171,107 @@ func checkFile(fset *token.FileSet, f *ast.File, rel string) []Finding {
 		}
 		pkgs[name] = p
 	}
-	isSysProcAttr := func(t ast.Expr) bool {
-		sel, ok := t.(*ast.SelectorExpr)
-		if !ok || sel.Sel.Name != "SysProcAttr" {
-			return false
+	return pkgs
+}
+
+// spawnScan collects the detached spawns of one file as checkFile walks
+// its syntax tree, one node kind per method.
+type spawnScan struct {
+	fset  *token.FileSet
+	rel   string            // the file, relative to the module root
+	pkgs  map[string]string // detachImports of the file
+	found []Finding
+}
+
+// add records a finding at pos.
+func (s *spawnScan) add(pos token.Pos, what string) {
+	s.found = append(s.found, Finding{File: s.rel, Line: s.fset.Position(pos).Line, What: what})
+}
+
+// isSysProcAttr reports whether t names SysProcAttr of a package that
+// detaches (syscall or unix under their local names).
+func (s *spawnScan) isSysProcAttr(t ast.Expr) bool {
+	sel, ok := t.(*ast.SelectorExpr)
+	if !ok || sel.Sel.Name != "SysProcAttr" {
+		return false
+	}
+	x, ok := sel.X.(*ast.Ident)
+	return ok && s.pkgs[x.Name] != ""
+}
+
+// literal finds a SysProcAttr literal, or an elided-type literal (in a
+// slice or map of them), that sets a detaching field to anything but false.
+func (s *spawnScan) literal(n *ast.CompositeLit) {
+	if n.Type != nil && !s.isSysProcAttr(n.Type) {
+		return
+	}
+	for _, el := range n.Elts {
+		kv, ok := el.(*ast.KeyValueExpr)
+		if !ok {
+			continue
 		}
-		x, ok := sel.X.(*ast.Ident)
-		return ok && pkgs[x.Name] != ""
-	}
-	var found []Finding
-	add := func(pos token.Pos, what string) {
-		found = append(found, Finding{File: rel, Line: fset.Position(pos).Line, What: what})
-	}
-	ast.Inspect(f, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.CompositeLit:
-			// A SysProcAttr literal, or an elided-type literal (in a slice or
-			// map of them) that sets the same fields.
-			if n.Type != nil && !isSysProcAttr(n.Type) {
-				return true
-			}
-			for _, el := range n.Elts {
-				kv, ok := el.(*ast.KeyValueExpr)
-				if !ok {
-					continue
-				}
-				k, ok := kv.Key.(*ast.Ident)
-				if ok && detachFields[k.Name] && !isFalse(kv.Value) {
-					add(kv.Pos(), k.Name+" set in a SysProcAttr literal")
-				}
-			}
-		case *ast.AssignStmt:
-			for i, lhs := range n.Lhs {
-				sel, ok := lhs.(*ast.SelectorExpr)
-				if !ok || !detachFields[sel.Sel.Name] {
-					continue
-				}
-				if i < len(n.Rhs) && len(n.Lhs) == len(n.Rhs) && isFalse(n.Rhs[i]) {
-					continue
-				}
-				add(sel.Pos(), sel.Sel.Name+" assigned on a SysProcAttr")
-			}
-		case *ast.SelectorExpr:
-			x, ok := n.X.(*ast.Ident)
-			if !ok {
-				return true
-			}
-			if p := pkgs[x.Name]; p != "" && detachFuncs[p][n.Sel.Name] {
-				add(n.Pos(), "call to "+x.Name+"."+n.Sel.Name)
-			}
-		case *ast.CallExpr:
-			// exec.Command("setsid", ...) and exec.CommandContext(ctx, "setsid", ...).
-			if sel, ok := n.Fun.(*ast.SelectorExpr); ok {
-				i := -1
-				switch sel.Sel.Name {
-				case "Command":
-					i = 0
-				case "CommandContext":
-					i = 1
-				}
-				if i >= 0 && i < len(n.Args) {
-					if lit, ok := n.Args[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-						if s, _ := strconv.Unquote(lit.Value); path.Base(s) == "setsid" {
-							add(lit.Pos(), "runs the setsid program")
-						}
-					}
-				}
-			}
+		k, ok := kv.Key.(*ast.Ident)
+		if ok && detachFields[k.Name] && !isFalse(kv.Value) {
+			s.add(kv.Pos(), k.Name+" set in a SysProcAttr literal")
 		}
-		return true
-	})
-	if len(found) == 0 {
-		return nil
 	}
+}
+
+// assign finds an assignment to a detaching field, unless the value
+// assigned to it is plainly false.
+func (s *spawnScan) assign(n *ast.AssignStmt) {
+	for i, lhs := range n.Lhs {
+		sel, ok := lhs.(*ast.SelectorExpr)
+		if !ok || !detachFields[sel.Sel.Name] {
+			continue
+		}
+		if i < len(n.Rhs) && len(n.Lhs) == len(n.Rhs) && isFalse(n.Rhs[i]) {
+			continue
+		}
+		s.add(sel.Pos(), sel.Sel.Name+" assigned on a SysProcAttr")
+	}
+}
+
+// selector finds a use of a detaching function (detachFuncs), called or
+// not.
+func (s *spawnScan) selector(n *ast.SelectorExpr) {
+	x, ok := n.X.(*ast.Ident)
+	if !ok {
+		return
+	}
+	if p := s.pkgs[x.Name]; p != "" && detachFuncs[p][n.Sel.Name] {
+		s.add(n.Pos(), "call to "+x.Name+"."+n.Sel.Name)
+	}
+}
+
+// call finds exec.Command("setsid", ...) and exec.CommandContext(ctx,
+// "setsid", ...): the program named by a string literal, by path or not.
+func (s *spawnScan) call(n *ast.CallExpr) {
+	sel, ok := n.Fun.(*ast.SelectorExpr)
+	if !ok {
+		return
+	}
+	i := -1
+	switch sel.Sel.Name {
+	case "Command":
+		i = 0
+	case "CommandContext":
+		i = 1
+	}
+	if i < 0 || i >= len(n.Args) {
+		return
+	}
+	if lit, ok := n.Args[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+		if prog, _ := strconv.Unquote(lit.Value); path.Base(prog) == "setsid" {
+			s.add(lit.Pos(), "runs the setsid program")
+		}
+	}
+}
+
+// waive drops the findings of f that a valid marker on their line or the
+// line above waives, and completes the text of the others: a marker without
+// a reason, or none.
+func waive(fset *token.FileSet, f *ast.File, found []Finding) []Finding {
 	valid, bare := markers(fset, f)
 	out := found[:0]
 	for _, fd := range found {
