@@ -69,7 +69,41 @@ func (r *Reconciler) Status(ctx context.Context, names ...string) (control.Statu
 // status builds the status on Run's goroutine, without reading /proc; rel
 // holds the groups of the released rows, in their order.
 func (r *Reconciler) status(names []string) (st control.Status, rel []Group, err error) {
-	st = control.Status{Daemon: r.opt.Daemon, Units: []control.Unit{}, ConfigErrors: slices.Clone(r.errs)}
+	st = r.statusHeader()
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	found := map[string]bool{}
+	fileErr := r.fileErrors()
+	for _, u := range r.order() {
+		n := u.spec.Name
+		if len(want) > 0 && !want[n] {
+			continue
+		}
+		found[n] = true
+		st.Units = append(st.Units, r.unitStatus(u, fileErr[n]))
+	}
+	for _, s := range r.released {
+		if len(want) > 0 && !want[s.Unit] {
+			continue
+		}
+		found[s.Unit] = true
+		st.Units = append(st.Units, releasedRow(s))
+		rel = append(rel, s.Group)
+	}
+	for _, n := range names {
+		if !found[n] {
+			return control.Status{}, nil, fmt.Errorf("unit %s: %w", n, control.ErrUnknownUnit)
+		}
+	}
+	return st, rel, nil
+}
+
+// statusHeader is the status without its unit rows: the daemon, the
+// supervisor, the proxy and the config errors.
+func (r *Reconciler) statusHeader() control.Status {
+	st := control.Status{Daemon: r.opt.Daemon, Units: []control.Unit{}, ConfigErrors: slices.Clone(r.errs)}
 	if st.ConfigErrors == nil {
 		st.ConfigErrors = []control.ConfigError{}
 	}
@@ -79,78 +113,77 @@ func (r *Reconciler) status(names []string) (st control.Status, rel []Group, err
 	if r.opt.Proxy != nil {
 		st.Proxy = r.opt.Proxy()
 	}
-	want := map[string]bool{}
-	for _, n := range names {
-		want[n] = true
-	}
-	found := map[string]bool{}
+	return st
+}
+
+// fileErrors maps a unit's name to the error of its unit file, the first
+// one reported for that file.
+func (r *Reconciler) fileErrors() map[string]string {
 	fileErr := map[string]string{}
 	for _, e := range r.errs {
 		if _, ok := fileErr[unitOf(e.File)]; !ok {
 			fileErr[unitOf(e.File)] = "unit file invalid, last good version kept: " + e.String()
 		}
 	}
-	for _, u := range r.order() {
-		n := u.spec.Name
-		if len(want) > 0 && !want[n] {
-			continue
-		}
-		found[n] = true
-		cu := control.Unit{
-			Name: n, State: r.stateWord(u), Ownership: string(ownership(u.spec)),
-			Restarts: u.restarts, Adopted: u.adopted, Ready: u.ready,
-			Ports: u.spec.Ports, Log: u.logPath, Requires: u.spec.Requires,
-			Disabled: r.disabled[n] && !u.external, Stopped: u.held && !r.disabled[n] && !u.spec.IsJob() && !u.external,
-		}
-		if cu.Log == "" {
-			cu.Log = r.logPath(u.spec)
-		}
-		if u.state.active() {
-			cu.PID, cu.PGID, cu.Cgroup = u.group.Leader.PID, u.group.PGID, u.group.Cgroup
-			cu.Uptime = time.Since(u.started)
-			switch {
-			case !u.main.IsZero():
-				cu.PID = u.main.PID // forking: the daemon, not its launcher
-			case u.launched || u.left > 0:
-				cu.PID = 0 // the leader is gone, and no process is the main one (yet)
-			}
-			cu.Daemonized = u.left
-		}
+	return fileErr
+}
+
+// unitStatus is u's status row; fileErr is the error of its unit file, or "".
+func (r *Reconciler) unitStatus(u *unit, fileErr string) control.Unit {
+	n := u.spec.Name
+	cu := control.Unit{
+		Name: n, State: r.stateWord(u), Ownership: string(ownership(u.spec)),
+		Restarts: u.restarts, Adopted: u.adopted, Ready: u.ready,
+		Ports: u.spec.Ports, Log: u.logPath, Requires: u.spec.Requires,
+		Disabled: r.disabled[n] && !u.external, Stopped: u.held && !r.disabled[n] && !u.spec.IsJob() && !u.external,
+	}
+	if cu.Log == "" {
+		cu.Log = r.logPath(u.spec)
+	}
+	if u.state.active() {
+		cu.PID, cu.PGID, cu.Cgroup = u.group.Leader.PID, u.group.PGID, u.group.Cgroup
+		cu.Uptime = time.Since(u.started)
 		switch {
-		case u.external && u.declared != nil:
-			cu.Error = fmt.Sprintf("name %s is taken by an adopted group (pgid %d); stop it or rename the unit file", n, u.group.PGID)
-		case fileErr[n] != "":
-			cu.Error = fileErr[n]
-		case u.state == Waiting:
-			cu.Error = u.waitMsg
-		case u.err != nil:
-			cu.Error = u.err.Error()
-		case u.left > 0 && u.state.active():
-			cu.Error = daemonized(u.left)
+		case !u.main.IsZero():
+			cu.PID = u.main.PID // forking: the daemon, not its launcher
+		case u.launched || u.left > 0:
+			cu.PID = 0 // the leader is gone, and no process is the main one (yet)
 		}
-		cu.Job = r.jobStatus(u)
-		if !u.external {
-			describe(&cu, u.spec)
-		}
-		st.Units = append(st.Units, cu)
+		cu.Daemonized = u.left
 	}
-	for _, s := range r.released {
-		if len(want) > 0 && !want[s.Unit] {
-			continue
-		}
-		found[s.Unit] = true
-		st.Units = append(st.Units, control.Unit{
-			Name: s.Unit, State: "released", PID: s.Group.Leader.PID, PGID: s.Group.PGID,
-			Cgroup: s.Group.Cgroup, Ownership: s.Ownership, Log: s.Log,
-		})
-		rel = append(rel, s.Group)
+	cu.Error = rowError(u, fileErr)
+	cu.Job = r.jobStatus(u)
+	if !u.external {
+		describe(&cu, u.spec)
 	}
-	for _, n := range names {
-		if !found[n] {
-			return control.Status{}, nil, fmt.Errorf("unit %s: %w", n, control.ErrUnknownUnit)
-		}
+	return cu
+}
+
+// rowError is the error a status row shows for u, the first that applies:
+// a name taken by an adopted group, its unit file's error, what it waits
+// for, its last error, or the processes it left behind.
+func rowError(u *unit, fileErr string) string {
+	switch {
+	case u.external && u.declared != nil:
+		return fmt.Sprintf("name %s is taken by an adopted group (pgid %d); stop it or rename the unit file", u.spec.Name, u.group.PGID)
+	case fileErr != "":
+		return fileErr
+	case u.state == Waiting:
+		return u.waitMsg
+	case u.err != nil:
+		return u.err.Error()
+	case u.left > 0 && u.state.active():
+		return daemonized(u.left)
 	}
-	return st, rel, nil
+	return ""
+}
+
+// releasedRow is the status row of a released group.
+func releasedRow(s Survivor) control.Unit {
+	return control.Unit{
+		Name: s.Unit, State: "released", PID: s.Group.Leader.PID, PGID: s.Group.PGID,
+		Cgroup: s.Group.Cgroup, Ownership: s.Ownership, Log: s.Log,
+	}
 }
 
 // RSSMaxAge is how old a unit's RSS in status may be. Reading it costs a
