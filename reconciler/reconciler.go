@@ -382,19 +382,7 @@ func (r *Reconciler) handle(ctx context.Context, ev any) {
 	case request:
 		ev.fn(ctx)
 	case exitEvent:
-		u := r.units[ev.name]
-		if u == nil || u.gen != ev.gen || !u.state.active() || u.state == Stopping {
-			return
-		}
-		if r.leaderLeft(u, ev) {
-			return
-		}
-		cause := ev.err
-		if u.adopted && cause == nil {
-			cause = errExitUnknown
-		}
-		r.log.Info("unit exited", "unit", u.spec.Name, "pid", u.group.Leader.PID, "err", cause)
-		r.stop(u, stopFailure, exitCause{cause})
+		r.onExit(ev)
 	case stopDoneEvent:
 		u := r.units[ev.name]
 		if u == nil || u.gen != ev.gen || u.state != Stopping {
@@ -404,22 +392,7 @@ func (r *Reconciler) handle(ctx context.Context, ev any) {
 	case timerEvent:
 		r.onTimer(ev)
 	case readyEvent:
-		u := r.units[ev.name]
-		if u == nil || u.gen != ev.gen || u.state != Starting {
-			return
-		}
-		if ev.err != nil {
-			if errors.Is(ev.err, context.Canceled) {
-				return
-			}
-			r.stop(u, stopFailure, fmt.Errorf("%w: %w", errProbe, ev.err))
-			return
-		}
-		if u.spec.Type == units.Forking && u.main.IsZero() {
-			u.probed = true // ready once the main process is found too (onMain)
-			return
-		}
-		r.markReady(u)
+		r.onReady(ev)
 	case mainEvent:
 		r.onMain(ev)
 	case goneEvent:
@@ -431,6 +404,46 @@ func (r *Reconciler) handle(ctx context.Context, ev any) {
 	case releasedGone:
 		r.dropReleased(ev.g)
 	}
+}
+
+// onExit stops a running unit whose leader exited, unless the exit leaves
+// the unit running (leaderLeft: a forking launcher, or daemons left behind).
+func (r *Reconciler) onExit(ev exitEvent) {
+	u := r.units[ev.name]
+	if u == nil || u.gen != ev.gen || !u.state.active() || u.state == Stopping {
+		return
+	}
+	if r.leaderLeft(u, ev) {
+		return
+	}
+	cause := ev.err
+	if u.adopted && cause == nil {
+		cause = errExitUnknown
+	}
+	r.log.Info("unit exited", "unit", u.spec.Name, "pid", u.group.Leader.PID, "err", cause)
+	r.stop(u, stopFailure, exitCause{cause})
+}
+
+// onReady applies a probe's outcome to a starting unit: a failed probe
+// stops it, a passed one makes it ready (a forking unit once its main
+// process is found too). A probe cancelled with its run is ignored.
+func (r *Reconciler) onReady(ev readyEvent) {
+	u := r.units[ev.name]
+	if u == nil || u.gen != ev.gen || u.state != Starting {
+		return
+	}
+	if ev.err != nil {
+		if errors.Is(ev.err, context.Canceled) {
+			return
+		}
+		r.stop(u, stopFailure, fmt.Errorf("%w: %w", errProbe, ev.err))
+		return
+	}
+	if u.spec.Type == units.Forking && u.main.IsZero() {
+		u.probed = true // ready once the main process is found too (onMain)
+		return
+	}
+	r.markReady(u)
 }
 
 // errExitUnknown: a re-adopted group's leader is not our child, so its exit
@@ -754,17 +767,7 @@ func (r *Reconciler) reconcile(ctx context.Context) {
 	r.schedule()
 	order := r.order()
 	if r.shutting {
-		// Reverse order: a unit stops once nothing active depends on it.
-		for i := len(order) - 1; i >= 0; i-- {
-			u := order[i]
-			if !u.state.active() || u.state == Stopping || keeps(r.opt.Role, u.spec.Ownership) {
-				continue
-			}
-			if r.hasActiveDependents(u) {
-				continue
-			}
-			r.stop(u, stopShutdown, nil)
-		}
+		r.shutdownPass(order)
 		return
 	}
 	r.more = false
@@ -773,46 +776,83 @@ func (r *Reconciler) reconcile(ctx context.Context) {
 	for _, u := range order {
 		switch u.state {
 		case Inactive, Waiting:
-			if !u.enabled || r.disabled[u.spec.Name] && !u.external {
-				u.state = Inactive
-				continue
+			if r.startOrWait(ctx, u, &pass, &stops) {
+				pass.started++
 			}
-			if why := r.blocked(u, &stops); why != "" {
-				u.state, u.waitMsg = Waiting, why
-				continue
-			}
-			if !pass.allows() && len(u.waiters) == 0 && u != r.asked {
-				u.state, u.waitMsg = Waiting, waitQueued
-				r.more = true
-				continue
-			}
-			u.waitMsg = ""
-			r.start(ctx, u)
-			pass.started++
 		case Starting, Running:
-			if !u.enabled || u.removed || u.pending != nil {
-				continue // a stop is already on its way via a command or reload
-			}
-			for _, d := range u.spec.Requires {
-				if dep := r.units[d]; dep == nil || !r.up(dep) {
-					r.log.Info("required unit went down; stopping", "unit", u.spec.Name, "requires", d)
-					r.stop(u, stopRequires, nil)
-					stops.add(u)
-					break
-				}
-			}
+			r.stopIfRequiredDown(u, &stops)
 		}
 	}
-	if !r.readyCalled && r.opt.OnReady != nil && !r.more {
-		r.readyCalled = true
-		n := 0
-		for _, u := range r.units {
-			if u.state == Running || u.state == Starting {
-				n++
-			}
+	r.reportReady()
+}
+
+// shutdownPass stops, in reverse dependency order, every active unit that
+// this role does not keep: a unit stops once nothing active depends on it.
+func (r *Reconciler) shutdownPass(order []*unit) {
+	for i := len(order) - 1; i >= 0; i-- {
+		u := order[i]
+		if !u.state.active() || u.state == Stopping || keeps(r.opt.Role, u.spec.Ownership) {
+			continue
 		}
-		r.opt.OnReady(n)
+		if r.hasActiveDependents(u) {
+			continue
+		}
+		r.stop(u, stopShutdown, nil)
 	}
+}
+
+// startOrWait starts an inactive or waiting unit, or leaves it inactive
+// (disabled, not enabled) or waiting (blocked, or over this pass's start
+// budget: r.more asks for another pass). It reports whether it started u.
+func (r *Reconciler) startOrWait(ctx context.Context, u *unit, pass *startPass, stops *inFlight) bool {
+	if !u.enabled || r.disabled[u.spec.Name] && !u.external {
+		u.state = Inactive
+		return false
+	}
+	if why := r.blocked(u, stops); why != "" {
+		u.state, u.waitMsg = Waiting, why
+		return false
+	}
+	if !pass.allows() && len(u.waiters) == 0 && u != r.asked {
+		u.state, u.waitMsg = Waiting, waitQueued
+		r.more = true
+		return false
+	}
+	u.waitMsg = ""
+	r.start(ctx, u)
+	return true
+}
+
+// stopIfRequiredDown stops a starting or running unit one of whose required
+// units is gone or down, unless a stop is already on its way.
+func (r *Reconciler) stopIfRequiredDown(u *unit, stops *inFlight) {
+	if !u.enabled || u.removed || u.pending != nil {
+		return // a stop is already on its way via a command or reload
+	}
+	for _, d := range u.spec.Requires {
+		if dep := r.units[d]; dep == nil || !r.up(dep) {
+			r.log.Info("required unit went down; stopping", "unit", u.spec.Name, "requires", d)
+			r.stop(u, stopRequires, nil)
+			stops.add(u)
+			return
+		}
+	}
+}
+
+// reportReady calls Options.OnReady once, after the first pass that left
+// no start for a later one, with the number of units starting or running.
+func (r *Reconciler) reportReady() {
+	if r.readyCalled || r.opt.OnReady == nil || r.more {
+		return
+	}
+	r.readyCalled = true
+	n := 0
+	for _, u := range r.units {
+		if u.state == Running || u.state == Starting {
+			n++
+		}
+	}
+	r.opt.OnReady(n)
 }
 
 func (r *Reconciler) hasActiveDependents(u *unit) bool {
