@@ -55,7 +55,22 @@ func (r *Reconciler) publishChanges() {
 	if p.units == nil {
 		p.units, p.released, p.errs = map[string]seen{}, map[int]bool{}, map[string]bool{}
 	}
+	r.publishConfigErrors(p)
+	r.publishReleased(p)
 	now := time.Now()
+	for _, u := range r.order() {
+		r.publishUnit(p, u, now)
+	}
+	for name := range p.units {
+		if _, ok := r.units[name]; !ok {
+			delete(p.units, name) // removed by a reload, released, or an adopted group gone
+		}
+	}
+}
+
+// publishConfigErrors reports the config errors not reported yet, and
+// forgets the fixed ones so that they are reported again if they come back.
+func (r *Reconciler) publishConfigErrors(p *publisher) {
 	for _, e := range r.errs {
 		if k := e.String(); !p.errs[k] {
 			p.errs[k] = true
@@ -67,6 +82,11 @@ func (r *Reconciler) publishChanges() {
 			delete(p.errs, k) // fixed: reported again if it comes back
 		}
 	}
+}
+
+// publishReleased reports the released groups not reported yet, and
+// forgets those no longer listed.
+func (r *Reconciler) publishReleased(p *publisher) {
 	for _, s := range r.released {
 		if !p.released[s.Group.PGID] {
 			p.released[s.Group.PGID] = true
@@ -78,39 +98,37 @@ func (r *Reconciler) publishChanges() {
 			delete(p.released, pg)
 		}
 	}
-	for _, u := range r.order() {
-		name := u.spec.Name
-		was, known := p.units[name]
-		if !known {
-			was = seen{state: Inactive.String()}
-		}
-		now1 := seen{state: r.stateWord(u), ready: u.ready, restarts: u.restarts, adopted: u.adopted}
-		if u.state.active() {
-			now1.pid = u.group.Leader.PID
-		}
-		p.units[name] = now1
-		if now1.adopted && (!was.adopted || was.pid != now1.pid) {
-			r.publish(events.Event{Kind: events.Adopted, Unit: name, PID: now1.pid})
-		}
-		if now1.restarts > was.restarts && known {
-			cause := errors.Unwrap(u.err) // afterRun: "%w; restarting in …"
-			if cause == nil {
-				cause = u.err
-			}
-			r.publish(events.Event{Kind: events.UnitRestart, Unit: name, Restarts: now1.restarts, Cause: causeClass(cause), Reason: errText(cause)})
-		}
-		if now1.state != was.state {
-			r.publish(events.Event{Kind: events.UnitState, Unit: name, State: now1.state, From: was.state,
-				Reason: r.reason(u), PID: now1.pid, Restarts: now1.restarts})
-		}
-		if now1.ready && !was.ready && !now1.adopted {
-			r.publish(events.Event{Kind: events.UnitReady, Unit: name, PID: now1.pid, Ready: true, Duration: now.Sub(u.started)})
-		}
+}
+
+// publishUnit reports what changed of u since it was last seen, in this
+// order: adopted, restarted, a new state, ready; and remembers u as it is.
+func (r *Reconciler) publishUnit(p *publisher, u *unit, now time.Time) {
+	name := u.spec.Name
+	was, known := p.units[name]
+	if !known {
+		was = seen{state: Inactive.String()}
 	}
-	for name := range p.units {
-		if _, ok := r.units[name]; !ok {
-			delete(p.units, name) // removed by a reload, released, or an adopted group gone
+	now1 := seen{state: r.stateWord(u), ready: u.ready, restarts: u.restarts, adopted: u.adopted}
+	if u.state.active() {
+		now1.pid = u.group.Leader.PID
+	}
+	p.units[name] = now1
+	if now1.adopted && (!was.adopted || was.pid != now1.pid) {
+		r.publish(events.Event{Kind: events.Adopted, Unit: name, PID: now1.pid})
+	}
+	if now1.restarts > was.restarts && known {
+		cause := errors.Unwrap(u.err) // afterRun: "%w; restarting in …"
+		if cause == nil {
+			cause = u.err
 		}
+		r.publish(events.Event{Kind: events.UnitRestart, Unit: name, Restarts: now1.restarts, Cause: causeClass(cause), Reason: errText(cause)})
+	}
+	if now1.state != was.state {
+		r.publish(events.Event{Kind: events.UnitState, Unit: name, State: now1.state, From: was.state,
+			Reason: r.reason(u), PID: now1.pid, Restarts: now1.restarts})
+	}
+	if now1.ready && !was.ready && !now1.adopted {
+		r.publish(events.Event{Kind: events.UnitReady, Unit: name, PID: now1.pid, Ready: true, Duration: now.Sub(u.started)})
 	}
 }
 
