@@ -26,18 +26,8 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 		return
 	}
 	now := time.Now()
-	hit, kept := StartLimitHit(u.starts, now, u.spec.StartLimit)
-	u.starts = kept
-	if hit {
-		r.fail(u, fmt.Errorf("%w: %d starts within %s; fix the unit, then run `hermesctl start %s`",
-			ErrStartLimit, u.spec.StartLimit.Burst, u.spec.StartLimit.Interval, u.spec.Name))
+	if !r.mayStart(ctx, u, now) {
 		return
-	}
-	if len(u.spec.Ports) > 0 {
-		if err := checkPorts(ctx, u.spec.Name, u.spec.Ports, r.opt.Checkpoint); err != nil {
-			r.fail(u, err)
-			return
-		}
 	}
 	logPath := r.logPath(u.spec)
 	f, err := r.openLog(logPath)
@@ -49,23 +39,8 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 	if st, err := f.Stat(); err == nil {
 		offset = st.Size()
 	}
-	dir := u.spec.Workdir
-	if dir == "" {
-		dir = r.opt.UnitsDir
-	}
 	jr := r.beginJobRun(u, now)
-	p, err := r.opt.Spawner.Spawn(context.WithoutCancel(ctx), SpawnSpec{
-		Unit:      u.spec.Name,
-		Argv:      argv(u.spec),
-		Env:       append(r.env(u.spec), r.proxyEnv(u.spec, jr)...),
-		Dir:       dir,
-		Stdout:    f,
-		Stderr:    f,
-		Ownership: string(ownership(u.spec)),
-		Reason:    u.spec.Reason,
-		LogPath:   logPath,
-		Survive:   keeps(r.opt.Role, u.spec.Ownership),
-	})
+	p, err := r.opt.Spawner.Spawn(context.WithoutCancel(ctx), r.spawnSpec(u, f, logPath, jr))
 	f.Close() // the child holds its own descriptor
 	u.starts = append(u.starts, now)
 	u.logPath = logPath
@@ -78,18 +53,73 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 		r.afterRun(u, spawnError(u.spec, err))
 		return
 	}
+	runCtx := r.began(u, p, now)
+	r.log.Info("unit started", "unit", u.spec.Name, "pid", u.group.Leader.PID, "pgid", u.group.PGID)
+	r.watchJobRun(runCtx, u, jr)
+	r.watchExit(runCtx, u, p)
+	r.armRun(runCtx, u, logPath, offset)
+}
+
+// mayStart checks u's start limit and declared ports before a spawn; it
+// leaves u failed, and reports false, when either refuses the start.
+func (r *Reconciler) mayStart(ctx context.Context, u *unit, now time.Time) bool {
+	hit, kept := StartLimitHit(u.starts, now, u.spec.StartLimit)
+	u.starts = kept
+	if hit {
+		r.fail(u, fmt.Errorf("%w: %d starts within %s; fix the unit, then run `hermesctl start %s`",
+			ErrStartLimit, u.spec.StartLimit.Burst, u.spec.StartLimit.Interval, u.spec.Name))
+		return false
+	}
+	if len(u.spec.Ports) > 0 {
+		if err := checkPorts(ctx, u.spec.Name, u.spec.Ports, r.opt.Checkpoint); err != nil {
+			r.fail(u, err)
+			return false
+		}
+	}
+	return true
+}
+
+// spawnSpec is what the Spawner is given to start u, writing to the log
+// file f at logPath; jr is the job run it begins, or nil.
+func (r *Reconciler) spawnSpec(u *unit, f *os.File, logPath string, jr *jobRun) SpawnSpec {
+	dir := u.spec.Workdir
+	if dir == "" {
+		dir = r.opt.UnitsDir
+	}
+	return SpawnSpec{
+		Unit:      u.spec.Name,
+		Argv:      argv(u.spec),
+		Env:       append(r.env(u.spec), r.proxyEnv(u.spec, jr)...),
+		Dir:       dir,
+		Stdout:    f,
+		Stderr:    f,
+		Ownership: string(ownership(u.spec)),
+		Reason:    u.spec.Reason,
+		LogPath:   logPath,
+		Survive:   keeps(r.opt.Role, u.spec.Ownership),
+	}
+}
+
+// began makes u the starting run of the process p spawned at now, under a
+// new gen, and returns the context of that run (cancelled when it ends).
+func (r *Reconciler) began(u *unit, p Process, now time.Time) context.Context {
 	u.gen = r.nextGen()
 	u.proc, u.group = p, p.Group()
 	u.state, u.ready, u.adopted, u.started = Starting, false, false, now
 	u.main, u.launched, u.probed, u.left = proc.Identity{}, false, false, 0
 	runCtx, cancel := context.WithCancel(r.base)
 	u.cancel, u.runCtx = cancel, runCtx
+	return runCtx
+}
+
+// watchExit posts u's exitEvent when p exits, unless the run ends first.
+// A simple unit's exit 0 carries the members its group still has (daemons
+// left behind), read off Run's goroutine: a /proc scan in pgroup mode.
+func (r *Reconciler) watchExit(runCtx context.Context, u *unit, p Process) {
 	daemons, _ := r.opt.Spawner.(Daemons)
 	simple := u.spec.Type != units.Oneshot && u.spec.Type != units.Forking
 	g := u.group
 	name, gen := u.spec.Name, u.gen
-	r.log.Info("unit started", "unit", name, "pid", u.group.Leader.PID, "pgid", u.group.PGID)
-	r.watchJobRun(runCtx, u, jr)
 	r.wg.Go(func() {
 		select {
 		case <-p.Done():
@@ -101,6 +131,13 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 		case <-runCtx.Done():
 		}
 	})
+}
+
+// armRun arms u's runtime_max and watchdog timers, then its readiness: at
+// once for a unit with no probe, by READY=1 or the probe (reading the log
+// from offset) within the start timeout otherwise. A oneshot has none: it
+// is done at exit 0 (afterRun).
+func (r *Reconciler) armRun(runCtx context.Context, u *unit, logPath string, offset int64) {
 	if t := u.spec.Timeouts.RuntimeMax; t > 0 {
 		r.arm(u, timerRuntime, t)
 	}
@@ -123,7 +160,7 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 	if rd.Notify || rd == (units.Ready{}) {
 		return // READY=1 arrives through Notify; a forking unit without a probe is ready once its main process is found
 	}
-	lines := r.opt.Lines
+	name, gen, lines := u.spec.Name, u.gen, r.opt.Lines
 	r.wg.Go(func() {
 		err := probe(runCtx, rd, logPath, offset, lines)
 		r.post(readyEvent{name, gen, err})
