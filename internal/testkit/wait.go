@@ -1,0 +1,84 @@
+package testkit
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// Poll is the pause between two checks of a polled condition: short enough
+// that a test does not wait long past the moment the condition holds, long
+// enough not to take a core from the processes under test.
+const Poll = 10 * time.Millisecond
+
+// Within reports whether cond holds within d. It checks cond at once, then
+// every Poll, and once more when d has passed, so that a condition that
+// holds at the deadline counts. It is for what the kernel or the code under
+// test gives no event for (another process's death, a group's end, a state
+// seen only by asking); where a channel says when to look, EventuallyOn
+// waits on it instead.
+func Within(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(Poll)
+	}
+}
+
+// Eventually fails t at once (Fatalf) unless cond holds within d, as Within
+// checks it. what names the condition in the failure: "web running".
+func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	if !Within(d, cond) {
+		t.Fatalf("still not %s after %v", what, d)
+	}
+}
+
+// EventuallyOK fails t at once (Fatalf) unless check returns nil within d,
+// as Within checks it; the failure shows check's last error, which says
+// what was waited for and what was seen instead.
+func EventuallyOK(t testing.TB, d time.Duration, check func() error) {
+	t.Helper()
+	var last error
+	if !Within(d, func() bool { last = check(); return last == nil }) {
+		t.Fatalf("after %v: %v", d, last)
+	}
+}
+
+// EventuallyOn fails t at once (Fatalf) unless cond holds within d,
+// checking it first and then after each value received from wake (an
+// event, a notification): no polling. wake closed with cond still false
+// fails t, since nothing would say when to look again.
+func EventuallyOn[T any](t testing.TB, d time.Duration, what string, wake <-chan T, cond func() bool) {
+	t.Helper()
+	if err := waitOn(d, what, wake, cond); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitOn[T any](d time.Duration, what string, wake <-chan T, cond func() bool) error {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for !cond() {
+		select {
+		case _, ok := <-wake:
+			if !ok {
+				if cond() {
+					return nil
+				}
+				return fmt.Errorf("still not %s when its notifications ended", what)
+			}
+		case <-deadline.C:
+			if cond() {
+				return nil
+			}
+			return fmt.Errorf("still not %s after %v", what, d)
+		}
+	}
+	return nil
+}
