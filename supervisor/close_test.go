@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 // closeGrace is the owners' grace in TestCloseDoesNotWaitOutGrace: so long
@@ -124,8 +126,9 @@ func spawnSimple(t *testing.T, o *Owner, unit string, survive bool) *Child {
 		syscall.Kill(-c.PGID, syscall.SIGKILL)
 		<-c.Done()
 		if c.Cgroup != "" {
-			for !groupEmpty(c.Group) {
-				time.Sleep(5 * time.Millisecond) // the kernel gives no event for an empty cgroup we do not watch
+			// The kernel gives no event for an empty cgroup we do not watch.
+			if !testkit.Within(10*time.Second, func() bool { return groupEmpty(c.Group) }) {
+				t.Errorf("cgroup %s still has members 10s after SIGKILL", c.Cgroup)
 			}
 			os.Remove(c.Cgroup)
 		}

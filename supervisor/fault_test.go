@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proc"
 )
 
@@ -111,23 +112,12 @@ func TestFaultKilledWhileRegistering(t *testing.T) {
 			cmd := exec.Command(os.Args[0])
 			cmd.Env = append(os.Environ(), envFault+"=1", envMode+"="+string(mode), envChildRow+"="+marker)
 			cmd.Stderr = os.Stderr
-			in, err := cmd.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			outR, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
+			in, out := testkit.StartPiped(t, cmd)
 			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 			owner := cmd.Process.Pid
 			if mode == ModeCgroup {
 				t.Cleanup(func() { removeOwnerCgroups(owner) })
 			}
-			out := bufio.NewReader(outR)
 
 			// The killer: SIGKILL whatever supervisor the owner runs, until
 			// the owner says it is done registering.
@@ -141,7 +131,7 @@ func TestFaultKilledWhileRegistering(t *testing.T) {
 						return
 					default:
 					}
-					if s := supervisorOf(owner); s != 0 && syscall.Kill(s, syscall.SIGKILL) == nil {
+					if s := testkit.SupervisorOf(owner); s != 0 && syscall.Kill(s, syscall.SIGKILL) == nil {
 						kills++
 					}
 					time.Sleep(2 * time.Millisecond) // pacing the fault, not synchronising
@@ -175,13 +165,13 @@ func TestFaultKilledWhileRegistering(t *testing.T) {
 			sup := 0
 			for round := range 5 {
 				prev := sup
-				if !eventually(5*time.Second, func() bool {
+				if !testkit.Within(5*time.Second, func() bool {
 					pid, groups := status()
-					sup = supervisorOf(owner)
+					sup = testkit.SupervisorOf(owner)
 					return pid != 0 && pid == sup && sup != prev && groups >= okN
 				}) {
 					pid, groups := status()
-					t.Fatalf("kill %d: 5s after its supervisor was killed, the owner runs supervisor %d (found %d) with %d groups, want a new one holding all %d: its children are unprotected", round, pid, supervisorOf(owner), groups, okN)
+					t.Fatalf("kill %d: 5s after its supervisor was killed, the owner runs supervisor %d (found %d) with %d groups, want a new one holding all %d: its children are unprotected", round, pid, testkit.SupervisorOf(owner), groups, okN)
 				}
 				if round < 4 {
 					syscall.Kill(sup, syscall.SIGKILL)
@@ -193,7 +183,7 @@ func TestFaultKilledWhileRegistering(t *testing.T) {
 
 			cmd.Process.Kill()
 			cmd.Wait()
-			eventually(testGrace+10*time.Second, func() bool { return syscall.Kill(sup, 0) != nil })
+			testkit.Within(testGrace+10*time.Second, func() bool { return syscall.Kill(sup, 0) != nil })
 			if left := marked(marker); len(left) > 0 {
 				t.Errorf("registered children alive after the owner's death: %v", left)
 			}
@@ -219,7 +209,7 @@ func removeOwnerCgroups(owner int) {
 	}
 	for _, d := range dirs {
 		killCgroup(d)
-		eventually(2*time.Second, func() bool { err := os.Remove(d); return err == nil || os.IsNotExist(err) })
+		testkit.Within(2*time.Second, func() bool { err := os.Remove(d); return err == nil || os.IsNotExist(err) })
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/proc"
+	"go.uber.org/goleak"
 )
 
 // The test binary is its own helper: with envHelper set it plays a child
@@ -54,7 +55,7 @@ func TestMain(m *testing.M) {
 		if !explicit {
 			flag.Set("test.parallel", strconv.Itoa(max(runtime.GOMAXPROCS(0), 8)))
 		}
-		os.Exit(m.Run())
+		goleak.VerifyTestMain(m)
 	}
 }
 
@@ -205,32 +206,6 @@ func marked(marker string) []int {
 func killMarked(marker string) {
 	for _, pid := range marked(marker) {
 		syscall.Kill(pid, syscall.SIGKILL)
-	}
-}
-
-// supervisorOf finds the running supervisor whose parent is owner.
-func supervisorOf(owner int) int {
-	pids, _ := proc.Find(func(s proc.Stat) bool { return s.PPID == owner })
-	for _, pid := range pids {
-		if a, err := proc.Cmdline(pid); err == nil && len(a) > 3 && a[3] == "hermes-supervisor" {
-			return pid
-		}
-	}
-	return 0
-}
-
-// eventually polls cond every 10 ms until it holds or d passes. The kernel
-// gives no event for "this process group is empty", hence the polling.
-func eventually(d time.Duration, cond func() bool) bool {
-	end := time.Now().Add(d)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(end) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

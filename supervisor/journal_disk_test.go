@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/ledger"
 )
 
@@ -85,7 +86,7 @@ func TestLedgerFullDisk(t *testing.T) {
 			}
 			// More failed writes than the 5 tries after which the record
 			// used to be dropped.
-			if !eventually(30*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return failed > 6 }) {
+			if !testkit.Within(30*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return failed > 6 }) {
 				mu.Lock()
 				t.Fatalf("after 30s, %d failed ledger writes: the record is no longer retried", failed)
 			}
@@ -97,10 +98,10 @@ func TestLedgerFullDisk(t *testing.T) {
 				e, ok := entries(t, dir)["web"]
 				return ok && e.Leader == c.Leader
 			}
-			if !eventually(20*time.Second, recorded) {
+			if !testkit.Within(20*time.Second, recorded) {
 				t.Fatalf("20s after space returned, web (pid %d) is not in the ledger: its record was lost", c.Leader.PID)
 			}
-			if !eventually(5*time.Second, func() bool { return o.Status().Ledger == "" }) {
+			if !testkit.Within(5*time.Second, func() bool { return o.Status().Ledger == "" }) {
 				t.Errorf("status once written: ledger %q, want no warning", o.Status().Ledger)
 			}
 		})

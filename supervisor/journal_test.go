@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/proc"
 )
@@ -61,7 +62,7 @@ func entries(t *testing.T, dir string) map[string]ledger.Entry {
 // batch at once; while it waits for the lock, later ops stay queued).
 func queuedIs(t *testing.T, o *Owner, n int) {
 	t.Helper()
-	if !eventually(10*time.Second, func() bool { return o.jr.queued() == n }) {
+	if !testkit.Within(10*time.Second, func() bool { return o.jr.queued() == n }) {
 		t.Fatalf("journal queue: got %d ops, want %d", o.jr.queued(), n)
 	}
 }

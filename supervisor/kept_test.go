@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proc"
 )
 
@@ -86,7 +87,7 @@ func TestKeptCgroupRemoved(t *testing.T) {
 				}
 				syscall.Kill(c.PGID, syscall.SIGKILL)
 				<-c.Done()
-				if !eventually(10*time.Second, func() bool { return o.Status().Groups == 0 }) {
+				if !testkit.Within(10*time.Second, func() bool { return o.Status().Groups == 0 }) {
 					t.Fatal("group not released once empty")
 				}
 				return c.Cgroup, nil

@@ -5,6 +5,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 // TestOnRestart: a supervisor killed from outside is reported once
@@ -39,7 +41,7 @@ func TestOnRestart(t *testing.T) {
 	if sup == 0 {
 		t.Fatal("no supervisor runs after a spawn")
 	}
-	if !eventually(10*time.Second, func() bool { // the journal writes behind the spawn
+	if !testkit.Within(10*time.Second, func() bool { // the journal writes behind the spawn
 		mu.Lock()
 		defer mu.Unlock()
 		return writes > 0
@@ -47,7 +49,7 @@ func TestOnRestart(t *testing.T) {
 		t.Error("OnLedgerWrite was not called within 10s for the spawn's ledger entry")
 	}
 	syscall.Kill(sup, syscall.SIGKILL)
-	if !eventually(10*time.Second, func() bool {
+	if !testkit.Within(10*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(pids) > 0

@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/proc"
 )
@@ -196,20 +196,10 @@ func TestScriptSignalsBeforeSweep(t *testing.T) {
 	sup.Env = []string{"PATH=" + dir + ":/usr/bin:/bin"}
 	sup.Dir = "/"
 	sup.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	in, err := sup.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := sup.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sup.Start(); err != nil {
-		t.Fatal(err)
-	}
+	in, out := testkit.StartPiped(t, sup)
 	t.Cleanup(func() { release(); sup.Process.Kill(); sup.Wait() })
 	fmt.Fprintf(in, "R g1 %d %d %d k1 -\n", groupID.PID, groupID.PID, groupID.StartTime)
-	if l, err := bufio.NewReader(out).ReadString('\n'); l != "A g1\n" {
+	if l, err := out.ReadString('\n'); l != "A g1\n" {
 		t.Fatalf("registration: got %q, %v; want \"A g1\\n\"", l, err)
 	}
 	in.Close()

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 // hangBound is how long a call may take before the test calls it a hang.
@@ -66,7 +68,7 @@ func TestSupervisorStopped(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { syscall.Kill(sup, syscall.SIGCONT) })
-			if !eventually(10*time.Second, func() bool { return strings.HasPrefix(o.Status().Health, "stopped") }) {
+			if !testkit.Within(10*time.Second, func() bool { return strings.HasPrefix(o.Status().Health, "stopped") }) {
 				t.Errorf("health with the supervisor stopped: got %q, want stopped…", o.Status().Health)
 			}
 			names := func(t *testing.T, what string, err error) {
@@ -122,7 +124,7 @@ func TestSupervisorStopped(t *testing.T) {
 			if err := syscall.Kill(sup, syscall.SIGCONT); err != nil {
 				t.Fatal(err)
 			}
-			if !eventually(10*time.Second, func() bool { return o.Status().Health == "ok" }) {
+			if !testkit.Within(10*time.Second, func() bool { return o.Status().Health == "ok" }) {
 				t.Errorf("health after SIGCONT: got %q, want ok", o.Status().Health)
 			}
 			if err := o.Release(t.Context(), ext); err != nil {
@@ -240,7 +242,7 @@ func TestCloseWithSupervisorStopped(t *testing.T) {
 			case <-time.After(hangBound):
 				t.Errorf("owned child %d alive after Close", c.Leader.PID)
 			}
-			if !eventually(hangBound, func() bool { return syscall.Kill(sup, 0) != nil }) {
+			if !testkit.Within(hangBound, func() bool { return syscall.Kill(sup, 0) != nil }) {
 				t.Errorf("supervisor %d still exists after Close", sup)
 			}
 		})

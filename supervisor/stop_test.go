@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 // TestStopAfterJanitorRelease stops a group whose leader's exit lets the
@@ -23,7 +25,7 @@ func TestStopAfterJanitorRelease(t *testing.T) {
 	}
 	o.emptied = func() {
 		<-c.Done()
-		if !eventually(10*time.Second, func() bool { return o.Status().Groups == 0 }) {
+		if !testkit.Within(10*time.Second, func() bool { return o.Status().Groups == 0 }) {
 			t.Error("the janitor did not release the emptied group")
 		}
 	}

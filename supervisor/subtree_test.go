@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 // envIdleOwner selects the owner played by idleOwner (see init).
@@ -43,7 +45,7 @@ func idleOwner() int {
 	}
 	<-c.Done()
 	first := o.Status().PID
-	if !eventually(20*time.Second, func() bool {
+	if !testkit.Within(20*time.Second, func() bool {
 		st := o.Status()
 		return st.PID == 0 && st.Groups == 0 && syscall.Kill(first, 0) != nil
 	}) {
@@ -84,19 +86,12 @@ func TestSubtreeOutlivesIdleSupervisor(t *testing.T) {
 			cmd := exec.Command(os.Args[0])
 			cmd.Env = append(os.Environ(), envIdleOwner+"=1", envMode+"="+string(mode), envChildRow+"="+marker)
 			cmd.Stderr = os.Stderr
-			outR, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
+			out := testkit.StartOutput(t, cmd)
 			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 			owner := cmd.Process.Pid
 			if mode == ModeCgroup {
 				t.Cleanup(func() { removeOwnerCgroups(owner) })
 			}
-			out := bufio.NewReader(outR)
 			line := func() string {
 				t.Helper()
 				l, err := out.ReadString('\n')
@@ -124,11 +119,11 @@ func TestSubtreeOutlivesIdleSupervisor(t *testing.T) {
 			}
 			cmd.Process.Kill()
 			cmd.Wait()
-			if !eventually(testGrace+10*time.Second, func() bool { return len(marked(marker)) == 0 }) {
+			if !testkit.Within(testGrace+10*time.Second, func() bool { return len(marked(marker)) == 0 }) {
 				t.Errorf("owned child spawned after the idle close survived its owner: %v", marked(marker))
 			}
 			if mode == ModeCgroup {
-				if !eventually(testGrace+10*time.Second, func() bool { return gone(root) }) {
+				if !testkit.Within(testGrace+10*time.Second, func() bool { return gone(root) }) {
 					t.Errorf("the owner's cgroup subtree %s outlived the owner", root)
 				}
 			}

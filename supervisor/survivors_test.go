@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/proc"
 )
@@ -127,18 +128,8 @@ func startOwner(t *testing.T, f family, mode Mode, marker, state string, externa
 		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(fd.Fd())}
 	}
 	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outR, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &ownerProc{cmd: cmd, in: in, out: bufio.NewReader(outR)}
+	in, out := testkit.StartPiped(t, cmd)
+	p := &ownerProc{cmd: cmd, in: in, out: out}
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
@@ -165,15 +156,9 @@ func external(t *testing.T, marker string) int {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), envHelper+"=child", envKind+"=simple", envRow+"="+marker)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	out := testkit.StartOutput(t, cmd)
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+	if _, err := out.ReadString('\n'); err != nil {
 		t.Fatal(err)
 	}
 	return cmd.Process.Pid
@@ -252,7 +237,7 @@ func runRow(t *testing.T, f family, mode Mode, marker string) (found, control in
 				for _, d := range dirs {
 					subs, _ := filepath.Glob(filepath.Join(d, "*.*_*_*"))
 					for _, s := range subs {
-						eventually(2*time.Second, func() bool { return os.Remove(s) == nil || os.IsNotExist(os.Remove(s)) })
+						testkit.Within(2*time.Second, func() bool { return os.Remove(s) == nil || os.IsNotExist(os.Remove(s)) })
 					}
 					os.Remove(d)
 				}
@@ -268,7 +253,7 @@ func runRow(t *testing.T, f family, mode Mode, marker string) (found, control in
 		// commit (SpawnOwned only queues it): wait for the records, with a
 		// deadline, rather than read the ledger once.
 		var es []ledger.Entry
-		if !eventually(10*time.Second, func() bool {
+		if !testkit.Within(10*time.Second, func() bool {
 			es, err = l.Entries(t.Context())
 			return err == nil && len(es) >= f.ledger
 		}) || len(es) != f.ledger {
@@ -276,13 +261,13 @@ func runRow(t *testing.T, f family, mode Mode, marker string) (found, control in
 		}
 	}
 	if f.killSup {
-		old := supervisorOf(owners[0].cmd.Process.Pid)
+		old := testkit.SupervisorOf(owners[0].cmd.Process.Pid)
 		if old == 0 {
 			t.Fatal("no supervisor found for the owner")
 		}
 		syscall.Kill(old, syscall.SIGKILL)
-		if !eventually(15*time.Second, func() bool {
-			s := supervisorOf(owners[0].cmd.Process.Pid)
+		if !testkit.Within(15*time.Second, func() bool {
+			s := testkit.SupervisorOf(owners[0].cmd.Process.Pid)
 			return s != 0 && s != old
 		}) {
 			t.Fatal("the owner did not restart its supervisor")
@@ -290,7 +275,7 @@ func runRow(t *testing.T, f family, mode Mode, marker string) (found, control in
 	}
 	var sups []int
 	for _, o := range owners {
-		if s := supervisorOf(o.cmd.Process.Pid); s != 0 {
+		if s := testkit.SupervisorOf(o.cmd.Process.Pid); s != 0 {
 			sups = append(sups, s)
 		}
 		o.cmd.Process.Signal(syscall.SIGKILL)
@@ -301,7 +286,7 @@ func runRow(t *testing.T, f family, mode Mode, marker string) (found, control in
 	// Done when every killed owner's supervisor has finished its work. An
 	// exited supervisor may stay a zombie (orphans are re-parented to an
 	// init that need not reap them): a zombie has finished.
-	eventually(testGrace+10*time.Second, func() bool {
+	testkit.Within(testGrace+10*time.Second, func() bool {
 		for _, s := range sups {
 			if st, err := proc.ReadStat(s); err == nil && !st.Zombie() {
 				return false
@@ -313,7 +298,7 @@ func runRow(t *testing.T, f family, mode Mode, marker string) (found, control in
 		// No supervisor may exist yet (pgroup mode): the gated child must exit by itself.
 		// A zombie is dead: some inits here never reap orphans.
 		gone := func() bool { st, err := proc.ReadStat(owners[0].spawn); return err != nil || st.Zombie() }
-		eventually(5*time.Second, func() bool { return len(marked(victim)) == 0 && gone() })
+		testkit.Within(5*time.Second, func() bool { return len(marked(victim)) == 0 && gone() })
 		if !gone() {
 			found++
 		}
@@ -350,7 +335,7 @@ func oddCgroup(t *testing.T, marker, path, victim, ctl string) string {
 		t.Fatalf("create test cgroup %s: %v", dir, err)
 	}
 	t.Cleanup(func() {
-		if !eventually(testGrace+10*time.Second, func() bool {
+		if !testkit.Within(testGrace+10*time.Second, func() bool {
 			killMarked(victim)
 			killMarked(ctl)
 			return removeTree(top)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proc"
 )
 
@@ -33,7 +34,7 @@ func zombieGroup(t *testing.T) (Group, *exec.Cmd) {
 // that to a parent that does not wait).
 func waitZombie(t *testing.T, pid int) {
 	t.Helper()
-	if !eventually(10*time.Second, func() bool { st, err := proc.ReadStat(pid); return err == nil && st.Zombie() }) {
+	if !testkit.Within(10*time.Second, func() bool { st, err := proc.ReadStat(pid); return err == nil && st.Zombie() }) {
 		t.Fatalf("pid %d did not become a zombie", pid)
 	}
 }
