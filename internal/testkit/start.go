@@ -3,7 +3,9 @@ package testkit
 import (
 	"bufio"
 	"io"
+	"os"
 	"os/exec"
+	"strings"
 	"testing"
 )
 
@@ -32,4 +34,15 @@ func StartPiped(t testing.TB, cmd *exec.Cmd) (io.WriteCloser, *bufio.Reader) {
 		t.Fatal(err)
 	}
 	return in, StartOutput(t, cmd)
+}
+
+// Self returns a command that runs this test binary again, running no test,
+// with env added to the test's environment: a TestMain that finds its
+// helper variable in env plays that helper instead (as os/exec's tests
+// do). Under -race the helper does not sleep a second at exit.
+func Self(env ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
+	cmd.Env = append(append(os.Environ(), "GORACE="+gorace), env...)
+	return cmd
 }

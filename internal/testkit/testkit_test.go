@@ -194,11 +194,7 @@ func TestWriteUnits(t *testing.T) {
 }
 
 // helper returns this test binary as the daemon kind.
-func helper(kind string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+kind, "GORACE=atexit_sleep_ms=0")
-	return cmd
-}
+func helper(kind string) *exec.Cmd { return Self(helperEnv + "=" + kind) }
 
 func TestStartReady(t *testing.T) {
 	p, err := StartReady(t.Context(), helper("ready"), 20*time.Second, "")
