@@ -20,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proc"
 )
 
@@ -132,24 +133,11 @@ type helper struct {
 // first line, which must be want. Cleanup closes its stdin and reaps it.
 func startHelper(t *testing.T, role string, env []string, attr *syscall.SysProcAttr, want string) *helper {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	// The race runtime sleeps a second at exit by default; helpers need not.
-	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
-	cmd.Env = append(append(os.Environ(), helperEnv+"="+role, "GORACE="+gorace), env...)
+	cmd := testkit.Self(append([]string{helperEnv + "=" + role}, env...)...)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = attr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	h := &helper{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
+	stdin, out := testkit.StartPiped(t, cmd)
+	h := &helper{cmd: cmd, stdin: stdin, out: out}
 	t.Cleanup(func() { h.stop() })
 	if got := h.line(t); got != want {
 		t.Fatalf("helper %s said %q, want %q", role, got, want)

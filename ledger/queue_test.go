@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/testkit"
 	"golang.org/x/sys/unix"
 )
 
@@ -32,13 +33,7 @@ func byteLocked(t *testing.T, dir string, n int64) bool {
 // kernel gives no event for a lock another process takes.
 func waitInLine(t *testing.T, dir string, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !byteLocked(t, dir, n) {
-		if time.Now().After(deadline) {
-			t.Fatalf("writer %d never took its place in line", n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testkit.Eventually(t, 10*time.Second, fmt.Sprintf("writer %d in its place in line", n), func() bool { return byteLocked(t, dir, n) })
 }
 
 // TestQueueOrder: writers that queue while the lock is held get it in the
