@@ -160,19 +160,19 @@ type Adopter interface {
 	// owner, and marks its ledger entry adopted (adding one if there is
 	// none). It re-validates the leader's identity at the moment of the
 	// call and refuses unsafe groups.
-	Own(ctx context.Context, g Group) error
+	Own(ctx context.Context, g supervisor.Group) error
 	// Release unregisters g, so that it outlives this owner, and marks its
 	// ledger entry released. A group that was never registered (a
 	// survivor) is not an error.
-	Release(ctx context.Context, g Group) error
+	Release(ctx context.Context, g supervisor.Group) error
 }
 
-func (s ownerSpawner) Own(ctx context.Context, g Group) error {
-	return s.o.Own(ctx, supervisor.Group(g))
+func (s ownerSpawner) Own(ctx context.Context, g supervisor.Group) error {
+	return s.o.Own(ctx, g)
 }
 
-func (s ownerSpawner) Release(ctx context.Context, g Group) error {
-	if err := s.o.Release(ctx, supervisor.Group(g)); err != nil && !errors.Is(err, supervisor.ErrUnknown) {
+func (s ownerSpawner) Release(ctx context.Context, g supervisor.Group) error {
+	if err := s.o.Release(ctx, g); err != nil && !errors.Is(err, supervisor.ErrUnknown) {
 		return err
 	}
 	return nil
@@ -294,28 +294,28 @@ func refused(format string, args ...any) error {
 // member of another user (unless hermesd runs as root). The leader is the
 // process whose pid is the pgid, or, if it has exited, the group's lowest
 // live pid, whose identity then stands for the group.
-func vetGroup(pid, pgid int, gd guards) (Group, error) {
+func vetGroup(pid, pgid int, gd guards) (supervisor.Group, error) {
 	if pid != 0 {
 		st, err := proc.ReadStat(pid)
 		if err != nil || st.Zombie() {
-			return Group{}, refused("process %d has already exited; nothing to adopt", pid)
+			return supervisor.Group{}, refused("process %d has already exited; nothing to adopt", pid)
 		}
 		pgid = st.PGID
 	}
 	if err := gd.check(pgid); err != nil {
-		return Group{}, err
+		return supervisor.Group{}, err
 	}
 	members, err := proc.GroupMembers(pgid)
 	if err != nil {
-		return Group{}, fmt.Errorf("adopt group %d: %w", pgid, err)
+		return supervisor.Group{}, fmt.Errorf("adopt group %d: %w", pgid, err)
 	}
 	if len(members) == 0 {
-		return Group{}, refused("group %d has no live process: it has already exited", pgid)
+		return supervisor.Group{}, refused("group %d has no live process: it has already exited", pgid)
 	}
 	if gd.uid != 0 {
 		for _, m := range members {
 			if u, err := uidOf(m); err == nil && u != gd.uid {
-				return Group{}, refused("process %d of group %d belongs to uid %d; hermesd runs as uid %d and adopts only that user's processes (run hermesd as root to adopt other users')", m, pgid, u, gd.uid)
+				return supervisor.Group{}, refused("process %d of group %d belongs to uid %d; hermesd runs as uid %d and adopts only that user's processes (run hermesd as root to adopt other users')", m, pgid, u, gd.uid)
 			}
 		}
 	}
@@ -325,9 +325,9 @@ func vetGroup(pid, pgid int, gd guards) (Group, error) {
 	}
 	id, err := proc.Read(lead)
 	if err != nil {
-		return Group{}, refused("group %d: its process %d has just exited", pgid, lead)
+		return supervisor.Group{}, refused("group %d: its process %d has just exited", pgid, lead)
 	}
-	return Group{PGID: pgid, Leader: id}, nil
+	return supervisor.Group{PGID: pgid, Leader: id}, nil
 }
 
 // uidOf is the real uid of pid (/proc/PID/status), the one kill(2) checks.
@@ -351,7 +351,7 @@ var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
 
 // derivedName is a unit name for an adopted group: the leader's command
 // and the pgid ("llama-server-4242").
-func derivedName(g Group) string {
+func derivedName(g supervisor.Group) string {
 	comm := "group"
 	if st, err := proc.ReadStat(g.Leader.PID); err == nil && st.Comm != "" {
 		comm = st.Comm
@@ -390,7 +390,7 @@ func (r *Reconciler) Adopt(ctx context.Context, req control.AdoptRequest) (contr
 	var res control.Adopted
 	var err error
 	if e := r.do(ctx, func(ctx context.Context) {
-		var g Group
+		var g supervisor.Group
 		if g, err = vetGroup(req.PID, req.PGID, gd); err != nil {
 			return
 		}
@@ -406,7 +406,7 @@ func (r *Reconciler) Adopt(ctx context.Context, req control.AdoptRequest) (contr
 // already runs, one another live owner holds in the ledger, and a name in
 // use, then registers it (Own re-validates the leader's identity) and adds
 // it as an adopted unit whose leader's exit is watched.
-func (r *Reconciler) take(ctx context.Context, ad Adopter, g Group, name string, gd guards) (control.Adopted, error) {
+func (r *Reconciler) take(ctx context.Context, ad Adopter, g supervisor.Group, name string, gd guards) (control.Adopted, error) {
 	if r.shutting {
 		return control.Adopted{}, ErrStopped
 	}

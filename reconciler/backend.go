@@ -13,6 +13,7 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/supervisor"
 )
 
 var _ control.Backend = (*Reconciler)(nil)
@@ -21,7 +22,7 @@ var _ control.Backend = (*Reconciler)(nil)
 // errors. An unknown name is control.ErrUnknownUnit.
 func (r *Reconciler) Status(ctx context.Context, names ...string) (control.Status, error) {
 	var st control.Status
-	var rel, left []Group
+	var rel, left []supervisor.Group
 	var ended []control.EndedGroup
 	var err error
 	if e := r.do(ctx, func(context.Context) {
@@ -68,7 +69,7 @@ func (r *Reconciler) Status(ctx context.Context, names ...string) (control.Statu
 
 // status builds the status on Run's goroutine, without reading /proc; rel
 // holds the groups of the released rows, in their order.
-func (r *Reconciler) status(names []string) (st control.Status, rel []Group, err error) {
+func (r *Reconciler) status(names []string) (st control.Status, rel []supervisor.Group, err error) {
 	st = r.statusHeader()
 	want := map[string]bool{}
 	for _, n := range names {

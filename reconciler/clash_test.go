@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/hermes-units/hermes/supervisor"
 	"github.com/hermes-units/hermes/units"
 )
 
@@ -28,7 +29,7 @@ func newGatedUnits(names ...string) *gatedUnits {
 	return g
 }
 
-func (g *gatedUnits) Stop(ctx context.Context, gr Group, sig syscall.Signal, grace time.Duration) error {
+func (g *gatedUnits) Stop(ctx context.Context, gr supervisor.Group, sig syscall.Signal, grace time.Duration) error {
 	g.mu.Lock()
 	gate := g.gates[gr.Unit]
 	g.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/supervisor"
 	"github.com/hermes-units/hermes/units"
 )
 
@@ -24,12 +25,12 @@ import (
 type Daemons interface {
 	// Members lists g's live processes (pgroup mode: after looking for
 	// escapees, which are then registered with g and die with the owner).
-	Members(g Group) []proc.Identity
+	Members(g supervisor.Group) []proc.Identity
 	// Empty reports whether nothing is left of g.
-	Empty(g Group) bool
+	Empty(g supervisor.Group) bool
 	// StopMain sends sig to main alone, then after grace KILLs what is
 	// left of g, and returns once g is empty (or ctx ends).
-	StopMain(ctx context.Context, g Group, main proc.Identity, sig syscall.Signal, grace time.Duration) error
+	StopMain(ctx context.Context, g supervisor.Group, main proc.Identity, sig syscall.Signal, grace time.Duration) error
 }
 
 // Events of daemons.
@@ -136,7 +137,7 @@ func (r *Reconciler) onMain(ev mainEvent) {
 	u.main = ev.main
 	r.log.Info("unit's main process found", "unit", u.spec.Name, "main", ev.main.PID)
 	name, gen, main := u.spec.Name, u.gen, ev.main
-	exited, err := r.opt.Spawner.WatchExit(u.runCtx, Group{Unit: name, Leader: main})
+	exited, err := r.opt.Spawner.WatchExit(u.runCtx, supervisor.Group{Unit: name, Leader: main})
 	if err != nil {
 		r.stop(u, stopFailure, fmt.Errorf("main process %d: %w", main.PID, ErrMainExited))
 		return
@@ -170,7 +171,7 @@ func (r *Reconciler) onGone(ev goneEvent) {
 // findMain looks for the main process of a forking unit whose launcher
 // exited 0 (see pickMain), until it is found, the deadline passes (the
 // last reason is the error), or ctx ends.
-func findMain(ctx context.Context, d Daemons, g Group, pidFile string, deadline time.Time) (proc.Identity, error) {
+func findMain(ctx context.Context, d Daemons, g supervisor.Group, pidFile string, deadline time.Time) (proc.Identity, error) {
 	tk := time.NewTicker(mainPollEvery)
 	defer tk.Stop()
 	var last proc.Identity

@@ -10,25 +10,26 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/supervisor"
 	"github.com/hermes-units/hermes/units"
 )
 
 // fakeProc is a process that exists only in the fake spawner.
 type fakeProc struct {
-	g    Group
+	g    supervisor.Group
 	done chan struct{}
 	once sync.Once
 	err  error
 }
 
-func (p *fakeProc) Group() Group          { return p.g }
-func (p *fakeProc) Done() <-chan struct{} { return p.done }
-func (p *fakeProc) Err() error            { return p.err }
-func (p *fakeProc) exit(err error)        { p.once.Do(func() { p.err = err; close(p.done) }) }
+func (p *fakeProc) Group() supervisor.Group { return p.g }
+func (p *fakeProc) Done() <-chan struct{}   { return p.done }
+func (p *fakeProc) Err() error              { return p.err }
+func (p *fakeProc) exit(err error)          { p.once.Do(func() { p.err = err; close(p.done) }) }
 
 type spawnRec struct {
 	at   time.Time
-	spec SpawnSpec
+	spec supervisor.Spec
 	proc *fakeProc
 }
 
@@ -47,19 +48,19 @@ type fakeSpawner struct {
 	fail   map[string]error // unit -> spawn error
 }
 
-func (f *fakeSpawner) Spawn(_ context.Context, s SpawnSpec) (Process, error) {
+func (f *fakeSpawner) Spawn(_ context.Context, s supervisor.Spec) (Process, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.fail[s.Unit]; err != nil {
 		return nil, err
 	}
 	pid := 5_000_000 + len(f.spawns)
-	p := &fakeProc{g: Group{Unit: s.Unit, PGID: pid, Leader: proc.Identity{PID: pid, StartTime: 1}}, done: make(chan struct{})}
+	p := &fakeProc{g: supervisor.Group{Unit: s.Unit, PGID: pid, Leader: proc.Identity{PID: pid, StartTime: 1}}, done: make(chan struct{})}
 	f.spawns = append(f.spawns, spawnRec{time.Now(), s, p})
 	return p, nil
 }
 
-func (f *fakeSpawner) Stop(_ context.Context, g Group, sig syscall.Signal, _ time.Duration) error {
+func (f *fakeSpawner) Stop(_ context.Context, g supervisor.Group, sig syscall.Signal, _ time.Duration) error {
 	f.mu.Lock()
 	f.stops = append(f.stops, stopRec{g.Unit, sig})
 	var p *fakeProc
@@ -75,7 +76,7 @@ func (f *fakeSpawner) Stop(_ context.Context, g Group, sig syscall.Signal, _ tim
 	return nil
 }
 
-func (f *fakeSpawner) WatchExit(context.Context, Group) (<-chan struct{}, error) {
+func (f *fakeSpawner) WatchExit(context.Context, supervisor.Group) (<-chan struct{}, error) {
 	return make(chan struct{}), nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/supervisor"
 	"github.com/hermes-units/hermes/timeouts"
 	"github.com/hermes-units/hermes/units"
 )
@@ -57,7 +58,7 @@ func (p sigProc) Signal(sig syscall.Signal) error {
 	return nil
 }
 
-func (s *sigSpawner) Spawn(ctx context.Context, sp SpawnSpec) (Process, error) {
+func (s *sigSpawner) Spawn(ctx context.Context, sp supervisor.Spec) (Process, error) {
 	p, err := s.fakeSpawner.Spawn(ctx, sp)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/hermes-units/hermes/supervisor"
 	"github.com/hermes-units/hermes/units"
 )
 
@@ -18,7 +19,7 @@ type slowSpawn struct {
 	d time.Duration
 }
 
-func (s slowSpawn) Spawn(ctx context.Context, sp SpawnSpec) (Process, error) {
+func (s slowSpawn) Spawn(ctx context.Context, sp supervisor.Spec) (Process, error) {
 	time.Sleep(s.d)
 	return s.fakeSpawner.Spawn(ctx, sp)
 }

@@ -40,6 +40,7 @@ import (
 	"github.com/hermes-units/hermes/internal/holds"
 	"github.com/hermes-units/hermes/internal/logfile"
 	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/supervisor"
 	"github.com/hermes-units/hermes/units"
 )
 
@@ -185,7 +186,7 @@ type Reconciler struct {
 	errs      []control.ConfigError
 	released  []Survivor
 	ended     []control.EndedGroup // groups of dead owners ended at the start (recover)
-	leftovers []Group              // other groups of dead owners found alive at the start (recover)
+	leftovers []supervisor.Group   // other groups of dead owners found alive at the start (recover)
 	// holdReleased names the units whose released group a dead owner left
 	// running: the first load declares them stopped (recover).
 	holdReleased map[string]bool

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/supervisor"
 	"github.com/hermes-units/hermes/units"
 )
 
@@ -90,7 +91,7 @@ func (r *Reconciler) recover(ctx context.Context, declared map[string]units.Spec
 		g := e.rec.Group
 		sig, grace := stopSignal(e.spec), stopGrace(e.spec)
 		res[i] = control.EndedGroup{Unit: e.rec.Unit, PID: g.Leader.PID, PGID: g.PGID, Owner: e.rec.Owner.PID}
-		gs := []Group{g}
+		gs := []supervisor.Group{g}
 		if sf != nil && g.Cgroup == "" { // a cgroup holds its escapees already
 			gs = append(gs, sf.Strays(e.rec.Survivor)...)
 		}
@@ -130,7 +131,7 @@ type unrecorder interface {
 // groups of a spawn by its tags (ledger.Strays): a group of a dead owner is
 // ended with them where no cgroup holds them.
 type strayFinder interface {
-	Strays(s Survivor) []Group
+	Strays(s Survivor) []supervisor.Group
 }
 
 // adoptBack makes rec's released group the running run of its declared
@@ -186,7 +187,7 @@ func (r *Reconciler) reclaim(ctx context.Context, u *unit) bool {
 // recovery is the Recovery part of status: the groups ended at the start,
 // and the leftovers of dead owners still alive. It reads /proc: call it
 // off Run's goroutine.
-func recovery(ended []control.EndedGroup, leftovers []Group) *control.Recovery {
+func recovery(ended []control.EndedGroup, leftovers []supervisor.Group) *control.Recovery {
 	n := 0
 	for _, g := range leftovers {
 		if groupAlive(g) {

@@ -14,6 +14,7 @@ import (
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/supervisor"
 )
 
 // Release gives a unit's group up (SPEC §8): it is unregistered from the
@@ -69,7 +70,7 @@ func (r *Reconciler) Release(ctx context.Context, name string) (control.Released
 }
 
 // releasedGone reports that a released group is empty: its row goes.
-type releasedGone struct{ g Group }
+type releasedGone struct{ g supervisor.Group }
 
 // addReleased lists s as released (Run's goroutine) and watches its group,
 // so that the row goes once the group has ended: no longer hermesd's, it
@@ -98,13 +99,13 @@ func (r *Reconciler) addReleased(s Survivor) {
 // groupAlive reports whether g has a live member (its leader, or another
 // process of its group or cgroup). It reads /proc: call it off Run's
 // goroutine.
-func groupAlive(g Group) bool {
+func groupAlive(g supervisor.Group) bool {
 	return ledger.Entry{Leader: g.Leader, PGID: g.PGID, Cgroup: g.Cgroup}.Alive()
 }
 
 // dropReleased forgets the released rows of g (Run's goroutine). The unit
 // of a released row stays as it is: inactive, until started.
-func (r *Reconciler) dropReleased(g Group) {
+func (r *Reconciler) dropReleased(g supervisor.Group) {
 	n := len(r.released)
 	r.released = slices.DeleteFunc(r.released, func(s Survivor) bool {
 		return s.Group.PGID == g.PGID && s.Group.Leader == g.Leader

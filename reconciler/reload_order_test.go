@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/hermes-units/hermes/supervisor"
 	"github.com/hermes-units/hermes/units"
 )
 
@@ -19,7 +20,7 @@ type gatedStop struct {
 	gate chan struct{}
 }
 
-func (g gatedStop) Stop(ctx context.Context, gr Group, sig syscall.Signal, grace time.Duration) error {
+func (g gatedStop) Stop(ctx context.Context, gr supervisor.Group, sig syscall.Signal, grace time.Duration) error {
 	<-g.gate
 	return g.fakeSpawner.Stop(ctx, gr, sig, grace)
 }

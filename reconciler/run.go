@@ -16,6 +16,7 @@ import (
 
 	"github.com/hermes-units/hermes/internal/logfile"
 	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/supervisor"
 	"github.com/hermes-units/hermes/units"
 )
 
@@ -80,13 +81,15 @@ func (r *Reconciler) mayStart(ctx context.Context, u *unit, now time.Time) bool 
 }
 
 // spawnSpec is what the Spawner is given to start u, writing to the log
-// file f at logPath; jr is the job run it begins, or nil.
-func (r *Reconciler) spawnSpec(u *unit, f *os.File, logPath string, jr *jobRun) SpawnSpec {
+// file f at logPath (never a pipe); jr is the job run it begins, or nil.
+// Survive is set for adoptable and persist_on_release units under a
+// gateway, and for persist_on_release under a worker (SPEC §3).
+func (r *Reconciler) spawnSpec(u *unit, f *os.File, logPath string, jr *jobRun) supervisor.Spec {
 	dir := u.spec.Workdir
 	if dir == "" {
 		dir = r.opt.UnitsDir
 	}
-	return SpawnSpec{
+	return supervisor.Spec{
 		Unit:      u.spec.Name,
 		Argv:      argv(u.spec),
 		Env:       append(r.env(u.spec), r.proxyEnv(u.spec, jr)...),

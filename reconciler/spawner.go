@@ -2,41 +2,16 @@ package reconciler
 
 import (
 	"context"
-	"os"
 	"syscall"
 	"time"
 
 	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/supervisor"
 )
-
-// Group is a process group (and cgroup, where there is one) that runs a unit.
-type Group struct {
-	Unit   string
-	PGID   int
-	Leader proc.Identity
-	Cgroup string // absolute cgroup directory; "" in pgroup mode
-}
-
-// SpawnSpec is what the reconciler asks a Spawner to start.
-type SpawnSpec struct {
-	Unit      string
-	Argv      []string
-	Env       []string // the full environment
-	Dir       string
-	Stdout    *os.File // the unit's log file; never a pipe
-	Stderr    *os.File
-	Ownership string
-	Reason    string
-	LogPath   string
-	// Survive: the group outlives this owner (not registered with the death
-	// supervisor). Set for adoptable and persist_on_release units under a
-	// gateway, and for persist_on_release under a worker (SPEC §3).
-	Survive bool
-}
 
 // Process is a spawned unit's leader.
 type Process interface {
-	Group() Group
+	Group() supervisor.Group
 	// Done is closed once the leader has exited and been reaped; Err then
 	// holds nil for exit status 0, else the exit error.
 	Done() <-chan struct{}
@@ -49,20 +24,20 @@ type Process interface {
 type Spawner interface {
 	// Spawn starts a unit in its own group, registered with the death
 	// supervisor unless spec.Survive, and recorded in the ledger.
-	Spawn(ctx context.Context, spec SpawnSpec) (Process, error)
+	Spawn(ctx context.Context, spec supervisor.Spec) (Process, error)
 	// Stop sends sig to every member of g, waits up to grace for the group
 	// to be empty, then KILLs and waits until it is; it returns once the
 	// group is empty (or ctx ends).
-	Stop(ctx context.Context, g Group, sig syscall.Signal, grace time.Duration) error
+	Stop(ctx context.Context, g supervisor.Group, sig syscall.Signal, grace time.Duration) error
 	// WatchExit returns a channel closed when the leader of g, which is not
 	// our child (a re-adopted group), exits.
-	WatchExit(ctx context.Context, g Group) (<-chan struct{}, error)
+	WatchExit(ctx context.Context, g supervisor.Group) (<-chan struct{}, error)
 }
 
 // Survivor is a ledger entry a restarting gateway may re-adopt.
 type Survivor struct {
 	Unit       string
-	Group      Group
+	Group      supervisor.Group
 	Ownership  string
 	Reason     string
 	Log        string

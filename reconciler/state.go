@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/supervisor"
 	"github.com/hermes-units/hermes/units"
 )
 
@@ -79,7 +80,7 @@ type unit struct {
 	enabled  bool   // wanted running: declared and not stopped by command
 	gen      uint64 // the current run or stop; events with another gen are stale
 	proc     Process
-	group    Group
+	group    supervisor.Group
 	adopted  bool
 	external bool // adopted with `hermesctl adopt`: no unit file, nothing to restart
 	ready    bool

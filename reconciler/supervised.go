@@ -23,35 +23,33 @@ type ownerSpawner struct{ o *supervisor.Owner }
 
 type child struct{ c *supervisor.Child }
 
-func (c child) Group() Group          { return Group(c.c.Group) }
-func (c child) Done() <-chan struct{} { return c.c.Done() }
-func (c child) Err() error            { return c.c.Err() }
+func (c child) Group() supervisor.Group { return c.c.Group }
+func (c child) Done() <-chan struct{}   { return c.c.Done() }
+func (c child) Err() error              { return c.c.Err() }
 
-func (s ownerSpawner) Spawn(ctx context.Context, sp SpawnSpec) (Process, error) {
-	c, err := s.o.SpawnOwned(ctx, supervisor.Spec{
-		Unit: sp.Unit, Argv: sp.Argv, Env: sp.Env, Dir: sp.Dir,
-		Stdout: sp.Stdout, Stderr: sp.Stderr,
-		Ownership: sp.Ownership, Reason: sp.Reason, LogPath: sp.LogPath, Survive: sp.Survive,
-	})
+func (s ownerSpawner) Spawn(ctx context.Context, sp supervisor.Spec) (Process, error) {
+	c, err := s.o.SpawnOwned(ctx, sp)
 	if err != nil {
 		return nil, err
 	}
 	return child{c}, nil
 }
 
-func (s ownerSpawner) Stop(ctx context.Context, g Group, sig syscall.Signal, grace time.Duration) error {
-	return s.o.Stop(ctx, supervisor.Group(g), sig, grace)
+func (s ownerSpawner) Stop(ctx context.Context, g supervisor.Group, sig syscall.Signal, grace time.Duration) error {
+	return s.o.Stop(ctx, g, sig, grace)
 }
 
-func (s ownerSpawner) Members(g Group) []proc.Identity { return s.o.Members(supervisor.Group(g)) }
-
-func (s ownerSpawner) Empty(g Group) bool { return s.o.Empty(supervisor.Group(g)) }
-
-func (s ownerSpawner) StopMain(ctx context.Context, g Group, main proc.Identity, sig syscall.Signal, grace time.Duration) error {
-	return s.o.StopMain(ctx, supervisor.Group(g), main, sig, grace)
+func (s ownerSpawner) Members(g supervisor.Group) []proc.Identity {
+	return s.o.Members(g)
 }
 
-func (s ownerSpawner) WatchExit(ctx context.Context, g Group) (<-chan struct{}, error) {
+func (s ownerSpawner) Empty(g supervisor.Group) bool { return s.o.Empty(g) }
+
+func (s ownerSpawner) StopMain(ctx context.Context, g supervisor.Group, main proc.Identity, sig syscall.Signal, grace time.Duration) error {
+	return s.o.StopMain(ctx, g, main, sig, grace)
+}
+
+func (s ownerSpawner) WatchExit(ctx context.Context, g supervisor.Group) (<-chan struct{}, error) {
 	return supervisor.WatchExit(ctx, g.Leader)
 }
 
@@ -69,7 +67,7 @@ type ledgerCheckpoint struct {
 
 func survivorOf(e ledger.Entry) Survivor {
 	return Survivor{
-		Unit: e.Unit, Group: Group{Unit: e.Unit, PGID: e.PGID, Leader: e.Leader, Cgroup: e.Cgroup},
+		Unit: e.Unit, Group: supervisor.Group{Unit: e.Unit, PGID: e.PGID, Leader: e.Leader, Cgroup: e.Cgroup},
 		Ownership: e.Ownership, Reason: e.Reason, Log: e.Log, Owner: e.Owner, OwnerAlive: e.Owner.Alive(), State: e.State,
 		Spawn: e.Spawn,
 	}
@@ -134,14 +132,14 @@ func (c ledgerCheckpoint) Unrecorded(ctx context.Context) ([]Record, error) {
 
 // Strays lists the escapee groups of s's spawn (ledger.Strays): one
 // Group per process group, led by the process found in it.
-func (c ledgerCheckpoint) Strays(s Survivor) []Group {
-	var out []Group
+func (c ledgerCheckpoint) Strays(s Survivor) []supervisor.Group {
+	var out []supervisor.Group
 	for _, id := range c.l.Strays(ledger.Entry{Unit: s.Unit, PGID: s.Group.PGID, Spawn: s.Spawn}) {
 		pgid := id.PID
 		if st, err := proc.ReadStat(id.PID); err == nil {
 			pgid = st.PGID
 		}
-		g := Group{Unit: s.Unit, PGID: pgid}
+		g := supervisor.Group{Unit: s.Unit, PGID: pgid}
 		if pgid == id.PID {
 			g.Leader = id // the group's leader: checked before each signal
 		}

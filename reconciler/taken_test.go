@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 
 	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/supervisor"
 	"github.com/hermes-units/hermes/units"
 )
 
@@ -23,8 +24,8 @@ func newAdopting() *adopting {
 	return &adopting{fakeSpawner: &fakeSpawner{fail: map[string]error{}}, exits: map[int]chan struct{}{}}
 }
 
-func (a *adopting) Own(context.Context, Group) error     { return nil }
-func (a *adopting) Release(context.Context, Group) error { return nil }
+func (a *adopting) Own(context.Context, supervisor.Group) error     { return nil }
+func (a *adopting) Release(context.Context, supervisor.Group) error { return nil }
 
 func (a *adopting) exit(pid int) chan struct{} {
 	a.mu.Lock()
@@ -37,14 +38,14 @@ func (a *adopting) exit(pid int) chan struct{} {
 	return c
 }
 
-func (a *adopting) WatchExit(_ context.Context, g Group) (<-chan struct{}, error) {
+func (a *adopting) WatchExit(_ context.Context, g supervisor.Group) (<-chan struct{}, error) {
 	return a.exit(g.Leader.PID), nil
 }
 
 // adoptFake adopts a group that exists only in the fake, under name.
 func adoptFake(t *testing.T, r *Reconciler, a *adopting, pgid int, name string) {
 	t.Helper()
-	g := Group{PGID: pgid, Leader: proc.Identity{PID: pgid, StartTime: 1}}
+	g := supervisor.Group{PGID: pgid, Leader: proc.Identity{PID: pgid, StartTime: 1}}
 	var err error
 	if e := r.do(t.Context(), func(ctx context.Context) { _, err = r.take(ctx, a, g, name, guards{}) }); e != nil {
 		t.Fatal(e)
