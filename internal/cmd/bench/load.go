@@ -210,6 +210,10 @@ func loadSettled(ctx context.Context, c *control.Client, tag string, want map[st
 	return n, nil
 }
 
+// benchLoad runs the load section: hermesd on loadUnits units of a fresh
+// temporary directory, all running, then edited and queried (measure),
+// then stopped (loadStop). On an error, hermesd's log is kept out of the
+// directory, which is removed, and the error says where.
 func benchLoad(ctx context.Context) (rows []Row, err error) {
 	dir, err := os.MkdirTemp("", "hermes-load-")
 	if err != nil {
@@ -220,58 +224,112 @@ func benchLoad(ctx context.Context) (rows []Row, err error) {
 	if err != nil {
 		return nil, err
 	}
-	unitsDir, stateDir := filepath.Join(dir, "units"), filepath.Join(dir, "state")
-	for _, d := range []string{unitsDir, stateDir} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			return nil, err
-		}
+	r, err := loadPrepare(dir)
+	if err != nil {
+		return nil, err
 	}
-	tag := filepath.Base(dir)
-	names := make([]string, loadUnits)
-	want := map[string]int{}
-	for i := range names {
-		names[i] = fmt.Sprintf("u%03d", i)
-		want[names[i]] = 0
-		if err := loadWrite(unitsDir, names[i], loadUnitYAML(tag, names[i], 0)); err != nil {
-			return nil, err
-		}
-	}
-
-	socket := filepath.Join(stateDir, "ctl.sock")
-	logPath := filepath.Join(dir, "hermesd.log")
-	logf, err := os.Create(logPath)
+	logf, err := os.Create(r.logPath)
 	if err != nil {
 		return nil, err
 	}
 	defer logf.Close()
-	cmd := exec.Command(bin, "--units", unitsDir, "--state", stateDir, "--socket", socket, "--config", filepath.Join(dir, "none.yaml"))
-	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "NOTIFY_SOCKET=") })
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
+	if err := r.start(bin, logf); err != nil {
 		return nil, err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	pid := cmd.Process.Pid
 	defer func() {
-		if e := loadStop(cmd, exited, tag); e != nil && err == nil {
+		if e := loadStop(r.cmd, r.exited, r.tag); e != nil && err == nil {
 			err = e
 		}
 		if err != nil {
-			err = fmt.Errorf("%w (hermesd log kept in %s)", err, loadKeepLog(logPath))
+			err = fmt.Errorf("%w (hermesd log kept in %s)", err, loadKeepLog(r.logPath))
 		}
 	}()
+	c, err := r.waitRunning(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	fig, err := r.measure(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return fig.rows(), nil
+}
 
-	// All units running.
+// loadEdits is how many edits a run makes: loadRate a second for loadFor.
+const loadEdits = int(loadFor/time.Second) * loadRate
+
+// loadRun is one run of the load section: its paths, its units and the
+// hermesd under test. want is written by edit and read by settle, both on
+// the caller's goroutine.
+type loadRun struct {
+	dir                string // the run's temporary directory
+	unitsDir, stateDir string
+	socket, logPath    string
+	tag                string         // tags the run's processes (loadEnv)
+	names              []string       // the units, in creation order
+	want               map[string]int // unit → generation last written
+	cmd                *exec.Cmd      // hermesd, once start succeeded
+	exited             chan error     // cmd.Wait's result; put back by whoever reads it
+}
+
+// loadPrepare creates the units and state directories in dir and writes
+// generation 0 of every unit.
+func loadPrepare(dir string) (*loadRun, error) {
+	r := &loadRun{
+		dir:      dir,
+		unitsDir: filepath.Join(dir, "units"),
+		stateDir: filepath.Join(dir, "state"),
+		logPath:  filepath.Join(dir, "hermesd.log"),
+		tag:      filepath.Base(dir),
+		names:    make([]string, loadUnits),
+		want:     map[string]int{},
+	}
+	r.socket = filepath.Join(r.stateDir, "ctl.sock")
+	for _, d := range []string{r.unitsDir, r.stateDir} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	for i := range r.names {
+		r.names[i] = fmt.Sprintf("u%03d", i)
+		r.want[r.names[i]] = 0
+		if err := loadWrite(r.unitsDir, r.names[i], loadUnitYAML(r.tag, r.names[i], 0)); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// start starts hermesd bin on the run's directories, outside any systemd
+// notification (NOTIFY_SOCKET dropped), logging to logf, and a goroutine
+// that puts its exit on r.exited.
+func (r *loadRun) start(bin string, logf *os.File) error {
+	cmd := exec.Command(bin, "--units", r.unitsDir, "--state", r.stateDir, "--socket", r.socket, "--config", filepath.Join(r.dir, "none.yaml"))
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "NOTIFY_SOCKET=") })
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	r.cmd = cmd
+	r.exited = make(chan error, 1)
+	go func() { r.exited <- cmd.Wait() }()
+	return nil
+}
+
+// waitRunning dials the control socket until it answers and waits, polling
+// every 200ms for up to 2m, until every unit runs its generation 0. It
+// fails when ctx ends or hermesd exits first.
+func (r *loadRun) waitRunning(ctx context.Context) (*control.Client, error) {
 	var c *control.Client
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		if c == nil {
-			c, _ = control.Dial(socket)
+			c, _ = control.Dial(r.socket)
 		}
 		if c != nil {
-			if n, err := loadSettled(ctx, c, tag, want); err == nil && n == loadUnits {
-				break
+			if n, err := loadSettled(ctx, c, r.tag, r.want); err == nil && n == loadUnits {
+				return c, nil
 			}
 		}
 		if time.Now().After(deadline) {
@@ -280,77 +338,130 @@ func benchLoad(ctx context.Context) (rows []Row, err error) {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case err := <-exited:
-			exited <- err
+		case err := <-r.exited:
+			r.exited <- err
 			return nil, fmt.Errorf("hermesd exited: %v", err)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	defer c.Close()
-	rssStart, _ := loadVM(pid)
+}
+
+// loadFigures are what measure saw in one run.
+type loadFigures struct {
+	samples               *loadSamples  // read only once its samplers have returned
+	editSpan              time.Duration // first edit to last
+	settled               int           // units on their last generation at the end
+	settleErr             error         // the last settle query's
+	settleTime            time.Duration // last edit to settled, or to giving up
+	cpuUsed               time.Duration // hermesd's utime+stime, all running to settled
+	loadTime              time.Duration // first edit to settled
+	rssStart, rssEnd, hwm int           // KiB: all running, after settle, VmHWM
+}
+
+// measure runs the load on running units: status queries and memory and
+// duplicate samples (loadSamples) from before the first edit until
+// settled, the edits (edit), then settle. An edit's error is returned
+// after settle, once the samplers have stopped.
+func (r *loadRun) measure(ctx context.Context, c *control.Client) (*loadFigures, error) {
+	pid := r.cmd.Process.Pid
+	fig := &loadFigures{}
+	fig.rssStart, _ = loadVM(pid)
 	cpuStart := loadCPU(pid)
 
-	// Status queries, RSS samples and duplicate scans while the edits run.
 	lctx, stopLoad := context.WithCancel(ctx)
+	s := &loadSamples{rssPeak: fig.rssStart}
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var lat []time.Duration
-	var statusErrs []error
-	wg.Go(func() {
-		t := time.NewTicker(time.Second / loadStatusRate)
-		defer t.Stop()
-		for {
-			select {
-			case <-lctx.Done():
-				return
-			case <-t.C:
-			}
-			qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			t0 := time.Now()
-			_, err := c.Status(qctx)
-			d := time.Since(t0)
-			cancel()
-			mu.Lock()
-			lat = append(lat, d)
-			if err != nil {
-				statusErrs = append(statusErrs, err)
-			}
-			mu.Unlock()
-		}
-	})
-	rssPeak, dups, scans := rssStart, 0, 0
-	wg.Go(func() {
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
-		for i := 0; ; i++ {
-			select {
-			case <-lctx.Done():
-				return
-			case <-t.C:
-			}
-			r, _ := loadVM(pid)
-			mu.Lock()
-			rssPeak = max(rssPeak, r)
-			mu.Unlock()
-			if i%10 == 9 { // a /proc scan a second: it costs CPU the machine shares
-				d := loadDuplicates(tag, loadScan(tag))
-				mu.Lock()
-				dups += d
-				scans++
-				mu.Unlock()
-			}
-		}
-	})
+	wg.Go(func() { s.queryStatus(ctx, lctx, c) })
+	wg.Go(func() { s.scan(lctx, pid, r.tag) })
 
-	// The edits: loadRate a second, each round a fresh random permutation
-	// of the units, so that every unit is edited several times in sequence,
-	// at spacings from one edit slot to a whole round.
+	begin, editErr := r.edit(ctx)
+	lastEdit := time.Now()
+	fig.editSpan = lastEdit.Sub(begin)
+	fig.settled, fig.settleErr = r.settle(ctx, c, lastEdit)
+	fig.settleTime = time.Since(lastEdit)
+	fig.cpuUsed = loadCPU(pid) - cpuStart
+	fig.loadTime = time.Since(begin)
+	stopLoad()
+	wg.Wait()
+	fig.rssEnd, fig.hwm = loadVM(pid)
+	if editErr != nil {
+		return nil, fmt.Errorf("edit: %w", editErr)
+	}
+	fig.samples = s
+	return fig, nil
+}
+
+// loadSamples are the figures the samplers of measure gather while the
+// edits run, each in its own goroutine until lctx ends.
+type loadSamples struct {
+	mu         sync.Mutex
+	lat        []time.Duration // of each status query; guarded by mu
+	statusErrs []error         // guarded by mu
+	rssPeak    int             // KiB, the highest VmRSS sampled; guarded by mu
+	dups       int             // duplicate groups seen in all scans; guarded by mu
+	scans      int             // guarded by mu
+}
+
+// queryStatus asks status loadStatusRate times a second until lctx ends,
+// each query bounded by 10s under ctx, and records its latency and error.
+func (s *loadSamples) queryStatus(ctx, lctx context.Context, c *control.Client) {
+	t := time.NewTicker(time.Second / loadStatusRate)
+	defer t.Stop()
+	for {
+		select {
+		case <-lctx.Done():
+			return
+		case <-t.C:
+		}
+		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		t0 := time.Now()
+		_, err := c.Status(qctx)
+		d := time.Since(t0)
+		cancel()
+		s.mu.Lock()
+		s.lat = append(s.lat, d)
+		if err != nil {
+			s.statusErrs = append(s.statusErrs, err)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// scan samples hermesd's VmRSS every 100ms, and once a second scans /proc
+// for duplicate groups of the run's units, until lctx ends.
+func (s *loadSamples) scan(lctx context.Context, pid int, tag string) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-lctx.Done():
+			return
+		case <-t.C:
+		}
+		r, _ := loadVM(pid)
+		s.mu.Lock()
+		s.rssPeak = max(s.rssPeak, r)
+		s.mu.Unlock()
+		if i%10 == 9 { // a /proc scan a second: it costs CPU the machine shares
+			d := loadDuplicates(tag, loadScan(tag))
+			s.mu.Lock()
+			s.dups += d
+			s.scans++
+			s.mu.Unlock()
+		}
+	}
+}
+
+// edit makes the loadEdits edits: loadRate a second, each round a fresh
+// random permutation of the units, so that every unit is edited several
+// times in sequence, at spacings from one edit slot to a whole round. It
+// stops at the first error or when ctx ends, and returns the time the
+// edits began.
+func (r *loadRun) edit(ctx context.Context) (begin time.Time, err error) {
 	rng := rand.New(rand.NewPCG(7, 1))
-	total := int(loadFor.Seconds()) * loadRate
 	var perm []int
-	begin := time.Now()
-	var editErr error
-	for k := range total {
+	begin = time.Now()
+	for k := range loadEdits {
 		if k%loadUnits == 0 {
 			perm = rng.Perm(loadUnits)
 		}
@@ -358,72 +469,65 @@ func benchLoad(ctx context.Context) (rows []Row, err error) {
 		if d := time.Until(due); d > 0 {
 			select {
 			case <-ctx.Done():
-				editErr = ctx.Err()
+				return begin, ctx.Err()
 			case <-time.After(d):
 			}
 		}
-		if editErr != nil {
-			break
-		}
-		name := names[perm[k%loadUnits]]
+		name := r.names[perm[k%loadUnits]]
 		gen := k + 1
-		if editErr = loadWrite(unitsDir, name, loadUnitYAML(tag, name, gen)); editErr != nil {
-			break
+		if err := loadWrite(r.unitsDir, name, loadUnitYAML(r.tag, name, gen)); err != nil {
+			return begin, err
 		}
-		want[name] = gen
+		r.want[name] = gen
 	}
-	lastEdit := time.Now()
-	editSpan := lastEdit.Sub(begin)
+	return begin, nil
+}
 
-	// Settle: every unit on its last generation.
-	var settled int
-	var settleErr error
+// settle polls, every 100ms, until every unit runs its last generation,
+// loadSettle has passed since lastEdit, or ctx ends; it returns the units
+// settled and the last query's error.
+func (r *loadRun) settle(ctx context.Context, c *control.Client, lastEdit time.Time) (settled int, err error) {
 	for {
-		settled, settleErr = loadSettled(ctx, c, tag, want)
+		settled, err = loadSettled(ctx, c, r.tag, r.want)
 		if settled == loadUnits || time.Since(lastEdit) > loadSettle || ctx.Err() != nil {
-			break
+			return settled, err
 		}
 		time.Sleep(100 * time.Millisecond) // polling: hermesd gives no settle event
 	}
-	settleTime := time.Since(lastEdit)
-	cpuUsed := loadCPU(pid) - cpuStart
-	loadTime := time.Since(begin)
-	stopLoad()
-	wg.Wait()
-	rssEnd, hwm := loadVM(pid)
-	if editErr != nil {
-		return nil, fmt.Errorf("edit: %w", editErr)
-	}
+}
 
-	mu.Lock()
-	defer mu.Unlock()
+// rows are the section's table rows for fig.
+func (fig *loadFigures) rows() []Row {
+	s := fig.samples
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	errNote := ""
-	if len(statusErrs) > 0 {
-		errNote = fmt.Sprintf(", %d errors (first: %v)", len(statusErrs), statusErrs[0])
+	if len(s.statusErrs) > 0 {
+		errNote = fmt.Sprintf(", %d errors (first: %v)", len(s.statusErrs), s.statusErrs[0])
 	}
-	settleVal := fmt.Sprintf("%v", settleTime.Round(10*time.Millisecond))
-	if settled != loadUnits {
+	settleVal := fmt.Sprintf("%v", fig.settleTime.Round(10*time.Millisecond))
+	if fig.settled != loadUnits {
 		settleVal = fmt.Sprintf("not settled after %v", loadSettle)
-		if settleErr != nil {
-			settleVal += fmt.Sprintf(" (status: %v)", settleErr)
+		if fig.settleErr != nil {
+			settleVal += fmt.Sprintf(" (status: %v)", fig.settleErr)
 		}
 	}
+	lat := s.lat
 	method := fmt.Sprintf("hermesd binary, %d sleep units, %d edits/s (temp+rename, random permutation per round) for %v", loadUnits, loadRate, loadFor)
-	rows = []Row{
-		{"load: edits made", fmt.Sprintf("%d in %v (%.1f/s)", total, editSpan.Round(10*time.Millisecond), float64(total)/editSpan.Seconds()), method},
+	return []Row{
+		{"load: edits made", fmt.Sprintf("%d in %v (%.1f/s)", loadEdits, fig.editSpan.Round(10*time.Millisecond), float64(loadEdits)/fig.editSpan.Seconds()), method},
 		{"load: status latency", fmt.Sprintf("p50 %v, p99 %v (%s), max %v over %d queries%s",
 			roundDur(percentile(lat, 0.5)), roundDur(percentile(lat, 0.99)), atMostDur(percentile(lat, 0.99), 100*time.Millisecond), roundDur(slices.Max(lat)), len(lat), errNote),
 			fmt.Sprintf("control client, %d/s, from the first edit until settled", loadStatusRate)},
-		{"load: hermesd RSS", fmt.Sprintf("start %s, peak %s (VmHWM %s), end %s", loadMiB(rssStart), loadMiB(rssPeak), loadMiB(hwm), loadMiB(rssEnd)),
+		{"load: hermesd RSS", fmt.Sprintf("start %s, peak %s (VmHWM %s), end %s", loadMiB(fig.rssStart), loadMiB(s.rssPeak), loadMiB(fig.hwm), loadMiB(fig.rssEnd)),
 			"VmRSS all running / max of 100ms samples / after settle; VmHWM since exec"},
-		{"load: hermesd CPU", fmt.Sprintf("%.1f s over %v (%.0f%% of one core)", cpuUsed.Seconds(), loadTime.Round(time.Second), 100*cpuUsed.Seconds()/loadTime.Seconds()),
+		{"load: hermesd CPU", fmt.Sprintf("%.1f s over %v (%.0f%% of one core)", fig.cpuUsed.Seconds(), fig.loadTime.Round(time.Second), 100*fig.cpuUsed.Seconds()/fig.loadTime.Seconds()),
 			"utime+stime of hermesd, first edit until settled"},
-		{"load: units on their last edit", fmt.Sprintf("%d/%d (%s)", settled, loadUnits, atLeast(float64(settled), loadUnits, " units")),
+		{"load: units on their last edit", fmt.Sprintf("%d/%d (%s)", fig.settled, loadUnits, atLeast(float64(fig.settled), loadUnits, " units")),
 			"status running and /proc/PID/cmdline carries the last generation written"},
 		{"load: last edit → all settled", settleVal, "polled every 100ms through status and /proc"},
-		{"load: duplicate groups seen", fmt.Sprintf("%d in %d scans (%s)", dups, scans, atMost(float64(dups), 0, "")), "/proc scan each second: two live groups of one unit, confirmed"},
+		{"load: duplicate groups seen", fmt.Sprintf("%d in %d scans (%s)", s.dups, s.scans, atMost(float64(s.dups), 0, "")), "/proc scan each second: two live groups of one unit, confirmed"},
 	}
-	return rows, nil
 }
 
 func loadMiB(kib int) string { return fmt.Sprintf("%.1f MiB", float64(kib)/1024) }
