@@ -45,12 +45,7 @@ func benchLedger(ctx context.Context) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	type writer struct {
-		cmd   *exec.Cmd
-		stdin io.WriteCloser
-		out   *bufio.Scanner
-	}
-	var ws []*writer
+	var ws []*ledgerProc
 	defer func() {
 		for _, w := range ws {
 			w.stdin.Close()
@@ -58,25 +53,12 @@ func benchLedger(ctx context.Context) ([]Row, error) {
 		}
 	}()
 	for i := range ledgerWriters {
-		cmd := exec.CommandContext(ctx, exe, "-child", "ledger-writer", dir, strconv.Itoa(i), strconv.Itoa(ledgerSpawns))
-		cmd.Stderr = os.Stderr
-		stdin, err := cmd.StdinPipe()
+		w, err := startLedgerWriter(ctx, exe, dir, i)
+		if w != nil {
+			ws = append(ws, w)
+		}
 		if err != nil {
 			return nil, err
-		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			return nil, err
-		}
-		if err := cmd.Start(); err != nil {
-			return nil, err
-		}
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-		w := &writer{cmd: cmd, stdin: stdin, out: sc}
-		ws = append(ws, w)
-		if !sc.Scan() || sc.Text() != "ready" {
-			return nil, fmt.Errorf("ledger writer %d did not start: %q", i, sc.Text())
 		}
 	}
 	start := time.Now()
@@ -87,52 +69,117 @@ func benchLedger(ctx context.Context) ([]Row, error) {
 	}
 	var waits, holds []time.Duration
 	for i, w := range ws {
-		if !w.out.Scan() {
-			return nil, fmt.Errorf("ledger writer %d: no report", i)
+		wt, hd, err := w.report(i)
+		if err != nil {
+			return nil, err
 		}
-		line := w.out.Text()
-		if rest, ok := strings.CutPrefix(line, "error: "); ok {
-			return nil, fmt.Errorf("ledger writer %d: %s", i, rest)
-		}
-		for _, f := range strings.Fields(line) {
-			w, h, _ := strings.Cut(f, "/")
-			wns, err1 := strconv.ParseInt(w, 10, 64)
-			hns, err2 := strconv.ParseInt(h, 10, 64)
-			if err1 != nil || err2 != nil {
-				return nil, fmt.Errorf("ledger writer %d: bad report %q", i, line)
-			}
-			waits = append(waits, time.Duration(wns))
-			holds = append(holds, time.Duration(hns))
-		}
-		if !w.out.Scan() || w.out.Text() != "done" {
-			return nil, fmt.Errorf("ledger writer %d: %q, want done", i, w.out.Text())
-		}
+		waits = append(waits, wt...)
+		holds = append(holds, hd...)
 	}
 	elapsed := time.Since(start)
-	l, err := ledger.Open(dir)
+	kept, size, err := ledgerKept(ctx, dir)
 	if err != nil {
 		return nil, err
+	}
+	rows := ledgerRows(kept, size, elapsed, waits, holds)
+	if want := ledgerWriters * ledgerSpawns; kept != want {
+		return rows, fmt.Errorf("ledger kept %d of %d entries", kept, want)
+	}
+	return rows, nil
+}
+
+// ledgerProc is one writer process of benchLedger, its stdin and its
+// stdout by lines.
+type ledgerProc struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Scanner
+}
+
+// startLedgerWriter starts writer i of benchLedger on dir and waits for
+// its "ready". w is not nil once the process started, even with an error:
+// the caller then closes its stdin and waits for it.
+func startLedgerWriter(ctx context.Context, exe, dir string, i int) (w *ledgerProc, err error) {
+	cmd := exec.CommandContext(ctx, exe, "-child", "ledger-writer", dir, strconv.Itoa(i), strconv.Itoa(ledgerSpawns))
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	w = &ledgerProc{cmd: cmd, stdin: stdin, out: sc}
+	if !sc.Scan() || sc.Text() != "ready" {
+		return w, fmt.Errorf("ledger writer %d did not start: %q", i, sc.Text())
+	}
+	return w, nil
+}
+
+// report reads writer i's report, one "WAIT/HOLD" pair of nanoseconds per
+// Add, then its "done": the lock wait of each Add and the rest of it.
+func (w *ledgerProc) report(i int) (waits, holds []time.Duration, err error) {
+	if !w.out.Scan() {
+		return nil, nil, fmt.Errorf("ledger writer %d: no report", i)
+	}
+	line := w.out.Text()
+	if rest, ok := strings.CutPrefix(line, "error: "); ok {
+		return nil, nil, fmt.Errorf("ledger writer %d: %s", i, rest)
+	}
+	for _, f := range strings.Fields(line) {
+		wait, hold, _ := strings.Cut(f, "/")
+		wns, err1 := strconv.ParseInt(wait, 10, 64)
+		hns, err2 := strconv.ParseInt(hold, 10, 64)
+		if err1 != nil || err2 != nil {
+			return nil, nil, fmt.Errorf("ledger writer %d: bad report %q", i, line)
+		}
+		waits = append(waits, time.Duration(wns))
+		holds = append(holds, time.Duration(hns))
+	}
+	if !w.out.Scan() || w.out.Text() != "done" {
+		return nil, nil, fmt.Errorf("ledger writer %d: %q, want done", i, w.out.Text())
+	}
+	return waits, holds, nil
+}
+
+// ledgerKept opens the ledger of dir and returns how many distinct units
+// it holds, and its file's size in bytes (0 when it cannot be read).
+func ledgerKept(ctx context.Context, dir string) (kept, size int, err error) {
+	l, err := ledger.Open(dir)
+	if err != nil {
+		return 0, 0, err
 	}
 	entries, err := l.Entries(ctx)
 	if err != nil {
-		return nil, err
+		return 0, 0, err
 	}
-	kept := map[string]bool{}
+	units := map[string]bool{}
 	for _, e := range entries {
-		kept[e.Unit] = true
+		units[e.Unit] = true
 	}
-	size := 0
 	if fi, err := os.Stat(l.Path()); err == nil {
 		size = int(fi.Size())
 	}
+	return len(units), size, nil
+}
+
+// ledgerRows are the section's rows: kept of the entries written, the file
+// of size bytes after elapsed, and the lock waits and holds of every Add.
+func ledgerRows(kept, size int, elapsed time.Duration, waits, holds []time.Duration) []Row {
 	slices.Sort(waits)
 	slices.Sort(holds)
 	want := ledgerWriters * ledgerSpawns
 	method := fmt.Sprintf("%d writer processes (bench re-executed), released together, each %d × Add of one entry led by itself (alive until counted, so pruning keeps it)", ledgerWriters, ledgerSpawns)
-	rows := []Row{
+	return []Row{
 		{
 			Figure: fmt.Sprintf("ledger contention, %d procs × %d spawns: entries kept", ledgerWriters, ledgerSpawns),
-			Value:  fmt.Sprintf("%d/%d (%s)", len(kept), want, atLeast(float64(len(kept)), float64(want), " entries")),
+			Value:  fmt.Sprintf("%d/%d (%s)", kept, want, atLeast(float64(kept), float64(want), " entries")),
 			Method: method + fmt.Sprintf("; distinct units in ledger.json after all writers reported; %v in all, file %d KB", elapsed.Round(time.Millisecond), size/1024),
 		},
 		{
@@ -141,10 +188,6 @@ func benchLedger(ctx context.Context) ([]Row, error) {
 			Method: fmt.Sprintf("%d Adds; from the first flock attempt to holding the lock (Ledger.LastLockWait), under the same contention; the rest of each Add (read, prune, encode, write, fsync, rename, with the lock held) p50 %s, p99 %s", len(waits), ledgerMS(ledgerPct(holds, 50)), ledgerMS(ledgerPct(holds, 99))),
 		},
 	}
-	if len(kept) != want {
-		return rows, fmt.Errorf("ledger kept %d of %d entries", len(kept), want)
-	}
-	return rows, nil
 }
 
 // ledgerWriter plays one writer of benchLedger: args dir, index, count.
