@@ -266,31 +266,16 @@ func rate(ctx context.Context, c *http.Client, base string) (float64, error) {
 	return float64(n) / time.Since(start).Seconds(), nil
 }
 
+// benchProxy runs the proxy section: the per-event latency and CPU rows
+// through a proxy child on the upstream child, then the memory rows of
+// idle streams through fresh proxy children on an in-process upstream.
 func benchProxy(ctx context.Context) ([]Row, error) {
 	// The upstream of the latency and CPU rows: its own process.
-	exe, err := os.Executable()
+	uc, err := startChild(ctx, "upstream", nil)
 	if err != nil {
 		return nil, err
 	}
-	ucmd := exec.CommandContext(ctx, exe, "-child", "upstream")
-	ucmd.Stderr = os.Stderr
-	unext, err := ucmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	uout, err := ucmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := ucmd.Start(); err != nil {
-		return nil, err
-	}
-	defer func() { unext.Close(); ucmd.Wait() }()
-	line, err := bufio.NewReader(uout).ReadString('\n')
-	uaddr, ok := strings.CutPrefix(strings.TrimSpace(line), "ready ")
-	if err != nil || !ok {
-		return nil, fmt.Errorf("upstream child: got %q, %v, want ready ADDR", line, err)
-	}
+	defer uc.stop()
 
 	// The in-process upstream serves the memory rows (idle streams).
 	up := &benchUpstream{start: time.Now(), next: make(chan struct{})}
@@ -302,72 +287,27 @@ func benchProxy(ctx context.Context) ([]Row, error) {
 	go srv.Serve(ln)
 	defer srv.Close()
 
-	pcx, err := startProxyChild(ctx, nil, uaddr)
+	pcx, err := startProxyChild(ctx, nil, uc.addr)
 	if err != nil {
 		return nil, err
 	}
 	defer pcx.stop()
-	direct, viaProxy := "http://"+uaddr, "http://"+pcx.addr
+	direct, viaProxy := "http://"+uc.addr, "http://"+pcx.addr
 	tr := &http.Transport{MaxIdleConnsPerHost: proxyIdleStreams, MaxConnsPerHost: 0, DisableCompression: true}
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr}
 
 	var rows []Row
-	// Warm both paths up (connections, code paths) before measuring.
-	for _, base := range []string{direct, viaProxy} {
-		if _, err := latencyExternal(ctx, c, base, unext); err != nil {
-			return nil, err
-		}
-	}
-	dDirect, err := latencyExternal(ctx, c, direct, unext)
+	row, err := proxyLatencyRow(ctx, c, direct, viaProxy, uc.stdin)
 	if err != nil {
 		return nil, err
 	}
-	dProxy, err := latencyExternal(ctx, c, viaProxy, unext)
+	rows = append(rows, row)
+	row, err = proxyCPURow(ctx, c, direct, viaProxy, pcx.cmd.Process.Pid)
 	if err != nil {
-		return nil, err
+		return rows, err
 	}
-	us := func(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond)) }
-	med := percentile(dProxy, 0.5) - percentile(dDirect, 0.5)
-	p99 := percentile(dProxy, 0.99) - percentile(dDirect, 0.99)
-	rows = append(rows, Row{
-		Figure: "proxy latency per SSE event, added to a direct connection",
-		Value:  fmt.Sprintf("median %s, p99 %s (%s)", us(med), us(p99), atMostDur(p99, time.Millisecond)),
-		Method: fmt.Sprintf("%d chat chunks per path in lockstep (the upstream sends the next once the client read the last); upstream, proxy and client are three processes; one-way send→read time by the wall clock, through the proxy minus direct, percentile by percentile; direct median %s p99 %s, proxy median %s p99 %s",
-			proxyLatencyEvents, us(percentile(dDirect, 0.5)), us(percentile(dDirect, 0.99)), us(percentile(dProxy, 0.5)), us(percentile(dProxy, 0.99))),
-	})
-
-	// The proxy's own CPU per event, streaming as fast as the upstream
-	// sends; the client's CPU per event on the direct path beside it.
-	pid := pcx.cmd.Process.Pid
-	var events int
-	var proxyCPU, selfDirect, selfProxy time.Duration
-	var wDirect, wProxy []float64
-	for range proxyRateTrials {
-		s0 := selfCPU()
-		r, err := rate(ctx, c, direct)
-		if err != nil {
-			return rows, err
-		}
-		selfDirect += selfCPU() - s0
-		wDirect = append(wDirect, r)
-		c0, s0 := loadCPU(pid), selfCPU()
-		r, err = rate(ctx, c, viaProxy)
-		if err != nil {
-			return rows, err
-		}
-		proxyCPU += loadCPU(pid) - c0
-		selfProxy += selfCPU() - s0
-		wProxy = append(wProxy, r)
-		events += proxyRateEvents
-	}
-	per := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) / float64(events) }
-	rows = append(rows, Row{
-		Figure: "proxy CPU per SSE event",
-		Value: fmt.Sprintf("%.2f µs of the proxy process per event; client %.2f µs/event direct, %.2f via the proxy; throughput proxy %.0f/s, direct %.0f/s",
-			per(proxyCPU), per(selfDirect), per(selfProxy), median(wProxy), median(wDirect)),
-		Method: fmt.Sprintf("%d alternating trials of %d chat chunks of ~190 B per path, upstream (own process) flushing each, client reading to [DONE]; utime+stime of the proxy process over its trials (1/100 s ticks) / events relayed; throughput, a median, depends on how the proxy batches writes and is no efficiency figure", proxyRateTrials, proxyRateEvents),
-	})
+	rows = append(rows, row)
 
 	// The memory rows: a fresh proxy on the in-process upstream, whose
 	// idle streams this process counts.
@@ -376,8 +316,7 @@ func benchProxy(ctx context.Context) ([]Row, error) {
 		return rows, err
 	}
 	defer pc.stop()
-	viaProxy = "http://" + pc.addr
-	row, err := up.idleMemory(ctx, pc, c, viaProxy, "m", "fresh proxy before any call")
+	row, err = up.idleMemory(ctx, pc, c, "http://"+pc.addr, "m", "fresh proxy before any call")
 	if err != nil {
 		return rows, err
 	}
@@ -391,7 +330,72 @@ func benchProxy(ctx context.Context) ([]Row, error) {
 	return append(rows, row), nil
 }
 
-// proxyChild is a running proxy child process.
+// proxyLatencyRow measures the latency the proxy adds per event: both
+// paths warmed up, then latencyExternal direct and via the proxy, the
+// upstream child asked for each event through next.
+func proxyLatencyRow(ctx context.Context, c *http.Client, direct, viaProxy string, next io.Writer) (Row, error) {
+	// Warm both paths up (connections, code paths) before measuring.
+	for _, base := range []string{direct, viaProxy} {
+		if _, err := latencyExternal(ctx, c, base, next); err != nil {
+			return Row{}, err
+		}
+	}
+	dDirect, err := latencyExternal(ctx, c, direct, next)
+	if err != nil {
+		return Row{}, err
+	}
+	dProxy, err := latencyExternal(ctx, c, viaProxy, next)
+	if err != nil {
+		return Row{}, err
+	}
+	us := func(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond)) }
+	med := percentile(dProxy, 0.5) - percentile(dDirect, 0.5)
+	p99 := percentile(dProxy, 0.99) - percentile(dDirect, 0.99)
+	return Row{
+		Figure: "proxy latency per SSE event, added to a direct connection",
+		Value:  fmt.Sprintf("median %s, p99 %s (%s)", us(med), us(p99), atMostDur(p99, time.Millisecond)),
+		Method: fmt.Sprintf("%d chat chunks per path in lockstep (the upstream sends the next once the client read the last); upstream, proxy and client are three processes; one-way send→read time by the wall clock, through the proxy minus direct, percentile by percentile; direct median %s p99 %s, proxy median %s p99 %s",
+			proxyLatencyEvents, us(percentile(dDirect, 0.5)), us(percentile(dDirect, 0.99)), us(percentile(dProxy, 0.5)), us(percentile(dProxy, 0.99))),
+	}, nil
+}
+
+// proxyCPURow measures the CPU of the proxy process pid per event,
+// streaming as fast as the upstream sends, and the client's CPU per event
+// on the direct path beside it: proxyRateTrials alternating trials of rate
+// on each path.
+func proxyCPURow(ctx context.Context, c *http.Client, direct, viaProxy string, pid int) (Row, error) {
+	var events int
+	var proxyCPU, selfDirect, selfProxy time.Duration
+	var wDirect, wProxy []float64
+	for range proxyRateTrials {
+		s0 := selfCPU()
+		r, err := rate(ctx, c, direct)
+		if err != nil {
+			return Row{}, err
+		}
+		selfDirect += selfCPU() - s0
+		wDirect = append(wDirect, r)
+		c0, s0 := loadCPU(pid), selfCPU()
+		r, err = rate(ctx, c, viaProxy)
+		if err != nil {
+			return Row{}, err
+		}
+		proxyCPU += loadCPU(pid) - c0
+		selfProxy += selfCPU() - s0
+		wProxy = append(wProxy, r)
+		events += proxyRateEvents
+	}
+	per := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) / float64(events) }
+	return Row{
+		Figure: "proxy CPU per SSE event",
+		Value: fmt.Sprintf("%.2f µs of the proxy process per event; client %.2f µs/event direct, %.2f via the proxy; throughput proxy %.0f/s, direct %.0f/s",
+			per(proxyCPU), per(selfDirect), per(selfProxy), median(wProxy), median(wDirect)),
+		Method: fmt.Sprintf("%d alternating trials of %d chat chunks of ~190 B per path, upstream (own process) flushing each, client reading to [DONE]; utime+stime of the proxy process over its trials (1/100 s ticks) / events relayed; throughput, a median, depends on how the proxy batches writes and is no efficiency figure", proxyRateTrials, proxyRateEvents),
+	}, nil
+}
+
+// proxyProc is a running child process of the bench that said "ready
+// ADDR": a proxy (proxyChild) or the upstream (upstreamChild).
 type proxyProc struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
@@ -402,11 +406,18 @@ type proxyProc struct {
 // startProxyChild starts a proxy child with args and extra environment,
 // and waits for it to listen.
 func startProxyChild(ctx context.Context, env []string, args ...string) (*proxyProc, error) {
+	return startChild(ctx, "proxy", env, args...)
+}
+
+// startChild starts the bench's child name (see children) with args and
+// extra environment, and waits for it to say "ready ADDR"; a child that
+// does not is stopped.
+func startChild(ctx context.Context, name string, env []string, args ...string) (*proxyProc, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, exe, append([]string{"-child", "proxy"}, args...)...)
+	cmd := exec.CommandContext(ctx, exe, append([]string{"-child", name}, args...)...)
 	cmd.Stderr = os.Stderr
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
@@ -427,7 +438,7 @@ func startProxyChild(ctx context.Context, env []string, args ...string) (*proxyP
 	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ready ")
 	if err != nil || !ok {
 		pc.stop()
-		return nil, fmt.Errorf("proxy child: got %q, %v, want ready ADDR", line, err)
+		return nil, fmt.Errorf("%s child: got %q, %v, want ready ADDR", name, line, err)
 	}
 	pc.addr = addr
 	return pc, nil
