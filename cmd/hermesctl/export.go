@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,19 +37,24 @@ type exportError struct {
 	Error string `json:"error"`
 }
 
-// newExportSystemdCmd writes systemd user units for the units of --units
-// (all, or those named) and a hermesd.service. Units that cannot be
-// exported are reported and the others written; exit 1 then. A file that
-// exists is overwritten only with --force; otherwise nothing is written.
+// exportOptions are the flags and arguments of export systemd, and where
+// it prints.
+type exportOptions struct {
+	g        *globals
+	names    []string // the units to export; none: every unit of --units
+	dir      string   // --dir
+	force    bool     // --force
+	hermesd  string   // --hermesd
+	gateway  bool     // --gateway
+	insecure bool     // --insecure-units
+	watchdog time.Duration
+	out      io.Writer // the files written, or the JSON result
+	errOut   io.Writer // the units not exported
+}
+
+// newExportSystemdCmd is export systemd; runExportSystemd does the work.
 func newExportSystemdCmd(g *globals) *cobra.Command {
-	var (
-		dir      string
-		force    bool
-		hermesd  string
-		gateway  bool
-		insecure bool
-		watchdog time.Duration
-	)
+	opts := &exportOptions{g: g}
 	cmd := &cobra.Command{
 		Use:   "systemd [UNIT...] --dir DIR",
 		Short: "Write systemd user units with the same semantics, and hermesd.service",
@@ -65,102 +71,142 @@ Files are written atomically into DIR (created if missing), for example
 Then: systemctl --user daemon-reload.`,
 		ValidArgsFunction: completeUnits(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := g.jsonOutput()
-			if err != nil {
-				return err
-			}
-			loader := units.Loader{Insecure: insecure}
-			cfg, err := units.LoadConfig(g.Config)
-			if err != nil {
-				return &exitError{code: 1, err: fmt.Errorf("export: %w", err)}
-			}
-			loader.Defaults = &cfg.Defaults
-			d, err := loader.LoadDir(g.Units)
-			if err != nil {
-				return &exitError{code: 1, err: fmt.Errorf("export: %w", err)}
-			}
-			res := exportResult{Dir: dir, Files: []string{}, Errors: []exportError{}}
-			names := args
-			if len(names) == 0 {
-				names = slices.Sorted(func(yield func(string) bool) {
-					for n := range d.Units {
-						if !yield(n) {
-							return
-						}
-					}
-					for n := range d.Failed {
-						if !yield(n) {
-							return
-						}
-					}
-				})
-			}
-			opts := systemdunit.Options{StateDir: absPath(g.State), LookPath: exec.LookPath}
-			var files []systemdunit.File
-			for _, n := range names {
-				s, ok := d.Units[n]
-				if !ok {
-					msg := fmt.Sprintf("no unit %q in %s", n, d.Path)
-					if es, failed := d.Failed[n]; failed {
-						msg = fmt.Sprintf("does not load: %v; fix it (hermesctl validate shows where)", es)
-					}
-					res.Errors = append(res.Errors, exportError{Unit: n, Error: msg})
-					continue
-				}
-				fs, err := systemdunit.Files(s, opts)
-				if err != nil {
-					res.Errors = append(res.Errors, exportError{Unit: n, Error: err.Error()})
-					continue
-				}
-				files = append(files, fs...)
-			}
-			if gateway {
-				gw, err := gatewayFile(g, cfg, hermesd, watchdog)
-				if err != nil {
-					return &exitError{code: 1, err: fmt.Errorf("export: %w", err)}
-				}
-				files = append(files, gw)
-			}
-			if err := systemdunit.Write(dir, files, force); err != nil {
-				if errors.Is(err, systemdunit.ErrExists) {
-					err = fmt.Errorf("%w (nothing was written)", err)
-				}
-				return &exitError{code: 1, err: fmt.Errorf("export: %w", err)}
-			}
-			for _, f := range files {
-				res.Files = append(res.Files, filepath.Join(dir, f.Name))
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				if err := writeJSON(out, res); err != nil {
-					return err
-				}
-			} else {
-				for _, f := range res.Files {
-					fmt.Fprintf(out, "wrote %s\n", f)
-				}
-				for _, e := range res.Errors {
-					fmt.Fprintf(cmd.ErrOrStderr(), "hermesctl: export: unit %s: %s\n", e.Unit, e.Error)
-				}
-				if len(res.Files) > 0 {
-					fmt.Fprintln(out, "next: systemctl --user daemon-reload")
-				}
-			}
-			if n := len(res.Errors); n > 0 {
-				return &exitError{code: 1, err: fmt.Errorf("export: %d %s not exported (listed above)", n, plural(n, "unit", "units"))}
-			}
-			return nil
+			opts.names = args
+			opts.out, opts.errOut = cmd.OutOrStdout(), cmd.ErrOrStderr()
+			return runExportSystemd(opts)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dir, "dir", "", "directory to write the unit files to, e.g. ~/.config/systemd/user (required)")
-	f.BoolVar(&force, "force", false, "overwrite files that exist")
-	f.StringVar(&hermesd, "hermesd", "", "path of the hermesd binary for hermesd.service (default: next to hermesctl, else from PATH)")
-	f.BoolVar(&gateway, "gateway", true, "also write hermesd.service")
-	f.DurationVar(&watchdog, "watchdog", 30*time.Second, "WatchdogSec of hermesd.service (hermesd pings at half of it; 0: none)")
-	f.BoolVar(&insecure, "insecure-units", false, "load unit files and directories that other users can write (unsafe)")
+	f.StringVar(&opts.dir, "dir", "", "directory to write the unit files to, e.g. ~/.config/systemd/user (required)")
+	f.BoolVar(&opts.force, "force", false, "overwrite files that exist")
+	f.StringVar(&opts.hermesd, "hermesd", "", "path of the hermesd binary for hermesd.service (default: next to hermesctl, else from PATH)")
+	f.BoolVar(&opts.gateway, "gateway", true, "also write hermesd.service")
+	f.DurationVar(&opts.watchdog, "watchdog", 30*time.Second, "WatchdogSec of hermesd.service (hermesd pings at half of it; 0: none)")
+	f.BoolVar(&opts.insecure, "insecure-units", false, "load unit files and directories that other users can write (unsafe)")
 	_ = cmd.MarkFlagRequired("dir") // the flag is defined just above
 	return cmd
+}
+
+// runExportSystemd writes systemd user units for the units of --units (all,
+// or those named) and a hermesd.service. Units that cannot be exported are
+// reported and the others written; exit 1 then. A file that exists is
+// overwritten only with --force; otherwise nothing is written.
+func runExportSystemd(opts *exportOptions) error {
+	asJSON, err := opts.g.jsonOutput()
+	if err != nil {
+		return err
+	}
+	cfg, d, err := exportLoad(opts)
+	if err != nil {
+		return &exitError{code: 1, err: fmt.Errorf("export: %w", err)}
+	}
+	res := exportResult{Dir: opts.dir, Files: []string{}, Errors: []exportError{}}
+	names := opts.names
+	if len(names) == 0 {
+		names = exportAll(d)
+	}
+	files, errs := exportUnits(d, names, systemdunit.Options{StateDir: absPath(opts.g.State), LookPath: exec.LookPath})
+	res.Errors = append(res.Errors, errs...)
+	if opts.gateway {
+		gw, err := gatewayFile(opts.g, cfg, opts.hermesd, opts.watchdog)
+		if err != nil {
+			return &exitError{code: 1, err: fmt.Errorf("export: %w", err)}
+		}
+		files = append(files, gw)
+	}
+	if err := systemdunit.Write(opts.dir, files, opts.force); err != nil {
+		if errors.Is(err, systemdunit.ErrExists) {
+			err = fmt.Errorf("%w (nothing was written)", err)
+		}
+		return &exitError{code: 1, err: fmt.Errorf("export: %w", err)}
+	}
+	for _, f := range files {
+		res.Files = append(res.Files, filepath.Join(opts.dir, f.Name))
+	}
+	if err := printExport(opts, res, asJSON); err != nil {
+		return err
+	}
+	if n := len(res.Errors); n > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("export: %d %s not exported (listed above)", n, plural(n, "unit", "units"))}
+	}
+	return nil
+}
+
+// exportLoad loads hermes.yaml and, with its unit defaults, the units
+// directory.
+func exportLoad(opts *exportOptions) (*units.Config, *units.Dir, error) {
+	loader := units.Loader{Insecure: opts.insecure}
+	cfg, err := units.LoadConfig(opts.g.Config)
+	if err != nil {
+		return nil, nil, err
+	}
+	loader.Defaults = &cfg.Defaults
+	d, err := loader.LoadDir(opts.g.Units)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, d, nil
+}
+
+// exportAll names every unit of d, those that load and those that do not,
+// sorted.
+func exportAll(d *units.Dir) []string {
+	return slices.Sorted(func(yield func(string) bool) {
+		for n := range d.Units {
+			if !yield(n) {
+				return
+			}
+		}
+		for n := range d.Failed {
+			if !yield(n) {
+				return
+			}
+		}
+	})
+}
+
+// exportUnits builds the systemd files of the units names of d, in order,
+// and the error of each unit that is not in d, does not load, or cannot be
+// exported.
+func exportUnits(d *units.Dir, names []string, opts systemdunit.Options) ([]systemdunit.File, []exportError) {
+	var files []systemdunit.File
+	var errs []exportError
+	for _, n := range names {
+		s, ok := d.Units[n]
+		if !ok {
+			msg := fmt.Sprintf("no unit %q in %s", n, d.Path)
+			if es, failed := d.Failed[n]; failed {
+				msg = fmt.Sprintf("does not load: %v; fix it (hermesctl validate shows where)", es)
+			}
+			errs = append(errs, exportError{Unit: n, Error: msg})
+			continue
+		}
+		fs, err := systemdunit.Files(s, opts)
+		if err != nil {
+			errs = append(errs, exportError{Unit: n, Error: err.Error()})
+			continue
+		}
+		files = append(files, fs...)
+	}
+	return files, errs
+}
+
+// printExport prints res: as JSON, or the files written on out, the units
+// not exported on errOut, then the next step.
+func printExport(opts *exportOptions, res exportResult, asJSON bool) error {
+	if asJSON {
+		return writeJSON(opts.out, res)
+	}
+	for _, f := range res.Files {
+		fmt.Fprintf(opts.out, "wrote %s\n", f)
+	}
+	for _, e := range res.Errors {
+		fmt.Fprintf(opts.errOut, "hermesctl: export: unit %s: %s\n", e.Unit, e.Error)
+	}
+	if len(res.Files) > 0 {
+		fmt.Fprintln(opts.out, "next: systemctl --user daemon-reload")
+	}
+	return nil
 }
 
 // gatewayFile builds hermesd.service for the paths hermesctl resolved.
