@@ -182,7 +182,10 @@ func lockState(state string) (*os.File, error) {
 	return f, nil
 }
 
-// serve runs hermesd until ctx ends and the clean stop is done.
+// serve runs hermesd until ctx ends and the clean stop is done: it takes
+// the state directory, opens the parts in order (observer, supervisor,
+// proxy, sockets and watcher, reconciler), then runs them (instance.run).
+// Each part opened is closed on the way out.
 func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	// First, before anything is opened: the descriptor limit is the hard
 	// one; fds warns on each load when it cannot serve what is declared.
@@ -201,50 +204,95 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err := os.MkdirAll(cfg.Units, 0o700); err != nil {
 		return exit(exitUsage, fmt.Errorf("units directory: %w", err))
 	}
-	self, err := proc.Self()
-	if err != nil {
+	d := &instance{cfg: cfg, log: log}
+	if d.self, err = proc.Self(); err != nil {
 		return exit(exitFailure, err)
 	}
-	led, err := ledger.Open(cfg.State)
-	if err != nil {
+	if d.led, err = ledger.Open(cfg.State); err != nil {
 		return exit(exitFailure, err)
 	}
-	var rec *reconciler.Reconciler // set below, before anything reads status
-	obs, err := startObserver(ctx, cfg, log, func(ctx context.Context) (control.Status, error) { return rec.Status(ctx) })
+	// d.rec is set below, before anything reads status.
+	d.obs, err = startObserver(ctx, cfg, log, func(ctx context.Context) (control.Status, error) { return d.rec.Status(ctx) })
 	if err != nil {
 		return err
 	}
-	defer obs.close()
-	led.ObserveWrites(obs.metrics.LedgerWrite)
-	owner, err := supervisor.New(supervisor.Options{
-		StateDir: cfg.State, Role: string(cfg.role), Mode: cfg.mode,
-		Logf:          func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...), "part", "supervisor") },
-		OnRestart:     obs.supervisorRestart,
-		OnLedgerWrite: obs.metrics.LedgerWrite,
+	defer d.obs.close()
+	d.led.ObserveWrites(d.obs.metrics.LedgerWrite)
+	if d.owner, err = d.newOwner(); err != nil {
+		return exit(exitFailure, err)
+	}
+	defer d.owner.Close()
+
+	if d.px, err = startProxy(ctx, cfg, log, d.obs); err != nil {
+		return err
+	}
+	defer d.px.close()
+	d.fds = &fdWatch{soft: soft, hard: hard, proxyOn: d.px != nil, log: log}
+
+	if err := d.listen(); err != nil {
+		return err
+	}
+	if err := d.newReconciler(); err != nil {
+		d.ln.Close()
+		d.ns.Close()
+		d.w.Close()
+		return exit(exitFailure, err)
+	}
+	log.Info("hermesd starting", "pid", os.Getpid(), "role", cfg.role, "units", cfg.Units, "state", cfg.State, "socket", cfg.Socket, "mode", d.owner.Status().Mode)
+	return d.run(ctx)
+}
+
+// instance is the parts of one hermesd that serve opens, one step at a time
+// and in field order, for the steps after to wire and run. Each field is
+// set once, on serve's goroutine, before the step that reads it.
+type instance struct {
+	cfg        config
+	log        *slog.Logger
+	self       proc.Identity
+	led        *ledger.Ledger
+	obs        *observer
+	owner      *supervisor.Owner
+	px         *gatewayProxy // nil: no provider, the proxy is off
+	fds        *fdWatch
+	notifyPath string
+	ns         *notify.Server
+	w          *watch.Watcher
+	ln         *control.Listener
+	logs       *logfile.Logs
+	rec        *reconciler.Reconciler
+}
+
+// newOwner starts the supervisor of the units' processes, in cfg's role
+// and mode, reporting to the log and the observer.
+func (d *instance) newOwner() (*supervisor.Owner, error) {
+	return supervisor.New(supervisor.Options{
+		StateDir: d.cfg.State, Role: string(d.cfg.role), Mode: d.cfg.mode,
+		Logf:          func(format string, args ...any) { d.log.Info(fmt.Sprintf(format, args...), "part", "supervisor") },
+		OnRestart:     d.obs.supervisorRestart,
+		OnLedgerWrite: d.obs.metrics.LedgerWrite,
 	})
+}
+
+// controlLogf logs the control socket's and API's warnings.
+func (d *instance) controlLogf(f string, a ...any) {
+	d.log.Warn(fmt.Sprintf(f, a...), "part", "control")
+}
+
+// listen opens the notify socket, the units watcher and the control
+// socket, in that order; on an error it closes those it opened. A control
+// socket in use, unsafe or at too long a path is exitSocket.
+func (d *instance) listen() error {
+	d.notifyPath = filepath.Join(d.cfg.State, "notify.sock")
+	ns, err := notify.Listen(d.notifyPath)
 	if err != nil {
 		return exit(exitFailure, err)
 	}
-	defer owner.Close()
-
-	px, err := startProxy(ctx, cfg, log, obs)
-	if err != nil {
-		return err
-	}
-	defer px.close()
-	fds := &fdWatch{soft: soft, hard: hard, proxyOn: px != nil, log: log}
-
-	notifyPath := filepath.Join(cfg.State, "notify.sock")
-	ns, err := notify.Listen(notifyPath)
-	if err != nil {
-		return exit(exitFailure, err)
-	}
-	w, err := watch.New(watch.Options{Dir: cfg.Units, Config: cfg.Config})
+	w, err := watch.New(watch.Options{Dir: d.cfg.Units, Config: d.cfg.Config})
 	if err != nil {
 		ns.Close()
 		return exit(exitFailure, err)
 	}
-	ln, err := control.ListenWith(cfg.Socket, func(f string, a ...any) { log.Warn(fmt.Sprintf(f, a...), "part", "control") })
+	ln, err := control.ListenWith(d.cfg.Socket, d.controlLogf)
 	if err != nil {
 		ns.Close()
 		w.Close()
@@ -253,90 +301,109 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		}
 		return exit(exitFailure, err)
 	}
+	d.ns, d.w, d.ln = ns, w, ln
+	return nil
+}
 
+// newReconciler builds the unit logs and the reconciler over the parts
+// opened; hermesd's start time is now.
+func (d *instance) newReconciler() error {
+	cfg, log, owner, px := d.cfg, d.log, d.owner, d.px
 	started := time.Now()
-	logs := logfile.NewLogs(func(path string, err error) {
+	d.logs = logfile.NewLogs(func(path string, err error) {
 		log.Warn("unit log", "path", path, "err", err)
 	})
-	rec, err = reconciler.New(reconciler.Options{
+	rec, err := reconciler.New(reconciler.Options{
 		Role:         cfg.role,
 		Spawner:      reconciler.Supervised(owner),
-		Load:         loader(cfg, log, both(loadHook(px, log), fds.check)),
-		Changes:      w.Changes(),
-		Checkpoint:   reconciler.Ledger(led, self, cfg.role),
-		Holds:        holds.Open(cfg.State, self.BootID),
+		Load:         loader(cfg, log, both(loadHook(px, log), d.fds.check)),
+		Changes:      d.w.Changes(),
+		Checkpoint:   reconciler.Ledger(d.led, d.self, cfg.role),
+		Holds:        holds.Open(cfg.State, d.self.BootID),
 		StateDir:     cfg.State,
 		UnitsDir:     cfg.Units,
-		NotifySocket: notifyPath,
+		NotifySocket: d.notifyPath,
 		Lines:        logfile.Lines,
 		OpenLog:      logfile.Open,
-		Logs:         logs,
+		Logs:         d.logs,
 		Supervisor: func() control.Supervisor {
 			s := owner.Status()
 			return control.Supervisor{PID: s.PID, Groups: s.Groups, Mode: string(s.Mode), Health: s.Health, Ledger: s.Ledger}
 		},
-		Daemon:     control.Daemon{PID: os.Getpid(), Role: string(cfg.role), Started: started, Units: cfg.Units, State: cfg.State, Metrics: obs.addr()},
+		Daemon:     control.Daemon{PID: os.Getpid(), Role: string(cfg.role), Started: started, Units: cfg.Units, State: cfg.State, Metrics: d.obs.addr()},
 		Logger:     log,
 		Runs:       px.runs(),
 		ProxyURL:   px.url(),
 		ProxyToken: px.currentToken,
 		Proxy:      px.statusFunc(),
-		Publish:    obs.publish,
+		Publish:    d.obs.publish,
 		ClockSteps: wallclock.Watch,
 		OnReady: func(n int) {
 			sdNotify(log, "READY=1\nSTATUS="+strconv.Itoa(n)+" units running")
 		},
 	})
 	if err != nil {
-		ln.Close()
-		ns.Close()
-		w.Close()
-		return exit(exitFailure, err)
+		return err
 	}
-	log.Info("hermesd starting", "pid", os.Getpid(), "role", cfg.role, "units", cfg.Units, "state", cfg.State, "socket", cfg.Socket, "mode", owner.Status().Mode)
+	d.rec = rec
+	return nil
+}
 
+// run runs the reconciler until ctx ends and its clean stop is done, with
+// the helpers (startHelpers) beside it; then stops and joins the helpers
+// and closes the supervisor. A reconciler that fails is exitUsage.
+func (d *instance) run(ctx context.Context) error {
 	// Helpers live until the reconciler has finished its clean stop: the
 	// control API keeps answering status during it.
 	helpers, stopHelpers := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
+	d.startHelpers(helpers, &wg)
+
+	err := d.rec.Run(ctx)
+	sdNotify(d.log, "STOPPING=1")
+	d.log.Info("units stopped; closing the control API and the notify socket")
+	stopHelpers()
+	wg.Wait()
+	d.log.Info("closing the supervisor")
+	if err != nil {
+		return exit(exitUsage, err)
+	}
+	if err := d.owner.Close(); err != nil {
+		return exit(exitFailure, fmt.Errorf("close supervisor: %w", err))
+	}
+	d.log.Info("hermesd stopped")
+	return nil
+}
+
+// startHelpers starts, in wg, the goroutines that serve the reconciler
+// until ctx ends: the control API, the notify socket, the units watcher,
+// the systemd watchdog, log rotation, the proxy and the metrics. Each logs
+// its own failure.
+func (d *instance) startHelpers(ctx context.Context, wg *sync.WaitGroup) {
+	log, rec := d.log, d.rec
 	wg.Go(func() {
-		if err := control.NewServer(backend{rec, px, cfg.State}, control.Options{Logf: func(f string, a ...any) { log.Warn(fmt.Sprintf(f, a...), "part", "control") }, Events: obs.bus, Version: buildVersion(), Paths: controlPaths(cfg.Paths)}).Serve(helpers, ln); err != nil {
+		if err := control.NewServer(backend{rec, d.px, d.cfg.State}, control.Options{Logf: d.controlLogf, Events: d.obs.bus, Version: buildVersion(), Paths: controlPaths(d.cfg.Paths)}).Serve(ctx, d.ln); err != nil {
 			log.Error("control API stopped", "err", err)
 		}
 	})
 	wg.Go(func() {
-		if err := ns.Run(helpers, func(m notify.Message) { rec.Notify(m.PID, m.Fields) }); err != nil && !errors.Is(err, context.Canceled) {
+		if err := d.ns.Run(ctx, func(m notify.Message) { rec.Notify(m.PID, m.Fields) }); err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("notify socket stopped", "err", err)
 		}
 	})
 	wg.Go(func() {
-		if err := w.Run(helpers); err != nil && !errors.Is(err, context.Canceled) {
+		if err := d.w.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("watching units stopped; hot reload is off", "err", err)
 		}
 	})
-	wg.Go(func() { watchdog(helpers, log) })
+	wg.Go(func() { watchdog(ctx, log) })
 	wg.Go(func() {
-		if err := logs.Run(helpers); err != nil {
+		if err := d.logs.Run(ctx); err != nil {
 			log.Error("log rotation stopped", "err", err)
 		}
 	})
-	wg.Go(func() { px.serve(helpers) })
-	wg.Go(func() { obs.serve(helpers) })
-
-	err = rec.Run(ctx)
-	sdNotify(log, "STOPPING=1")
-	log.Info("units stopped; closing the control API and the notify socket")
-	stopHelpers()
-	wg.Wait()
-	log.Info("closing the supervisor")
-	if err != nil {
-		return exit(exitUsage, err)
-	}
-	if err := owner.Close(); err != nil {
-		return exit(exitFailure, fmt.Errorf("close supervisor: %w", err))
-	}
-	log.Info("hermesd stopped")
-	return nil
+	wg.Go(func() { d.px.serve(ctx) })
+	wg.Go(func() { d.obs.serve(ctx) })
 }
 
 // loader reads hermes.yaml (its unit defaults) and the units directory on
