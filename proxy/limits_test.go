@@ -9,20 +9,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
-// until polls cond every few milliseconds until it holds, or fails the
-// test after a generous deadline (what it waits for is another
-// goroutine's work, not a timer).
+// until waits for cond, or fails the test after a generous deadline (what
+// it waits for is another goroutine's work, not a timer).
 func until(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still not %s after 10s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.Eventually(t, 10*time.Second, what, cond)
 }
 
 func dial(t *testing.T, url string) net.Conn {
