@@ -63,7 +63,30 @@ func Check(root string) ([]Finding, error) {
 	}
 	var out []Finding
 	fset := token.NewFileSet()
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	err = walkModule(root, func(p, rel string) error {
+		if allowedPackage(module, path.Join(module, path.Dir(rel))) {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.ParseComments|parser.SkipObjectResolution)
+		if err != nil {
+			return fmt.Errorf("parse %s: %w", rel, err)
+		}
+		out = append(out, checkFile(fset, f, rel)...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sortFindings(out)
+	return out, nil
+}
+
+// walkModule calls visit, in lexical order, with the path and the
+// module-relative slash-separated path of every non-test .go file of the
+// module rooted at root, skipping testdata, vendor, hidden directories and
+// nested modules. It stops at visit's first error and returns it.
+func walkModule(root string, visit func(p, rel string) error) error {
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -84,26 +107,18 @@ func Check(root string) ([]Finding, error) {
 		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
 			return nil
 		}
-		if allowedPackage(module, path.Join(module, path.Dir(rel))) {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, p, nil, parser.ParseComments|parser.SkipObjectResolution)
-		if err != nil {
-			return fmt.Errorf("parse %s: %w", rel, err)
-		}
-		out = append(out, checkFile(fset, f, rel)...)
-		return nil
+		return visit(p, rel)
 	})
-	if err != nil {
-		return nil, err
-	}
-	slices.SortFunc(out, func(a, b Finding) int {
+}
+
+// sortFindings sorts fs by file, then line.
+func sortFindings(fs []Finding) {
+	slices.SortFunc(fs, func(a, b Finding) int {
 		if c := strings.Compare(a.File, b.File); c != 0 {
 			return c
 		}
 		return a.Line - b.Line
 	})
-	return out, nil
 }
 
 // allowedPackage reports whether the package with import path pkg is one of

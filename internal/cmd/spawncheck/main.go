@@ -1,4 +1,5 @@
-// Command spawncheck is the detached-spawn ratchet run by make lint:
+// Command spawncheck is the detached-spawn ratchet and the function-length
+// ceiling, run by make lint:
 //
 //	go run ./internal/cmd/spawncheck .
 //
@@ -13,6 +14,9 @@
 //
 // (an em dash or "--", then a non-empty reason). The baseline is empty:
 // every detached spawn is either the supervisor's or says why.
+//
+// It also fails on any function whose body runs over 100 lines between its
+// braces (maxFuncLines), in every package: there is no waiver; split it.
 package main
 
 import (
@@ -34,11 +38,24 @@ func main() {
 		fmt.Fprintln(os.Stderr, "spawncheck:", err)
 		os.Exit(2)
 	}
+	long, err := LongFuncs(root, maxFuncLines)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "spawncheck:", err)
+		os.Exit(2)
+	}
 	for _, f := range found {
 		fmt.Fprintln(os.Stderr, f)
 	}
 	if len(found) > 0 {
 		fmt.Fprintf(os.Stderr, "spawncheck: %d detached spawn(s) outside the supervisor\n", len(found))
+	}
+	for _, f := range long {
+		fmt.Fprintln(os.Stderr, f)
+	}
+	if len(long) > 0 {
+		fmt.Fprintf(os.Stderr, "spawncheck: %d function(s) over %d lines\n", len(long), maxFuncLines)
+	}
+	if len(found) > 0 || len(long) > 0 {
 		os.Exit(1)
 	}
 }
