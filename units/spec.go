@@ -10,19 +10,6 @@ import "time"
 
 //lint:file-ignore ST1011 RestartSec mirrors the restart_sec key, and other packages already use the name
 
-// Ownership says whether a unit's group dies with its owner (SPEC §3).
-type Ownership string
-
-const (
-	// Owned groups die with their owner, by any death. The default.
-	Owned Ownership = "owned"
-	// Adoptable groups survive a gateway owner and are re-adopted by the
-	// next gateway; under a non-gateway owner they die with it.
-	Adoptable Ownership = "adoptable"
-	// PersistOnRelease groups survive any owner.
-	PersistOnRelease Ownership = "persist_on_release"
-)
-
 // Restart is a unit's restart policy.
 type Restart string
 

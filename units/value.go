@@ -11,15 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ParseOwnership parses an ownership mode; unknown values are an error.
-func ParseOwnership(s string) (Ownership, error) {
-	switch o := Ownership(s); o {
-	case Owned, Adoptable, PersistOnRelease:
-		return o, nil
-	}
-	return "", fmt.Errorf("unknown ownership %s: want owned, adoptable or persist_on_release", excerpt(s))
-}
-
 // ParseType parses a unit type; unknown values are an error.
 func ParseType(s string) (Type, error) {
 	switch t := Type(s); t {
@@ -108,23 +99,4 @@ func (s Size) String() string {
 		}
 	}
 	return strconv.FormatInt(int64(s), 10) + "B"
-}
-
-// Role is the role of an owner (SPEC §2, §3).
-type Role string
-
-const (
-	// RoleGateway is a long-running daemon owner; only a gateway re-adopts.
-	RoleGateway Role = "gateway"
-	// RoleWorker is a non-gateway owner: its adoptable jobs die with it.
-	RoleWorker Role = "worker"
-)
-
-// ParseRole parses gateway or worker.
-func ParseRole(s string) (Role, error) {
-	switch r := Role(s); r {
-	case RoleGateway, RoleWorker:
-		return r, nil
-	}
-	return "", fmt.Errorf("unknown role %s: want gateway or worker", excerpt(s))
 }

@@ -1,0 +1,84 @@
+package units
+
+import "fmt"
+
+// The words of ownership (SPEC §2, §3): what a unit file says of its group
+// (Ownership) and what its owner is (Role). They are the one vocabulary of
+// the project: the ledger records them (package ledger), the supervisor
+// spawns by them, the reconciler decides by them. Each parses strictly, and
+// reads from JSON (UnmarshalText) with the same check, so that a value this
+// build does not know is an error where it is read, not a string that
+// matches nothing further on. It is written as its plain word.
+
+// Ownership says whether a unit's group dies with its owner (SPEC §3).
+type Ownership string
+
+const (
+	// Owned groups die with their owner, by any death. The default.
+	Owned Ownership = "owned"
+	// Adoptable groups survive a gateway owner and are re-adopted by the
+	// next gateway; under a non-gateway owner they die with it.
+	Adoptable Ownership = "adoptable"
+	// PersistOnRelease groups survive any owner.
+	PersistOnRelease Ownership = "persist_on_release"
+)
+
+// ParseOwnership parses an ownership mode; unknown values are an error.
+func ParseOwnership(s string) (Ownership, error) {
+	switch o := Ownership(s); o {
+	case Owned, Adoptable, PersistOnRelease:
+		return o, nil
+	}
+	return "", fmt.Errorf("unknown ownership %s: want owned, adoptable or persist_on_release", excerpt(s))
+}
+
+// Survivor reports whether o may outlive its owner: adoptable or
+// persist_on_release. Whether it does depends on the owner's role too
+// (under a worker, an adoptable group dies with it).
+func (o Ownership) Survivor() bool { return o == Adoptable || o == PersistOnRelease }
+
+// UnmarshalText parses text with ParseOwnership.
+func (o *Ownership) UnmarshalText(text []byte) error {
+	v, err := ParseOwnership(string(text))
+	if err != nil {
+		return err
+	}
+	*o = v
+	return nil
+}
+
+// Role is the role of an owner (SPEC §2, §3). A daemon (hermesd, the
+// config key role) is a gateway or a worker; RoleRun is hermesctl run's.
+// The zero Role is not set: a config without role, or an owner that was
+// not given one.
+type Role string
+
+const (
+	// RoleGateway is a long-running daemon owner; only a gateway re-adopts.
+	RoleGateway Role = "gateway"
+	// RoleWorker is a non-gateway owner: its adoptable jobs die with it.
+	RoleWorker Role = "worker"
+	// RoleRun is the owner of one command run by hermesctl run, in the
+	// foreground; never a daemon's role (ParseRole refuses it).
+	RoleRun Role = "run"
+)
+
+// ParseRole parses a daemon's role: gateway or worker.
+func ParseRole(s string) (Role, error) {
+	switch r := Role(s); r {
+	case RoleGateway, RoleWorker:
+		return r, nil
+	}
+	return "", fmt.Errorf("unknown role %s: want gateway or worker", excerpt(s))
+}
+
+// UnmarshalText parses the role of any owner, as the ledger records it:
+// gateway, worker, run, or empty (not set).
+func (r *Role) UnmarshalText(text []byte) error {
+	switch v := Role(text); v {
+	case "", RoleGateway, RoleWorker, RoleRun:
+		*r = v
+		return nil
+	}
+	return fmt.Errorf("unknown role %s: want gateway, worker or run", excerpt(string(text)))
+}
