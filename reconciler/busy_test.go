@@ -30,13 +30,7 @@ func TestReloadHashesOffRun(t *testing.T) {
 			}
 			return s.Hash()
 		}
-		ctx, cancel := context.WithCancel(t.Context())
-		errc := make(chan error, 1)
-		go func() { errc <- r.Run(ctx) }()
-		defer func() {
-			cancel()
-			<-errc
-		}()
+		runInTest(t, r)
 		synctest.Wait()
 
 		gated.Store(true)
@@ -110,13 +104,7 @@ func TestStatusRSSReads(t *testing.T) {
 		}
 		var reads atomic.Int64
 		r.rss.read = func(pid int) int64 { return 1000 * reads.Add(1) }
-		ctx, cancel := context.WithCancel(t.Context())
-		errc := make(chan error, 1)
-		go func() { errc <- r.Run(ctx) }()
-		defer func() {
-			cancel()
-			<-errc
-		}()
+		runInTest(t, r)
 		synctest.Wait()
 		status := func() map[string]int64 {
 			st, err := r.Status(t.Context())

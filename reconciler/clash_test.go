@@ -68,13 +68,7 @@ func runOver(t *testing.T, sp Spawner, fs *files) *Reconciler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	errc := make(chan error, 1)
-	go func() { errc <- r.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-errc
-	})
+	runInTest(t, r)
 	synctest.Wait()
 	return r
 }

@@ -43,27 +43,15 @@ func (c *stepClock) watchSteps(ctx context.Context, stepped func()) error {
 // startClocked is start (fake_test.go) with the stepped clock.
 func startClocked(t *testing.T, c *stepClock, specs ...units.Spec) *harness {
 	t.Helper()
-	h := &harness{t: t, fs: &fakeSpawner{fail: map[string]error{}}, specs: specs, errc: make(chan error, 1)}
-	r, err := New(Options{
+	h := newHarness(t, specs...)
+	h.run(New(Options{
 		Role: Gateway, Spawner: h.fs, StateDir: t.TempDir(),
-		Env:  []string{"PATH=/bin"},
-		Rand: func() float64 { return 0.5 },
-		Load: func(context.Context) (Loaded, error) {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			return Loaded{Specs: append([]units.Spec(nil), h.specs...)}, nil
-		},
+		Env:        []string{"PATH=/bin"},
+		Rand:       func() float64 { return 0.5 },
+		Load:       h.load,
 		WallClock:  c.now,
 		ClockSteps: c.watchSteps,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.r = r
-	ctx, cancel := context.WithCancel(t.Context())
-	h.cancel = cancel
-	go func() { h.errc <- r.Run(ctx) }()
-	t.Cleanup(func() { h.shutdown() })
+	}))
 	return h
 }
 

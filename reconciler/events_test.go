@@ -63,26 +63,14 @@ func line(e events.Event) string {
 func startPublishing(t *testing.T, specs ...units.Spec) (*harness, *eventLog) {
 	t.Helper()
 	rec := &eventLog{}
-	h := &harness{t: t, fs: &fakeSpawner{fail: map[string]error{}}, specs: specs, errc: make(chan error, 1)}
-	r, err := New(Options{
+	h := newHarness(t, specs...)
+	h.run(New(Options{
 		Role: Gateway, Spawner: h.fs, StateDir: t.TempDir(),
-		Env:  []string{"PATH=/bin"},
-		Rand: func() float64 { return 0.5 },
-		Load: func(context.Context) (Loaded, error) {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			return Loaded{Specs: slices.Clone(h.specs), Errors: slices.Clone(h.errs)}, nil
-		},
+		Env:     []string{"PATH=/bin"},
+		Rand:    func() float64 { return 0.5 },
+		Load:    h.load,
 		Publish: rec.publish,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.r = r
-	ctx, cancel := context.WithCancel(t.Context())
-	h.cancel = cancel
-	go func() { h.errc <- r.Run(ctx) }()
-	t.Cleanup(func() { h.shutdown() })
+	}))
 	return h, rec
 }
 

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -118,14 +119,53 @@ func (f *fakeSpawner) stopOrder() []string {
 
 // harness runs a Reconciler over a fake spawner and a mutable unit list.
 type harness struct {
-	t      *testing.T
-	fs     *fakeSpawner
-	r      *Reconciler
-	mu     sync.Mutex
-	specs  []units.Spec
-	errs   []control.ConfigError
-	cancel context.CancelFunc
-	errc   chan error
+	t     *testing.T
+	fs    *fakeSpawner
+	r     *Reconciler
+	mu    sync.Mutex
+	specs []units.Spec          // guarded by mu
+	errs  []control.ConfigError // guarded by mu
+	stop  func() error          // ends r's Run: see runInTest
+}
+
+// newHarness returns a harness over a fresh fake spawner and specs; run
+// starts it.
+func newHarness(t *testing.T, specs ...units.Spec) *harness {
+	return &harness{t: t, fs: &fakeSpawner{fail: map[string]error{}}, specs: specs}
+}
+
+// load is Options.Load over h's unit list: a copy of it as it is now.
+func (h *harness) load(context.Context) (Loaded, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return Loaded{Specs: slices.Clone(h.specs), Errors: slices.Clone(h.errs)}, nil
+}
+
+// run makes r, New's result, h's reconciler and runs it until h.shutdown
+// or the test's end; New's error fails the test.
+func (h *harness) run(r *Reconciler, err error) {
+	h.t.Helper()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.r = r
+	h.stop = runInTest(h.t, r)
+}
+
+// runInTest runs r on a goroutine of its own until the returned stop is
+// called or the test ends (its cleanup calls stop); stop cancels Run's
+// context, waits for Run to return and returns its error, the same at
+// every call.
+func runInTest(t *testing.T, r *Reconciler) (stop func() error) {
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() { errc <- r.Run(ctx) }()
+	stop = sync.OnceValue(func() error {
+		cancel()
+		return <-errc
+	})
+	t.Cleanup(func() { stop() })
+	return stop
 }
 
 func spec(name string, mod ...func(*units.Spec)) units.Spec {
@@ -140,39 +180,21 @@ func spec(name string, mod ...func(*units.Spec)) units.Spec {
 // start builds and runs the harness; call it inside a synctest bubble.
 func start(t *testing.T, role Role, specs ...units.Spec) *harness {
 	t.Helper()
-	h := &harness{t: t, fs: &fakeSpawner{fail: map[string]error{}}, specs: specs, errc: make(chan error, 1)}
-	r, err := New(Options{
-		Role:     role,
-		Spawner:  h.fs,
-		StateDir: t.TempDir(),
-		Env:      []string{"PATH=/bin", "NOTIFY_SOCKET=/run/systemd/notify"},
-		Rand:     func() float64 { return 0.5 },
-		Load: func(context.Context) (Loaded, error) {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			return Loaded{Specs: append([]units.Spec(nil), h.specs...), Errors: h.errs}, nil
-		},
+	h := newHarness(t, specs...)
+	h.run(New(Options{
+		Role:         role,
+		Spawner:      h.fs,
+		StateDir:     t.TempDir(),
+		Env:          []string{"PATH=/bin", "NOTIFY_SOCKET=/run/systemd/notify"},
+		Rand:         func() float64 { return 0.5 },
+		Load:         h.load,
 		NotifySocket: "/tmp/hermes-test-notify",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.r = r
-	ctx, cancel := context.WithCancel(t.Context())
-	h.cancel = cancel
-	go func() { h.errc <- r.Run(ctx) }()
-	t.Cleanup(func() { h.shutdown() })
+	}))
 	return h
 }
 
-func (h *harness) shutdown() error {
-	if h.cancel == nil {
-		return nil
-	}
-	h.cancel()
-	h.cancel = nil
-	return <-h.errc
-}
+// shutdown ends h's Run and returns its error.
+func (h *harness) shutdown() error { return h.stop() }
 
 func (h *harness) unit(name string) control.Unit {
 	h.t.Helper()

@@ -27,10 +27,8 @@ const (
 // daemonRun is one Reconciler run over a state directory, as one hermesd
 // run: stop ends it cleanly (owned units stopped), as SIGTERM does.
 type daemonRun struct {
-	r      *Reconciler
-	cancel context.CancelFunc
-	errc   chan error
-	once   sync.Once
+	r    *Reconciler
+	stop func() error
 }
 
 // runOn runs a Reconciler over sp and fs whose holds are in dir for boot;
@@ -42,19 +40,9 @@ func runOn(t *testing.T, sp Spawner, load func(context.Context) (Loaded, error),
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	d := &daemonRun{r: r, cancel: cancel, errc: make(chan error, 1)}
-	go func() { d.errc <- r.Run(ctx) }()
-	t.Cleanup(d.stop)
+	d := &daemonRun{r: r, stop: runInTest(t, r)}
 	synctest.Wait()
 	return d
-}
-
-func (d *daemonRun) stop() {
-	d.once.Do(func() {
-		d.cancel()
-		<-d.errc
-	})
 }
 
 // unitRow is the status row of name.

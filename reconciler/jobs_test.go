@@ -137,33 +137,21 @@ func TestProxyEnv(t *testing.T) {
 // synctest bubble.
 func startJobs(t *testing.T, specs ...units.Spec) *jobHarness {
 	t.Helper()
-	h := &harness{t: t, fs: &fakeSpawner{fail: map[string]error{}}, specs: specs, errc: make(chan error, 1)}
+	h := newHarness(t, specs...)
 	jh := &jobHarness{harness: h, runs: &fakeRuns{registered: map[string]string{}, budgets: map[string]*timeouts.Budget{}}, ss: &sigSpawner{fakeSpawner: h.fs}}
 	tok := testProxyToken
 	jh.token.Store(&tok)
-	r, err := New(Options{
-		Role:     Gateway,
-		Spawner:  jh.ss,
-		StateDir: t.TempDir(),
-		Env:      []string{"PATH=/bin"},
-		Rand:     func() float64 { return 0.5 },
-		Load: func(context.Context) (Loaded, error) {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			return Loaded{Specs: append([]units.Spec(nil), h.specs...)}, nil
-		},
+	h.run(New(Options{
+		Role:       Gateway,
+		Spawner:    jh.ss,
+		StateDir:   t.TempDir(),
+		Env:        []string{"PATH=/bin"},
+		Rand:       func() float64 { return 0.5 },
+		Load:       h.load,
 		Runs:       jh.runs,
 		ProxyURL:   testProxyURL,
 		ProxyToken: func() string { return *jh.token.Load() },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.r = r
-	ctx, cancel := context.WithCancel(t.Context())
-	h.cancel = cancel
-	go func() { h.errc <- r.Run(ctx) }()
-	t.Cleanup(func() { h.shutdown() })
+	}))
 	return jh
 }
 

@@ -40,13 +40,7 @@ func TestStatusDuringLoad(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(t.Context())
-		errc := make(chan error, 1)
-		go func() { errc <- r.Run(ctx) }()
-		defer func() {
-			cancel()
-			<-errc
-		}()
+		runInTest(t, r)
 		synctest.Wait()
 		changes <- struct{}{}
 		synctest.Wait() // the reload is reading, held at the gate

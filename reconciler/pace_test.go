@@ -50,13 +50,7 @@ func TestStartBudget(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(t.Context())
-		errc := make(chan error, 1)
-		go func() { errc <- r.Run(ctx) }()
-		defer func() {
-			cancel()
-			<-errc
-		}()
+		runInTest(t, r)
 		synctest.Wait() // Run is in its first spawn
 
 		st, err := r.Status(t.Context())

@@ -57,13 +57,7 @@ func TestReloadWhileStopping(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				ctx, cancel := context.WithCancel(t.Context())
-				errc := make(chan error, 1)
-				go func() { errc <- r.Run(ctx) }()
-				defer func() {
-					cancel()
-					<-errc
-				}()
+				runInTest(t, r)
 				synctest.Wait()
 				for _, e := range tc.edits[1:] {
 					mu.Lock()

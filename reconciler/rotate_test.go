@@ -1,7 +1,6 @@
 package reconciler
 
 import (
-	"context"
 	"path/filepath"
 	"reflect"
 	"sync"
@@ -42,39 +41,25 @@ func TestRotationOffRunsGoroutine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		logs := &fakeLogs{}
 		state := t.TempDir()
-		h := &harness{t: t, fs: &fakeSpawner{fail: map[string]error{}}, errc: make(chan error, 1),
-			specs: []units.Spec{
-				spec("web", func(s *units.Spec) { s.Log = units.Log{MaxSize: 1 << 20, Keep: 3} }),
-				spec("plain", func(*units.Spec) {}),
-			}}
-		var mu sync.Mutex
-		r, err := New(Options{
+		h := newHarness(t,
+			spec("web", func(s *units.Spec) { s.Log = units.Log{MaxSize: 1 << 20, Keep: 3} }),
+			spec("plain", func(*units.Spec) {}),
+		)
+		h.run(New(Options{
 			Role: Gateway, Spawner: h.fs, StateDir: state, Env: []string{"PATH=/bin"},
 			Rand: func() float64 { return 0.5 },
-			Load: func(context.Context) (Loaded, error) {
-				mu.Lock()
-				defer mu.Unlock()
-				return Loaded{Specs: h.specs}, nil
-			},
+			Load: h.load,
 			Logs: logs,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.r = r
-		ctx, cancel := context.WithCancel(t.Context())
-		h.cancel = cancel
-		go func() { h.errc <- r.Run(ctx) }()
-		t.Cleanup(func() { h.shutdown() })
+		}))
 		synctest.Wait()
 		want := map[string]logfile.Limits{filepath.Join(state, "logs", "web.log"): {MaxSize: 1 << 20, Keep: 3}}
 		if got := logs.last(); !reflect.DeepEqual(got, want) {
 			t.Fatalf("logs watched: got %v, want %v", got, want)
 		}
-		mu.Lock()
+		h.mu.Lock()
 		h.specs = h.specs[1:]
-		mu.Unlock()
-		if _, err := r.Reload(t.Context(), false); err != nil {
+		h.mu.Unlock()
+		if _, err := h.r.Reload(t.Context(), false); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()
