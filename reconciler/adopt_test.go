@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proc"
 )
 
@@ -160,17 +161,13 @@ func TestVetGroupRefusesAncestors(t *testing.T) {
 	})
 	// Wait (polling /proc: no event for another process's exec) until the
 	// process of pid caller is the sleep, in a session of its own.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.EventuallyOK(t, 10*time.Second, func() error {
 		st, err := proc.ReadStat(caller)
 		if err == nil && st.SID == caller && st.Comm == "sleep" {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pid %d did not become a setsid sleep within 10s: %+v %v", caller, st, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return fmt.Errorf("pid %d is not a setsid sleep: %+v %v", caller, st, err)
+	})
 
 	r := &Reconciler{}
 	gd := r.guards(control.AdoptRequest{CallerPID: caller})

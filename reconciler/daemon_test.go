@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/supervisor"
 )
 
@@ -31,18 +32,13 @@ func daemonize(pidf string, write bool) string {
 // readPID waits for a pid file to hold a pid and returns it.
 func readPID(t *testing.T, path string) int {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if b, err := os.ReadFile(path); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 {
-				return pid
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no pid in %s within 15s", path)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	pid := 0
+	testkit.Eventually(t, 15*time.Second, "a pid in "+path, func() bool {
+		b, _ := os.ReadFile(path)
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return pid > 1
+	})
+	return pid
 }
 
 // TestForkingPIDFile: a forking unit's launcher daemonizes and exits 0; the

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/coreos/go-systemd/v22/daemon"
+	"go.uber.org/goleak"
 )
 
 // helperEnv makes the test binary play a unit instead of running the tests
@@ -22,7 +23,7 @@ func TestMain(m *testing.M) {
 		playHelper(h)
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 func playHelper(kind string) {

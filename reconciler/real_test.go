@@ -16,6 +16,7 @@ import (
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/logfile"
 	"github.com/hermes-units/hermes/internal/notify"
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/supervisor"
@@ -36,11 +37,10 @@ func unitYAML(kind string, extra string) string {
 	return fmt.Sprintf("command: [%q]\nenv: {%s: %s}\n%s", os.Args[0], helperEnv, kind, extra)
 }
 
+// writeUnit writes one unit file into dir (see testkit.WriteUnits).
 func writeUnit(t *testing.T, dir, file, content string) {
 	t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, file), []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteUnits(t, dir, map[string]string{file: content})
 }
 
 // startLive writes files into a fresh units directory and runs a gateway
@@ -59,12 +59,7 @@ func startLiveMode(t *testing.T, mode supervisor.Mode, files map[string]string) 
 	}
 	base := t.TempDir()
 	l := &live{t: t, dir: filepath.Join(base, "units"), state: filepath.Join(base, "state")}
-	if err := os.MkdirAll(l.dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for f, c := range files {
-		writeUnit(t, l.dir, f, c)
-	}
+	testkit.WriteUnits(t, l.dir, files)
 	owner, err := supervisor.New(supervisor.Options{StateDir: l.state, Role: "gateway", Mode: mode})
 	if err != nil && mode == supervisor.ModeCgroup {
 		t.Skipf("cgroup mode is unavailable here (no writable cgroup v2 hierarchy: run as root or under systemd delegation); pgroup mode is tested: %v", err)
@@ -110,24 +105,22 @@ func startLiveMode(t *testing.T, mode supervisor.Mode, files map[string]string) 
 // client can wait on); it fails the test after 15 s.
 func (l *live) waitFor(what string, cond func(map[string]control.Unit) bool) map[string]control.Unit {
 	l.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	var m map[string]control.Unit
+	testkit.EventuallyOK(l.t, 15*time.Second, func() error {
 		st, err := l.r.Status(l.t.Context())
 		if err != nil {
 			l.t.Fatal(err)
 		}
-		m := map[string]control.Unit{}
+		m = map[string]control.Unit{}
 		for _, u := range st.Units {
 			m[u.Name] = u
 		}
 		if cond(m) {
-			return m
+			return nil
 		}
-		if time.Now().After(deadline) {
-			l.t.Fatalf("timed out waiting for %s; units: %+v", what, st.Units)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return fmt.Errorf("still waiting for %s; units: %+v", what, st.Units)
+	})
+	return m
 }
 
 func running(names ...string) func(map[string]control.Unit) bool {

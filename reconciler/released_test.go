@@ -2,11 +2,13 @@ package reconciler
 
 import (
 	"context"
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 // TestReleasedRowGoes: a released group is listed as released while it
@@ -45,15 +47,13 @@ func TestReleasedRowGoes(t *testing.T) {
 			tc.kill(pgid)
 			// The row goes by itself, with no status asked: polled on
 			// Run's goroutine, since dropping it sends no event outside.
-			deadline := time.Now().Add(15 * time.Second)
-			for n := 1; n > 0; time.Sleep(10 * time.Millisecond) {
+			testkit.Eventually(t, 15*time.Second, fmt.Sprintf("the released row of group %d gone once the group ended", pgid), func() bool {
+				n := 1
 				if err := l.r.do(t.Context(), func(context.Context) { n = len(l.r.released) }); err != nil {
 					t.Fatal(err)
 				}
-				if n > 0 && time.Now().After(deadline) {
-					t.Fatalf("the released row of group %d is still listed 15s after the group ended", pgid)
-				}
-			}
+				return n == 0
+			})
 			st, err = l.r.Status(t.Context())
 			if err != nil {
 				t.Fatal(err)
