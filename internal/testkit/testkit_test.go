@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -284,5 +285,26 @@ func TestExactFDs(t *testing.T) {
 				t.Errorf("failure %q does not start with who", got[0])
 			}
 		})
+	}
+}
+
+func TestWaitFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "web.log")
+	written := make(chan error, 1)
+	// Before WaitFile's first read or after it: either way it must see it.
+	go func() { written <- os.WriteFile(path, []byte("warming up\nready (pid 42)\n"), 0o600) }()
+	if err := WaitFile(path, regexp.MustCompile(`(?m)^ready \(pid [0-9]+\)$`), 10*time.Second); err != nil {
+		t.Errorf("WaitFile of a line written meanwhile: %v", err)
+	}
+	if err := <-written; err != nil {
+		t.Fatal(err)
+	}
+	err := WaitFile(path, regexp.MustCompile("listening"), 50*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "ready (pid 42)") {
+		t.Errorf("WaitFile of a line never written: %v, want an error quoting the file", err)
+	}
+	if err := WaitFile(filepath.Join(dir, "none", "x.log"), regexp.MustCompile("x"), time.Second); err == nil {
+		t.Errorf("WaitFile in a missing directory: no error")
 	}
 }
