@@ -25,12 +25,14 @@ run: build ## build, then start hermesd in the foreground on examples/
 test: ## run every test with the race detector
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 
-lint: ## gofmt, go mod tidy, go vet, staticcheck, shellcheck, the detached-spawn ratchet
+lint: ## gofmt, go mod tidy, go vet, staticcheck, shellcheck, complexity ≤ 25, the detached-spawn ratchet and bodies ≤ 100 lines
 	$(GO) mod tidy -diff
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) tool staticcheck $(PKGS)
 	shellcheck -s sh $$(git ls-files '*.sh')
+	@# Each file once (a directory would be walked again under its parent); -ignore is a regexp on the path.
+	$(GO) tool gocyclo -over 25 -ignore '_test\.go$$' $$(git ls-files '*.go')
 	$(GO) run ./internal/cmd/spawncheck .
 
 lint-metrics: ## promtool check metrics on a scrape of every series and of a live hermesd (Debian package prometheus)
