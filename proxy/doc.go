@@ -1,7 +1,9 @@
 // Package proxy is hermesd's OpenAI-compatible provider proxy (SPEC §10):
 // an HTTP endpoint on loopback that routes /v1/chat/completions,
 // /v1/responses and /v1/models to the configured LLM providers and enforces
-// the timeout stack of package timeouts on real traffic.
+// the timeout stack of package timeouts on real traffic. /v1/models adds
+// to the configured models what each provider's own GET /models lists,
+// asked in the background when Serve starts and on reload (models.go).
 //
 // Every call is resolved once with timeouts.Resolve (through
 // providers.Set.Plan's inputs) and watched layer by layer:

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -42,11 +43,15 @@ type script func(w http.ResponseWriter, r *http.Request, body map[string]any)
 // upstream is the scripted provider: an httptest server on loopback whose
 // behaviour the test swaps between calls. It records what it received and
 // reports, per request, when its handler has returned, so that a test can
-// wait for the proxy to have hung up.
+// wait for the proxy to have hung up. GET …/models, which the proxy sends
+// on its own (models.go), is answered by list instead, and counted apart
+// in listCalls: calls, bodies and exited are the model calls only.
 type upstream struct {
-	srv    *httptest.Server
-	script atomic.Pointer[script]
-	calls  atomic.Int32
+	srv       *httptest.Server
+	script    atomic.Pointer[script]
+	calls     atomic.Int32
+	list      atomic.Pointer[http.HandlerFunc]
+	listCalls atomic.Int32
 
 	mu     sync.Mutex
 	bodies []map[string]any // guarded by mu
@@ -57,7 +62,13 @@ type upstream struct {
 func newUpstream(t *testing.T, useTLS bool) *upstream {
 	t.Helper()
 	u := &upstream{exited: make(chan struct{}, 64)}
+	u.listModels(emptyList)
 	u.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models") {
+			u.listCalls.Add(1)
+			(*u.list.Load())(w, r)
+			return
+		}
 		defer func() { u.exited <- struct{}{} }()
 		u.calls.Add(1)
 		var body map[string]any
@@ -78,6 +89,15 @@ func newUpstream(t *testing.T, useTLS bool) *upstream {
 }
 
 func (u *upstream) play(s script) { u.script.Store(&s) }
+
+// listModels makes h the answer to GET …/models.
+func (u *upstream) listModels(h http.HandlerFunc) { u.list.Store(&h) }
+
+// emptyList is a provider's model list with no model.
+func emptyList(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"object":"list","data":[]}`)
+}
 
 func (u *upstream) last() (map[string]any, string) {
 	u.mu.Lock()
@@ -128,11 +148,19 @@ type setup struct {
 	fdLimit uint64
 	logf    func(string, ...any)
 	now     func() time.Time
+	// list answers the upstream's GET …/models from the start (the
+	// proxy asks as Serve starts); nil: an empty list. modelsTimeout
+	// replaces the proxy's bound on that answer.
+	list          http.HandlerFunc
+	modelsTimeout time.Duration
 }
 
 func newHarness(t *testing.T, s setup) *harness {
 	t.Helper()
 	up := newUpstream(t, s.tls)
+	if s.list != nil {
+		up.listModels(s.list)
+	}
 	if s.models == nil {
 		s.models = map[string]units.ProviderModel{"gpt-4o": {}, "gpt-4o-mini": {}, "o3": {}}
 	}
@@ -180,6 +208,9 @@ func newHarness(t *testing.T, s setup) *harness {
 		return d.DialContext(ctx, network, upAddr)
 	}
 	p.stream.dial = p.transport.DialContext
+	if s.modelsTimeout > 0 {
+		p.modelsTimeout = s.modelsTimeout
+	}
 	if s.tls {
 		// The test certificate names example.com, not the configured host.
 		cfg := up.srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()

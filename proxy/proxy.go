@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -86,6 +85,11 @@ type Proxy struct {
 	mu   sync.Mutex
 	runs map[string]*run // guarded by mu
 
+	// The providers' own model lists (models.go); modelsTimeout bounds
+	// one provider's answer (tests shorten it).
+	catalog       catalog
+	modelsTimeout time.Duration
+
 	// Drains of streams whose client was released at the terminal event
 	// (drainUpstream); Serve ends them with endDrains.
 	drainMu      sync.Mutex
@@ -132,7 +136,8 @@ func New(opts Options) (*Proxy, error) {
 			opts.Limits.MaxConns, fit, opts.FDLimit, ReservedFDs)
 		opts.Limits.MaxConns = fit
 	}
-	p := &Proxy{opts: opts, runs: map[string]*run{}, bodies: newBodyBudget(opts.Limits.MaxInFlight), drainCancels: map[*watchdog]context.CancelCauseFunc{}}
+	p := &Proxy{opts: opts, runs: map[string]*run{}, bodies: newBodyBudget(opts.Limits.MaxInFlight), drainCancels: map[*watchdog]context.CancelCauseFunc{},
+		modelsTimeout: defaultModelsTimeout}
 	p.conns = connCap{max: opts.Limits.MaxConns, logf: opts.Logf}
 	p.tokens.set(opts.Token, 0, opts.Now())
 	p.set.Store(opts.Providers)
@@ -165,8 +170,14 @@ func New(opts Options) (*Proxy, error) {
 }
 
 // SetProviders replaces the provider set (on a config reload). Calls in
-// flight keep the plan they started with.
-func (p *Proxy) SetProviders(s *providers.Set) { p.set.Store(s) }
+// flight keep the plan they started with. While Serve runs, the providers'
+// own model lists are asked for again (models.go), in the background.
+func (p *Proxy) SetProviders(s *providers.Set) {
+	p.catalog.mu.Lock()
+	defer p.catalog.mu.Unlock()
+	p.set.Store(s)
+	p.listModelsLocked(s)
+}
 
 // Status returns every session's give-up breaker, sorted by session key.
 func (p *Proxy) Status() []BreakerStatus { return p.sessions.status() }
@@ -266,7 +277,9 @@ func (p *Proxy) Listen(ctx context.Context) (net.Listener, error) {
 // Serve serves the proxy on ln until ctx ends, then cuts the calls in
 // flight (streams get an SSE error event saying hermesd is shutting down),
 // waits for their handlers (at most 5 s), closes ln and idle upstream
-// connections, and returns nil. It returns earlier with the error if ln
+// connections, and returns nil. While it serves, it keeps the providers'
+// own model lists (models.go): asked for when it starts and on each
+// SetProviders, on goroutines it ends and waits for before it returns. It returns earlier with the error if ln
 // fails. ln must be loopback unless Options.AllowNonLoopback.
 //
 // Connections over Limits.MaxConns are answered 503 and closed (see
@@ -293,6 +306,8 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(capListener{Listener: ln, c: &p.conns}) }()
 	defer p.transport.CloseIdleConnections()
+	p.startCatalog(base)
+	defer p.stopCatalog()
 	defer p.stream.closeIdle()
 	defer p.endDrains()
 	select {
@@ -343,7 +358,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "use GET /v1/models")
 			return
 		}
-		p.models(w)
+		p.models(w, r)
 		return
 	case "/v1/chat/completions":
 		api = timeouts.Chat
@@ -359,39 +374,6 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.call(w, r, api, runID)
-}
-
-type modelJSON struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Created int64  `json:"created"`
-	OwnedBy string `json:"owned_by"`
-}
-
-// models lists the models of every provider: by their own name when that
-// name routes to them, else as PROVIDER/MODEL.
-func (p *Proxy) models(w http.ResponseWriter) {
-	set := p.set.Load()
-	data := []modelJSON{}
-	for _, id := range set.IDs() {
-		prov, err := set.Get(id)
-		if err != nil {
-			continue
-		}
-		keys := make([]string, 0, len(prov.Models))
-		for k := range prov.Models {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			name := k
-			if rt, err := set.Route(k); err != nil || rt.Provider != id {
-				name = id + "/" + k
-			}
-			data = append(data, modelJSON{ID: name, Object: "model", OwnedBy: id})
-		}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }
 
 // RunBaseURL is the OPENAI_BASE_URL a job of run runID gets when the proxy
