@@ -28,6 +28,7 @@ import (
 //	POST /v1/units/{unit}/disable, …/enable (see enable.go)
 //	GET  /v1/events[?follow=1]            → JSON lines (see events.go)
 //	POST /v1/proxy/rotate-token (see token.go)
+//	POST /v1/proxy/runs, held open for a run's life (see runs.go)
 //	GET  /v1/version                      → VersionInfo
 //	GET  /v1/paths                        → Paths (see paths.go)
 //
@@ -194,6 +195,7 @@ func (s *Server) handler(end <-chan struct{}) http.Handler {
 	s.routeAdopter(mux)
 	s.routeEnabler(mux)
 	s.routeTokens(mux)
+	s.routeRuns(mux, end)
 	s.routePaths(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeBody(w, http.StatusNotFound, ErrorBody{
