@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 // shellEnv makes the test binary play an interactive shell ("shell": it
@@ -136,14 +137,11 @@ func TestOrphanSweepRefusesCallerAncestors(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
 	trigger := filepath.Join(dir, "go")
-	writeUnits(t, dir, map[string]string{})
 	// The unit plays the user's shell: it waits for the trigger, then runs
 	// the sweep as its child, in a group of the child's own.
 	script := fmt.Sprintf("while [ ! -e %q ]; do sleep 0.05; done; %q", trigger, os.Args[0])
 	y := fmt.Sprintf("command: [sh, -c, %q]\nenv: {%s: sweep, HERMESD_TEST_SOCKET: %q}\n", script, shellEnv, filepath.Join(state, "ctl.sock"))
-	if err := os.WriteFile(filepath.Join(dir, "units", "shell.yaml"), []byte(y), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteUnits(t, filepath.Join(dir, "units"), map[string]string{"shell.yaml": y})
 	gw := startDaemon(t, dir, "gateway")
 	st, err := gw.client().Status(t.Context())
 	if err != nil {

@@ -13,30 +13,37 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/supervisor"
 )
 
-// external starts the test binary as a unit leading its own group, as
-// something other than hermesd would; it is killed at the end of the test.
-func external(t *testing.T) proc.Identity {
+// startExternal starts the test binary as a unit leading its own group, as
+// something other than hermesd would, and returns once it said "started".
+// The test's end kills the group, unless the test has reaped its leader.
+func startExternal(t *testing.T) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), roleEnv+"=unit")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	out := testkit.StartOutput(t, cmd)
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil { // not reaped: the pgid is still the group's
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			cmd.Wait()
+		}
+	})
+	if line, err := out.ReadString('\n'); err != nil || !strings.HasPrefix(line, "started") {
+		t.Fatalf("external unit did not start: %q %v", line, err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
-	buf := make([]byte, 64) // handshake: "started PID"
-	if n, err := out.Read(buf); err != nil || !strings.HasPrefix(string(buf[:n]), "started") {
-		t.Fatalf("external unit did not start: %q %v", buf[:n], err)
-	}
+	return cmd
+}
+
+// external is startExternal's group leader, by identity.
+func external(t *testing.T) proc.Identity {
+	t.Helper()
+	cmd := startExternal(t)
 	id, err := proc.Read(cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
@@ -57,17 +64,10 @@ func (d *hermesd) client() *control.Client {
 // groupEmptyWithin polls (no kernel event for a group's end) until pgid
 // has no live member.
 func groupEmptyWithin(pgid int, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for {
+	return testkit.Within(d, func() bool {
 		m, err := proc.GroupMembers(pgid)
-		if err == nil && len(m) == 0 {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err == nil && len(m) == 0
+	})
 }
 
 // TestAdopt: hermesd adopts an external group, refuses what it must,
@@ -180,11 +180,8 @@ func TestMorningAfter(t *testing.T) {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	writeUnits(t, dir, map[string]string{})
 	y := fmt.Sprintf("command: [%q]\nenv: {%s: unit, HERMESD_TEST_LISTEN: \"127.0.0.1:%d\"}\n", os.Args[0], roleEnv, port)
-	if err := os.WriteFile(filepath.Join(dir, "units", "web.yaml"), []byte(y), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteUnits(t, filepath.Join(dir, "units"), map[string]string{"web.yaml": y})
 	gw := startDaemon(t, dir, "gateway")
 	st, err := gw.client().Status(t.Context())
 	if err != nil {

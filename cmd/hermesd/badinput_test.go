@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proc"
 )
 
@@ -26,18 +28,20 @@ import (
 // test can wait on) until ok holds for unit, or fails after 15 s.
 func (d *hermesd) waitUnit(name string, what string, ok func(control.Unit) bool) control.Unit {
 	d.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		u := d.status()[name]
-		if ok(u) {
-			return u
+	var u control.Unit
+	testkit.EventuallyOK(d.t, 15*time.Second, func() error {
+		if u = d.status()[name]; ok(u) {
+			return nil
 		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(d.dir, "hermesd.log"))
-			d.t.Fatalf("%s: %s not reached within 15s; last status %+v\nhermesd log:\n%s", name, what, u, log)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("%s: %s not reached; last status %+v%s", name, what, u, d.logTail())
+	})
+	return u
+}
+
+// logTail is hermesd's log, to end a failure with.
+func (d *hermesd) logTail() string {
+	b, _ := os.ReadFile(filepath.Join(d.dir, "hermesd.log"))
+	return fmt.Sprintf("\nhermesd log:\n%s", b)
 }
 
 // TestBadLedgerAtStart: a ledger truncated mid-write, or a directory in its

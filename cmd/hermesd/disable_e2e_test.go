@@ -2,13 +2,13 @@ package main
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/holds"
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 // stopClean stops hermesd as its service manager does (SIGTERM) and waits
@@ -24,15 +24,7 @@ func (d *hermesd) stopClean() {
 // twoUnits writes units a and b (the test binary as a unit) under dir.
 func twoUnits(t *testing.T, dir string) {
 	t.Helper()
-	ud := filepath.Join(dir, "units")
-	if err := os.MkdirAll(ud, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []string{"a", "b"} {
-		if err := os.WriteFile(filepath.Join(ud, n+".yaml"), []byte(unitYAML("")), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testkit.WriteUnits(t, filepath.Join(dir, "units"), map[string]string{"a.yaml": unitYAML(""), "b.yaml": unitYAML("")})
 }
 
 // wantKept checks, right after hermesd said READY=1 (every unit has had

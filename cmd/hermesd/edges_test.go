@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/units"
 	"golang.org/x/sys/unix"
 )
 
@@ -45,17 +47,7 @@ func needMode(t *testing.T, mode string) {
 // shellUnit writes a unit that runs script with /bin/sh.
 func shellUnit(t *testing.T, dir, name, script, ownership string) {
 	t.Helper()
-	ud := filepath.Join(dir, "units")
-	if err := os.MkdirAll(ud, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	y := fmt.Sprintf("shell: %q\nownership: %s\n", script, ownership)
-	if ownership != "owned" {
-		y += "reason: kept across gateway restarts in the test\n"
-	}
-	if err := os.WriteFile(filepath.Join(ud, name+".yaml"), []byte(y), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteUnits(t, filepath.Join(dir, "units"), map[string]string{name + ".yaml": fmt.Sprintf("shell: %q\n", script) + ownershipYAML(ownership)})
 }
 
 // killWithSupervisor kills hermesd and its death supervisor together: hermesd
@@ -109,21 +101,20 @@ func copies(t *testing.T, state, unit string) []proc.Identity {
 // not, with a deadline.
 func byArgv(t *testing.T, argv []string, not proc.Identity, d time.Duration) proc.Identity {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
+	var found proc.Identity
+	testkit.Eventually(t, d, fmt.Sprintf("a process %q", argv), func() bool {
 		pids, _ := proc.Find(func(proc.Stat) bool { return true })
 		for _, pid := range pids {
 			if a, err := proc.Cmdline(pid); err == nil && slices.Equal(a, argv) {
 				if id, err := proc.Read(pid); err == nil && id != not {
-					return id
+					found = id
+					return true
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no process %q within %v", argv, d)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
+	return found
 }
 
 // uniqueSleep is a sleep argument no other test on the machine uses, to
@@ -327,9 +318,7 @@ func TestLedgerIsEvidence(t *testing.T) {
 		}
 		t.Cleanup(func() {
 			syscall.Kill(pid, syscall.SIGKILL)
-			for i := 0; i < 500 && os.Remove(dir) != nil && !os.IsNotExist(os.Remove(dir)); i++ {
-				time.Sleep(10 * time.Millisecond)
-			}
+			testkit.Within(5*time.Second, func() bool { err := os.Remove(dir); return err == nil || os.IsNotExist(err) })
 			os.Remove(filepath.Dir(dir))
 		})
 		return dir
@@ -363,7 +352,7 @@ func TestLedgerIsEvidence(t *testing.T) {
 					t.Fatal(err)
 				}
 				if err := l.Add(t.Context(), ledger.Entry{Unit: "web", Leader: stranger, PGID: stranger.PID, Cgroup: cg,
-					Owner: dead(t), Role: "gateway", Ownership: tc.ownership, Spawn: key, Spawned: time.Now()}); err != nil {
+					Owner: dead(t), Role: "gateway", Ownership: units.Ownership(tc.ownership), Spawn: key, Spawned: time.Now()}); err != nil {
 					t.Fatal(err)
 				}
 				d := startDaemonWith(t, dir, daemonOpts{role: "gateway", mode: mode})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/procfd"
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proc"
 )
 
@@ -103,7 +104,7 @@ func TestDescriptorHygiene(t *testing.T) {
 			for name, u := range us {
 				for _, pid := range unitProcesses(t, u, name == "shell") {
 					want := map[int]string{0: "/dev/null", 1: u.Log, 2: u.Log}
-					checkFDs(t, fmt.Sprintf("unit %s pid %d", name, pid), pid, want, hermesdFDs)
+					testkit.ExactFDs(t, fmt.Sprintf("unit %s pid %d", name, pid), pid, want, hermesdFDs)
 				}
 			}
 
@@ -111,38 +112,7 @@ func TestDescriptorHygiene(t *testing.T) {
 			if sup == 0 {
 				t.Fatalf("no death supervisor runs with owned units registered")
 			}
-			checkFDs(t, fmt.Sprintf("supervisor pid %d", sup), sup, map[int]string{0: "pipe:[", 1: "pipe:[", 2: "/dev/null"}, hermesdFDs)
-			fds, err := procfd.List(sup)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(fds) > 0 && fds[0].Num == 0 {
-				in := fds[0]
-				if in.Write() {
-					t.Errorf("supervisor fd 0 %v is open for writing, want the read end of the death pipe", in)
-				}
-				writer := false
-				for _, h := range hermesdFDs {
-					writer = writer || h.Target == in.Target && h.Write()
-				}
-				if !writer {
-					t.Errorf("hermesd holds no write end of the supervisor's pipe %s", in.Target)
-				}
-			}
-			// fd 1 is the write end of the reply pipe, whose read end only
-			// hermesd holds: the supervisor answers each registration on it.
-			for _, out := range fds {
-				if out.Num != 1 {
-					continue
-				}
-				reader := false
-				for _, h := range hermesdFDs {
-					reader = reader || h.Target == out.Target && !h.Write()
-				}
-				if !out.Write() || !reader {
-					t.Errorf("supervisor fd 1 %v: want the write end of a reply pipe whose read end hermesd holds", out)
-				}
-			}
+			testkit.SupervisorFDs(t, sup, "hermesd", hermesdFDs, nil)
 		})
 	}
 }
@@ -150,25 +120,16 @@ func TestDescriptorHygiene(t *testing.T) {
 // writeFDUnits writes the units of TestDescriptorHygiene.
 func writeFDUnits(t *testing.T, dir string) {
 	t.Helper()
-	ud := filepath.Join(dir, "units")
-	if err := os.MkdirAll(ud, 0o700); err != nil {
-		t.Fatal(err)
-	}
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
 		t.Skipf("no sleep program: %v", err)
 	}
-	files := map[string]string{
-		"cmd":      fmt.Sprintf("command: [%q, \"1000\"]\n", sleep),
-		"shell":    fmt.Sprintf("shell: \"%s 1001 & %s 1002 & wait\"\n", sleep, sleep),
-		"keep":     fmt.Sprintf("command: [%q, \"1003\"]\nownership: adoptable\nreason: kept across gateway restarts in the test\n", sleep),
-		"notified": fmt.Sprintf("command: [%q]\nenv: {%s: notify-exec}\nready: {notify: true}\n", os.Args[0], roleEnv),
-	}
-	for name, y := range files {
-		if err := os.WriteFile(filepath.Join(ud, name+".yaml"), []byte(y), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testkit.WriteUnits(t, filepath.Join(dir, "units"), map[string]string{
+		"cmd.yaml":      fmt.Sprintf("command: [%q, \"1000\"]\n", sleep),
+		"shell.yaml":    fmt.Sprintf("shell: \"%s 1001 & %s 1002 & wait\"\n", sleep, sleep),
+		"keep.yaml":     fmt.Sprintf("command: [%q, \"1003\"]\n", sleep) + ownershipYAML("adoptable"),
+		"notified.yaml": fmt.Sprintf("command: [%q]\nenv: {%s: notify-exec}\nready: {notify: true}\n", os.Args[0], roleEnv),
+	})
 }
 
 // unitProcesses returns u's leader, its descendants and, in cgroup mode,
@@ -176,21 +137,17 @@ func writeFDUnits(t *testing.T, dir string) {
 // process's fork gives the test no event) until the leader has two.
 func unitProcesses(t *testing.T, u control.Unit, children bool) []int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
 	var below []int
-	for {
+	testkit.EventuallyOK(t, 10*time.Second, func() error {
 		var err error
 		if below, err = procfd.Descendants(u.PID); err != nil {
 			t.Fatal(err)
 		}
-		if !children || len(below) >= 2 || time.Now().After(deadline) {
-			break
+		if children && len(below) < 2 {
+			return fmt.Errorf("unit %s: %d processes below the leader %d, want its two children", u.Name, len(below), u.PID)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if children && len(below) < 2 {
-		t.Fatalf("unit %s: %d processes below the leader %d, want its two children", u.Name, len(below), u.PID)
-	}
+		return nil
+	})
 	seen := map[int]bool{u.PID: true}
 	pids := []int{u.PID}
 	add := func(p int) {
@@ -216,20 +173,6 @@ func unitProcesses(t *testing.T, u control.Unit, children bool) []int {
 	return pids
 }
 
-// checkFDs asserts that pid comes to hold exactly want (fd → target
-// prefix), no other descriptor; an extra one is shown with hermesd's
-// descriptors on the same target, which names the leak.
-func checkFDs(t *testing.T, who string, pid int, want map[int]string, hermesd []procfd.FD) {
-	t.Helper()
-	diff, err := procfd.Settled(pid, want, hermesd, 3*time.Second)
-	if err != nil {
-		t.Errorf("%s: %v", who, err)
-	}
-	for _, d := range diff {
-		t.Errorf("%s: %s", who, d)
-	}
-}
-
 // killSurvivor kills the adoptable unit that outlives hermesd's clean stop,
 // and removes the cgroup it leaves (cgroup mode).
 func killSurvivor(t *testing.T, id proc.Identity, cgroup string) {
@@ -242,16 +185,9 @@ func killSurvivor(t *testing.T, id proc.Identity, cgroup string) {
 	if cgroup == "" {
 		return
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for { // the cgroup empties once the kernel has reaped the group
-		err := os.Remove(cgroup)
-		if err == nil || os.IsNotExist(err) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("survivor's cgroup %s not removed: %v", cgroup, err)
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	var err error
+	// The cgroup empties once the kernel has reaped the group.
+	if !testkit.Within(5*time.Second, func() bool { err = os.Remove(cgroup); return err == nil || os.IsNotExist(err) }) {
+		t.Errorf("survivor's cgroup %s not removed: %v", cgroup, err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/providers"
 	"github.com/hermes-units/hermes/proxy"
 	"github.com/hermes-units/hermes/reconciler"
@@ -117,18 +118,14 @@ func upstream(t *testing.T) *httptest.Server {
 // unit is in state with job result want, or fails after within.
 func (d *hermesd) jobUntil(unit, state, want string, within time.Duration) control.Unit {
 	d.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		u := d.status()[unit]
-		if u.State == state && u.Job != nil && u.Job.Result == want {
-			return u
+	var u control.Unit
+	testkit.EventuallyOK(d.t, within, func() error {
+		if u = d.status()[unit]; u.State == state && u.Job != nil && u.Job.Result == want {
+			return nil
 		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(filepath.Join(d.dir, "hermesd.log"))
-			d.t.Fatalf("job %s: %+v (state %s, error %q) after %s, want %s with result %q\n%s", unit, u.Job, u.State, u.Error, within, state, want, b)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("job %s: %+v (state %s, error %q), want %s with result %q%s", unit, u.Job, u.State, u.Error, state, want, d.logTail())
+	})
+	return u
 }
 
 func writeFile(t *testing.T, path, content string) {

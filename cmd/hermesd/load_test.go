@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proc"
 )
 
@@ -162,33 +163,26 @@ func loadAt(ctx context.Context, c *control.Client, tag string) (map[string]int,
 // loadUntil polls status until every unit runs its wanted generation.
 func loadUntil(t *testing.T, c *control.Client, tag string, want map[string]int) map[string]int {
 	t.Helper()
-	deadline := time.Now().Add(loadTestSettle)
-	for {
-		gens, pids, err := loadAt(t.Context(), c, tag)
+	var pids map[string]int
+	// Polling: the daemon sends no event when a reload has settled.
+	testkit.EventuallyOK(t, loadTestSettle, func() error {
+		gens, p, err := loadAt(t.Context(), c, tag)
 		if err != nil {
 			t.Fatalf("status: %v", err)
 		}
-		ok := 0
+		pids = p
+		var off []string
 		for n, g := range want {
-			if gs, running := gens[n]; running && gs == g {
-				ok++
+			if gs, running := gens[n]; !running || gs != g {
+				off = append(off, fmt.Sprintf("%s runs %d (running %v), want %d", n, gs, running, g))
 			}
 		}
-		if ok == len(want) {
-			return pids
+		if len(off) == 0 {
+			return nil
 		}
-		if time.Now().After(deadline) {
-			var off []string
-			for n, g := range want {
-				if gs, running := gens[n]; !running || gs != g {
-					off = append(off, fmt.Sprintf("%s runs %d (running %v), want %d", n, gs, running, g))
-				}
-			}
-			t.Fatalf("after %v, %d/%d units on their last edit: %s", loadTestSettle, ok, len(want), strings.Join(off, "; "))
-		}
-		// Polling: the daemon sends no event when a reload has settled.
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("%d/%d units on their last edit: %s", len(want)-len(off), len(want), strings.Join(off, "; "))
+	})
+	return pids
 }
 
 // TestLoadEditsApplied edits units by atomic saves while earlier edits are
@@ -199,10 +193,7 @@ func loadUntil(t *testing.T, c *control.Client, tag string, want map[string]int)
 func TestLoadEditsApplied(t *testing.T) {
 	dir := t.TempDir()
 	tag := filepath.Base(dir)
-	ud := filepath.Join(dir, "units")
-	if err := os.MkdirAll(ud, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	ud := testkit.WriteUnits(t, filepath.Join(dir, "units"), nil)
 	want := map[string]int{}
 	names := make([]string, loadTestUnits)
 	for i := range names {

@@ -9,6 +9,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 // TestLogBoundedWhileWriting: a unit that writes 32 MiB as fast as it can
@@ -20,11 +21,8 @@ func TestLogBoundedWhileWriting(t *testing.T) {
 		t.Skip("starts hermesd processes")
 	}
 	dir := t.TempDir()
-	writeUnits(t, dir, map[string]string{})
 	unit := "shell: \"head -c 33554432 /dev/zero | tr '\\\\0' x\"\nrestart: \"no\"\nlog: {max_size: 256KiB, keep: 1}\n"
-	if err := os.WriteFile(filepath.Join(dir, "units", "flood.yaml"), []byte(unit), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteUnits(t, filepath.Join(dir, "units"), map[string]string{"flood.yaml": unit})
 	logs := filepath.Join(dir, "state", "logs")
 	if err := os.MkdirAll(logs, 0o700); err != nil {
 		t.Fatal(err)

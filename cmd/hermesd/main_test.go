@@ -8,6 +8,8 @@ import (
 	"os/signal"
 	"syscall"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
 // roleEnv makes the test binary play hermesd ("hermesd") or a unit
@@ -30,7 +32,7 @@ func TestMain(m *testing.M) {
 	case "unit":
 		playUnit()
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 // playUnit writes "started PID" to its output (the unit's log file), then a

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proxy"
 )
 
@@ -93,20 +94,16 @@ func TestProxyTokenAndBounds(t *testing.T) {
 	// after they answered: wait for them, then fill every slot.
 	connsUntil := func(want int) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		testkit.EventuallyOK(t, 10*time.Second, func() error {
 			st, err := c.Status(t.Context())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.Proxy.Connections == want {
-				return
+			if st.Proxy.Connections != want {
+				return fmt.Errorf("status shows %d proxy connections, want %d", st.Proxy.Connections, want)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("status shows %d proxy connections, want %d", st.Proxy.Connections, want)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	connsUntil(0)
 	for range max {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proc"
 	"golang.org/x/sys/unix"
 )
@@ -55,21 +56,26 @@ func (d *hermesd) fullStatus() control.Status {
 // the test after reloadDeadline, showing what it waited for.
 func (d *hermesd) waitStatus(what string, cond func(st control.Status, u map[string]control.Unit) bool) map[string]control.Unit {
 	d.t.Helper()
-	deadline := time.Now().Add(reloadDeadline)
-	for {
+	var u map[string]control.Unit
+	testkit.EventuallyOK(d.t, reloadDeadline, func() error {
 		st := d.fullStatus()
-		u := map[string]control.Unit{}
+		u = map[string]control.Unit{}
 		for _, x := range st.Units {
 			u[x.Name] = x
 		}
 		if cond(st, u) {
-			return u
+			return nil
 		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(filepath.Join(d.dir, "hermesd.log"))
-			d.t.Fatalf("after %v: still waiting for %s; status %+v\nhermesd log:\n%s", reloadDeadline, what, st, b)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return fmt.Errorf("still waiting for %s; status %+v%s", what, st, d.logTail())
+	})
+	return u
+}
+
+// absent is the waitStatus condition that unit is not in status.
+func absent(unit string) func(control.Status, map[string]control.Unit) bool {
+	return func(_ control.Status, u map[string]control.Unit) bool {
+		_, ok := u[unit]
+		return !ok
 	}
 }
 
@@ -94,16 +100,8 @@ func TestHotReloadThroughWatcher(t *testing.T) {
 		t.Skip("starts hermesd and unit processes")
 	}
 	dir := t.TempDir()
-	ud := filepath.Join(dir, "units")
-	if err := os.MkdirAll(ud, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	ud := testkit.WriteUnits(t, filepath.Join(dir, "units"), map[string]string{"a.yaml": unitYAML(""), "b.yaml": unitYAML("")})
 	path := func(name string) string { return filepath.Join(ud, name+".yaml") }
-	for _, n := range []string{"a", "b"} {
-		if err := os.WriteFile(path(n), []byte(unitYAML("")), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
 	d := startDaemon(t, dir, "gateway")
 	u := d.waitStatus("a and b running", func(_ control.Status, u map[string]control.Unit) bool {
 		a, aok := u["a"]
@@ -189,10 +187,7 @@ func TestHotReloadThroughWatcher(t *testing.T) {
 	if err := os.Remove(path("c")); err != nil {
 		t.Fatal(err)
 	}
-	d.waitStatus("c gone from status", func(_ control.Status, u map[string]control.Unit) bool {
-		_, ok := u["c"]
-		return !ok
-	})
+	d.waitStatus("c gone from status", absent("c"))
 	if !goneWithin(cID, reloadDeadline) {
 		t.Errorf("c's leader %d still alive after its file was deleted", cID.PID)
 	}
@@ -218,15 +213,7 @@ func TestHotReloadThroughWatcher(t *testing.T) {
 	// 6. A directory swap: a new directory renamed over the units path
 	// (atomically exchanged, as deploy tools do) is picked up; unchanged
 	// units keep their pids, the new one starts.
-	nd := filepath.Join(dir, "units.new")
-	if err := os.Mkdir(nd, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for name, data := range map[string]string{"a": reformatted, "b2": unitYAML(""), "e": unitYAML("")} {
-		if err := os.WriteFile(filepath.Join(nd, name+".yaml"), []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	nd := testkit.WriteUnits(t, filepath.Join(dir, "units.new"), map[string]string{"a.yaml": reformatted, "b2.yaml": unitYAML(""), "e.yaml": unitYAML("")})
 	if err := unix.Renameat2(unix.AT_FDCWD, nd, unix.AT_FDCWD, ud, unix.RENAME_EXCHANGE); err != nil {
 		t.Fatalf("swap %s and %s: %v", nd, ud, err)
 	}
@@ -244,8 +231,5 @@ func TestHotReloadThroughWatcher(t *testing.T) {
 	if err := os.Remove(path("e")); err != nil {
 		t.Fatal(err)
 	}
-	d.waitStatus("e gone after its removal from the new directory", func(_ control.Status, u map[string]control.Unit) bool {
-		_, ok := u["e"]
-		return !ok
-	})
+	d.waitStatus("e gone after its removal from the new directory", absent("e"))
 }

@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/reconciler"
 	"github.com/hermes-units/hermes/units"
 )
@@ -93,16 +95,8 @@ func TestDescriptorLimitAtStart(t *testing.T) {
 		// Lowering the hard limit needs no privilege.
 		d := startDaemonWith(t, dir, daemonOpts{shell: "ulimit -n 150"})
 		want := fmt.Sprintf("descriptor limit 150 (RLIMIT_NOFILE, hard limit 150) cannot serve 40 units and the proxy's 0 connections: about %d needed", fdNeed(40, 0))
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			b, _ := os.ReadFile(filepath.Join(d.dir, "hermesd.log"))
-			if strings.Contains(string(b), want) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("hermesd.log lacks %q:\n%s", want, b)
-			}
-			time.Sleep(20 * time.Millisecond)
+		if err := testkit.WaitFile(filepath.Join(d.dir, "hermesd.log"), regexp.MustCompile(regexp.QuoteMeta(want)), 10*time.Second); err != nil {
+			t.Fatal(err)
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 // TestStartErrors pins the errors of a unit that cannot start, as hermesctl
@@ -19,9 +20,6 @@ func TestStartErrors(t *testing.T) {
 	}
 	dir := t.TempDir()
 	ud := filepath.Join(dir, "units")
-	if err := os.MkdirAll(ud, 0o700); err != nil {
-		t.Fatal(err)
-	}
 	script := filepath.Join(dir, "script.sh")
 	if err := os.WriteFile(script, []byte("#!/bin/sh\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -35,11 +33,11 @@ func TestStartErrors(t *testing.T) {
 		{"nowd", "command: [sleep, \"100\"]\nworkdir: " + missing + "\n",
 			`unit nowd: spawn nowd: working directory: stat ` + missing + `: no such file or directory`},
 	}
+	files := map[string]string{}
 	for _, tt := range tests {
-		if err := os.WriteFile(filepath.Join(ud, tt.name+".yaml"), []byte(tt.yaml), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		files[tt.name+".yaml"] = tt.yaml
 	}
+	testkit.WriteUnits(t, ud, files)
 	d := startDaemon(t, dir, "gateway")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

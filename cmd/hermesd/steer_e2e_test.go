@@ -3,14 +3,13 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proc"
 )
 
@@ -22,14 +21,8 @@ func TestStoppedUnitStaysStopped(t *testing.T) {
 		t.Skip("starts hermesd and unit processes")
 	}
 	dir := t.TempDir()
-	ud := filepath.Join(dir, "units")
-	if err := os.MkdirAll(ud, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	ud := testkit.WriteUnits(t, filepath.Join(dir, "units"), map[string]string{"a.yaml": unitYAML("")})
 	path := func(name string) string { return filepath.Join(ud, name+".yaml") }
-	if err := os.WriteFile(path("a"), []byte(unitYAML("")), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	d := startDaemon(t, dir, "gateway")
 	d.waitStatus("a running", func(_ control.Status, u map[string]control.Unit) bool { a, ok := u["a"]; return running(a, ok) })
 	c := d.client()
@@ -67,34 +60,11 @@ func TestUnitFileOverAdoptedName(t *testing.T) {
 		t.Skip("starts hermesd and unit processes")
 	}
 	dir := t.TempDir()
-	ud := filepath.Join(dir, "units")
-	if err := os.MkdirAll(ud, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	ud := testkit.WriteUnits(t, filepath.Join(dir, "units"), nil)
 	d := startDaemon(t, dir, "gateway")
 	c := d.client()
 
-	ext := exec.Command(os.Args[0])
-	ext.Env = append(os.Environ(), roleEnv+"=unit")
-	ext.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := ext.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ext.Start(); err != nil {
-		t.Fatal(err)
-	}
-	reaped := false
-	t.Cleanup(func() {
-		if !reaped {
-			syscall.Kill(-ext.Process.Pid, syscall.SIGKILL)
-			ext.Wait()
-		}
-	})
-	buf := make([]byte, 64) // handshake: "started PID"
-	if n, err := out.Read(buf); err != nil || !strings.HasPrefix(string(buf[:n]), "started") {
-		t.Fatalf("external unit did not start: %q %v", buf[:n], err)
-	}
+	ext := startExternal(t)
 	pgid := ext.Process.Pid
 	if _, err := c.Adopt(t.Context(), control.AdoptRequest{PGID: pgid, As: "web"}); err != nil {
 		t.Fatal(err)
@@ -111,7 +81,6 @@ func TestUnitFileOverAdoptedName(t *testing.T) {
 
 	syscall.Kill(-pgid, syscall.SIGKILL)
 	ext.Wait()
-	reaped = true
 	u = d.waitStatus("web started from its file", func(_ control.Status, u map[string]control.Unit) bool {
 		w, ok := u["web"]
 		return running(w, ok) && w.PID != pgid

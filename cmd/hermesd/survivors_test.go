@@ -1,18 +1,18 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hermes-units/hermes/control"
-	"github.com/hermes-units/hermes/internal/notify"
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/proc"
 )
@@ -29,19 +29,21 @@ type hermesd struct {
 // writeUnits writes one unit file per name→ownership.
 func writeUnits(t *testing.T, dir string, units map[string]string) {
 	t.Helper()
-	ud := filepath.Join(dir, "units")
-	if err := os.MkdirAll(ud, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	files := map[string]string{}
 	for name, own := range units {
-		y := fmt.Sprintf("command: [%q]\nenv: {%s: unit}\nownership: %s\n", os.Args[0], roleEnv, own)
-		if own != "owned" {
-			y += "reason: kept across gateway restarts in the test\n"
-		}
-		if err := os.WriteFile(filepath.Join(ud, name+".yaml"), []byte(y), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		files[name+".yaml"] = fmt.Sprintf("command: [%q]\nenv: {%s: unit}\n", os.Args[0], roleEnv) + ownershipYAML(own)
 	}
+	testkit.WriteUnits(t, filepath.Join(dir, "units"), files)
+}
+
+// ownershipYAML is the ownership key of a unit file, with the reason a
+// unit that outlives its owner must give.
+func ownershipYAML(ownership string) string {
+	y := "ownership: " + ownership + "\n"
+	if ownership != "owned" {
+		y += "reason: kept across gateway restarts in the test\n"
+	}
+	return y
 }
 
 // startDaemon runs hermesd on dir in role with no hermes.yaml (see
@@ -65,29 +67,9 @@ type daemonOpts struct {
 // the NOTIFY_SOCKET the test serves (a handshake: no polling).
 func startDaemonWith(t *testing.T, dir string, o daemonOpts) *hermesd {
 	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	nsPath := filepath.Join(t.TempDir(), "n.sock")
-	ns, err := notify.Listen(nsPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan struct{}, 1)
-	nsDone := make(chan error, 1)
-	go func() {
-		nsDone <- ns.Run(ctx, func(m notify.Message) {
-			if m.Ready() {
-				select {
-				case ready <- struct{}{}:
-				default:
-				}
-			}
-		})
-	}()
-	defer func() { cancel(); <-nsDone }()
-
-	d := &hermesd{t: t, dir: dir, socket: filepath.Join(dir, "state", "ctl.sock"), done: make(chan error, 1)}
-	logf, err := os.OpenFile(filepath.Join(dir, "hermesd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	d := &hermesd{t: t, dir: dir, socket: filepath.Join(dir, "state", "ctl.sock")}
+	logPath := filepath.Join(dir, "hermesd.log")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,30 +86,25 @@ func startDaemonWith(t *testing.T, dir string, o daemonOpts) *hermesd {
 	if o.mode != "" {
 		args = append(args, "--supervisor-mode", o.mode)
 	}
-	d.cmd = exec.Command(os.Args[0], args...)
+	cmd := exec.Command(os.Args[0], args...)
 	if o.shell != "" {
-		d.cmd = exec.Command("/bin/sh", append([]string{"-c", o.shell + ` && exec "$0" "$@"`, os.Args[0]}, args...)...)
+		cmd = exec.Command("/bin/sh", append([]string{"-c", o.shell + ` && exec "$0" "$@"`, os.Args[0]}, args...)...)
 	}
-	d.cmd.Env = append(append(os.Environ(), roleEnv+"=hermesd", "NOTIFY_SOCKET="+nsPath), o.env...)
-	d.cmd.Stdout, d.cmd.Stderr = logf, logf
-	d.cmd.ExtraFiles = o.inherited
-	if err := d.cmd.Start(); err != nil {
+	cmd.Env = append(append(os.Environ(), roleEnv+"=hermesd"), o.env...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = o.inherited
+	p, err := testkit.StartReady(t.Context(), cmd, 20*time.Second, logPath)
+	if p != nil {
+		d.cmd, d.done = p.Cmd, p.Done
+		t.Cleanup(func() {
+			if d.cmd.ProcessState == nil {
+				d.cmd.Process.Signal(syscall.SIGTERM)
+				<-d.done
+			}
+		})
+	}
+	if err != nil {
 		t.Fatal(err)
-	}
-	go func() { d.done <- d.cmd.Wait() }()
-	t.Cleanup(func() {
-		if d.cmd.ProcessState == nil {
-			d.cmd.Process.Signal(syscall.SIGTERM)
-			<-d.done
-		}
-	})
-	select {
-	case <-ready:
-	case err := <-d.done:
-		b, _ := os.ReadFile(filepath.Join(dir, "hermesd.log"))
-		t.Fatalf("hermesd exited before READY=1: %v\n%s", err, b)
-	case <-time.After(20 * time.Second):
-		t.Fatalf("hermesd sent no READY=1 within 20s")
 	}
 	return d
 }
@@ -165,35 +142,27 @@ func leaderOf(t *testing.T, state, unit string) proc.Identity {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var leader proc.Identity
+	testkit.Eventually(t, 10*time.Second, "a ledger entry for "+unit, func() bool {
 		es, err := l.Entries(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, e := range es {
 			if e.Unit == unit {
-				return e.Leader
+				leader = e.Leader
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no ledger entry for %s within 10s", unit)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
+	return leader
 }
 
 // goneWithin polls (the kernel gives no event for another process's death
 // that is not our child) until id is dead or d passes.
 func goneWithin(id proc.Identity, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if !id.Alive() {
-			return true
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return !id.Alive()
+	return testkit.Within(d, func() bool { return !id.Alive() })
 }
 
 // killGroupAtEnd makes sure no survivor outlives the test.
@@ -205,19 +174,9 @@ func killGroupAtEnd(t *testing.T, id proc.Identity) {
 	})
 }
 
-// fileHas polls a log file for a line.
+// fileHas waits up to d for a log file to hold want.
 func fileHas(path, want string, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for {
-		b, _ := os.ReadFile(path)
-		if strings.Contains(string(b), want) {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return testkit.WaitFile(path, regexp.MustCompile(regexp.QuoteMeta(want)), d) == nil
 }
 
 // TestGatewaySurvivors is the gateway rows of the survivors matrix (SPEC
