@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/units"
 )
 
 // The file is written in a canonical layout: one entry per line.
@@ -77,7 +78,8 @@ func fileBoot() string {
 
 // Marshal encodes entries in the file format (canonical layout). It fails
 // only on a spawn time RFC 3339 cannot hold (a year outside 0–9999), as
-// encoding/json would.
+// encoding/json would, and on a role, ownership or state that Parse would
+// refuse.
 func Marshal(entries []Entry) ([]byte, error) {
 	return marshalReusing(nil, fileBoot(), entries, snapshot{}, false)
 }
@@ -152,6 +154,9 @@ func equalEntry(a, b *Entry) bool {
 // tags; it decodes (decodeEntry, with the file's boot id boot) to the same
 // Entry.
 func appendEntry(b []byte, boot string, e Entry) ([]byte, error) {
+	if err := checkWords(&e); err != nil {
+		return nil, fmt.Errorf("ledger: entry %q: %w", e.Unit, err)
+	}
 	b = append(b, `{"unit":`...)
 	b = appendString(b, e.Unit)
 	b = append(b, `,"leader":`...)
@@ -178,9 +183,9 @@ func appendEntry(b []byte, boot string, e Entry) ([]byte, error) {
 	b = append(b, `,"owner":`...)
 	b = appendIdentity(b, boot, e.Owner)
 	b = append(b, `,"role":`...)
-	b = appendString(b, e.Role)
+	b = appendString(b, string(e.Role))
 	b = append(b, `,"ownership":`...)
-	b = appendString(b, e.Ownership)
+	b = appendString(b, string(e.Ownership))
 	for _, f := range [...]struct{ k, v string }{{"reason", e.Reason}, {"log", e.Log}} {
 		if f.v != "" {
 			b = append(b, `,"`+f.k+`":`...)
@@ -193,13 +198,27 @@ func appendEntry(b []byte, boot string, e Entry) ([]byte, error) {
 		return nil, fmt.Errorf("ledger: entry %q: spawn time: %w", e.Unit, err)
 	}
 	b = append(b, '"')
-	for _, f := range [...]struct{ k, v string }{{"state", e.State}, {"spawn", e.Spawn}} {
+	for _, f := range [...]struct{ k, v string }{{"state", string(e.State)}, {"spawn", e.Spawn}} {
 		if f.v != "" {
 			b = append(b, `,"`+f.k+`":`...)
 			b = appendString(b, f.v)
 		}
 	}
 	return append(b, '}'), nil
+}
+
+// checkWords refuses a role, ownership or state that decodeEntry would
+// refuse: the file never holds what cannot be read back.
+func checkWords(e *Entry) error {
+	var o units.Ownership
+	if err := o.UnmarshalText([]byte(e.Ownership)); err != nil {
+		return err
+	}
+	if _, err := units.ParseOwnerRole(string(e.Role)); err != nil {
+		return err
+	}
+	_, err := ParseState(string(e.State))
+	return err
 }
 
 // appendIdentity encodes id, without its boot id when that is the file's.

@@ -81,8 +81,8 @@ func TestVersion1(t *testing.T) {
 		t.Errorf("after a write the file starts %.30q, want version 2", b)
 	}
 	got, _ = l.Entries(t.Context())
-	if want := []string{"old", "new"}; !reflect.DeepEqual(units(got), want) {
-		t.Errorf("after a write got %v, want %v", units(got), want)
+	if want := []string{"old", "new"}; !reflect.DeepEqual(unitNames(got), want) {
+		t.Errorf("after a write got %v, want %v", unitNames(got), want)
 	}
 	if aside, _ := filepath.Glob(l.Path() + ".corrupt-*"); len(aside) != 0 {
 		t.Errorf("a version 1 file was moved aside: %v", aside)

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/units"
 )
 
 // ErrLocked reports that the ledger lock was not acquired within
@@ -48,19 +49,19 @@ const (
 // Entry records one spawn: a process group (and cgroup, where there is one)
 // that an owner started.
 type Entry struct {
-	Unit      string        `json:"unit"`
-	Leader    proc.Identity `json:"leader"`
-	PGID      int           `json:"pgid"`
-	Cgroup    string        `json:"cgroup,omitempty"` // absolute cgroup dir, "" in pgroup mode
-	Argv      []string      `json:"argv"`             // first tokens, secrets redacted (see Redact)
-	Owner     proc.Identity `json:"owner"`
-	Role      string        `json:"role"`      // owner's role: gateway | worker | run
-	Ownership string        `json:"ownership"` // owned | adoptable | persist_on_release
-	Reason    string        `json:"reason,omitempty"`
-	Log       string        `json:"log,omitempty"`
-	Spawned   time.Time     `json:"spawned"`
-	State     string        `json:"state,omitempty"` // "" live under its owner | "released" | "adopted"
-	Spawn     string        `json:"spawn,omitempty"` // spawn key, the value of EnvSpawn in the child's environment
+	Unit      string          `json:"unit"`
+	Leader    proc.Identity   `json:"leader"`
+	PGID      int             `json:"pgid"`
+	Cgroup    string          `json:"cgroup,omitempty"` // absolute cgroup dir, "" in pgroup mode
+	Argv      []string        `json:"argv"`             // first tokens, secrets redacted (see Redact)
+	Owner     proc.Identity   `json:"owner"`
+	Role      units.Role      `json:"role"`      // owner's role: gateway | worker | run | "" (not given one)
+	Ownership units.Ownership `json:"ownership"` // owned | adoptable | persist_on_release
+	Reason    string          `json:"reason,omitempty"`
+	Log       string          `json:"log,omitempty"`
+	Spawned   time.Time       `json:"spawned"`
+	State     State           `json:"state,omitempty"`
+	Spawn     string          `json:"spawn,omitempty"` // spawn key, the value of EnvSpawn in the child's environment
 }
 
 // Ledger is one state directory's ledger. It holds no open file between

@@ -190,7 +190,7 @@ func openTemp(t *testing.T) *Ledger {
 	return l
 }
 
-func units(es []Entry) []string {
+func unitNames(es []Entry) []string {
 	var out []string
 	for _, e := range es {
 		out = append(out, e.Unit)
@@ -225,7 +225,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(got) != 0 {
-		t.Errorf("after Remove got %v, want none", units(got))
+		t.Errorf("after Remove got %v, want none", unitNames(got))
 	}
 	if _, err := os.Stat(l.Path()); err != nil {
 		t.Errorf("ledger file: %v", err)
@@ -441,7 +441,7 @@ func TestCorrupt(t *testing.T) {
 				}
 			}
 			if len(found) != 1 {
-				t.Fatalf("rebuilt entries for %s: %d, want 1 (all: %v)", unit, len(found), units(got))
+				t.Fatalf("rebuilt entries for %s: %d, want 1 (all: %v)", unit, len(found), unitNames(got))
 			}
 			e := found[0]
 			if e.Leader != lid || e.PGID != lid.PID || e.Owner.PID != owner.PID || e.Owner.StartTime != owner.StartTime || e.Spawn != spawn || e.Ownership != "adoptable" {
@@ -450,8 +450,8 @@ func TestCorrupt(t *testing.T) {
 			if len(e.Argv) == 0 || e.Argv[0] != cut(os.Args[0], MaxArgLen) {
 				t.Errorf("rebuilt argv %q, want it to start with %q", e.Argv, os.Args[0])
 			}
-			if !slicesContain(units(got), "new") {
-				t.Errorf("the new entry is missing: %v", units(got))
+			if !slicesContain(unitNames(got), "new") {
+				t.Errorf("the new entry is missing: %v", unitNames(got))
 			}
 		})
 	}
@@ -529,16 +529,16 @@ func TestPrune(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := l.Entries(ctx)
-	if want := []string{"live", "orphaned", "trigger"}; !reflect.DeepEqual(units(got), want) {
-		t.Errorf("after the first prune got %v, want %v", units(got), want)
+	if want := []string{"live", "orphaned", "trigger"}; !reflect.DeepEqual(unitNames(got), want) {
+		t.Errorf("after the first prune got %v, want %v", unitNames(got), want)
 	}
 	member.stop()
 	if err := l.Add(ctx, selfEntry(t, "trigger2")); err != nil {
 		t.Fatal(err)
 	}
 	got, _ = l.Entries(ctx)
-	if want := []string{"live", "trigger", "trigger2"}; !reflect.DeepEqual(units(got), want) {
-		t.Errorf("after the member left got %v, want %v", units(got), want)
+	if want := []string{"live", "trigger", "trigger2"}; !reflect.DeepEqual(unitNames(got), want) {
+		t.Errorf("after the member left got %v, want %v", unitNames(got), want)
 	}
 }
 

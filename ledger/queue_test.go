@@ -69,8 +69,8 @@ func TestQueueOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(units(got), want) {
-		t.Errorf("entries in the order %v, want the order of the line %v", units(got), want)
+	if !reflect.DeepEqual(unitNames(got), want) {
+		t.Errorf("entries in the order %v, want the order of the line %v", unitNames(got), want)
 	}
 }
 
@@ -94,8 +94,8 @@ func TestQueueStuckInLine(t *testing.T) {
 		t.Errorf("place 0 still held after its writer exited")
 	}
 	got, _ := l.Entries(t.Context())
-	if want := []string{"behind"}; !reflect.DeepEqual(units(got), want) {
-		t.Errorf("got %v, want %v", units(got), want)
+	if want := []string{"behind"}; !reflect.DeepEqual(unitNames(got), want) {
+		t.Errorf("got %v, want %v", unitNames(got), want)
 	}
 }
 

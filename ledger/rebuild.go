@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/units"
 )
 
 // Rebuild returns an entry for every live process that carries the
@@ -15,7 +16,9 @@ import (
 // its process group (pid == pgid), in pid order. It is how a corrupt ledger
 // is replaced. A tagged process of another state directory, or one without
 // EnvState, is never taken: it is some other ledger's, and a gateway
-// re-adopts (or stops) what its ledger holds. What the tags do not carry is
+// re-adopts (or stops) what its ledger holds. Nor is one whose
+// EnvOwnership or EnvRole is a word this build does not know: SpawnOwned
+// tags none, and the file could not hold it. What the tags do not carry is
 // left empty (Reason, Log; Role for spawns older than EnvRole); Spawned is the leader's start time;
 // Cgroup is the leader's cgroup v2 directory when that is neither the root
 // nor the rebuilding process's own cgroup (a group spawned in pgroup mode
@@ -45,12 +48,20 @@ func Rebuild(stateDir string) ([]Entry, error) {
 		if !ok || stateDir == "" || t[EnvState] != stateDir {
 			continue
 		}
+		var ownership units.Ownership // "" when untagged, as in a file
+		if err := ownership.UnmarshalText([]byte(t[EnvOwnership])); err != nil {
+			continue // SpawnOwned tags only the ownerships it knows: not its tags
+		}
+		role, err := units.ParseOwnerRole(t[EnvRole])
+		if err != nil {
+			continue // nor a role it does not know
+		}
 		e := Entry{
 			Unit:      t[EnvUnit],
 			Leader:    proc.Identity{PID: pid, StartTime: st.StartTime, BootID: boot},
 			PGID:      pid,
-			Ownership: t[EnvOwnership],
-			Role:      t[EnvRole],
+			Ownership: ownership,
+			Role:      role,
 			Spawn:     t[EnvSpawn],
 			Spawned:   startWallTime(st.StartTime),
 		}

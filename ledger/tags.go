@@ -46,7 +46,7 @@ func Env(e Entry) []string {
 		EnvUnit + "=" + e.Unit,
 		EnvOwner + "=" + e.Owner.String(),
 		EnvSpawn + "=" + e.Spawn,
-		EnvOwnership + "=" + e.Ownership,
+		EnvOwnership + "=" + string(e.Ownership),
 	}
 }
 

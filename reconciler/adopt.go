@@ -55,7 +55,7 @@ func (r *Reconciler) readopt(ctx context.Context, l Loaded) {
 			continue
 		}
 		spec, ok := declared[s.Unit]
-		if s.State == "released" && !ok { // given up on purpose, and not declared: listed
+		if s.State == ledger.Released && !ok { // given up on purpose, and not declared: listed
 			r.addReleased(s)
 			continue
 		}
@@ -63,7 +63,7 @@ func (r *Reconciler) readopt(ctx context.Context, l Loaded) {
 			r.log.Warn("a second survivor of the same unit left alone", "unit", s.Unit, "pid", s.Group.Leader.PID)
 			continue
 		}
-		if !ok && units.Ownership(s.Ownership) == units.PersistOnRelease {
+		if !ok && s.Ownership == units.PersistOnRelease {
 			if err := r.opt.Checkpoint.Released(ctx, s); err != nil {
 				r.log.Warn("ledger: release not recorded", "unit", s.Unit, "err", err)
 			}
@@ -72,9 +72,9 @@ func (r *Reconciler) readopt(ctx context.Context, l Loaded) {
 			continue
 		}
 		if !ok {
-			spec = units.Spec{Name: s.Unit, Ownership: units.Ownership(s.Ownership)}
+			spec = units.Spec{Name: s.Unit, Ownership: s.Ownership}
 		}
-		if s.State == "released" { // declared again: adopted back, not doubled
+		if s.State == ledger.Released { // declared again: adopted back, not doubled
 			if err := r.adoptBack(ctx, spec, s); err != nil {
 				r.log.Warn("released survivor declared again, not adopted back", "unit", s.Unit, "pid", s.Group.Leader.PID, "err", err)
 				r.addReleased(s)
@@ -182,7 +182,7 @@ func (s ownerSpawner) Release(ctx context.Context, g supervisor.Group) error {
 type Record struct {
 	Survivor
 	Argv []string
-	Role string
+	Role units.Role // its owner's
 }
 
 // recorder is the part of the ledger Checkpoint that adopt reads: every
@@ -424,7 +424,7 @@ func (r *Reconciler) take(ctx context.Context, ad Adopter, g supervisor.Group, n
 			return control.Adopted{}, fmt.Errorf("adopt group %d: read the ledger: %w", g.PGID, err)
 		}
 		for _, rec := range recs {
-			if rec.Group.PGID == g.PGID && rec.OwnerAlive && rec.State != "released" {
+			if rec.Group.PGID == g.PGID && rec.OwnerAlive && rec.State != ledger.Released {
 				return control.Adopted{}, refused("group %d belongs to unit %s of another live owner (pid %d, %s); stop it there, or stop that owner first", g.PGID, rec.Unit, rec.Owner.PID, rec.Role)
 			}
 		}

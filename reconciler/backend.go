@@ -183,7 +183,7 @@ func rowError(u *unit, fileErr string) string {
 func releasedRow(s Survivor) control.Unit {
 	return control.Unit{
 		Name: s.Unit, State: "released", PID: s.Group.Leader.PID, PGID: s.Group.PGID,
-		Cgroup: s.Group.Cgroup, Ownership: s.Ownership, Log: s.Log,
+		Cgroup: s.Group.Cgroup, Ownership: string(s.Ownership), Log: s.Log,
 	}
 }
 

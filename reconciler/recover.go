@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/supervisor"
 	"github.com/hermes-units/hermes/units"
@@ -55,7 +56,7 @@ func (r *Reconciler) recover(ctx context.Context, declared map[string]units.Spec
 	}
 	var ends []end
 	for _, rec := range recs {
-		if rec.OwnerAlive || ownership(units.Spec{Ownership: units.Ownership(rec.Ownership)}) != units.Owned || r.holds(rec.Group.PGID) {
+		if rec.OwnerAlive || rec.Ownership.Survivor() || r.holds(rec.Group.PGID) {
 			continue
 		}
 		if err := r.trust(rec.Survivor); err != nil {
@@ -66,7 +67,7 @@ func (r *Reconciler) recover(ctx context.Context, declared map[string]units.Spec
 		}
 		spec, isDeclared := declared[rec.Unit]
 		switch free := isDeclared && r.units[rec.Unit] == nil; {
-		case rec.State == "released":
+		case rec.State == ledger.Released:
 			// Given up on purpose (`hermesctl release`): listed, and its
 			// unit is not started beside it (as Start refuses it); it is
 			// adopted back only if its file is removed and declared
@@ -75,7 +76,7 @@ func (r *Reconciler) recover(ctx context.Context, declared map[string]units.Spec
 			if free {
 				r.holdReleased[rec.Unit] = true
 			}
-		case free && (rec.Role == string(Gateway) || rec.Role == string(Worker)):
+		case free && (rec.Role == units.RoleGateway || rec.Role == units.RoleWorker):
 			ends = append(ends, end{rec, spec})
 		default:
 			r.leftovers = append(r.leftovers, rec.Group)

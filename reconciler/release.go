@@ -44,7 +44,7 @@ func (r *Reconciler) Release(ctx context.Context, name string) (control.Released
 			err = fmt.Errorf("release %s: %w", name, err)
 			return
 		}
-		s := Survivor{Unit: name, Group: g, Ownership: string(ownership(u.spec)), Reason: u.spec.Reason, Log: u.logPath, State: "released"}
+		s := Survivor{Unit: name, Group: g, Ownership: ownership(u.spec), Reason: u.spec.Reason, Log: u.logPath, State: ledger.Released}
 		if r.opt.Checkpoint != nil {
 			if cerr := r.opt.Checkpoint.Released(ctx, s); cerr != nil {
 				r.log.Warn("ledger: release not recorded", "unit", name, "err", cerr)
@@ -169,7 +169,7 @@ func (r *Reconciler) Orphans(ctx context.Context, req control.OrphansRequest) (c
 		}
 		ports := listeningPorts()
 		for _, rec := range recs {
-			if rec.OwnerAlive || rec.State == "released" || r.holds(rec.Group.PGID) {
+			if rec.OwnerAlive || rec.State == ledger.Released || r.holds(rec.Group.PGID) {
 				continue
 			}
 			o := r.evidence(rec, gd, ports)
@@ -227,7 +227,7 @@ func (r *Reconciler) evidence(rec Record, gd guards, ports map[uint64]int) contr
 	g := rec.Group
 	o := control.Orphan{
 		Unit: rec.Unit, PID: g.Leader.PID, PGID: g.PGID, StartTime: g.Leader.StartTime,
-		Ownership: rec.Ownership, Owner: rec.Owner.PID, OwnerRole: rec.Role, Command: strings.Join(rec.Argv, " "),
+		Ownership: string(rec.Ownership), Owner: rec.Owner.PID, OwnerRole: string(rec.Role), Command: strings.Join(rec.Argv, " "),
 	}
 	if argv, err := proc.Cmdline(g.Leader.PID); err == nil && g.Leader.Alive() {
 		o.Command = strings.Join(ledger.Redact(argv), " ")
@@ -256,7 +256,7 @@ func (r *Reconciler) evidence(rec Record, gd guards, ports map[uint64]int) contr
 			o.Evidence = append(o.Evidence, fmt.Sprintf("ppid %d (%s): re-parented to a subreaper, not its owner", st.PPID, comm))
 		}
 	}
-	o.Evidence = append(o.Evidence, fmt.Sprintf("owner pid %d (%s) is gone", rec.Owner.PID, dashed(rec.Role)))
+	o.Evidence = append(o.Evidence, fmt.Sprintf("owner pid %d (%s) is gone", rec.Owner.PID, dashed(string(rec.Role))))
 	members, _ := proc.GroupMembers(g.PGID)
 	o.Ports = portsOf(members, ports)
 	if len(o.Ports) > 0 {

@@ -96,7 +96,7 @@ func (r *Reconciler) spawnSpec(u *unit, f *os.File, logPath string, jr *jobRun) 
 		Dir:       dir,
 		Stdout:    f,
 		Stderr:    f,
-		Ownership: string(ownership(u.spec)),
+		Ownership: ownership(u.spec),
 		Reason:    u.spec.Reason,
 		LogPath:   logPath,
 		Survive:   keeps(r.opt.Role, u.spec.Ownership),

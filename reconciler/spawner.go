@@ -5,8 +5,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/supervisor"
+	"github.com/hermes-units/hermes/units"
 )
 
 // Process is a spawned unit's leader.
@@ -38,13 +40,13 @@ type Spawner interface {
 type Survivor struct {
 	Unit       string
 	Group      supervisor.Group
-	Ownership  string
+	Ownership  units.Ownership
 	Reason     string
 	Log        string
 	Owner      proc.Identity
 	OwnerAlive bool
-	State      string // the ledger entry's: "" | "adopted" | "released"
-	Spawn      string // the spawn key recorded (the leader's EnvSpawn tag)
+	State      ledger.State // the ledger entry's
+	Spawn      string       // the spawn key recorded (the leader's EnvSpawn tag)
 }
 
 // Checkpoint is the ledger as the reconciler sees it: the survivors of a

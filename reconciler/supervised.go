@@ -13,6 +13,7 @@ import (
 	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/supervisor"
+	"github.com/hermes-units/hermes/units"
 )
 
 // Supervised is the Spawner of a real owner: SpawnOwned, Stop and pidfd
@@ -80,7 +81,7 @@ func (c ledgerCheckpoint) Survivors(ctx context.Context) ([]Survivor, error) {
 	}
 	var out []Survivor
 	for _, e := range es {
-		if e.Owner == c.self || (e.Ownership != "adoptable" && e.Ownership != "persist_on_release") {
+		if e.Owner == c.self || !e.Ownership.Survivor() {
 			continue
 		}
 		out = append(out, survivorOf(e))
@@ -88,13 +89,13 @@ func (c ledgerCheckpoint) Survivors(ctx context.Context) ([]Survivor, error) {
 	return out, nil
 }
 
-func (c ledgerCheckpoint) mark(ctx context.Context, s Survivor, state string) error {
+func (c ledgerCheckpoint) mark(ctx context.Context, s Survivor, state ledger.State) error {
 	return c.l.Update(ctx, func(es []ledger.Entry) ([]ledger.Entry, error) {
 		for i := range es {
 			if es[i].Leader == s.Group.Leader && es[i].PGID == s.Group.PGID {
 				es[i].State = state
-				if state == "adopted" {
-					es[i].Owner, es[i].Role = c.self, string(c.role)
+				if state == ledger.Adopted {
+					es[i].Owner, es[i].Role = c.self, units.Role(c.role)
 				}
 			}
 		}
@@ -149,11 +150,11 @@ func (c ledgerCheckpoint) Strays(s Survivor) []supervisor.Group {
 }
 
 func (c ledgerCheckpoint) Adopted(ctx context.Context, s Survivor) error {
-	return c.mark(ctx, s, "adopted")
+	return c.mark(ctx, s, ledger.Adopted)
 }
 
 func (c ledgerCheckpoint) Released(ctx context.Context, s Survivor) error {
-	return c.mark(ctx, s, "released")
+	return c.mark(ctx, s, ledger.Released)
 }
 
 func (c ledgerCheckpoint) Who(ctx context.Context, pid int) (Survivor, bool, error) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/units"
 )
 
 // findLocked returns the registration of g: same leader identity and pgid.
@@ -108,12 +109,12 @@ func (o *Owner) Own(ctx context.Context, groups ...Group) error {
 			found := false
 			for i := range es {
 				if es[i].Leader.PID == g.Leader.PID && es[i].Leader.StartTime == g.Leader.StartTime {
-					es[i].Owner, es[i].Role, es[i].State, found = o.self, o.opts.Role, "adopted", true
+					es[i].Owner, es[i].Role, es[i].State, found = o.self, o.opts.Role, ledger.Adopted, true
 				}
 			}
 			if !found {
 				es = append(es, ledger.Entry{Unit: g.Unit, Leader: g.Leader, PGID: g.PGID, Cgroup: g.Cgroup,
-					Owner: o.self, Role: o.opts.Role, Ownership: "owned", Spawned: time.Now().UTC(), State: "adopted"})
+					Owner: o.self, Role: o.opts.Role, Ownership: units.Owned, Spawned: time.Now().UTC(), State: ledger.Adopted})
 			}
 		}
 		return es
@@ -166,7 +167,7 @@ func (o *Owner) Release(ctx context.Context, groups ...Group) error {
 			for _, g := range done {
 				for i := range es {
 					if es[i].Leader == g.Leader || es[i].Leader.PID == g.Leader.PID && es[i].Leader.StartTime == g.Leader.StartTime {
-						es[i].State = "released"
+						es[i].State = ledger.Released
 					}
 				}
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/units"
 	"golang.org/x/sys/unix"
 )
 
@@ -24,10 +25,10 @@ type Spec struct {
 	Argv      []string // argv[0] looked up in the PATH of Env
 	Env       []string // full environment; the ledger tags are added (and replace inherited ones)
 	Dir       string
-	Stdin     *os.File // nil = /dev/null
-	Stdout    *os.File // nil = /dev/null; survivors must be given files, never pipes
-	Stderr    *os.File // nil = /dev/null
-	Ownership string   // recorded in the ledger and in EnvOwnership; "" = owned
+	Stdin     *os.File        // nil = /dev/null
+	Stdout    *os.File        // nil = /dev/null; survivors must be given files, never pipes
+	Stderr    *os.File        // nil = /dev/null
+	Ownership units.Ownership // recorded in the ledger and in EnvOwnership; "" = owned
 	Reason    string
 	LogPath   string // recorded in the ledger
 	// Survive: not registered with the death supervisor, so it outlives the
@@ -126,7 +127,7 @@ const gate = `IFS= read -r g <&3 && [ "$g" = go ] && exec 3<&- && exec "$@"; exi
 // was written is not written afterwards.
 func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
 	if spec.Ownership == "" {
-		spec.Ownership = "owned"
+		spec.Ownership = units.Owned
 	}
 	path, err := checkSpec(spec)
 	if err != nil {
@@ -178,6 +179,9 @@ func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
 func checkSpec(spec Spec) (string, error) {
 	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
 		return "", errors.New("empty argv")
+	}
+	if _, err := units.ParseOwnership(string(spec.Ownership)); err != nil {
+		return "", err // the ledger could not hold it
 	}
 	path, err := lookPath(spec.Argv[0], spec.Dir, spec.Env)
 	if err != nil {
@@ -516,9 +520,9 @@ func (o *Owner) tag(spec Spec, key string) []string {
 		ledger.EnvUnit+"="+spec.Unit,
 		ledger.EnvOwner+"="+o.self.String(),
 		ledger.EnvSpawn+"="+key,
-		ledger.EnvOwnership+"="+spec.Ownership)
+		ledger.EnvOwnership+"="+string(spec.Ownership))
 	if o.opts.Role != "" {
-		env = append(env, ledger.EnvRole+"="+o.opts.Role)
+		env = append(env, ledger.EnvRole+"="+string(o.opts.Role))
 	}
 	if o.led != nil {
 		env = append(env, ledger.EnvState+"="+o.led.Dir())

@@ -53,6 +53,7 @@ import (
 
 	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/units"
 )
 
 // Mode says how groups are contained.
@@ -108,7 +109,7 @@ var (
 // Options configure an Owner.
 type Options struct {
 	StateDir  string        // where the ledger lives; "" = no ledger
-	Role      string        // gateway | worker | run (recorded in the ledger)
+	Role      units.Role    // gateway | worker | run, or "" (recorded in the ledger; units.ParseOwnerRole)
 	Grace     time.Duration // TERM→KILL grace at owner death; default 3 s
 	Mode      Mode          // "" = cgroup when a writable cgroup v2 hierarchy exists, else pgroup
 	IdleClose time.Duration // close the pipe after this long with nothing registered; default 30 s
@@ -237,6 +238,9 @@ func newOwner(opts Options, launch launcher) (*Owner, error) {
 	}
 	if _, err := ParseMode(string(opts.Mode)); err != nil {
 		return nil, err
+	}
+	if _, err := units.ParseOwnerRole(string(opts.Role)); err != nil {
+		return nil, fmt.Errorf("supervisor: %w", err)
 	}
 	self, err := proc.Self()
 	if err != nil {

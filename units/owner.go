@@ -37,8 +37,14 @@ func ParseOwnership(s string) (Ownership, error) {
 // (under a worker, an adoptable group dies with it).
 func (o Ownership) Survivor() bool { return o == Adoptable || o == PersistOnRelease }
 
-// UnmarshalText parses text with ParseOwnership.
+// UnmarshalText parses text with ParseOwnership, and also takes the empty
+// text: the zero Ownership, not recorded (a record made by hand, or from a
+// process that was not tagged with one), which counts as Owned.
 func (o *Ownership) UnmarshalText(text []byte) error {
+	if len(text) == 0 {
+		*o = ""
+		return nil
+	}
 	v, err := ParseOwnership(string(text))
 	if err != nil {
 		return err
@@ -72,13 +78,22 @@ func ParseRole(s string) (Role, error) {
 	return "", fmt.Errorf("unknown role %s: want gateway or worker", excerpt(s))
 }
 
-// UnmarshalText parses the role of any owner, as the ledger records it:
+// ParseOwnerRole parses the role of any owner, as the ledger records it:
 // gateway, worker, run, or empty (not set).
-func (r *Role) UnmarshalText(text []byte) error {
-	switch v := Role(text); v {
+func ParseOwnerRole(s string) (Role, error) {
+	switch r := Role(s); r {
 	case "", RoleGateway, RoleWorker, RoleRun:
-		*r = v
-		return nil
+		return r, nil
 	}
-	return fmt.Errorf("unknown role %s: want gateway, worker or run", excerpt(string(text)))
+	return "", fmt.Errorf("unknown role %s: want gateway, worker or run", excerpt(s))
+}
+
+// UnmarshalText parses text with ParseOwnerRole.
+func (r *Role) UnmarshalText(text []byte) error {
+	v, err := ParseOwnerRole(string(text))
+	if err != nil {
+		return err
+	}
+	*r = v
+	return nil
 }

@@ -25,7 +25,7 @@ func TestOwnershipRoundTrip(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []string{"", "Owned", "persist-on-release", "gateway"} {
+	for _, bad := range []string{"Owned", "persist-on-release", "gateway"} {
 		t.Run("refuses "+bad, func(t *testing.T) {
 			if o, err := ParseOwnership(bad); err == nil {
 				t.Errorf("ParseOwnership(%q) = %q, want an error", bad, o)
@@ -36,6 +36,18 @@ func TestOwnershipRoundTrip(t *testing.T) {
 			}
 		})
 	}
+	t.Run("empty", func(t *testing.T) {
+		if o, err := ParseOwnership(""); err == nil {
+			t.Errorf(`ParseOwnership("") = %q, want an error: a unit file says a mode or none`, o)
+		}
+		o := Adoptable
+		if err := json.Unmarshal([]byte(`""`), &o); err != nil || o != "" {
+			t.Errorf(`json.Unmarshal("") = %q, %v; want the zero Ownership (not recorded)`, o, err)
+		}
+		if o.Survivor() {
+			t.Error("the zero Ownership is a survivor, want it to count as owned")
+		}
+	})
 }
 
 func TestOwnershipSurvivor(t *testing.T) {
@@ -95,13 +107,18 @@ func FuzzOwnershipText(f *testing.F) {
 			if string(o) != s {
 				t.Errorf("Ownership.UnmarshalText(%q) = %q", s, o)
 			}
-			if _, err := ParseOwnership(s); err != nil {
+			if _, err := ParseOwnership(s); err != nil && s != "" {
 				t.Errorf("UnmarshalText accepts %q, ParseOwnership refuses it: %v", s, err)
 			}
 		}
 		var r Role
-		if err := r.UnmarshalText([]byte(s)); err == nil && string(r) != s {
-			t.Errorf("Role.UnmarshalText(%q) = %q", s, r)
+		if err := r.UnmarshalText([]byte(s)); err == nil {
+			if string(r) != s {
+				t.Errorf("Role.UnmarshalText(%q) = %q", s, r)
+			}
+			if _, err := ParseOwnerRole(s); err != nil {
+				t.Errorf("UnmarshalText accepts %q, ParseOwnerRole refuses it: %v", s, err)
+			}
 		}
 		if p, err := ParseRole(s); err == nil {
 			if err := r.UnmarshalText([]byte(p)); err != nil {

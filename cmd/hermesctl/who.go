@@ -228,18 +228,18 @@ func (r *whoReport) write(w io.Writer, now time.Time) {
 	}[r.Match]
 	fmt.Fprintf(w, "pid %d was started by hermes units: unit %s (%s)\n", r.PID, e.Unit, how)
 	row("unit", e.Unit)
-	role := e.Role
+	role := string(e.Role)
 	if role == "" {
 		role = "owner"
 	}
 	row("owner", fmt.Sprintf("pid %d (%s), %s", e.Owner.PID, role, aliveWord(r.OwnerAlive)))
-	own := e.Ownership
+	own := string(e.Ownership)
 	if e.Reason != "" {
 		own += " (reason: " + e.Reason + ")"
 	}
 	row("ownership", own)
-	if e.State != "" {
-		row("state", e.State)
+	if e.State != ledger.Live {
+		row("state", string(e.State))
 	}
 	row("leader", fmt.Sprintf("pid %d, %s", e.Leader.PID, aliveWord(r.LeaderAlive)))
 	row("command", strings.Join(e.Argv, " "))

@@ -266,7 +266,7 @@ type instance struct {
 // and mode, reporting to the log and the observer.
 func (d *instance) newOwner() (*supervisor.Owner, error) {
 	return supervisor.New(supervisor.Options{
-		StateDir: d.cfg.State, Role: string(d.cfg.role), Mode: d.cfg.mode,
+		StateDir: d.cfg.State, Role: units.Role(d.cfg.role), Mode: d.cfg.mode,
 		Logf:          func(format string, args ...any) { d.log.Info(fmt.Sprintf(format, args...), "part", "supervisor") },
 		OnRestart:     d.obs.supervisorRestart,
 		OnLedgerWrite: d.obs.metrics.LedgerWrite,
