@@ -13,7 +13,10 @@ import (
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/events"
 	"github.com/hermes-units/hermes/internal/metrics/metricstest"
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func scrapeBytes(t *testing.T, h http.Handler) []byte {
 	t.Helper()

@@ -7,7 +7,11 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // TestFallback: the portable fallback reports a step of the wall clock
 // (back or forward, of MinStep or more) within one interval, and nothing
