@@ -1,0 +1,39 @@
+package proc
+
+import (
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ClockTicks is USER_HZ, the unit of the times in /proc/PID/stat (start
+// time, CPU): 100 on every architecture Go supports.
+const ClockTicks = 100
+
+// Age is how long the process named by id has been running: the boot
+// clock now (CLOCK_BOOTTIME, which the start time in /proc/PID/stat
+// counts from, time suspended included) less its start time, to the
+// clock tick. It reads no /proc file, so it costs one system call and
+// holds for a process that has exited (its age is then that of its
+// start). An identity of another boot, or with no pid, has no age here.
+func (id Identity) Age() (time.Duration, error) {
+	if id.PID <= 0 {
+		return 0, fmt.Errorf("pid %d: no process, no age", id.PID)
+	}
+	if id.BootID != "" {
+		if boot, err := BootID(); err != nil || boot != id.BootID {
+			return 0, fmt.Errorf("process %s: started in another boot (%s), or this boot's id is unreadable", id, id.BootID)
+		}
+	}
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		return 0, fmt.Errorf("read the boot clock: %w", err)
+	}
+	now := time.Duration(ts.Nano())
+	started := time.Duration(id.StartTime) * (time.Second / ClockTicks)
+	if started > now {
+		return 0, fmt.Errorf("process %s: start time after the boot clock's now (%s)", id, now)
+	}
+	return now - started, nil
+}
