@@ -143,7 +143,7 @@ func (r *Reconciler) unitStatus(u *unit, fileErr string) control.Unit {
 	}
 	if u.state.active() {
 		cu.PID, cu.PGID, cu.Cgroup = u.group.Leader.PID, u.group.PGID, u.group.Cgroup
-		cu.Uptime = time.Since(u.started)
+		cu.Uptime = uptime(u)
 		switch {
 		case !u.main.IsZero():
 			cu.PID = u.main.PID // forking: the daemon, not its launcher
@@ -158,6 +158,22 @@ func (r *Reconciler) unitStatus(u *unit, fileErr string) control.Unit {
 		describe(&cu, u.spec)
 	}
 	return cu
+}
+
+// uptime is how long u's process has run: the age, from its kernel start
+// time, of the process status shows (the main one of a forking unit, else
+// the leader), so that a survivor re-adopted by this hermesd counts from
+// its own start, not from its adoption. When the age cannot be had (an
+// identity without a pid), it counts from the start this hermesd saw.
+func uptime(u *unit) time.Duration {
+	id := u.group.Leader
+	if !u.main.IsZero() {
+		id = u.main
+	}
+	if age, err := id.Age(); err == nil {
+		return age
+	}
+	return time.Since(u.started)
 }
 
 // rowError is the error a status row shows for u, the first that applies:
