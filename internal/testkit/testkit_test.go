@@ -12,32 +12,35 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
-	"github.com/hermes-units/hermes/internal/procfd"
 	"go.uber.org/goleak"
 )
 
-// helperEnv makes the test binary play a daemon instead of running the
-// tests: "ready" sends READY=1 and waits for SIGTERM, "exit" prints a line
-// and exits 3 at once, "mute" sends nothing and waits for SIGTERM.
+// helperEnv makes the test binary play one of helpers instead of running
+// the tests.
 const helperEnv = "TESTKIT_TEST_HELPER"
 
-func TestMain(m *testing.M) {
-	switch os.Getenv(helperEnv) {
-	case "ready":
-		c, err := net.Dial("unixgram", os.Getenv("NOTIFY_SOCKET"))
-		if err != nil {
-			os.Exit(2)
+// helpers are the daemons StartReady is tried with.
+var helpers = map[string]func(){
+	// ready sends READY=1, then waits for SIGTERM.
+	"ready": func() {
+		if c, err := net.Dial("unixgram", os.Getenv("NOTIFY_SOCKET")); err == nil {
+			c.Write([]byte("READY=1"))
+			c.Close()
 		}
-		c.Write([]byte("READY=1"))
-		c.Close()
 		select {}
-	case "exit":
-		fmt.Println("giving up")
-		os.Exit(3)
-	case "mute":
-		select {}
+	},
+	// exit prints a line and exits 3 at once.
+	"exit": func() { fmt.Println("giving up"); os.Exit(3) },
+	// mute sends nothing and waits for SIGTERM.
+	"mute": func() { select {} },
+}
+
+func TestMain(m *testing.M) {
+	if play, ok := helpers[os.Getenv(helperEnv)]; ok {
+		play()
 	}
 	goleak.VerifyTestMain(m)
 }
@@ -80,50 +83,57 @@ func fails(t *testing.T, f func(tb testing.TB)) []string {
 	return r.errors
 }
 
+// The waits run in a synctest bubble: its clock moves only when every
+// goroutine waits, so the deadlines are exact and cost no wall time.
+
 func TestWithin(t *testing.T) {
-	start := time.Now()
-	n := 0
-	if !Within(time.Second, func() bool { n++; return n == 3 }) {
-		t.Fatal("Within: false for a condition true on its third check")
-	}
-	if n != 3 {
-		t.Errorf("checked %d times, want 3", n)
-	}
-	if Within(50*time.Millisecond, func() bool { return false }) {
-		t.Error("Within: true for a condition never true")
-	}
-	if el := time.Since(start); el < 50*time.Millisecond {
-		t.Errorf("gave up after %v, want the 50ms deadline passed", el)
-	}
-	last := false
-	deadline := time.Now().Add(30 * time.Millisecond)
-	if !Within(30*time.Millisecond, func() bool { last = !time.Now().Before(deadline); return last }) || !last {
-		t.Error("Within: false for a condition that holds once the deadline has passed; want it checked once more then")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		n := 0
+		if !Within(time.Second, func() bool { n++; return n == 3 }) {
+			t.Fatal("Within: false for a condition true on its third check")
+		}
+		if n != 3 || time.Since(start) != 2*Poll {
+			t.Errorf("checked %d times in %v, want 3 in %v", n, time.Since(start), 2*Poll)
+		}
+		start = time.Now()
+		if Within(50*time.Millisecond, func() bool { return false }) {
+			t.Error("Within: true for a condition never true")
+		}
+		if el := time.Since(start); el <= 50*time.Millisecond || el > 50*time.Millisecond+Poll {
+			t.Errorf("gave up after %v, want just past the 50ms deadline", el)
+		}
+		deadline := time.Now().Add(30 * time.Millisecond)
+		if !Within(30*time.Millisecond, func() bool { return time.Now().After(deadline) }) {
+			t.Error("Within: false for a condition that holds once the deadline has passed; want it checked once more then")
+		}
+	})
 }
 
 func TestEventually(t *testing.T) {
-	got := fails(t, func(tb testing.TB) { Eventually(tb, 20*time.Millisecond, "done", func() bool { return false }) })
-	if want := []string{"still not done after 20ms"}; !slices.Equal(got, want) {
-		t.Errorf("Eventually of a false condition reported %q, want %q", got, want)
-	}
-	if got := fails(t, func(tb testing.TB) { Eventually(tb, time.Second, "done", func() bool { return true }) }); len(got) > 0 {
-		t.Errorf("Eventually of a true condition reported %q, want nothing", got)
-	}
-	n := 0
-	got = fails(t, func(tb testing.TB) {
-		EventuallyOK(tb, 20*time.Millisecond, func() error { n++; return fmt.Errorf("check %d: web inactive", n) })
+	synctest.Test(t, func(t *testing.T) {
+		got := fails(t, func(tb testing.TB) { Eventually(tb, 20*time.Millisecond, "done", func() bool { return false }) })
+		if want := []string{"still not done after 20ms"}; !slices.Equal(got, want) {
+			t.Errorf("Eventually of a false condition reported %q, want %q", got, want)
+		}
+		if got := fails(t, func(tb testing.TB) { Eventually(tb, time.Second, "done", func() bool { return true }) }); len(got) > 0 {
+			t.Errorf("Eventually of a true condition reported %q, want nothing", got)
+		}
+		n := 0
+		got = fails(t, func(tb testing.TB) {
+			EventuallyOK(tb, 20*time.Millisecond, func() error { n++; return fmt.Errorf("check %d: web inactive", n) })
+		})
+		if want := []string{fmt.Sprintf("after 20ms: check %d: web inactive", n)}; !slices.Equal(got, want) {
+			t.Errorf("EventuallyOK reported %q, want %q: the last check's error", got, want)
+		}
 	})
-	if len(got) != 1 || !strings.HasPrefix(got[0], "after 20ms: check ") || !strings.HasSuffix(got[0], fmt.Sprintf("check %d: web inactive", n)) {
-		t.Errorf("EventuallyOK reported %q, want the last check's error (check %d)", got, n)
-	}
 }
 
 func TestEventuallyOn(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		sent int  // values sent on wake
-		hold int  // the condition holds once this many have been received
+		hold int  // the condition holds once this many have been sent
 		shut bool // wake closed after the values
 		want string
 	}{
@@ -134,34 +144,41 @@ func TestEventuallyOn(t *testing.T) {
 		{"wake closed", 1, 5, true, "still not there when its notifications ended"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			wake := make(chan int)
-			var mu sync.Mutex
-			got := 0
-			go func() {
-				for i := range tt.sent {
-					mu.Lock()
-					got = i + 1
-					mu.Unlock()
-					select {
-					case wake <- i:
-					case <-time.After(time.Second):
-						return
+			synctest.Test(t, func(t *testing.T) {
+				wake := make(chan int)
+				quit := make(chan struct{}) // the wait is over: stop sending
+				sent := make(chan struct{})
+				var mu sync.Mutex
+				got := 0
+				go func() {
+					defer close(sent)
+					for i := range tt.sent {
+						mu.Lock()
+						got = i + 1
+						mu.Unlock()
+						select {
+						case wake <- i:
+						case <-quit:
+							return
+						}
 					}
-				}
-				if tt.shut {
-					close(wake)
-				}
-			}()
-			errs := fails(t, func(tb testing.TB) {
-				EventuallyOn(tb, 50*time.Millisecond, "there", wake, func() bool {
-					mu.Lock()
-					defer mu.Unlock()
-					return got >= tt.hold
+					if tt.shut {
+						close(wake)
+					}
+				}()
+				errs := fails(t, func(tb testing.TB) {
+					EventuallyOn(tb, 50*time.Millisecond, "there", wake, func() bool {
+						mu.Lock()
+						defer mu.Unlock()
+						return got >= tt.hold
+					})
 				})
+				close(quit)
+				<-sent
+				if tt.want == "" && len(errs) > 0 || tt.want != "" && !slices.Equal(errs, []string{tt.want}) {
+					t.Errorf("reported %q, want %q", errs, tt.want)
+				}
 			})
-			if tt.want == "" && len(errs) > 0 || tt.want != "" && !slices.Equal(errs, []string{tt.want}) {
-				t.Errorf("reported %q, want %q", errs, tt.want)
-			}
 		})
 	}
 }
@@ -233,58 +250,6 @@ func TestStartReady(t *testing.T) {
 		if err := p.Stop(10 * time.Second); err == nil {
 			t.Errorf("Stop of the mute helper: nil error, want its SIGTERM")
 		}
-	}
-}
-
-func TestExactFDs(t *testing.T) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	defer w.Close()
-	null, err := os.Open(os.DevNull)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer null.Close()
-	own, err := procfd.List(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tt := range []struct {
-		name  string
-		extra []*os.File
-		want  int // failures
-	}{
-		{"clean", nil, 0},
-		{"leaked write end", []*os.File{w}, 1},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			cmd := exec.Command("/bin/sh", "-c", "read -r x")
-			stdin, err := cmd.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = null, null, tt.extra
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer func() { stdin.Close(); cmd.Wait() }()
-			want := map[int]string{0: "pipe:[", 1: "/dev/null", 2: "/dev/null"}
-			for _, f := range own {
-				if f.Num > 2 && !f.CloseOnExec() && f.Num != 3 {
-					want[f.Num] = f.Target // inherited from this test's runner: every child has it
-				}
-			}
-			got := fails(t, func(tb testing.TB) { ExactFDs(tb, "child", cmd.Process.Pid, want, own) })
-			if len(got) != tt.want {
-				t.Fatalf("reported %q, want %d failures", got, tt.want)
-			}
-			if tt.want > 0 && !strings.HasPrefix(got[0], "child: ") {
-				t.Errorf("failure %q does not start with who", got[0])
-			}
-		})
 	}
 }
 
