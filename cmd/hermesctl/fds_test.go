@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/internal/procfd"
-	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 // TestRunDescriptors (issue 7, item 5; SPEC §4): the child of `hermesctl
@@ -111,75 +111,13 @@ func TestRunDescriptors(t *testing.T) {
 			for n, tg := range std {
 				want[n] = tg
 			}
-			exact(t, fmt.Sprintf("child pid %d", child), child, want, ctlFDs)
+			testkit.ExactFDs(t, fmt.Sprintf("child pid %d", child), child, want, ctlFDs)
 
-			sup := supervisorOf(t, ctl)
-			want = map[int]string{0: "pipe:[", 1: "pipe:[", 2: "/dev/null"}
-			for n, tg := range passed {
-				want[n] = tg
+			sup := testkit.SupervisorOf(ctl)
+			if sup == 0 {
+				t.Fatalf("no death supervisor among the children of hermesctl %d", ctl)
 			}
-			exact(t, fmt.Sprintf("supervisor pid %d", sup), sup, want, ctlFDs)
-			fds, err := procfd.List(sup)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(fds) > 0 && fds[0].Num == 0 {
-				in := fds[0]
-				if in.Write() {
-					t.Errorf("supervisor fd 0 %v is open for writing, want the read end of the death pipe", in)
-				}
-				writer := false
-				for _, f := range ctlFDs {
-					writer = writer || f.Target == in.Target && f.Write()
-				}
-				if !writer {
-					t.Errorf("hermesctl holds no write end of the supervisor's pipe %s", in.Target)
-				}
-			}
-			// fd 1 is the write end of the reply pipe, whose read end only
-			// hermesctl holds: the supervisor answers each registration on it.
-			for _, out := range fds {
-				if out.Num != 1 {
-					continue
-				}
-				reader := false
-				for _, h := range ctlFDs {
-					reader = reader || h.Target == out.Target && !h.Write()
-				}
-				if !out.Write() || !reader {
-					t.Errorf("supervisor fd 1 %v: want the write end of a reply pipe whose read end hermesctl holds", out)
-				}
-			}
+			testkit.SupervisorFDs(t, sup, "hermesctl", ctlFDs, passed)
 		})
 	}
-}
-
-// exact asserts that pid comes to hold exactly want (fd → target prefix),
-// no other descriptor; an extra one is shown with hermesctl's descriptors
-// on the same target, which names the leak.
-func exact(t *testing.T, who string, pid int, want map[int]string, hermesctl []procfd.FD) {
-	t.Helper()
-	diff, err := procfd.Settled(pid, want, hermesctl, 3*time.Second)
-	if err != nil {
-		t.Errorf("%s: %v", who, err)
-	}
-	for _, d := range diff {
-		t.Errorf("%s: %s", who, d)
-	}
-}
-
-// supervisorOf finds the death supervisor among owner's children.
-func supervisorOf(t *testing.T, owner int) int {
-	t.Helper()
-	kids, err := proc.Find(func(s proc.Stat) bool { return s.PPID == owner })
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range kids {
-		if args, err := proc.Cmdline(k); err == nil && len(args) > 3 && args[3] == "hermes-supervisor" {
-			return k
-		}
-	}
-	t.Fatalf("no death supervisor among the children %v of hermesctl %d", kids, owner)
-	return 0
 }

@@ -8,13 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
-	"github.com/hermes-units/hermes/internal/notify"
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -74,9 +73,9 @@ func acquireHermesd() (string, func(), error) {
 
 // daemonProc is a running hermesd.
 type daemonProc struct {
-	cmd  *exec.Cmd
-	done chan error // receives Wait's result
-	log  string
+	*testkit.Daemon
+	release func() // of the hermesd binary (acquireHermesd), once hermesd has stopped
+	log     string
 }
 
 // daemonPaths are where a test's hermesd keeps its units, state and
@@ -99,36 +98,6 @@ func startHermesd(p daemonPaths) (*daemonProc, error) {
 		rel()
 		return nil, err
 	}
-	nsDir, err := os.MkdirTemp("", "hermesd-notify")
-	if err != nil {
-		rel()
-		return nil, err
-	}
-	ns, err := notify.Listen(filepath.Join(nsDir, "n.sock"))
-	if err != nil {
-		rel()
-		os.RemoveAll(nsDir)
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan struct{}, 1)
-	nsDone := make(chan error, 1)
-	go func() {
-		nsDone <- ns.Run(ctx, func(m notify.Message) {
-			if m.Ready() {
-				select {
-				case ready <- struct{}{}:
-				default:
-				}
-			}
-		})
-	}()
-	defer func() {
-		cancel()
-		<-nsDone
-		ns.Close()
-		os.RemoveAll(nsDir)
-	}()
 	logf, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		rel()
@@ -137,39 +106,22 @@ func startHermesd(p daemonPaths) (*daemonProc, error) {
 	defer logf.Close()
 	cmd := exec.Command(bin, "--units", p.units, "--state", p.state, "--socket", p.socket,
 		"--config", filepath.Join(filepath.Dir(p.units), "no-hermes.yaml"))
-	cmd.Env = append(p.env, "NOTIFY_SOCKET="+ns.Path())
+	cmd.Env = slices.Clip(p.env)
 	cmd.Dir = filepath.Dir(p.units) // as an operator runs it: from the directory that holds the units
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
+	td, err := testkit.StartReady(context.Background(), cmd, daemonDeadline, p.log)
+	if td == nil {
 		rel()
 		return nil, err
 	}
-	d := &daemonProc{cmd: cmd, done: make(chan error, 1), log: p.log}
-	go func() { d.done <- cmd.Wait(); rel() }()
-	select {
-	case <-ready:
-		return d, nil
-	case err := <-d.done:
-		d.done <- err
-		b, _ := os.ReadFile(p.log)
-		return d, fmt.Errorf("hermesd exited before READY=1: %v\n%s", err, b)
-	case <-time.After(daemonDeadline):
-		return d, fmt.Errorf("hermesd sent no READY=1 within %v", daemonDeadline)
-	}
+	return &daemonProc{Daemon: td, release: rel, log: p.log}, err
 }
 
 // stop stops hermesd cleanly (TERM: it stops its owned units first) and
 // waits for it; KILL after daemonDeadline.
 func (d *daemonProc) stop() error {
-	d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-d.done:
-		return err
-	case <-time.After(daemonDeadline):
-		d.cmd.Process.Kill()
-		<-d.done
-		return fmt.Errorf("hermesd did not stop within %v of TERM; killed", daemonDeadline)
-	}
+	defer d.release()
+	return d.Stop(daemonDeadline)
 }
 
 // cmdHermesd is the script command `hermesd`: it runs the real hermesd on
@@ -214,34 +166,7 @@ func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	re, err := regexp.Compile("(?m)" + args[1])
 	ts.Check(err)
-	path := ts.MkAbs(args[0])
-	ts.Check(waitFile(path, re, daemonDeadline))
-}
-
-// waitFile waits until re matches the content of path, for up to within.
-func waitFile(path string, re *regexp.Regexp, within time.Duration) error {
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	if err := w.Add(filepath.Dir(path)); err != nil {
-		return err
-	}
-	deadline := time.After(within)
-	for {
-		b, err := os.ReadFile(path) // after Add: no change is missed
-		if err == nil && re.Match(b) {
-			return nil
-		}
-		select {
-		case <-w.Events:
-		case err := <-w.Errors:
-			return err
-		case <-deadline:
-			return fmt.Errorf("nothing in %s matched %q within %v; it holds:\n%s", path, re, within, b)
-		}
-	}
+	ts.Check(testkit.WaitFile(ts.MkAbs(args[0]), re, daemonDeadline))
 }
 
 // cmdExitCode is the script command `exitcode N PROG [ARGS...]`: it runs

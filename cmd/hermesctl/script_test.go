@@ -1,21 +1,39 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"go.uber.org/goleak"
 )
 
 // TestMain registers this package's main as the "hermesctl" command of the
 // script tests: testscript re-executes the test binary under that name.
+// The tests' run is checked for leaked goroutines.
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(leakChecked{m}, map[string]func(){
 		"hermesctl": func() {
 			os.Exit(report(newRoot().Execute(), os.Stderr))
 		},
 	})
+}
+
+// leakChecked runs the tests, then fails the run if goroutines outlive
+// them (goleak.VerifyTestMain, for a runner that exits by itself).
+type leakChecked struct{ m *testing.M }
+
+func (l leakChecked) Run() int {
+	if code := l.m.Run(); code != 0 {
+		return code
+	}
+	if err := goleak.Find(); err != nil {
+		fmt.Fprintf(os.Stderr, "goleak: errors on successful test run: %v\n", err)
+		return 1
+	}
+	return 0
 }
 
 // scriptCmds are the scripts' custom commands (testscript.Params.Cmds),

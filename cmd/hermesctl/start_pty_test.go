@@ -9,8 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/creack/pty"
-	"golang.org/x/sys/unix"
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 // gatedUnit is a unit that is ready (its log says "ready") only once the
@@ -35,13 +34,7 @@ func TestStartProgressOnTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	units := filepath.Join(dir, "units")
-	if err := os.MkdirAll(units, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(units, "web.yaml"), []byte(gatedUnit), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	units := testkit.WriteUnits(t, filepath.Join(dir, "units"), map[string]string{"web.yaml": gatedUnit})
 	socket := filepath.Join(dir, "run", "hermesd.sock")
 	if err := os.MkdirAll(filepath.Dir(socket), 0o700); err != nil {
 		t.Fatal(err)
@@ -70,47 +63,8 @@ func TestStartProgressOnTerminal(t *testing.T) {
 
 	cmd := exec.Command(hermesctl, "--socket", socket, "start", "web")
 	cmd.Env = env
-	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: 120})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// As in TestTopPTY: read the master through a non-blocking duplicate,
-	// so that Close ends the read.
-	fd, err := unix.Dup(int(ptmx.Fd()))
-	ptmx.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.SetNonblock(fd, true); err != nil {
-		t.Fatal(err)
-	}
-	tty := os.NewFile(uintptr(fd), "ptmx")
-	scr := &screen{changed: make(chan struct{})}
-	copied := make(chan struct{})
-	go func() {
-		defer close(copied)
-		buf := make([]byte, 4096)
-		for {
-			n, err := tty.Read(buf)
-			scr.Write(buf[:n])
-			if err != nil {
-				return
-			}
-		}
-	}()
-	exited := make(chan struct{}) // closed once waitErr is set
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		select {
-		case <-exited:
-		default:
-			cmd.Process.Kill()
-			<-exited
-		}
-		tty.Close()
-		<-copied
-	})
+	term := runInPTY(t, cmd, 24, 120)
+	scr := term.screen
 
 	// Redrawn in place: the line has been drawn at 0.3 s and later, so
 	// several times.
@@ -120,9 +74,9 @@ func TestStartProgressOnTerminal(t *testing.T) {
 	}
 	scr.wait(t, 0, "the outcome", regexp.MustCompile(`started web \(ready: log /\^ready\$/, after [0-9.]+s\)`))
 	select {
-	case <-exited:
-		if waitErr != nil {
-			t.Errorf("start: %v", waitErr)
+	case <-term.exited:
+		if term.err != nil {
+			t.Errorf("start: %v", term.err)
 		}
 	case <-time.After(daemonDeadline):
 		t.Fatalf("start did not exit within %v of its outcome", daemonDeadline)

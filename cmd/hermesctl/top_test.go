@@ -62,6 +62,60 @@ func (s *screen) wait(t *testing.T, from int, what string, re *regexp.Regexp) in
 	}
 }
 
+// terminal is a program runInPTY runs in a pseudo-terminal.
+type terminal struct {
+	tty    *os.File      // the master side: what is written to it, the program reads as typed keys
+	screen *screen       // what the program drew
+	exited chan struct{} // closed once err is set
+	err    error         // cmd.Wait's result
+}
+
+// runInPTY starts cmd in a pseudo-terminal of rows × cols and copies what
+// it draws to the terminal's screen. At the test's end cmd is killed if it
+// still runs, and the copy is joined.
+func runInPTY(t *testing.T, cmd *exec.Cmd, rows, cols uint16) *terminal {
+	t.Helper()
+	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: rows, Cols: cols})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A read of a blocking descriptor is not ended by Close: read the
+	// master through a non-blocking duplicate, which the poller serves.
+	fd, err := unix.Dup(int(ptmx.Fd()))
+	ptmx.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		t.Fatal(err)
+	}
+	term := &terminal{tty: os.NewFile(uintptr(fd), "ptmx"), screen: &screen{changed: make(chan struct{})}, exited: make(chan struct{})}
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		buf := make([]byte, 4096)
+		for {
+			n, err := term.tty.Read(buf)
+			term.screen.Write(buf[:n])
+			if err != nil {
+				return
+			}
+		}
+	}()
+	go func() { term.err = cmd.Wait(); close(term.exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-term.exited:
+		default:
+			cmd.Process.Kill()
+			<-term.exited
+		}
+		term.tty.Close()
+		<-copied
+	})
+	return term
+}
+
 // TestTopPTY runs `hermesctl top` in a pseudo-terminal against a daemon:
 // it renders the units, the log pane follows the selected unit's log,
 // and the stop key stops the selected unit (which the view then shows
@@ -91,47 +145,8 @@ func TestTopPTY(t *testing.T) {
 	}
 	cmd := exec.Command(hermesctl, "--socket", socket, "top")
 	cmd.Env = append(os.Environ(), "TERM=xterm-256color", "NO_COLOR=", "GORACE=atexit_sleep_ms=0")
-	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 120})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A read of a blocking descriptor is not ended by Close: read the
-	// master through a non-blocking duplicate, which the poller serves.
-	fd, err := unix.Dup(int(ptmx.Fd()))
-	ptmx.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.SetNonblock(fd, true); err != nil {
-		t.Fatal(err)
-	}
-	tty := os.NewFile(uintptr(fd), "ptmx")
-	scr := &screen{changed: make(chan struct{})}
-	copied := make(chan struct{})
-	go func() {
-		defer close(copied)
-		buf := make([]byte, 4096)
-		for {
-			n, err := tty.Read(buf)
-			scr.Write(buf[:n])
-			if err != nil {
-				return
-			}
-		}
-	}()
-	exited := make(chan struct{}) // closed once waitErr is set
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		select {
-		case <-exited:
-		default:
-			cmd.Process.Kill()
-			<-exited
-		}
-		tty.Close()
-		<-copied
-	})
+	term := runInPTY(t, cmd, 30, 120)
+	scr := term.screen
 
 	at := scr.wait(t, 0, "the units", regexp.MustCompile(`(?s)> web +running +yes +4242 +1m00s +2 .*12\.0M +owned.*db +running +yes +4243 .*adoptable`))
 	scr.wait(t, 0, "the log of web, the selected unit", regexp.MustCompile(`log: web.*\n(.*\n)*web says hello`))
@@ -145,18 +160,18 @@ func TestTopPTY(t *testing.T) {
 	f.Close()
 	at = scr.wait(t, at, "the appended log line", regexp.MustCompile(`web writes more`))
 
-	tty.Write([]byte("x"))
+	term.tty.Write([]byte("x"))
 	scr.wait(t, at, "web inactive after the stop key", regexp.MustCompile(`> web +inactive`))
 	calls, _ := os.ReadFile(d.calls)
 	if !strings.Contains(string(calls), "stop web\n") || strings.Contains(string(calls), "stop db") {
 		t.Errorf("daemon calls %q, want stop web and no stop of db", calls)
 	}
 
-	tty.Write([]byte("q"))
+	term.tty.Write([]byte("q"))
 	select {
-	case <-exited:
-		if waitErr != nil {
-			t.Errorf("top after q: %v", waitErr)
+	case <-term.exited:
+		if term.err != nil {
+			t.Errorf("top after q: %v", term.err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("top did not exit within 10s of q")

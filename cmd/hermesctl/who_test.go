@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/proc"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -28,21 +29,18 @@ func cmdWaitPID(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: waitpid VAR FILE")
 	}
 	path := ts.MkAbs(args[1])
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var s string
+	if !testkit.Within(10*time.Second, func() bool {
 		b, err := os.ReadFile(path)
-		if s := strings.TrimSpace(string(b)); err == nil && strings.HasSuffix(string(b), "\n") && s != "" {
-			if _, err := strconv.Atoi(s); err != nil {
-				ts.Fatalf("waitpid: %s holds %q, not a pid", args[1], s)
-			}
-			ts.Setenv(args[0], s)
-			return
-		}
-		if time.Now().After(deadline) {
-			ts.Fatalf("waitpid: no pid in %s after 10s", args[1])
-		}
-		time.Sleep(10 * time.Millisecond)
+		s = strings.TrimSpace(string(b))
+		return err == nil && strings.HasSuffix(string(b), "\n") && s != ""
+	}) {
+		ts.Fatalf("waitpid: no pid in %s after 10s", args[1])
 	}
+	if _, err := strconv.Atoi(s); err != nil {
+		ts.Fatalf("waitpid: %s holds %q, not a pid", args[1], s)
+	}
+	ts.Setenv(args[0], s)
 }
 
 // cmdLedgerAdd is the script command `ledger-add STATE UNIT PID OWNER`: it
