@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/hermes-units/hermes/providers"
 	"github.com/hermes-units/hermes/proxy"
 	"github.com/hermes-units/hermes/reconciler"
+	"github.com/hermes-units/hermes/timeouts"
 	"github.com/hermes-units/hermes/units"
 )
 
@@ -22,9 +25,10 @@ import (
 // gateway.listen for hermesd's lifetime when, at startup, hermes.yaml's
 // providers: or a unit's provider: block declares at least one provider;
 // off otherwise. Whether it runs and where it listens are decided at
-// startup; a reload rebuilds its provider set (proxy.SetProviders), and a
-// reload that adds the first provider or moves gateway.listen is logged as
-// needing a restart of hermesd.
+// startup; a reload rebuilds its provider set (proxy.SetProviders, which
+// asks the providers for their model lists again), and a reload that adds
+// the first provider or moves gateway.listen is logged as needing a
+// restart of hermesd.
 //
 // A nil *gatewayProxy is the proxy off; its methods accept it.
 type gatewayProxy struct {
@@ -172,6 +176,33 @@ type backend struct {
 
 func (b backend) RotateProxyToken(ctx context.Context) (control.TokenRotation, error) {
 	return b.px.rotate(b.state)
+}
+
+var _ control.RunRegistrar = backend{}
+
+// RegisterRun registers an ad-hoc run (`hermesctl run --run-budget`) with
+// the proxy, as the reconciler registers a job's run: a fresh run id and
+// a budget clock of its own, started now. release unregisters it and
+// stops the clock. With the proxy off it is an error wrapping
+// control.ErrConflict.
+func (b backend) RegisterRun(ctx context.Context, req control.RunRequest) (control.RunRegistration, func(), error) {
+	return b.px.registerRun(req)
+}
+
+func (g *gatewayProxy) registerRun(req control.RunRequest) (control.RunRegistration, func(), error) {
+	if g == nil {
+		return control.RunRegistration{}, nil, fmt.Errorf("%w: the provider proxy is off: hermesd serves it when hermes.yaml (providers:) or a unit (provider:) declares a provider", control.ErrConflict)
+	}
+	id := "run-" + time.Now().UTC().Format("20060102T150405Z") + "-" + strings.ToLower(rand.Text()[:8])
+	budget := timeouts.NewBudget(req.Budget, nil)
+	g.p.RegisterRun(id, budget, req.WrapUp)
+	g.log.Info("ad-hoc run registered with the proxy", "run", id, "budget", req.Budget)
+	release := sync.OnceFunc(func() {
+		g.p.UnregisterRun(id)
+		budget.Stop()
+		g.log.Info("ad-hoc run ended", "run", id, "elapsed", budget.Elapsed().Round(time.Millisecond))
+	})
+	return control.RunRegistration{ID: id, BaseURL: proxy.RunBaseURL(g.ln.Addr(), id), Deadline: budget.Deadline()}, release, nil
 }
 
 // url is the proxy's base URL for OPENAI_BASE_URL, "" when off.
