@@ -189,25 +189,29 @@ func TestWriteUnits(t *testing.T) {
 		t.Errorf("UnitsDir: %s, want a directory named units", dir)
 	}
 	WriteUnits(t, dir, map[string]string{"web.yaml": "command: [c]\n"})
-	st, err := os.Stat(dir)
-	if err != nil {
+	Perms(t, map[string]os.FileMode{dir: 0o700, filepath.Join(dir, "web.yaml"): 0o600, filepath.Join(dir, "db.yml"): 0o600})
+	for name, want := range map[string]string{"web.yaml": "command: [c]\n", "db.yml": "shell: b\n"} {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != want {
+			t.Errorf("%s holds %q (%v), want %q", name, b, err, want)
+		}
+	}
+}
+
+func TestPerms(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if st.Mode().Perm() != 0o700 {
-		t.Errorf("units directory mode %v, want 0700", st.Mode().Perm())
+	got := fails(t, func(tb testing.TB) { Perms(tb, map[string]os.FileMode{path: 0o600}) })
+	if want := []string{path + ": mode 0644, want 0600"}; !slices.Equal(got, want) {
+		t.Errorf("Perms of a 0644 file: %q, want %q", got, want)
 	}
-	for name, want := range map[string]string{"web.yaml": "command: [c]\n", "db.yml": "shell: b\n"} {
-		p := filepath.Join(dir, name)
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(b) != want {
-			t.Errorf("%s holds %q, want %q", name, b, want)
-		}
-		if st, err := os.Stat(p); err != nil || st.Mode().Perm() != 0o600 {
-			t.Errorf("%s: mode %v (%v), want 0600", name, st.Mode().Perm(), err)
-		}
+	if got := fails(t, func(tb testing.TB) { Perms(tb, map[string]os.FileMode{path: 0o644}) }); len(got) > 0 {
+		t.Errorf("Perms of the mode the file has: %q, want nothing", got)
+	}
+	if got := fails(t, func(tb testing.TB) { Perms(tb, map[string]os.FileMode{filepath.Join(dir, "none"): 0o600}) }); len(got) != 1 {
+		t.Errorf("Perms of a missing file: %q, want one failure", got)
 	}
 }
 
