@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 func TestListen(t *testing.T) {
@@ -17,18 +19,7 @@ func TestListen(t *testing.T) {
 			t.Fatalf("Listen: %v", err)
 		}
 		defer ln.Close()
-		for _, c := range []struct {
-			path string
-			want os.FileMode
-		}{{dir, 0o700}, {path, 0o600}} {
-			fi, err := os.Stat(c.path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := fi.Mode().Perm(); got != c.want {
-				t.Errorf("%s: got mode %04o, want %04o", c.path, got, c.want)
-			}
-		}
+		testkit.Perms(t, map[string]os.FileMode{dir: 0o700, path: 0o600})
 		if err := ln.Close(); err != nil {
 			t.Fatal(err)
 		}

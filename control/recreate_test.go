@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 // serveEcho accepts on ln until it is closed, answering each connection
@@ -107,15 +109,7 @@ func TestListenRecreatesRemovedSocket(t *testing.T) {
 			if err := answers(path); err != nil {
 				t.Fatalf("re-created socket does not answer: %v", err)
 			}
-			for p, want := range map[string]os.FileMode{path: 0o600, filepath.Dir(path): 0o700} {
-				fi, err := os.Stat(p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got := fi.Mode().Perm(); got != want {
-					t.Errorf("%s: mode %04o, want %04o", p, got, want)
-				}
-			}
+			testkit.Perms(t, map[string]os.FileMode{path: 0o600, filepath.Dir(path): 0o700})
 		})
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 const (
@@ -108,13 +110,7 @@ func TestSaveLoad(t *testing.T) {
 	if err := s.Save(want); err != nil {
 		t.Fatal(err)
 	}
-	fi, err := os.Stat(s.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m := fi.Mode().Perm(); m != 0o600 {
-		t.Errorf("mode %04o, want 0600", m)
-	}
+	testkit.Perms(t, map[string]os.FileMode{s.Path(): 0o600})
 	h, err = s.Load()
 	if err != nil {
 		t.Fatal(err)

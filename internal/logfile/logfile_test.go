@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/testkit"
 	"go.uber.org/goleak"
 )
 
@@ -57,18 +58,7 @@ func TestOpen(t *testing.T) {
 	if got := read(t, path); got != "one\ntwo\n" {
 		t.Errorf("content = %q, want both writes appended", got)
 	}
-	for _, c := range []struct {
-		path string
-		want os.FileMode
-	}{{dir, 0o700}, {path, 0o600}} {
-		fi, err := os.Stat(c.path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := fi.Mode().Perm(); got != c.want {
-			t.Errorf("mode of %s = %v, want %v", c.path, got, c.want)
-		}
-	}
+	testkit.Perms(t, map[string]os.FileMode{dir: 0o700, path: 0o600})
 }
 
 func TestRotate(t *testing.T) {
