@@ -118,29 +118,58 @@ func rotateToken(cmd *cobra.Command, g *globals) error {
 // with its key). Nothing when hermesd is not running or its proxy is off;
 // a token that cannot be read is said on stderr.
 func runProxyEnv(ctx context.Context, g *globals, env []string) []string {
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "OPENAI_BASE_URL="); ok && v != "" {
-			return nil
-		}
+	if ownBaseURL(env) {
+		return nil
 	}
+	st, ok := proxyStatus(ctx, g)
+	if !ok {
+		return nil
+	}
+	return proxyChildEnv(g, env, "http://"+st.Listen+"/v1")
+}
+
+// proxyStatus is the provider proxy of the hermesd on g's socket; false
+// when hermesd does not answer (within 2 s) or its proxy is off. g takes
+// that hermesd's state directory, home of the token.
+func proxyStatus(ctx context.Context, g *globals) (*control.Proxy, bool) {
 	c, err := control.Dial(g.Socket)
 	if err != nil {
-		return nil
+		return nil, false
 	}
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	st, err := c.Status(ctx)
 	if err != nil || st.Proxy == nil {
-		return nil
+		return nil, false
 	}
 	g.useDaemonState(st.Daemon)
+	return st.Proxy, true
+}
+
+// proxyChildEnv is OPENAI_BASE_URL=base and OPENAI_API_KEY (the proxy
+// token) for a run child, unless env sets a non-empty OPENAI_BASE_URL;
+// a token that cannot be read is said on stderr.
+func proxyChildEnv(g *globals, env []string, base string) []string {
+	if ownBaseURL(env) {
+		return nil
+	}
 	tok, err := proxy.LoadToken(g.State, false)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "hermesctl run: OPENAI_BASE_URL and OPENAI_API_KEY not set: %v\n", err)
 		return nil
 	}
-	return []string{"OPENAI_BASE_URL=http://" + st.Proxy.Listen + "/v1", "OPENAI_API_KEY=" + tok}
+	return []string{"OPENAI_BASE_URL=" + base, "OPENAI_API_KEY=" + tok}
+}
+
+// ownBaseURL reports whether env sets a non-empty OPENAI_BASE_URL.
+func ownBaseURL(env []string) bool {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "OPENAI_BASE_URL="); ok && v != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // shellQuote quotes s for a POSIX shell: in single quotes, each ' as '\”.

@@ -25,9 +25,13 @@ import (
 // (kill -9 included), within the grace. When hermesd serves the provider
 // proxy, CMD gets OPENAI_BASE_URL and OPENAI_API_KEY (the proxy token)
 // unless its environment names an OPENAI_BASE_URL already (runProxyEnv).
+// With --run-budget the run has a job's budget rules (runbudget.go): at
+// 100 % CMD's group is stopped and hermesctl exits exitBudget with one
+// line of error.
 func newRunCmd(g *globals) *cobra.Command {
-	var mode string
+	var mode, wrapSig string
 	var grace time.Duration
+	var budget float64
 	c := &cobra.Command{
 		Use:   "run [--] CMD [ARG...]",
 		Short: "Run a command as an owned child: its whole tree dies with hermesctl",
@@ -37,16 +41,22 @@ func newRunCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return runOwned(cmd, g, args, m, grace)
+			rb, err := parseRunBudget(budget, cmd.Flags().Changed("run-budget"), wrapSig)
+			if err != nil {
+				return err
+			}
+			return runOwned(cmd, g, args, m, grace, rb)
 		},
 	}
 	c.Flags().SetInterspersed(false)
 	c.Flags().StringVar(&mode, "mode", "", "containment: cgroup or pgroup (default: cgroup where a writable cgroup v2 hierarchy exists)")
-	c.Flags().DurationVar(&grace, "grace", supervisor.DefaultGrace, "TERM→KILL grace for CMD's tree when hermesctl dies")
+	c.Flags().DurationVar(&grace, "grace", supervisor.DefaultGrace, "TERM→KILL grace for CMD's tree when hermesctl dies, or when --run-budget runs out")
+	c.Flags().Float64Var(&budget, "run-budget", 0, "a job's run budget, in `SECONDS`: a wrap-up notice at 80% ($HERMES_WRAPUP_FILE, --wrapup-signal, and through the proxy), CMD's group stopped at 100% (exit 124)")
+	c.Flags().StringVar(&wrapSig, "wrapup-signal", "", "`SIGNAL` sent to CMD at 80% of --run-budget, as a job's wrapup_signal (default: none)")
 	return c
 }
 
-func runOwned(cmd *cobra.Command, g *globals, args []string, mode supervisor.Mode, grace time.Duration) error {
+func runOwned(cmd *cobra.Command, g *globals, args []string, mode supervisor.Mode, grace time.Duration, rb runBudget) error {
 	ctx := cmd.Context()
 	o, err := supervisor.New(supervisor.Options{StateDir: g.State, Role: "run", Grace: grace, Mode: mode})
 	if err != nil {
@@ -65,9 +75,17 @@ func runOwned(cmd *cobra.Command, g *globals, args []string, mode supervisor.Mod
 		// background: SIGTTOU must not stop us.
 		signal.Ignore(syscall.SIGTTOU)
 	}
-	// The child may use the provider proxy as a job does.
+	// The child may use the provider proxy as a job does; with a budget
+	// its clock starts now, and the run is registered with the proxy.
 	env := os.Environ()
-	env = append(env, runProxyEnv(ctx, g, env)...)
+	var run *budgetedRun
+	if rb.total > 0 {
+		run = startRun(ctx, g, env, args, rb)
+		defer run.end()
+		env = append(env, run.env...)
+	} else {
+		env = append(env, runProxyEnv(ctx, g, env)...)
+	}
 	child, err := o.SpawnOwned(ctx, supervisor.Spec{
 		Unit: "run", Argv: args, Env: env,
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
@@ -78,6 +96,19 @@ func runOwned(cmd *cobra.Command, g *globals, args []string, mode supervisor.Mod
 			return ee
 		}
 		return err
+	}
+	// The budget's watcher ends when the leader has exited, or once its
+	// stop has emptied the group.
+	var stopped chan bool
+	if run != nil {
+		stopped = make(chan bool, 1)
+		go func() {
+			stopped <- watchBudget(run.budget, child.Done(), func() { run.wrapUp(child) }, func() {
+				if err := o.Stop(ctx, child.Group, syscall.SIGTERM, grace); err != nil {
+					fmt.Fprintln(os.Stderr, "hermesctl run: stopping at the run budget:", err)
+				}
+			})
+		}()
 	}
 	for done := false; !done; {
 		select {
@@ -90,11 +121,15 @@ func runOwned(cmd *cobra.Command, g *globals, args []string, mode supervisor.Mod
 			done = true
 		}
 	}
+	exceeded := stopped != nil && <-stopped
 	if fg {
 		unix.IoctlSetPointerInt(int(os.Stdin.Fd()), unix.TIOCSPGRP, syscall.Getpgrp())
 	}
 	if err := o.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "hermesctl run:", err)
+	}
+	if exceeded {
+		return run.exceeded(args, grace)
 	}
 	var ee *supervisor.ExitError
 	if errors.As(child.Err(), &ee) {

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/safefile"
+	"github.com/hermes-units/hermes/reconciler"
+	"github.com/hermes-units/hermes/supervisor"
+	"github.com/hermes-units/hermes/timeouts"
+	"github.com/hermes-units/hermes/units"
+	"golang.org/x/sys/unix"
+)
+
+// `hermesctl run --run-budget SECONDS` gives an ad-hoc run the budget
+// rules of a job (reconciler/jobs.go): the child gets HERMES_RUN_ID,
+// HERMES_RUN_DEADLINE and HERMES_WRAPUP_FILE; at 80 % of the budget the
+// notice is written to that file and --wrapup-signal (none by default, as
+// a job's wrapup_signal) is sent to the child; at 100 % the child's group
+// is stopped (TERM, then KILL after --grace) and hermesctl exits
+// exitBudget. When hermesd serves the provider proxy the run is
+// registered with it for as long as it lasts (control.RunRegistrar), so
+// that the child's calls, through its own OPENAI_BASE_URL, are budgeted and
+// get the same notice; without hermesd, or with its proxy off, the local
+// rules apply alone.
+
+// exitBudget is run's status when the budget ran out: timeout(1)'s.
+const exitBudget = 124
+
+// maxRunBudget is the largest --run-budget a time.Duration holds.
+const maxRunBudget = math.MaxInt64 / float64(time.Second)
+
+// runBudget is what --run-budget and --wrapup-signal ask for; the zero
+// value is a run without a budget.
+type runBudget struct {
+	total  time.Duration
+	signal units.Signal // 0: none
+}
+
+// parseRunBudget checks the flags: seconds (given: --run-budget was set)
+// must be positive, and a wrap-up signal needs a budget. Errors are usage
+// errors.
+func parseRunBudget(seconds float64, given bool, signal string) (runBudget, error) {
+	var rb runBudget
+	if given {
+		if !(seconds > 0) || seconds > maxRunBudget {
+			return rb, &exitError{code: exitUsage, err: fmt.Errorf("run: --run-budget %v: give a positive number of seconds", seconds)}
+		}
+		rb.total = time.Duration(seconds * float64(time.Second))
+	}
+	if signal == "" {
+		return rb, nil
+	}
+	if !given {
+		return rb, &exitError{code: exitUsage, err: errors.New("run: --wrapup-signal is sent at 80% of --run-budget, which is not set: set both, or drop it")}
+	}
+	sig, err := units.ParseSignal(signal)
+	if err != nil {
+		return rb, &exitError{code: exitUsage, err: fmt.Errorf("run: --wrapup-signal: %w", err)}
+	}
+	rb.signal = sig
+	return rb, nil
+}
+
+// watchBudget applies b's rules to a child until done is closed: wrapUp
+// once at b's wrap-up point (80 %), then stop once at its deadline; each
+// is skipped once done is closed. It returns whether stop was called,
+// after stop has returned. It blocks; its only clock is b's timers, so
+// that under testing/synctest it runs on the bubble's.
+func watchBudget(b *timeouts.Budget, done <-chan struct{}, wrapUp, stop func()) (stopped bool) {
+	for _, step := range []struct {
+		at <-chan struct{}
+		do func()
+	}{{b.WrapUp(), wrapUp}, {b.Done(), stop}} {
+		select {
+		case <-step.at:
+		case <-done:
+			return false
+		}
+		select {
+		case <-done: // exited as the moment came: nothing to do
+			return false
+		default:
+		}
+		step.do()
+	}
+	return true
+}
+
+// budgetedRun is one `hermesctl run` with a budget: its clock, started
+// before the child, its notice and file, and its registration with the
+// proxy.
+type budgetedRun struct {
+	id       string
+	budget   *timeouts.Budget
+	signal   units.Signal
+	notice   string
+	wrapFile string
+	env      []string // the child's run and proxy variables
+	release  func()   // ends the proxy's registration; nil when none
+}
+
+// startRun starts the budget clock of a run of argv, and registers it with
+// the proxy of the hermesd on g's socket when that serves one. env is the
+// child's environment so far: an OPENAI_BASE_URL it sets is kept (its
+// calls may still name the run in header X-Hermes-Run-Id). A proxy that
+// is on but refuses the run is said on stderr; the local rules apply
+// anyway.
+func startRun(ctx context.Context, g *globals, env, argv []string, rb runBudget) *budgetedRun {
+	r := &budgetedRun{budget: timeouts.NewBudget(rb.total, nil), signal: rb.signal}
+	r.notice = wrapUpNotice(argv, r.budget)
+	var proxyVars []string
+	if st, ok := proxyStatus(ctx, g); ok {
+		reg, release, err := registerRun(ctx, g, control.RunRequest{Budget: r.budget.Remaining(), WrapUp: r.notice})
+		base := "http://" + st.Listen + "/v1"
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "hermesctl run: the provider proxy does not budget this run's calls (%v); its local budget applies\n", err)
+		} else {
+			r.id, r.release, base = reg.ID, release, reg.BaseURL
+		}
+		proxyVars = proxyChildEnv(g, env, base)
+	}
+	if r.id == "" {
+		r.id = "run-" + time.Now().UTC().Format("20060102T150405Z") + "-" + strings.ToLower(rand.Text()[:8])
+	}
+	r.wrapFile = reconciler.WrapUpFile(absState(g.State), r.id)
+	r.env = append([]string{
+		reconciler.EnvRunID + "=" + r.id,
+		reconciler.EnvRunDeadline + "=" + r.budget.Deadline().Format(time.RFC3339),
+		reconciler.EnvWrapupFile + "=" + r.wrapFile,
+	}, proxyVars...)
+	return r
+}
+
+// registerRun registers the run with the hermesd on g's socket. Its
+// answer must come within registerWait; the registration then lasts until
+// release, or until ctx ends.
+func registerRun(ctx context.Context, g *globals, req control.RunRequest) (control.RunRegistration, func(), error) {
+	c, err := control.Dial(g.Socket)
+	if err != nil {
+		return control.RunRegistration{}, nil, err
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	late := time.AfterFunc(registerWait, cancel)
+	reg, release, err := c.RegisterRun(rctx, req)
+	if !late.Stop() { // rctx is cancelled: a registration made is ending
+		if err == nil {
+			release()
+		}
+		err = fmt.Errorf("hermesd did not answer within %s", registerWait)
+	}
+	if err != nil {
+		cancel()
+		c.Close()
+		return reg, nil, err
+	}
+	return reg, func() { release(); cancel(); c.Close() }, nil
+}
+
+// registerWait bounds hermesd's answer to a run's registration.
+const registerWait = 2 * time.Second
+
+// absState makes the state directory absolute: the child reads
+// HERMES_WRAPUP_FILE from its own working directory.
+func absState(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		return abs
+	}
+	return dir
+}
+
+// wrapUpNotice is the run's notice, as a job's (reconciler.WrapUpNotice)
+// words it: in the file, and injected by the proxy.
+func wrapUpNotice(argv []string, b *timeouts.Budget) string {
+	total := b.Total()
+	remain := total - time.Duration(float64(total)*timeouts.WrapUpFraction)
+	return fmt.Sprintf("hermes: this run (hermesctl run %s) has used 80%% of its run budget of %s; %s remain, until %s. "+
+		"Wrap up now: finish or save your work, report, and exit. At the deadline it is stopped and marked %q.\n",
+		filepath.Base(argv[0]), total, remain.Round(time.Millisecond), b.Deadline().Format(time.RFC3339), reconciler.ResultBudgetExceeded)
+}
+
+// wrapUp gives the run its one notice: the file, then the signal to the
+// child's leader, unless it has exited. Failures are said on stderr.
+func (r *budgetedRun) wrapUp(child *supervisor.Child) {
+	err := os.MkdirAll(filepath.Dir(r.wrapFile), 0o700)
+	if err == nil {
+		err = safefile.WriteFile(r.wrapFile, []byte(r.notice), 0o600)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "hermesctl run: wrap-up notice not written to %s: %v\n", r.wrapFile, err)
+	}
+	if r.signal == 0 {
+		return
+	}
+	if err := signalLeader(child, r.signal.Syscall()); err != nil {
+		fmt.Fprintf(os.Stderr, "hermesctl run: --wrapup-signal %s not sent: %v\n", r.signal, err)
+	}
+}
+
+// signalLeader sends sig to the child's leader through a pidfd, opened
+// before checking that it is not reaped, so it cannot name a recycled pid.
+// A leader that has exited gets nothing.
+func signalLeader(child *supervisor.Child, sig syscall.Signal) error {
+	fd, err := unix.PidfdOpen(child.Leader.PID, 0)
+	if err != nil {
+		return fmt.Errorf("pidfd_open %d: %w", child.Leader.PID, err)
+	}
+	defer unix.Close(fd)
+	select {
+	case <-child.Done():
+		return nil
+	default:
+	}
+	return unix.PidfdSendSignal(fd, sig, nil, 0)
+}
+
+// exceeded is the error of a run stopped at its deadline.
+func (r *budgetedRun) exceeded(argv []string, grace time.Duration) error {
+	return &exitError{code: exitBudget, err: fmt.Errorf("run: %w: %s (run %s) used its whole run budget of %s and was stopped (TERM, then KILL after %s); give it a larger --run-budget if it needs longer",
+		reconciler.ErrBudgetExceeded, filepath.Base(argv[0]), r.id, r.budget.Total(), grace)}
+}
+
+// end releases the run: the proxy's registration (cutting its calls in
+// flight), the clock's timers, the notice file.
+func (r *budgetedRun) end() {
+	if r.release != nil {
+		r.release()
+	}
+	r.budget.Stop()
+	os.Remove(r.wrapFile)
+}
