@@ -137,6 +137,9 @@ type Unit struct {
 	Log       string        `json:"log,omitempty"`
 	Job       *Job          `json:"job,omitempty"`
 	Requires  []string      `json:"requires,omitempty"` // the unit's requires: (restart with dependents follows them back)
+	// Description is the unit file's description: (absent when it has
+	// none, and for adopted and released groups).
+	Description string `json:"description,omitempty"`
 	// Daemonized is the number of processes a simple unit's leader left
 	// when it exited 0: the unit runs on with no main pid (PID 0), and
 	// Error says what to do. 0 otherwise.

@@ -133,7 +133,7 @@ func (r *Reconciler) fileErrors() map[string]string {
 func (r *Reconciler) unitStatus(u *unit, fileErr string) control.Unit {
 	n := u.spec.Name
 	cu := control.Unit{
-		Name: n, State: r.stateWord(u), Ownership: string(ownership(u.spec)),
+		Name: n, Description: u.spec.Description, State: r.stateWord(u), Ownership: string(ownership(u.spec)),
 		Restarts: u.restarts, Adopted: u.adopted, Ready: u.ready,
 		Ports: u.spec.Ports, Log: u.logPath, Requires: u.spec.Requires,
 		Disabled: r.disabled[n] && !u.external, Stopped: u.held && !r.disabled[n] && !u.spec.IsJob() && !u.external,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/supervisor"
+	"github.com/hermes-units/hermes/units"
 	"golang.org/x/sys/unix"
 )
 
@@ -48,6 +49,25 @@ func TestUptimeOfReadopted(t *testing.T) {
 		}
 		if u.Uptime < ago || u.Uptime > ago+time.Minute {
 			t.Errorf("web: got uptime %v, want its process's age, %v", u.Uptime, ago)
+		}
+	})
+}
+
+// TestStatusDescription: a unit's row carries its file's description.
+func TestStatusDescription(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t, Gateway,
+			spec("web", func(s *units.Spec) { s.Description = "the web front end" }),
+			spec("bare"),
+		)
+		synctest.Wait()
+		for _, tc := range []struct{ unit, want string }{
+			{"web", "the web front end"},
+			{"bare", ""},
+		} {
+			if got := h.unit(tc.unit).Description; got != tc.want {
+				t.Errorf("%s: got description %q, want %q", tc.unit, got, tc.want)
+			}
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,9 +21,10 @@ func newStatusCmd(g *globals) *cobra.Command {
 		Use:   "status [UNIT...]",
 		Short: "Show units, the supervisor, config errors, released and adopted groups",
 		Long: "Show every unit (or the named ones): state, pid, pgid, ownership, readiness,\n" +
-			"uptime, restarts, ports, RSS and last error; the death supervisor; unit files\n" +
-			"that did not load (file:line:col); groups released, survivors re-adopted, and\n" +
-			"groups adopted with `hermesctl adopt`.\n" +
+			"uptime (its process's age), restarts, ports, RSS, description (when units\n" +
+			"have one) and last error; the death supervisor; unit files that did not load\n" +
+			"(file:line:col); groups released, survivors re-adopted, and groups adopted\n" +
+			"with `hermesctl adopt`.\n" +
 			"-o json prints the stable JSON contract instead.\n\n" +
 			"Exit status, as LSB's and systemctl's (the same with -o json):\n" +
 			"  0  every unit named is active (running, or adopted); with none named,\n" +
@@ -141,22 +143,7 @@ func writeStatus(w io.Writer, st control.Status, color bool, now time.Time) {
 	if len(st.Units) == 0 {
 		fmt.Fprintln(w, "no units")
 	} else {
-		t := table{{{text: "NAME"}, {text: "STATE"}, {text: "PID"}, {text: "PGID"}, {text: "OWNERSHIP"}, {text: "READY"}, {text: "UPTIME"}, {text: "RESTARTS"}, {text: "PORTS"}, {text: "RSS"}, {text: "ERROR"}}}
-		for _, u := range st.Units {
-			state := cell{text: dash(u.State)}
-			if u.Daemonized > 0 && u.State == "running" {
-				state.text = "running (daemonized, no main pid)"
-			}
-			if color {
-				state.color = stateColor(u.State)
-			}
-			t = append(t, []cell{
-				{text: u.Name}, state, {text: num(u.PID)}, {text: num(u.PGID)}, {text: dash(u.Ownership)},
-				{text: ready(u)}, {text: uptime(u.Uptime)}, {text: strconv.Itoa(u.Restarts)}, {text: ports(u.Ports)},
-				{text: size(u.RSS)}, {text: dash(oneLine(u.Error))},
-			})
-		}
-		t.write(w, "")
+		unitTable(st.Units, color).write(w, "")
 	}
 
 	if len(st.ConfigErrors) > 0 {
@@ -199,6 +186,37 @@ func writeStatus(w io.Writer, st control.Status, color bool, now time.Time) {
 		sec.t.write(w, "  ")
 	}
 	writeJobsAndProxy(w, st)
+}
+
+// unitTable is the table of us, one row a unit. Its DESCRIPTION column,
+// before ERROR, is there only when a unit has a description: most have
+// none, and an empty column would only widen the table.
+func unitTable(us []control.Unit, color bool) table {
+	described := slices.ContainsFunc(us, func(u control.Unit) bool { return u.Description != "" })
+	head := []cell{{text: "NAME"}, {text: "STATE"}, {text: "PID"}, {text: "PGID"}, {text: "OWNERSHIP"}, {text: "READY"}, {text: "UPTIME"}, {text: "RESTARTS"}, {text: "PORTS"}, {text: "RSS"}}
+	if described {
+		head = append(head, cell{text: "DESCRIPTION"})
+	}
+	t := table{append(head, cell{text: "ERROR"})}
+	for _, u := range us {
+		state := cell{text: dash(u.State)}
+		if u.Daemonized > 0 && u.State == "running" {
+			state.text = "running (daemonized, no main pid)"
+		}
+		if color {
+			state.color = stateColor(u.State)
+		}
+		row := []cell{
+			{text: u.Name}, state, {text: num(u.PID)}, {text: num(u.PGID)}, {text: dash(u.Ownership)},
+			{text: ready(u)}, {text: uptime(u.Uptime)}, {text: strconv.Itoa(u.Restarts)}, {text: ports(u.Ports)},
+			{text: size(u.RSS)},
+		}
+		if described {
+			row = append(row, cell{text: dash(oneLine(u.Description))})
+		}
+		t = append(t, append(row, cell{text: dash(oneLine(u.Error))}))
+	}
+	return t
 }
 
 // survivor reports an ownership whose groups outlive their gateway.
