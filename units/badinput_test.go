@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 // TestBadInputCatalogue is the unit-file half of the bad-input catalogue
@@ -226,7 +228,7 @@ func TestBadInputCatalogue(t *testing.T) {
 			for k, v := range tt.files {
 				files[k] = v
 			}
-			dir := writeDir(t, files)
+			dir := testkit.UnitsDir(t, files)
 			if tt.setup != nil {
 				tt.setup(t, dir)
 			}

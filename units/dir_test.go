@@ -9,25 +9,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
-// writeDir makes a private units directory holding files (name -> content).
-func writeDir(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "units")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
 func TestLoadDir(t *testing.T) {
-	dir := writeDir(t, map[string]string{
+	dir := testkit.UnitsDir(t, map[string]string{
 		"db.yaml":        "shell: sleep 100\nports: [5432]\n",
 		"web.yml":        "command: [a]\nafter: [db]\nrequires: [cache]\n",
 		"cache.yaml":     "command: [a]\nafter: [db]\n",
@@ -97,7 +84,7 @@ func TestLoadDir(t *testing.T) {
 }
 
 func TestLoadDirDuplicateName(t *testing.T) {
-	dir := writeDir(t, map[string]string{"a.yaml": "command: [a]\n", "a.yml": "command: [b]\n"})
+	dir := testkit.UnitsDir(t, map[string]string{"a.yaml": "command: [a]\n", "a.yml": "command: [b]\n"})
 	d, err := LoadDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +98,7 @@ func TestLoadDirDuplicateName(t *testing.T) {
 }
 
 func TestLoadRefusals(t *testing.T) {
-	dir := writeDir(t, map[string]string{"ok.yaml": "command: [a]\n"})
+	dir := testkit.UnitsDir(t, map[string]string{"ok.yaml": "command: [a]\n"})
 	if err := os.Mkdir(filepath.Join(dir, "sub.yaml"), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +167,7 @@ func TestSecurity(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := writeDir(t, map[string]string{"web.yaml": "command: [a]\n"})
+			dir := testkit.UnitsDir(t, map[string]string{"web.yaml": "command: [a]\n"})
 			file := filepath.Join(dir, "web.yaml")
 			if tt.chown {
 				if os.Geteuid() != 0 {
