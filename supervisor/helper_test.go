@@ -202,6 +202,25 @@ func marked(marker string) []int {
 	return out
 }
 
+// sleepGroup starts sleep leading a process group of its own, outside any
+// owner, as unit. The test's end kills and reaps it; os.Process.Kill is
+// safe there even once the test has reaped it itself (no stray signal to a
+// recycled pid).
+func sleepGroup(t *testing.T, unit string) (Group, *exec.Cmd) {
+	t.Helper()
+	cmd := exec.Command("sleep", "1000")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	id, err := proc.Read(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Group{Unit: unit, PGID: id.PID, Leader: id}, cmd
+}
+
 // killMarked kills every process carrying marker (test cleanup).
 func killMarked(marker string) {
 	for _, pid := range marked(marker) {

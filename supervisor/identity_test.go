@@ -3,30 +3,12 @@ package supervisor
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
 
 	"github.com/hermes-units/hermes/proc"
 )
-
-// sleeperGroup starts `sleep` leading its own group; the group is killed at
-// the end of the test.
-func sleeperGroup(t *testing.T) (Group, *exec.Cmd) {
-	t.Helper()
-	cmd := exec.Command("sleep", "1000")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
-	id, err := proc.Read(cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Group{Unit: "ext", PGID: id.PID, Leader: id}, cmd
-}
 
 // TestOwnRevalidatesLeader: Own checks the leader's identity at the moment
 // of the call: a recycled pid (another start time) is ErrUnsafe, an exited
@@ -38,10 +20,10 @@ func TestOwnRevalidatesLeader(t *testing.T) {
 	}
 	defer o.Close()
 
-	live, _ := sleeperGroup(t)
+	live, _ := sleepGroup(t, "ext")
 	recycled := live
 	recycled.Leader.StartTime++
-	exited, cmd := sleeperGroup(t)
+	exited, cmd := sleepGroup(t, "ext")
 	cmd.Process.Kill()
 	cmd.Wait()
 
@@ -79,7 +61,7 @@ func TestStopSparesStranger(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer o.Close()
-	g, _ := sleeperGroup(t)
+	g, _ := sleepGroup(t, "ext")
 	stranger := g
 	stranger.Leader.StartTime++
 	if err := o.Stop(t.Context(), stranger, syscall.SIGKILL, 0); err != nil {

@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"errors"
-	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -90,17 +89,8 @@ func (l *fakeLauncher) last() *fakePipe {
 // externalGroup starts a process in its own group, outside any owner.
 func externalGroup(t *testing.T) Group {
 	t.Helper()
-	cmd := exec.Command("sleep", "1000")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	id, err := proc.Read(cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Group{Unit: "ext", PGID: id.PID, Leader: id}
+	g, _ := sleepGroup(t, "ext")
+	return g
 }
 
 func TestIdleClose(t *testing.T) {
@@ -295,17 +285,7 @@ func TestJanitorIdle(t *testing.T) {
 		})
 	}
 	t.Run("pending until empty", func(t *testing.T) {
-		cmd := exec.Command("sleep", "1000")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		id, err := proc.Read(cmd.Process.Pid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g := Group{Unit: "ext", PGID: id.PID, Leader: id}
+		g, cmd := sleepGroup(t, "ext")
 		synctest.Test(t, func(t *testing.T) {
 			o, err := newOwner(Options{Mode: ModePGroup}, (&fakeLauncher{}).launch)
 			if err != nil {

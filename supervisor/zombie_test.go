@@ -17,17 +17,7 @@ import (
 // succeeds on such a group.
 func zombieGroup(t *testing.T) (Group, *exec.Cmd) {
 	t.Helper()
-	cmd := exec.Command("sleep", "1000")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	id, err := proc.Read(cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Group{Unit: "zombie", PGID: id.PID, Leader: id}, cmd
+	return sleepGroup(t, "zombie")
 }
 
 // waitZombie waits until pid is a zombie (the kernel gives no event for
