@@ -143,19 +143,10 @@ func TestOrphanSweepRefusesCallerAncestors(t *testing.T) {
 	y := fmt.Sprintf("command: [sh, -c, %q]\nenv: {%s: sweep, HERMESD_TEST_SOCKET: %q}\n", script, shellEnv, filepath.Join(state, "ctl.sock"))
 	testkit.WriteUnits(t, filepath.Join(dir, "units"), map[string]string{"shell.yaml": y})
 	gw := startDaemon(t, dir, "gateway")
-	st, err := gw.client().Status(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
 	sh := leaderOf(t, state, "shell")
 	killGroupAtEnd(t, sh)
 	// The gateway and its supervisor die together: the shell is left over.
-	gw.cmd.Process.Signal(syscall.SIGSTOP)
-	if st.Supervisor.PID == 0 {
-		t.Fatal("no supervisor runs for the owned unit")
-	}
-	syscall.Kill(st.Supervisor.PID, syscall.SIGKILL)
-	gw.kill()
+	gw.killWithSupervisor()
 	if !sh.Alive() {
 		t.Fatal("the shell died with its owner and supervisor; the story needs a leftover")
 	}
@@ -179,16 +170,7 @@ func TestOrphanSweepRefusesCallerAncestors(t *testing.T) {
 	if !strings.Contains(out, want) {
 		t.Errorf("shell.log lacks %q:\n%s", want, out)
 	}
-	if u := unitNamed(mustStatus(t, d), "shell"); u != nil {
+	if u := unitNamed(d.fullStatus(), "shell"); u != nil {
 		t.Errorf("status lists %+v; want no adopted shell", u)
 	}
-}
-
-func mustStatus(t *testing.T, d *hermesd) control.Status {
-	t.Helper()
-	st, err := d.client().Status(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
 }

@@ -183,22 +183,13 @@ func TestMorningAfter(t *testing.T) {
 	y := fmt.Sprintf("command: [%q]\nenv: {%s: unit, HERMESD_TEST_LISTEN: \"127.0.0.1:%d\"}\n", os.Args[0], roleEnv, port)
 	testkit.WriteUnits(t, filepath.Join(dir, "units"), map[string]string{"web.yaml": y})
 	gw := startDaemon(t, dir, "gateway")
-	st, err := gw.client().Status(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
 	web := leaderOf(t, state, "web")
 	killGroupAtEnd(t, web)
 	if !fileHas(filepath.Join(state, "logs", "web.log"), fmt.Sprintf("started %d", web.PID), 10*time.Second) {
 		t.Fatalf("web did not start listening")
 	}
 	// pkill -9 -f hermes: hermesd cannot restart its supervisor while stopped.
-	gw.cmd.Process.Signal(syscall.SIGSTOP)
-	if st.Supervisor.PID == 0 {
-		t.Fatal("no supervisor runs for the owned unit")
-	}
-	syscall.Kill(st.Supervisor.PID, syscall.SIGKILL)
-	gw.kill()
+	gw.killWithSupervisor()
 	if !web.Alive() {
 		t.Fatal("web died with its owner and supervisor; the story needs a leftover")
 	}
@@ -236,7 +227,7 @@ func TestMorningAfter(t *testing.T) {
 	if len(rep.Adopted) != 1 || rep.Adopted[0].Unit != "web" || rep.Adopted[0].PGID != web.PID {
 		t.Fatalf("orphans --yes: adopted %+v, want web in group %d", rep.Adopted, web.PID)
 	}
-	st, _ = c.Status(t.Context())
+	st, _ := c.Status(t.Context())
 	if u := unitNamed(st, "web"); u == nil || !u.Adopted || u.State != "running" {
 		t.Errorf("status after adopt --orphans --yes: %+v, want web adopted and running", u)
 	}

@@ -109,19 +109,11 @@ func startDaemonWith(t *testing.T, dir string, o daemonOpts) *hermesd {
 	return d
 }
 
+// status is the daemon's units (fullStatus), by name.
 func (d *hermesd) status() map[string]control.Unit {
 	d.t.Helper()
-	c, err := control.Dial(d.socket)
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	defer c.Close()
-	st, err := c.Status(d.t.Context())
-	if err != nil {
-		d.t.Fatal(err)
-	}
 	out := map[string]control.Unit{}
-	for _, u := range st.Units {
+	for _, u := range d.fullStatus().Units {
 		out[u.Name] = u
 	}
 	return out
