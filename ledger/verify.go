@@ -109,7 +109,17 @@ func digits(s string) bool {
 // stop of e's group alone would miss where no cgroup holds them. It
 // returns one process per group, in pid order. Escapees that erased their
 // environment cannot be told apart here.
-func (l *Ledger) Strays(e Entry) []proc.Identity {
+func (l *Ledger) Strays(e Entry) []proc.Identity { return l.tagged(e, true) }
+
+// Remains lists, one per process group and in pid order, the live
+// processes that carry e's spawn key and this ledger's state directory in
+// their environment, e's own group included: what is left of the spawn
+// once its leader is gone (a child that outlived it), which no leader
+// identity can vouch for, only the spawn's own tags.
+func (l *Ledger) Remains(e Entry) []proc.Identity { return l.tagged(e, false) }
+
+// tagged lists the processes of Strays (strays) or Remains.
+func (l *Ledger) tagged(e Entry, strays bool) []proc.Identity {
 	if e.Spawn == "" {
 		return nil
 	}
@@ -118,7 +128,10 @@ func (l *Ledger) Strays(e Entry) []proc.Identity {
 		return nil
 	}
 	dir := l.Dir()
-	seen := map[int]bool{e.PGID: true}
+	seen := map[int]bool{}
+	if strays {
+		seen[e.PGID] = true
+	}
 	var out []proc.Identity
 	for _, pid := range pids {
 		st, err := proc.ReadStat(pid)

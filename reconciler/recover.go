@@ -28,6 +28,10 @@ import (
 //   - a group given up on purpose (released) is listed as released, and
 //     its declared unit is not started beside it (held, as after
 //     `hermesctl release`: Start refuses while the group runs);
+//   - a survivor whose leader is gone while processes of its spawn (found
+//     by its tags) live on cannot be re-adopted (no main process), and
+//     beside a new copy of its unit it would be a duplicate: what is left
+//     of it is ended as above, the unit's stop signal, timeout and KILL;
 //   - any other (a dead `hermesctl run`'s, a unit no longer declared) is
 //     left for `hermesctl adopt --orphans`, and counted in status.
 //
@@ -53,11 +57,18 @@ func (r *Reconciler) recover(ctx context.Context, declared map[string]units.Spec
 	type end struct {
 		rec  Record
 		spec units.Spec
+		gs   []supervisor.Group // what to stop; nil: the group and its strays
 	}
 	var ends []end
 	for _, rec := range recs {
-		if rec.OwnerAlive || rec.Ownership.Survivor() || r.holds(rec.Group.PGID) {
+		if rec.OwnerAlive || r.holds(rec.Group.PGID) {
 			continue
+		}
+		if rec.Ownership.Survivor() {
+			if spec, gs := r.remainsOf(rec, declared); len(gs) > 0 {
+				ends = append(ends, end{rec, spec, gs})
+			}
+			continue // re-adopted or listed by readopt
 		}
 		if err := r.trust(rec.Survivor); err != nil {
 			if !errors.Is(err, proc.ErrGone) {
@@ -77,7 +88,7 @@ func (r *Reconciler) recover(ctx context.Context, declared map[string]units.Spec
 				r.holdReleased[rec.Unit] = true
 			}
 		case free && (rec.Role == units.RoleGateway || rec.Role == units.RoleWorker):
-			ends = append(ends, end{rec, spec})
+			ends = append(ends, end{rec: rec, spec: spec})
 		default:
 			r.leftovers = append(r.leftovers, rec.Group)
 		}
@@ -92,9 +103,12 @@ func (r *Reconciler) recover(ctx context.Context, declared map[string]units.Spec
 		g := e.rec.Group
 		sig, grace := stopSignal(e.spec), stopGrace(e.spec)
 		res[i] = control.EndedGroup{Unit: e.rec.Unit, PID: g.Leader.PID, PGID: g.PGID, Owner: e.rec.Owner.PID}
-		gs := []supervisor.Group{g}
-		if sf != nil && g.Cgroup == "" { // a cgroup holds its escapees already
-			gs = append(gs, sf.Strays(e.rec.Survivor)...)
+		gs := e.gs
+		if gs == nil {
+			gs = []supervisor.Group{g}
+			if sf != nil && g.Cgroup == "" { // a cgroup holds its escapees already
+				gs = append(gs, sf.Strays(e.rec.Survivor)...)
+			}
 		}
 		errs := make([]error, len(gs))
 		var one sync.WaitGroup
@@ -128,11 +142,30 @@ type unrecorder interface {
 	Unrecorded(ctx context.Context) ([]Record, error)
 }
 
+// remainsOf returns what is left of a survivor rec whose leader is gone
+// (found by its spawn's tags), with its declared unit's spec, to be ended
+// before the unit starts; none when the leader lives (readopt adopts it),
+// when the kernel contradicts the entry otherwise, when the group was
+// released, or when its unit is not declared (left for adopt --orphans).
+func (r *Reconciler) remainsOf(rec Record, declared map[string]units.Spec) (units.Spec, []supervisor.Group) {
+	spec, ok := declared[rec.Unit]
+	sf, found := r.opt.Checkpoint.(strayFinder)
+	if !ok || !found || rec.State == ledger.Released || !errors.Is(r.trust(rec.Survivor), proc.ErrGone) {
+		return units.Spec{}, nil
+	}
+	gs := sf.Remains(rec.Survivor)
+	if len(gs) > 0 {
+		r.log.Warn("survivor's leader is gone but processes of its spawn live on: ended, not re-adopted, so that its unit does not run twice", "unit", rec.Unit, "pid", rec.Group.Leader.PID, "pgid", rec.Group.PGID, "left", len(gs))
+	}
+	return spec, gs
+}
+
 // strayFinder is the part of the ledger Checkpoint that finds the escapee
 // groups of a spawn by its tags (ledger.Strays): a group of a dead owner is
 // ended with them where no cgroup holds them.
 type strayFinder interface {
 	Strays(s Survivor) []supervisor.Group
+	Remains(s Survivor) []supervisor.Group
 }
 
 // adoptBack makes rec's released group the running run of its declared

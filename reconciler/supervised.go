@@ -56,14 +56,14 @@ func (s ownerSpawner) WatchExit(ctx context.Context, g supervisor.Group) (<-chan
 
 // Ledger is the Checkpoint of a state directory's ledger, for the owner
 // self in role.
-func Ledger(l *ledger.Ledger, self proc.Identity, role Role) Checkpoint {
+func Ledger(l *ledger.Ledger, self proc.Identity, role units.Role) Checkpoint {
 	return ledgerCheckpoint{l, self, role}
 }
 
 type ledgerCheckpoint struct {
 	l    *ledger.Ledger
 	self proc.Identity
-	role Role
+	role units.Role
 }
 
 func survivorOf(e ledger.Entry) Survivor {
@@ -95,7 +95,7 @@ func (c ledgerCheckpoint) mark(ctx context.Context, s Survivor, state ledger.Sta
 			if es[i].Leader == s.Group.Leader && es[i].PGID == s.Group.PGID {
 				es[i].State = state
 				if state == ledger.Adopted {
-					es[i].Owner, es[i].Role = c.self, units.Role(c.role)
+					es[i].Owner, es[i].Role = c.self, c.role
 				}
 			}
 		}
@@ -134,15 +134,27 @@ func (c ledgerCheckpoint) Unrecorded(ctx context.Context) ([]Record, error) {
 // Strays lists the escapee groups of s's spawn (ledger.Strays): one
 // Group per process group, led by the process found in it.
 func (c ledgerCheckpoint) Strays(s Survivor) []supervisor.Group {
+	return groupsOf(s.Unit, c.l.Strays(ledger.Entry{Unit: s.Unit, PGID: s.Group.PGID, Spawn: s.Spawn}))
+}
+
+// Remains lists the groups of what is left of s's spawn, its own group
+// included, by its tags (ledger.Remains).
+func (c ledgerCheckpoint) Remains(s Survivor) []supervisor.Group {
+	return groupsOf(s.Unit, c.l.Remains(ledger.Entry{Unit: s.Unit, PGID: s.Group.PGID, Spawn: s.Spawn}))
+}
+
+// groupsOf makes one Group of unit per process found, its leader set only
+// when the process leads its group (checked before each signal).
+func groupsOf(unit string, ids []proc.Identity) []supervisor.Group {
 	var out []supervisor.Group
-	for _, id := range c.l.Strays(ledger.Entry{Unit: s.Unit, PGID: s.Group.PGID, Spawn: s.Spawn}) {
+	for _, id := range ids {
 		pgid := id.PID
 		if st, err := proc.ReadStat(id.PID); err == nil {
 			pgid = st.PGID
 		}
-		g := supervisor.Group{Unit: s.Unit, PGID: pgid}
+		g := supervisor.Group{Unit: unit, PGID: pgid}
 		if pgid == id.PID {
-			g.Leader = id // the group's leader: checked before each signal
+			g.Leader = id
 		}
 		out = append(out, g)
 	}

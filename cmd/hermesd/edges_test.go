@@ -134,6 +134,7 @@ var edgeRows = []edgeRow{
 	{"escapee, env erased, re-parented to hermesd", "0 (dies; stop waits)", escapeeRow("(setsid env -i sleep %s &); exec sleep 2000")},
 	{"hermesd and supervisor killed together", "0 duplicates", deadOwnerRow},
 	{"released survivor declared again", "1 (adopted back)", releasedRow},
+	{"survivor's leader gone, its child left", "0 duplicates", remainsRow},
 }
 
 // escapeeRow (point 3): a unit's descendant leaves its group and erases
