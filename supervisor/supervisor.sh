@@ -116,7 +116,9 @@ hit() {
     elif [ "$sig" = KILL ]; then
       echo 1 2>/dev/null >"$cg/cgroup.kill"
     else
-      while read -r p; do kill -s "$sig" "$p" 2>/dev/null; done 2>/dev/null <"$cg/cgroup.procs"
+      # A cgroup whose members are exiting may read as 0: kill 0 would
+      # signal this script's own group. Only pids above 1 are signalled.
+      while read -r p; do num "$p" && [ "$p" -gt 1 ] && kill -s "$sig" "$p" 2>/dev/null; done 2>/dev/null <"$cg/cgroup.procs"
     fi
   done
   for p in $esc; do kill -s "$sig" "$p" 2>/dev/null; done
