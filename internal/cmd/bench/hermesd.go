@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -63,7 +65,7 @@ func benchHermesd(ctx context.Context) ([]Row, error) {
 	// each stop is paired with a floor trial just before it.
 	var starts, gone, exits, floors []time.Duration
 	for i := range hermesdColdTrials {
-		d, err := startBenchDaemon(ctx, bin, filepath.Join(tmp, fmt.Sprintf("cold%d", i)), sleepUnit, nil)
+		d, err := startBenchDaemon(ctx, bin, filepath.Join(tmp, fmt.Sprintf("cold%d", i)), sleepUnit, "")
 		if err != nil {
 			return rows, err
 		}
@@ -98,20 +100,31 @@ func benchHermesd(ctx context.Context) ([]Row, error) {
 				"Floor, measured just before each stop: this process sends TERM to %d `sleep` children of its own and waits on their pidfds the same way. hermesd itself exits %v after the TERM (median)", hermesdColdTrials, hermesdUnits, roundDur(percentile(exits, 0.5)))},
 	)
 
-	// One daemon for the idle window and the reload edits.
-	d, err := startBenchDaemon(ctx, bin, filepath.Join(tmp, "steady"), sleepUnit, nil)
+	// One daemon for the idle window and the reload edits, and one with
+	// metrics on beside it for the idle window.
+	d, err := startBenchDaemon(ctx, bin, filepath.Join(tmp, "steady"), sleepUnit, "")
 	if err != nil {
 		return rows, err
 	}
 	defer d.stop()
-	if _, err := d.waitAllReady(ctx); err != nil {
+	m, err := startBenchDaemon(ctx, bin, filepath.Join(tmp, "metrics"), sleepUnit, metricsConfig)
+	if err != nil {
 		return rows, err
 	}
-	idle, err := d.measureIdle(ctx)
+	defer m.stop()
+	for _, x := range []*benchDaemon{d, m} {
+		if _, err := x.waitAllReady(ctx); err != nil {
+			return rows, err
+		}
+	}
+	idle, err := d.measureIdle(ctx, m)
 	if err != nil {
 		return rows, err
 	}
 	rows = append(rows, idle...)
+	if _, err := m.stop(); err != nil {
+		return rows, err
+	}
 	reload, err := d.measureReload(ctx)
 	if err != nil {
 		return rows, err
@@ -166,9 +179,9 @@ type benchDaemon struct {
 const sleepUnit = "command: [sleep, \"100000\"]\n"
 
 // startBenchDaemon starts hermesd on dir with hermesdUnits units whose
-// file is unit; env is added to the environment (HERMES_* otherwise
-// removed).
-func startBenchDaemon(ctx context.Context, bin, dir, unit string, env []string) (*benchDaemon, error) {
+// file is unit, with args added to its command line and, when config is
+// not "", that hermes.yaml (HERMES_* is removed from the environment).
+func startBenchDaemon(ctx context.Context, bin, dir, unit, config string, args ...string) (*benchDaemon, error) {
 	d := &benchDaemon{dir: dir, units: filepath.Join(dir, "units"), socket: filepath.Join(dir, "state", "ctl.sock"),
 		log: filepath.Join(dir, "hermesd.log"), done: make(chan error, 1)}
 	if err := os.MkdirAll(d.units, 0o700); err != nil {
@@ -179,19 +192,24 @@ func startBenchDaemon(ctx context.Context, bin, dir, unit string, env []string) 
 			return nil, err
 		}
 	}
+	cfg := filepath.Join(dir, "hermes.yaml") // absent: the defaults
+	if config != "" {
+		if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
+			return nil, err
+		}
+	}
 	logf, err := os.Create(d.log)
 	if err != nil {
 		return nil, err
 	}
 	defer logf.Close()
-	d.cmd = exec.Command(bin, "--units", d.units, "--state", filepath.Join(dir, "state"),
-		"--socket", d.socket, "--config", filepath.Join(dir, "none.yaml"))
+	d.cmd = exec.Command(bin, append([]string{"--units", d.units, "--state", filepath.Join(dir, "state"),
+		"--socket", d.socket, "--config", cfg}, args...)...)
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(k, "HERMES_") && k != "NOTIFY_SOCKET" && !strings.HasPrefix(k, "WATCHDOG_") {
 			d.cmd.Env = append(d.cmd.Env, kv)
 		}
 	}
-	d.cmd.Env = append(d.cmd.Env, env...)
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	d.started = time.Now()
 	if err := d.cmd.Start(); err != nil {
@@ -425,9 +443,75 @@ func sampleProc(pid int) (procSample, error) {
 	return s, nil
 }
 
-// measureIdle samples hermesd, its supervisor and an idle Go program over
-// the same hermesdIdle window, after hermesdSettle.
-func (d *benchDaemon) measureIdle(ctx context.Context) ([]Row, error) {
+// metricsConfig is the hermes.yaml of the daemon measured with metrics
+// on: served on a free loopback port, which its log names.
+const metricsConfig = "metrics:\n  listen: 127.0.0.1:0\n"
+
+// scrapeMetrics finds the metrics address in d's log and reads /metrics
+// once, so that the figures with metrics on include what a scrape leaves
+// behind (the server's connection state, the encoder's buffers).
+func (d *benchDaemon) scrapeMetrics(ctx context.Context) error {
+	b, err := os.ReadFile(d.log)
+	if err != nil {
+		return err
+	}
+	var addr string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, "metrics listening") {
+			for _, f := range strings.Fields(l) {
+				if v, ok := strings.CutPrefix(f, "listen="); ok {
+					addr = v
+				}
+			}
+		}
+	}
+	if addr == "" {
+		return d.fail(errors.New("no \"metrics listening\" line with listen= in hermesd's log"))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return d.fail(fmt.Errorf("scrape %s: %w", addr, err))
+	}
+	defer resp.Body.Close()
+	n, _ := io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusOK || n == 0 {
+		return d.fail(fmt.Errorf("scrape %s: %s, %d bytes", addr, resp.Status, n))
+	}
+	http.DefaultClient.CloseIdleConnections()
+	return nil
+}
+
+// idleWindow samples pids at its start and after hermesdIdle.
+func idleWindow(ctx context.Context, pids []int) (before, after []procSample, err error) {
+	sample := func() ([]procSample, error) {
+		out := make([]procSample, len(pids))
+		for i, p := range pids {
+			if out[i], err = sampleProc(p); err != nil {
+				return nil, fmt.Errorf("sample pid %d: %w", p, err)
+			}
+		}
+		return out, nil
+	}
+	if before, err = sample(); err != nil {
+		return nil, nil, err
+	}
+	select {
+	case <-time.After(hermesdIdle):
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+	after, err = sample()
+	return before, after, err
+}
+
+// measureIdle samples hermesd (metrics off), its supervisor, an idle Go
+// program and m, a hermesd with metrics on scraped once before, over the
+// same hermesdIdle window, after hermesdSettle.
+func (d *benchDaemon) measureIdle(ctx context.Context, m *benchDaemon) ([]Row, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -442,6 +526,9 @@ func (d *benchDaemon) measureIdle(ctx context.Context) ([]Row, error) {
 	if l, _ := bufio.NewReader(out).ReadString('\n'); l != "ready\n" {
 		return nil, fmt.Errorf("idle Go baseline did not start: %q", l)
 	}
+	if err := m.scrapeMetrics(ctx); err != nil {
+		return nil, err
+	}
 	select {
 	case <-time.After(hermesdSettle):
 	case <-ctx.Done():
@@ -451,35 +538,32 @@ func (d *benchDaemon) measureIdle(ctx context.Context) ([]Row, error) {
 	if err != nil {
 		return nil, d.fail(err)
 	}
-	pids := []int{d.cmd.Process.Pid, st.Supervisor.PID, base.Process.Pid}
-	before := make([]procSample, len(pids))
-	for i, p := range pids {
-		if before[i], err = sampleProc(p); err != nil {
-			return nil, d.fail(fmt.Errorf("sample pid %d: %w", p, err))
-		}
+	before, after, err := idleWindow(ctx, []int{d.cmd.Process.Pid, st.Supervisor.PID, base.Process.Pid, m.cmd.Process.Pid})
+	if err != nil {
+		return nil, d.fail(err)
 	}
-	select {
-	case <-time.After(hermesdIdle):
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	after := make([]procSample, len(pids))
-	for i, p := range pids {
-		if after[i], err = sampleProc(p); err != nil {
-			return nil, d.fail(fmt.Errorf("sample pid %d after the idle window: %w", p, err))
-		}
-	}
+	return idleRows(before, after), nil
+}
+
+// idleRows are the rows of measureIdle's window: samples of hermesd,
+// its supervisor, the idle Go program and hermesd with metrics on.
+func idleRows(before, after []procSample) []Row {
 	rate := func(i int) float64 {
 		return float64(after[i].switches-before[i].switches) / after[i].at.Sub(before[i].at).Seconds()
 	}
-	h0, h1 := before[0], after[0]
+	h0, h1, m1 := before[0], after[0], after[3]
 	wall := h1.at.Sub(h0.at)
 	cpu := float64(h1.ticks-h0.ticks) / clkTck / wall.Seconds() * 100
-	rssMB := float64(h1.rssKB) / 1024
+	mb := func(kb uint64) float64 { return float64(kb) / 1024 }
+	rssMB, onMB := mb(h1.rssKB), mb(m1.rssKB)
 	return []Row{
-		{Figure: fmt.Sprintf("hermesd RSS, %d units, idle", hermesdUnits),
-			Value:  fmt.Sprintf("%.1f MB RSS (%s; peak VmHWM %.1f MB)", rssMB, atMost(rssMB, 12, " MB"), float64(h1.hwmKB)/1024),
-			Method: fmt.Sprintf("VmRSS of /proc/PID/status of the hermesd process at the end of a %v idle window, %d owned `sleep` units running, %v after all were ready", hermesdIdle, hermesdUnits, hermesdSettle)},
+		{Figure: fmt.Sprintf("hermesd RSS, %d units, idle, metrics off", hermesdUnits),
+			Value:  fmt.Sprintf("%.1f MB RSS (%s; peak VmHWM %.1f MB)", rssMB, atMost(rssMB, 12, " MB"), mb(h1.hwmKB)),
+			Method: fmt.Sprintf("VmRSS of /proc/PID/status of the hermesd process (no metrics.listen) at the end of a %v idle window, %d owned `sleep` units running, %v after all were ready", hermesdIdle, hermesdUnits, hermesdSettle)},
+		{Figure: fmt.Sprintf("hermesd RSS, %d units, idle, metrics on", hermesdUnits),
+			Value: fmt.Sprintf("%.1f MB RSS, %+.1f MB against metrics off (peak VmHWM %.1f MB); wake-ups %.2f/s",
+				onMB, onMB-rssMB, mb(m1.hwmKB), rate(3)),
+			Method: fmt.Sprintf("a second hermesd with its own %d units and metrics.listen on a loopback port, scraped once (GET /metrics) before the window, sampled in the same window and the same way as the row above", hermesdUnits)},
 		{Figure: fmt.Sprintf("hermesd CPU, %d units, idle", hermesdUnits),
 			Value:  fmt.Sprintf("%.3f %% of one core (%s; %d ticks in %v)", cpu, atMost(cpu, 0.5, " %"), h1.ticks-h0.ticks, wall.Round(time.Second)),
 			Method: "utime+stime delta of /proc/PID/stat (1/100 s ticks) over the idle window / wall time; hermesd only (the units and the supervisor are other processes)"},
@@ -488,7 +572,7 @@ func (d *benchDaemon) measureIdle(ctx context.Context) ([]Row, error) {
 			Method: "voluntary+nonvoluntary context switches summed over /proc/PID/task/*/status, delta over the idle window / wall time. " +
 				"Counts the Go runtime's own switches (sysmon, netpoller, GC workers; an idle Go program with no timer shows the baseline in the same window) " +
 				"and those of hermesd's timers. A thread that exits in the window takes its count with it"},
-	}, nil
+	}
 }
 
 // measureReload edits unit u000 hermesdEdits times as editors save (write a

@@ -20,7 +20,7 @@ import (
 // pgroup supervisor must find by its spawn key). The clock runs from the
 // kill to the exit of the last of those processes.
 
-var ownerTrials = flag.Int("owner-trials", 20, "owner-SIGKILL trials per mode (≥ 100 to report a p99 rather than the max)")
+var ownerTrials = flag.Int("owner-trials", 100, "owner-SIGKILL trials per mode (≥ 100 to report a p99 rather than the max)")
 
 // treeUnit is the unit file of one three-process tree.
 const treeUnit = "shell: \"sleep 100000 & setsid sleep 100000 & wait\"\n"
@@ -63,8 +63,8 @@ func benchOwner(ctx context.Context) ([]Row, error) {
 		rows = append(rows, Row{
 			Figure: fmt.Sprintf("owner SIGKILL → %d trees (%d processes) gone, %s mode", hermesdUnits, 3*hermesdUnits, mode),
 			Value:  v,
-			Method: fmt.Sprintf("%d trials, a fresh hermesd each with %d units `%s` (a shell, its child, and a setsid escapee); clock from kill(2) SIGKILL of hermesd to the exit of the last of the %d processes (pidfds opened before, poll(2))",
-				len(ds), hermesdUnits, "sleep & setsid sleep & wait", 3*hermesdUnits),
+			Method: fmt.Sprintf("%d trials, a fresh `hermesd --supervisor-mode %s` each with %d units `%s` (a shell, its child, and a setsid escapee); clock from kill(2) SIGKILL of hermesd to the exit of the last of the %d processes (pidfds opened before, poll(2))",
+				len(ds), mode, hermesdUnits, "sleep & setsid sleep & wait", 3*hermesdUnits),
 		})
 	}
 	return rows, nil
@@ -73,7 +73,7 @@ func benchOwner(ctx context.Context) ([]Row, error) {
 // ownerKillTrial runs one hermesd with tree units in mode, kills it and
 // returns the time until every unit process has exited.
 func ownerKillTrial(ctx context.Context, bin, dir string, mode supervisor.Mode) (time.Duration, error) {
-	d, err := startBenchDaemon(ctx, bin, dir, treeUnit, []string{"HERMES_SUPERVISOR_MODE=" + string(mode)})
+	d, err := startBenchDaemon(ctx, bin, dir, treeUnit, "", "--supervisor-mode", string(mode))
 	if err != nil {
 		return 0, err
 	}

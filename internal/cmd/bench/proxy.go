@@ -390,7 +390,8 @@ func proxyCPURow(ctx context.Context, c *http.Client, direct, viaProxy string, p
 		Figure: "proxy CPU per SSE event",
 		Value: fmt.Sprintf("%.2f µs of the proxy process per event; client %.2f µs/event direct, %.2f via the proxy; throughput proxy %.0f/s, direct %.0f/s",
 			per(proxyCPU), per(selfDirect), per(selfProxy), median(wProxy), median(wDirect)),
-		Method: fmt.Sprintf("%d alternating trials of %d chat chunks of ~190 B per path, upstream (own process) flushing each, client reading to [DONE]; utime+stime of the proxy process over its trials (1/100 s ticks) / events relayed; throughput, a median, depends on how the proxy batches writes and is no efficiency figure", proxyRateTrials, proxyRateEvents),
+		Method: fmt.Sprintf("%d alternating trials of %d chat chunks of %d B per path, upstream (own process) flushing each, client reading to [DONE]; utime+stime of the proxy process over its trials (1/100 s ticks) / events relayed; throughput, a median, depends on how the proxy batches writes and is no efficiency figure",
+			proxyRateTrials, proxyRateEvents, len(fmt.Sprintf("data: "+benchChunk+"\n\n", proxyRateEvents/2))),
 	}, nil
 }
 
