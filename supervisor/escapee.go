@@ -138,11 +138,21 @@ func processTable() ([]proc.Stat, map[int]proc.Stat, error) {
 }
 
 // endedSince adds the spawns one of whose processes the last scan saw has
-// ended since.
+// ended since, and those whose leader has exited but whose waiter has not
+// yet said so (a zombie, or reaped a moment ago): a daemon its launcher
+// left is re-parented to the owner the moment the launcher exits, before
+// the owner hears of that exit, and must be told apart from the other
+// spawns started at the same time.
 func (sn *scanView) endedSince(live map[int]proc.Stat) {
 	for pid, l := range sn.prev {
 		if st, ok := live[pid]; (!ok || st.StartTime != l.start) && !slices.Contains(sn.ended, l.r) {
 			sn.ended = append(sn.ended, l.r)
+		}
+	}
+	for _, r := range sn.spawns {
+		pid := r.g.Leader.PID
+		if _, alive := live[pid]; !alive && sn.leaders[pid] && !slices.Contains(sn.ended, r) {
+			sn.ended = append(sn.ended, r)
 		}
 	}
 }
