@@ -17,7 +17,7 @@ import (
 // nothing requires stops alone.
 func TestStopTakesDownRequirers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := start(t, Gateway,
+		h := start(t, units.RoleGateway,
 			spec("db"),
 			spec("api", func(s *units.Spec) { s.Requires, s.After = []string{"db"}, []string{"db"} }),
 			spec("web", func(s *units.Spec) { s.Requires, s.After = []string{"api"}, []string{"api"} }),
@@ -80,7 +80,7 @@ func TestStartJobReportsRun(t *testing.T) {
 // oneshot has no start timeout; a stop grace of 0 is the default's).
 func TestStatusDescribesWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := start(t, Gateway,
+		h := start(t, units.RoleGateway,
 			spec("db", func(s *units.Spec) {
 				s.Ready = units.Ready{TCP: "127.0.0.1:5432"}
 				s.Timeouts = units.Timeouts{Start: 20 * time.Second}

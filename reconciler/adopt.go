@@ -32,7 +32,7 @@ import (
 // the owned groups that dead hermesd owners left (see recover) are ended
 // or counted.
 func (r *Reconciler) readopt(ctx context.Context, l Loaded) {
-	if r.opt.Role != Gateway || r.opt.Checkpoint == nil {
+	if r.opt.Role != units.RoleGateway || r.opt.Checkpoint == nil {
 		return
 	}
 	svs, err := r.opt.Checkpoint.Survivors(ctx)

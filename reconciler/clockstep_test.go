@@ -45,7 +45,7 @@ func startClocked(t *testing.T, c *stepClock, specs ...units.Spec) *harness {
 	t.Helper()
 	h := newHarness(t, specs...)
 	h.run(New(Options{
-		Role: Gateway, Spawner: h.fs, StateDir: t.TempDir(),
+		Role: units.RoleGateway, Spawner: h.fs, StateDir: t.TempDir(),
 		Env:        []string{"PATH=/bin"},
 		Rand:       func() float64 { return 0.5 },
 		Load:       h.load,

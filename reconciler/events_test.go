@@ -65,7 +65,7 @@ func startPublishing(t *testing.T, specs ...units.Spec) (*harness, *eventLog) {
 	rec := &eventLog{}
 	h := newHarness(t, specs...)
 	h.run(New(Options{
-		Role: Gateway, Spawner: h.fs, StateDir: t.TempDir(),
+		Role: units.RoleGateway, Spawner: h.fs, StateDir: t.TempDir(),
 		Env:     []string{"PATH=/bin"},
 		Rand:    func() float64 { return 0.5 },
 		Load:    h.load,

@@ -178,7 +178,7 @@ func spec(name string, mod ...func(*units.Spec)) units.Spec {
 }
 
 // start builds and runs the harness; call it inside a synctest bubble.
-func start(t *testing.T, role Role, specs ...units.Spec) *harness {
+func start(t *testing.T, role units.Role, specs ...units.Spec) *harness {
 	t.Helper()
 	h := newHarness(t, specs...)
 	h.run(New(Options{

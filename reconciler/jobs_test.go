@@ -142,7 +142,7 @@ func startJobs(t *testing.T, specs ...units.Spec) *jobHarness {
 	tok := testProxyToken
 	jh.token.Store(&tok)
 	h.run(New(Options{
-		Role:       Gateway,
+		Role:       units.RoleGateway,
 		Spawner:    jh.ss,
 		StateDir:   t.TempDir(),
 		Env:        []string{"PATH=/bin"},
@@ -409,7 +409,7 @@ func TestJobReloadRearms(t *testing.T) {
 // no proxy, gets a run id and nothing else of the run.
 func TestJobEnvWithoutProxy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := start(t, Gateway, jobSpec("plain", "0 0 1 1 *"))
+		h := start(t, units.RoleGateway, jobSpec("plain", "0 0 1 1 *"))
 		synctest.Wait()
 		if err := h.r.Start(t.Context(), "plain"); err != nil {
 			t.Fatal(err)

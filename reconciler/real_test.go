@@ -78,8 +78,8 @@ func startLiveMode(t *testing.T, mode supervisor.Mode, files map[string]string) 
 		t.Fatal(err)
 	}
 	r, err := New(Options{
-		Role: Gateway, Spawner: Supervised(owner), Load: LoadDir(&units.Loader{}, l.dir),
-		Checkpoint: Ledger(led, self, Gateway), StateDir: l.state, UnitsDir: l.dir,
+		Role: units.RoleGateway, Spawner: Supervised(owner), Load: LoadDir(&units.Loader{}, l.dir),
+		Checkpoint: Ledger(led, self, units.RoleGateway), StateDir: l.state, UnitsDir: l.dir,
 		NotifySocket: nsPath, Lines: logfile.Lines, OpenLog: logfile.Open, Logger: testLogger(t),
 	})
 	if err != nil {

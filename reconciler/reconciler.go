@@ -44,23 +44,16 @@ import (
 	"github.com/hermes-units/hermes/units"
 )
 
-// Role is the owner's role (SPEC §3).
-type Role string
-
-const (
-	// Gateway survives-and-re-adopts: adoptable and persist units outlive it.
-	Gateway Role = "gateway"
-	// Worker owns its background jobs: adoptable units die with it.
-	Worker Role = "worker"
-)
-
-// ParseRole parses "gateway" or "worker".
-func ParseRole(s string) (Role, error) {
-	switch Role(s) {
-	case Gateway, Worker:
-		return Role(s), nil
+// ParseRole parses the role a Reconciler runs in, a daemon's (SPEC §3):
+// "gateway" (adoptable and persist_on_release units outlive it, and it
+// re-adopts them) or "worker" (it owns its background jobs: adoptable
+// units die with it). An unknown role wraps ErrBadRole.
+func ParseRole(s string) (units.Role, error) {
+	r, err := units.ParseRole(s)
+	if err != nil {
+		return "", fmt.Errorf("role %q: %w (want gateway or worker)", s, ErrBadRole)
 	}
-	return "", fmt.Errorf("role %q: %w (want gateway or worker)", s, ErrBadRole)
+	return r, nil
 }
 
 // Errors the reconciler returns.
@@ -99,7 +92,7 @@ func (l Loaded) hashOf(s units.Spec) string {
 
 // Options configure a Reconciler.
 type Options struct {
-	Role    Role
+	Role    units.Role // gateway (the default) or worker; see ParseRole
 	Spawner Spawner
 	// Load reads the units directory; called at Run start, on each value
 	// from Changes, and by Reload.
@@ -215,7 +208,7 @@ func New(opts Options) (*Reconciler, error) {
 		return nil, errors.New("reconciler: Spawner and Load are required")
 	}
 	if opts.Role == "" {
-		opts.Role = Gateway
+		opts.Role = units.RoleGateway
 	}
 	if _, err := ParseRole(string(opts.Role)); err != nil {
 		return nil, err

@@ -46,7 +46,7 @@ func TestRestartPolicy(t *testing.T) {
 		name := string(tt.policy) + "/" + map[bool]string{true: "status 0", false: "status 1"}[tt.exit == nil]
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				h := start(t, Gateway, spec("svc", func(s *units.Spec) { s.Restart = tt.policy }))
+				h := start(t, units.RoleGateway, spec("svc", func(s *units.Spec) { s.Restart = tt.policy }))
 				synctest.Wait()
 				h.fs.last(t, "svc").exit(tt.exit)
 				synctest.Wait()
@@ -68,7 +68,7 @@ func TestRestartPolicy(t *testing.T) {
 
 func TestBackoffDoubling(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := start(t, Gateway, spec("svc", func(s *units.Spec) {
+		h := start(t, units.RoleGateway, spec("svc", func(s *units.Spec) {
 			s.Restart = units.RestartOnFailure
 			s.RestartSec, s.RestartMax = time.Second, 16*time.Second
 		}))
@@ -97,7 +97,7 @@ func TestBackoffDoubling(t *testing.T) {
 
 func TestBackoffResetsAfterStableRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := start(t, Gateway, spec("svc", func(s *units.Spec) {
+		h := start(t, units.RoleGateway, spec("svc", func(s *units.Spec) {
 			s.Restart = units.RestartAlways
 			s.RestartSec, s.RestartMax = time.Second, 4*time.Second
 		}))
@@ -124,7 +124,7 @@ func TestBackoffResetsAfterStableRun(t *testing.T) {
 
 func TestStartLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := start(t, Gateway, spec("svc", func(s *units.Spec) {
+		h := start(t, units.RoleGateway, spec("svc", func(s *units.Spec) {
 			s.Restart = units.RestartAlways
 			s.RestartSec, s.RestartMax = time.Second, time.Second
 			s.StartLimit = units.StartLimit{Burst: 3, Interval: time.Minute}
@@ -166,7 +166,7 @@ func TestStartTimeout(t *testing.T) {
 	}
 	t.Run("not ready", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			h := start(t, Gateway, spec("svc", notify))
+			h := start(t, units.RoleGateway, spec("svc", notify))
 			synctest.Wait()
 			time.Sleep(4999 * time.Millisecond)
 			synctest.Wait()
@@ -185,7 +185,7 @@ func TestStartTimeout(t *testing.T) {
 	})
 	t.Run("ready in time", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			h := start(t, Gateway, spec("svc", notify))
+			h := start(t, units.RoleGateway, spec("svc", notify))
 			synctest.Wait()
 			time.Sleep(3 * time.Second)
 			h.r.Notify(h.fs.last(t, "svc").g.Leader.PID, map[string]string{"READY": "1"})
@@ -201,7 +201,7 @@ func TestStartTimeout(t *testing.T) {
 
 func TestRuntimeMax(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := start(t, Gateway, spec("svc", func(s *units.Spec) { s.Timeouts.RuntimeMax = 10 * time.Second }))
+		h := start(t, units.RoleGateway, spec("svc", func(s *units.Spec) { s.Timeouts.RuntimeMax = 10 * time.Second }))
 		synctest.Wait()
 		time.Sleep(9 * time.Second)
 		synctest.Wait()
@@ -218,7 +218,7 @@ func TestRuntimeMax(t *testing.T) {
 
 func TestWatchdog(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := start(t, Gateway, spec("svc", func(s *units.Spec) { s.Timeouts.Watchdog = 4 * time.Second }))
+		h := start(t, units.RoleGateway, spec("svc", func(s *units.Spec) { s.Timeouts.Watchdog = 4 * time.Second }))
 		synctest.Wait()
 		p := h.fs.last(t, "svc")
 		h.fs.mu.Lock()
@@ -252,7 +252,7 @@ func TestWatchdog(t *testing.T) {
 
 func TestOrderAndRequires(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := start(t, Gateway,
+		h := start(t, units.RoleGateway,
 			spec("web", func(s *units.Spec) { s.After = []string{"api"} }),
 			spec("api", func(s *units.Spec) { s.After = []string{"db"}; s.Requires = []string{"db"} }),
 			spec("db", func(s *units.Spec) { s.Ready = units.Ready{Notify: true} }),
@@ -303,12 +303,12 @@ func TestShutdown(t *testing.T) {
 		}
 	}
 	tests := []struct {
-		role        Role
+		role        units.Role
 		wantStops   []string
 		wantSurvive map[string]bool
 	}{
-		{Gateway, []string{"c", "b", "a"}, map[string]bool{"a": false, "b": false, "c": false, "job": true, "keep": true}},
-		{Worker, []string{"c", "job", "b", "a"}, map[string]bool{"a": false, "b": false, "c": false, "job": false, "keep": true}},
+		{units.RoleGateway, []string{"c", "b", "a"}, map[string]bool{"a": false, "b": false, "c": false, "job": true, "keep": true}},
+		{units.RoleWorker, []string{"c", "job", "b", "a"}, map[string]bool{"a": false, "b": false, "c": false, "job": false, "keep": true}},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.role), func(t *testing.T) {
@@ -363,7 +363,7 @@ func validStopOrder(got, want []string) bool {
 
 func TestJobNotStartedAtLoad(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := start(t, Gateway, spec("job", func(s *units.Spec) { s.Schedule = "*/15 * * * *" }))
+		h := start(t, units.RoleGateway, spec("job", func(s *units.Spec) { s.Schedule = "*/15 * * * *" }))
 		synctest.Wait()
 		if n := len(h.fs.spawnTimes("job")); n != 0 {
 			t.Errorf("a scheduled job was spawned %d times at load, want 0", n)

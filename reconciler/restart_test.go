@@ -19,7 +19,7 @@ func TestRestartTellsTheTruth(t *testing.T) {
 		for _, from := range []string{"running", "exited"} {
 			t.Run(string(policy)+"/"+from, func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
-					h := start(t, Gateway, spec("web", func(s *units.Spec) { s.Restart = policy }))
+					h := start(t, units.RoleGateway, spec("web", func(s *units.Spec) { s.Restart = policy }))
 					synctest.Wait()
 					if from == "exited" {
 						h.fs.last(t, "web").exit(nil)

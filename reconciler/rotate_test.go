@@ -46,7 +46,7 @@ func TestRotationOffRunsGoroutine(t *testing.T) {
 			spec("plain", func(*units.Spec) {}),
 		)
 		h.run(New(Options{
-			Role: Gateway, Spawner: h.fs, StateDir: state, Env: []string{"PATH=/bin"},
+			Role: units.RoleGateway, Spawner: h.fs, StateDir: state, Env: []string{"PATH=/bin"},
 			Rand: func() float64 { return 0.5 },
 			Load: h.load,
 			Logs: logs,

@@ -159,12 +159,12 @@ func (u *unit) replyWaiters(err error) {
 
 // keeps reports whether a unit's group outlives a clean stop of its owner:
 // survivors under a gateway, persist_on_release under any owner (SPEC §3).
-func keeps(role Role, o units.Ownership) bool {
+func keeps(role units.Role, o units.Ownership) bool {
 	switch o {
 	case units.PersistOnRelease:
 		return true
 	case units.Adoptable:
-		return role == Gateway
+		return role == units.RoleGateway
 	}
 	return false
 }

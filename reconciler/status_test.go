@@ -39,7 +39,7 @@ func TestUptimeOfReadopted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, spec("web"))
 		h.run(New(Options{
-			Role: Gateway, Spawner: h.fs, StateDir: t.TempDir(), Load: h.load,
+			Role: units.RoleGateway, Spawner: h.fs, StateDir: t.TempDir(), Load: h.load,
 			Checkpoint: survivorCheckpoint{[]Survivor{{Unit: "web", Group: supervisor.Group{Unit: "web", PGID: leader.PID, Leader: leader}}}},
 		}))
 		synctest.Wait()
@@ -56,7 +56,7 @@ func TestUptimeOfReadopted(t *testing.T) {
 // TestStatusDescription: a unit's row carries its file's description.
 func TestStatusDescription(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := start(t, Gateway,
+		h := start(t, units.RoleGateway,
 			spec("web", func(s *units.Spec) { s.Description = "the web front end" }),
 			spec("bare"),
 		)

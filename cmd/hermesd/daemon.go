@@ -70,7 +70,7 @@ var ErrLocked = errors.New("state directory is locked by another hermesd")
 // config is hermesd's resolved settings.
 type config struct {
 	paths.Paths
-	role     reconciler.Role
+	role     units.Role
 	insecure bool
 	mode     supervisor.Mode // "" = automatic
 }
@@ -93,7 +93,7 @@ flag > env > file > default):
 func parseFlags(args []string) (config, error) {
 	fs := pflag.NewFlagSet("hermesd", pflag.ContinueOnError)
 	paths.AddFlags(fs)
-	fs.String(paths.KeyRole, string(reconciler.Gateway), "owner role: gateway (survivors are re-adopted) or worker (env HERMES_ROLE, config key role)")
+	fs.String(paths.KeyRole, string(units.RoleGateway), "owner role: gateway (survivors are re-adopted) or worker (env HERMES_ROLE, config key role)")
 	insecure := fs.Bool("insecure-units", false, "skip the ownership and permission checks of unit files")
 	showVersion := fs.Bool("version", false, "print hermesd's version (module version, VCS revision) and exit")
 	addModeFlag(fs)
@@ -119,7 +119,7 @@ func parseFlags(args []string) (config, error) {
 		return config{}, exit(exitUsage, err)
 	}
 	if res.Role == "" {
-		res.Role = string(reconciler.Gateway)
+		res.Role = string(units.RoleGateway)
 	}
 	role, err := reconciler.ParseRole(res.Role)
 	if err != nil {
@@ -266,7 +266,7 @@ type instance struct {
 // and mode, reporting to the log and the observer.
 func (d *instance) newOwner() (*supervisor.Owner, error) {
 	return supervisor.New(supervisor.Options{
-		StateDir: d.cfg.State, Role: units.Role(d.cfg.role), Mode: d.cfg.mode,
+		StateDir: d.cfg.State, Role: d.cfg.role, Mode: d.cfg.mode,
 		Logf:          func(format string, args ...any) { d.log.Info(fmt.Sprintf(format, args...), "part", "supervisor") },
 		OnRestart:     d.obs.supervisorRestart,
 		OnLedgerWrite: d.obs.metrics.LedgerWrite,
