@@ -159,7 +159,11 @@ type Adopter interface {
 	// Own registers g with the death supervisor, so that it dies with this
 	// owner, and marks its ledger entry adopted (adding one if there is
 	// none). It re-validates the leader's identity at the moment of the
-	// call and refuses unsafe groups.
+	// call. A group it refuses to own is an error wrapping
+	// supervisor.ErrUnsafe (a recycled pid, the owner's or the supervisor's
+	// own group, a cgroup outside the hermes tree) or proc.ErrGone (the
+	// leader has exited, or the group is empty): adopt reports either as a
+	// refusal, any other error as a failure.
 	Own(ctx context.Context, g supervisor.Group) error
 	// Release unregisters g, so that it outlives this owner, and marks its
 	// ledger entry released. A group that was never registered (a
