@@ -14,6 +14,7 @@ import (
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/supervisor"
+	"github.com/hermes-units/hermes/units"
 )
 
 var _ control.Backend = (*Reconciler)(nil)
@@ -85,6 +86,13 @@ func (r *Reconciler) status(names []string) (st control.Status, rel []supervisor
 		found[n] = true
 		st.Units = append(st.Units, r.unitStatus(u, fileErr[n]))
 	}
+	for _, cu := range r.unloadedRows() {
+		if len(want) > 0 && !want[cu.Name] {
+			continue
+		}
+		found[cu.Name] = true
+		st.Units = append(st.Units, cu)
+	}
 	for _, s := range r.released {
 		if len(want) > 0 && !want[s.Unit] {
 			continue
@@ -122,11 +130,45 @@ func (r *Reconciler) statusHeader() control.Status {
 func (r *Reconciler) fileErrors() map[string]string {
 	fileErr := map[string]string{}
 	for _, e := range r.errs {
-		if _, ok := fileErr[unitOf(e.File)]; !ok {
-			fileErr[unitOf(e.File)] = "unit file invalid, last good version kept: " + e.String()
+		n, ok := r.unitFileOf(e)
+		if _, seen := fileErr[n]; ok && !seen {
+			fileErr[n] = "unit file invalid, last good version kept: " + e.String()
 		}
 	}
 	return fileErr
+}
+
+// unloadedRows are the rows, in file order, of the unit files that did
+// not load and whose unit this reconciler does not have (no good version
+// of the file is kept: none ever loaded, or it was removed since): state
+// error, and the file's first error as file:line:col: message. So status
+// names such a unit rather than calling it unknown.
+func (r *Reconciler) unloadedRows() []control.Unit {
+	var out []control.Unit
+	seen := map[string]bool{}
+	for _, e := range r.errs {
+		n, ok := r.unitFileOf(e)
+		if !ok || seen[n] || r.units[n] != nil {
+			continue
+		}
+		seen[n] = true
+		out = append(out, control.Unit{Name: n, State: StateError, Error: e.String()})
+	}
+	return out
+}
+
+// StateError is the state word of a unit whose file did not load and of
+// which no version runs (control.Unit.State).
+const StateError = "error"
+
+// unitFileOf is the unit a config error is about, if it is a unit file's
+// (in Options.UnitsDir when that is set: not hermes.yaml, whose errors
+// come with the units').
+func (r *Reconciler) unitFileOf(e control.ConfigError) (string, bool) {
+	if e.File == "" || r.opt.UnitsDir != "" && filepath.Dir(e.File) != filepath.Clean(r.opt.UnitsDir) {
+		return "", false
+	}
+	return units.NameOf(e.File)
 }
 
 // unitStatus is u's status row; fileErr is the error of its unit file, or "".

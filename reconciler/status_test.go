@@ -2,10 +2,14 @@ package reconciler
 
 import (
 	"context"
+	"errors"
+	"reflect"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/supervisor"
 	"github.com/hermes-units/hermes/units"
@@ -68,6 +72,45 @@ func TestStatusDescription(t *testing.T) {
 			if got := h.unit(tc.unit).Description; got != tc.want {
 				t.Errorf("%s: got description %q, want %q", tc.unit, got, tc.want)
 			}
+		}
+	})
+}
+
+// TestStatusUnloadedFile: a unit file that did not load, of which no good
+// version is kept, has a row of its own (state error, its first error as
+// file:line:col), and status finds it by name; hermes.yaml's errors, which
+// come with the units', name no unit.
+func TestStatusUnloadedFile(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, spec("web"))
+		h.errs = []control.ConfigError{
+			{File: "/etc/hermes/hermes.yaml", Line: 2, Column: 1, Message: `unknown key "defualts"`},
+			{File: "/units/bad.yaml", Line: 3, Column: 7, Message: `unknown key "comand" (did you mean "command"?)`},
+			{File: "/units/bad.yaml", Line: 5, Column: 1, Message: "a second error"},
+		}
+		h.run(New(Options{Role: units.RoleGateway, Spawner: h.fs, StateDir: t.TempDir(), UnitsDir: "/units", Load: h.load}))
+		synctest.Wait()
+		st, err := h.r.Status(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, u := range st.Units {
+			names = append(names, u.Name)
+		}
+		if want := []string{"web", "bad"}; !slices.Equal(names, want) {
+			t.Errorf("got rows %q, want %q", names, want)
+		}
+		st, err = h.r.Status(t.Context(), "bad")
+		if err != nil {
+			t.Fatalf("status bad: %v", err)
+		}
+		want := control.Unit{Name: "bad", State: "error", Error: `/units/bad.yaml:3:7: unknown key "comand" (did you mean "command"?)`}
+		if len(st.Units) != 1 || !reflect.DeepEqual(st.Units[0], want) {
+			t.Errorf("status bad: got %+v, want %+v", st.Units, want)
+		}
+		if _, err := h.r.Status(t.Context(), "hermes"); !errors.Is(err, control.ErrUnknownUnit) {
+			t.Errorf("status hermes: got %v, want ErrUnknownUnit", err)
 		}
 	})
 }

@@ -17,7 +17,7 @@ const (
 	actUnknown      activity = iota // a unit hermesd does not know, or a state this hermesctl does not (a newer hermesd)
 	actActive                       // running, adopted
 	actInactive                     // stopped, disabled, inactive, exited, done, released
-	actFailed                       // failed, including backing off before a restart
+	actFailed                       // failed, including backing off before a restart; a unit file that did not load (error)
 	actActivating                   // starting, including waiting for what it is after or requires
 	actDeactivating                 // stopping
 )
@@ -47,7 +47,7 @@ func activityOf(state string) activity {
 		return actActive
 	case "stopped", "disabled", "inactive", "exited", "done", "released":
 		return actInactive
-	case "failed":
+	case "failed", "error":
 		return actFailed
 	case "starting":
 		return actActivating
@@ -63,7 +63,8 @@ const activityMap = `hermes's states in systemctl's words:
   running, adopted                   active
   starting (or waiting to start)     activating
   stopping                           deactivating
-  failed (or backing off)            failed
+  failed (or backing off), error     failed
+  (its unit file did not load)
   stopped, disabled, inactive,       inactive
   exited, done, released
 
@@ -121,10 +122,14 @@ func settled(st control.Status) func(control.Unit) bool {
 
 // statusExit is status's verdict on st, as an exit code (0 when all is
 // well): with units named, each must be active; with none, each must be
-// settled and every unit file must have loaded.
+// settled and every unit file must have loaded (the row of a unit whose
+// file did not load, state error, counts as the config error it is).
 func statusExit(st control.Status, named bool) int {
 	rest := settled(st)
 	for _, u := range st.Units {
+		if !named && u.State == "error" {
+			continue
+		}
 		if named && activityOf(u.State) != actActive || !named && !rest(u) {
 			return exitNotRunning
 		}

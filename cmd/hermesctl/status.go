@@ -36,7 +36,8 @@ func newStatusCmd(g *globals) *cobra.Command {
 			"     status itself failed (no hermesd)\n" +
 			"  3  a unit is not active (named), or is starting, stopping or failed (none\n" +
 			"     named); a job whose last run failed is failed\n" +
-			"  4  a unit named is unknown to hermesd",
+			"  4  a unit named is unknown to hermesd (one whose file did not load is\n" +
+			"     known: its state is error, with the file's file:line:col error)",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := g.jsonOutput()
 			if err != nil {
@@ -97,7 +98,7 @@ func stateColor(state string) string {
 	switch state {
 	case "running":
 		return green
-	case "failed":
+	case "failed", "error":
 		return red
 	case "starting", "stopping":
 		return yellow

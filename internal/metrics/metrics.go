@@ -23,7 +23,7 @@ import (
 
 // States are the unit states hermes_unit_state has a series for, one per
 // unit each: the words of `hermesctl status`.
-var States = []string{"inactive", "stopped", "disabled", "starting", "running", "stopping", "failed", "exited", "done", "released", "adopted"}
+var States = []string{"inactive", "stopped", "disabled", "starting", "running", "stopping", "failed", "exited", "done", "released", "adopted", "error"}
 
 // Supervisor modes hermes_supervisor_mode has a series for.
 var modes = []string{"cgroup", "pgroup"}
