@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/supervisor"
+	"github.com/hermes-units/hermes/units"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 )
@@ -58,7 +59,7 @@ func newRunCmd(g *globals) *cobra.Command {
 
 func runOwned(cmd *cobra.Command, g *globals, args []string, mode supervisor.Mode, grace time.Duration, rb runBudget) error {
 	ctx := cmd.Context()
-	o, err := supervisor.New(supervisor.Options{StateDir: g.State, Role: "run", Grace: grace, Mode: mode})
+	o, err := supervisor.New(supervisor.Options{StateDir: g.State, Role: units.RoleRun, Grace: grace, Mode: mode})
 	if err != nil {
 		return err
 	}
@@ -89,7 +90,7 @@ func runOwned(cmd *cobra.Command, g *globals, args []string, mode supervisor.Mod
 	child, err := o.SpawnOwned(ctx, supervisor.Spec{
 		Unit: "run", Argv: args, Env: env,
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
-		Ownership: "owned", Foreground: fg,
+		Ownership: units.Owned, Foreground: fg,
 	})
 	if err != nil {
 		if ee := execFailure(args[0], err); ee != nil {

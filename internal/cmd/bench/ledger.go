@@ -16,6 +16,7 @@ import (
 
 	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/units"
 )
 
 // Ledger contention: writers separate processes, each adding spawns one at
@@ -226,8 +227,8 @@ func ledgerWriter(args []string) int {
 			PGID:      syscall.Getpgrp(),
 			Argv:      []string{"node", "server.js", "--port", strconv.Itoa(3000 + i)},
 			Owner:     self,
-			Role:      "gateway",
-			Ownership: "owned",
+			Role:      units.RoleGateway,
+			Ownership: units.Owned,
 			Log:       fmt.Sprintf("%s/logs/bench-%s-%d.log", dir, idx, i),
 			Spawned:   time.Now(),
 			Spawn:     ledger.NewSpawnKey(),

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/supervisor"
+	"github.com/hermes-units/hermes/units"
 )
 
 func init() {
@@ -27,7 +28,7 @@ func init() {
 func supOwnerChild(args []string) int {
 	n, _ := strconv.Atoi(args[0])
 	graceMS, _ := strconv.Atoi(args[3])
-	o, err := supervisor.New(supervisor.Options{Role: "worker", Mode: supervisor.Mode(args[2]), Grace: time.Duration(graceMS) * time.Millisecond})
+	o, err := supervisor.New(supervisor.Options{Role: units.RoleWorker, Mode: supervisor.Mode(args[2]), Grace: time.Duration(graceMS) * time.Millisecond})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -247,7 +248,7 @@ func spawnRate(ctx context.Context, mode supervisor.Mode) (float64, error) {
 		return 0, err
 	}
 	defer os.RemoveAll(dir)
-	o, err := supervisor.New(supervisor.Options{Mode: mode, StateDir: dir, Role: "worker", Grace: 500 * time.Millisecond})
+	o, err := supervisor.New(supervisor.Options{Mode: mode, StateDir: dir, Role: units.RoleWorker, Grace: 500 * time.Millisecond})
 	if err != nil {
 		return 0, err
 	}
