@@ -117,7 +117,7 @@ func (r *Reconciler) publishUnit(p *publisher, u *unit, now time.Time) {
 		r.publish(events.Event{Kind: events.Adopted, Unit: name, PID: now1.pid})
 	}
 	if now1.restarts > was.restarts && known {
-		cause := errors.Unwrap(u.err) // afterRun: "%w; restarting in …"
+		cause := errors.Unwrap(u.err) // afterRun's backingOff: the failed run's cause
 		if cause == nil {
 			cause = u.err
 		}

@@ -67,8 +67,7 @@ func (r *Reconciler) mayStart(ctx context.Context, u *unit, now time.Time) bool 
 	hit, kept := StartLimitHit(u.starts, now, u.spec.StartLimit)
 	u.starts = kept
 	if hit {
-		r.fail(u, fmt.Errorf("%w: %d starts within %s; fix the unit, then run `hermesctl start %s`",
-			ErrStartLimit, u.spec.StartLimit.Burst, u.spec.StartLimit.Interval, u.spec.Name))
+		r.fail(u, &StartLimitError{Unit: u.spec.Name, Burst: u.spec.StartLimit.Burst, Interval: u.spec.StartLimit.Interval, Last: lastCause(u.err)})
 		return false
 	}
 	if len(u.spec.Ports) > 0 {
@@ -79,6 +78,60 @@ func (r *Reconciler) mayStart(ctx context.Context, u *unit, now time.Time) bool 
 	}
 	return true
 }
+
+// StartLimitError is a start refused by the unit's start limit: Burst
+// starts in Interval already. Last is how the latest of them ended (nil
+// when no error was kept), so that the row keeps the cause once the
+// restarts stop. It matches ErrStartLimit.
+type StartLimitError struct {
+	Unit     string
+	Burst    int
+	Interval time.Duration
+	Last     error
+}
+
+func (e *StartLimitError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v: %d starts in %s", ErrStartLimit, e.Burst, e.Interval)
+	if e.Last != nil {
+		fmt.Fprintf(&b, "; last: %v", e.Last)
+	}
+	fmt.Fprintf(&b, "; fix the unit, then run `hermesctl start %s`", e.Unit)
+	return b.String()
+}
+
+// Unwrap is ErrStartLimit alone: Last is what came before, not this
+// error's kind (a start limit is no spawn failure).
+func (e *StartLimitError) Unwrap() error { return ErrStartLimit }
+
+// lastCause is a unit's last error as a start limit names it: the failure
+// without the restart that was to follow, and a program found in no
+// directory of PATH by its name alone (the unit and the spawn are said
+// already; the fix is the limit's).
+func lastCause(err error) error {
+	var bo backingOff
+	if errors.As(err, &bo) {
+		err = bo.cause
+	}
+	var nf *supervisor.NotFoundError
+	if errors.As(err, &nf) {
+		return nf
+	}
+	return err
+}
+
+// backingOff is a unit's error while a restart is scheduled: the failed
+// run's cause, and the delay before the restart.
+type backingOff struct {
+	cause error
+	in    time.Duration
+}
+
+func (e backingOff) Error() string {
+	return fmt.Sprintf("%v; restarting in %s", e.cause, e.in.Round(time.Millisecond))
+}
+
+func (e backingOff) Unwrap() error { return e.cause }
 
 // spawnSpec is what the Spawner is given to start u, writing to the log
 // file f at logPath (never a pipe); jr is the job run it begins, or nil.
@@ -213,7 +266,7 @@ func (r *Reconciler) afterRun(u *unit, cause error) {
 	u.attempt++
 	u.restarts++
 	u.state = BackingOff
-	u.err = fmt.Errorf("%w; restarting in %s", cause, d.Round(time.Millisecond))
+	u.err = backingOff{cause, d}
 	u.gen = r.nextGen()
 	r.log.Warn("unit failed; restarting", "unit", u.spec.Name, "err", cause, "in", d)
 	r.arm(u, timerBackoff, d)

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -113,4 +114,49 @@ func TestStatusUnloadedFile(t *testing.T) {
 			t.Errorf("status hermes: got %v, want ErrUnknownUnit", err)
 		}
 	})
+}
+
+// TestStartLimitKeepsCause: once the start limit stops the restarts, the
+// row says how the last run ended, as well as the limit.
+func TestStartLimitKeepsCause(t *testing.T) {
+	const fix = "; fix the unit, then run `hermesctl start svc`"
+	for _, tc := range []struct {
+		name     string
+		spawnErr error // every spawn fails so; nil: every run exits 1
+		want     string
+	}{
+		{"program not in PATH", fmt.Errorf("spawn svc: %w", &supervisor.NotFoundError{Name: "xyz"}),
+			`start limit hit: 3 starts in 1m0s; last: "xyz" is not in PATH` + fix},
+		{"exit status", nil, "start limit hit: 3 starts in 1m0s; last: exit status 1" + fix},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newHarness(t, spec("svc", func(s *units.Spec) {
+					s.Restart = units.RestartAlways
+					s.RestartSec, s.RestartMax = time.Second, time.Second
+					s.StartLimit = units.StartLimit{Burst: 3, Interval: time.Minute}
+				}))
+				if tc.spawnErr != nil {
+					h.fs.fail["svc"] = tc.spawnErr
+				}
+				h.run(New(Options{Role: units.RoleGateway, Spawner: h.fs, StateDir: t.TempDir(), Load: h.load, Rand: func() float64 { return 0.5 }}))
+				synctest.Wait()
+				for range 3 {
+					if tc.spawnErr == nil {
+						h.fs.last(t, "svc").exit(errExit1)
+						synctest.Wait()
+					}
+					time.Sleep(2 * time.Second)
+					synctest.Wait()
+				}
+				u := h.unit("svc")
+				if u.State != "failed" || !errors.Is(h.unitErr("svc"), ErrStartLimit) {
+					t.Fatalf("state %s error %q, want failed with the start limit", u.State, u.Error)
+				}
+				if u.Error != tc.want {
+					t.Errorf("got error %q, want %q", u.Error, tc.want)
+				}
+			})
+		})
+	}
 }
