@@ -106,7 +106,7 @@ func TestBadInputCatalogue(t *testing.T) {
 				"web.yaml": "command: [a]\nports: [8080]\n",
 			},
 			unit: "web",
-			want: `{dir}/web.yaml:2:9: ports: 8080 is also declared by unit "api"; two units cannot hold one port`,
+			want: `{dir}/web.yaml:2:9: ports: 8080 is also declared by unit "api" at {dir}/api.yaml:2:9; two units cannot hold one port, and the later name, web, fails; give one of them another port`,
 			is:   ErrDependency,
 		},
 		{

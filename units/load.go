@@ -49,11 +49,13 @@ func (l *Loader) Load(path string) (*Spec, error) {
 			return nil, Errors{e}
 		}
 	}
-	s, _, errs := l.load(path)
+	s, _, errs := l.load(path, "")
 	return s, errs.err()
 }
 
-func (l *Loader) load(path string) (*Spec, refs, Errors) {
+// load reads one unit file; its relative paths resolve against base, or
+// against the file's directory when base is "".
+func (l *Loader) load(path, base string) (*Spec, refs, Errors) {
 	data, err := readFile(path, !l.Insecure)
 	if err != nil {
 		var es Errors
@@ -64,7 +66,10 @@ func (l *Loader) load(path string) (*Spec, refs, Errors) {
 	if aerr != nil {
 		abs = path
 	}
-	s, r, errs := parseUnit(path, filepath.Dir(abs), data, l.defaults())
+	if base == "" {
+		base = filepath.Dir(abs)
+	}
+	s, r, errs := parseUnit(path, base, data, l.defaults())
 	if s != nil {
 		s.File = abs
 	}
@@ -90,13 +95,22 @@ func (l *Loader) Parse(file string, data []byte) (*Spec, error) {
 // Dir is a loaded units directory: the units that loaded, the errors of
 // those that did not, and a start order. A unit with any error (in its
 // file, or a cross-unit one: a missing dependency, a cycle, a port another
-// unit declares) is in Failed, not in Units; the reconciler keeps the last
+// unit holds) is in Failed, not in Units; the reconciler keeps the last
 // good version of such a unit running (SPEC §6).
 type Dir struct {
 	Path   string            // the directory, as given
 	Units  map[string]*Spec  // valid units by name
 	Failed map[string]Errors // unit name -> its errors, sorted
-	order  []string
+	// Ports are the declarations of ports of the units the port rule was
+	// applied to (every unit that passed the other rules and declares a
+	// port): those of Units and of Contested.
+	Ports Ports
+	// Contested are the units that failed by the port rule alone: in
+	// Failed, not in Units, and otherwise valid. A caller that knows which
+	// units run settles the rule again (Ports.Settle) and may load one of
+	// these instead of the unit that held its port here.
+	Contested map[string]*Spec
+	order     []string
 }
 
 // Errors returns every error of the directory, sorted by file and position.
@@ -119,11 +133,19 @@ func (d *Dir) Order() []string { return slices.Clone(d.order) }
 // editor swap and backup files and hidden files ignored), keeps the good
 // ones and reports the bad ones in Dir.Failed, then checks the cross-unit
 // rules: after:/requires: name existing unit files, no dependency cycles
-// (the error names the cycle), no port declared by two units (the later
-// name in sort order fails). The returned error is non-nil only when the
-// directory itself cannot be used (missing, not a directory, insecure), as
-// an Errors of one *Error; file problems never make it fail.
-func (l *Loader) LoadDir(dir string) (*Dir, error) {
+// (the error names the cycle), no port declared by two units (of two, the
+// later name in sort order fails: see Ports). The returned error is non-nil
+// only when the directory itself cannot be used (missing, not a directory,
+// insecure), as an Errors of one *Error; file problems never make it fail.
+func (l *Loader) LoadDir(dir string) (*Dir, error) { return l.LoadDirWith(dir) }
+
+// LoadDirWith is LoadDir with files laid over dir, as if copied into it:
+// each file replaces dir's file of its unit name, or adds its unit, its
+// relative paths resolve against dir, and the cross-unit rules apply to
+// them all; the errors of a file name it as given. A file loses a clash on a port to a unit of dir (the file is the
+// change: the unit of dir may be running), and to a file of an earlier
+// name. Two files of one unit name both fail.
+func (l *Loader) LoadDirWith(dir string, files ...string) (*Dir, error) {
 	if e := checkDir(dir, !l.Insecure); e != nil {
 		return nil, Errors{e}
 	}
@@ -133,31 +155,51 @@ func (l *Loader) LoadDir(dir string) (*Dir, error) {
 	}
 	d := &Dir{Path: dir, Units: map[string]*Spec{}, Failed: map[string]Errors{}}
 	allRefs := map[string]refs{}
-	files := map[string]string{} // name -> file, every unit file found
-	for _, e := range entries {
-		name, ok := NameOf(e.Name())
-		if !ok {
-			continue
-		}
-		path := filepath.Join(dir, e.Name())
-		if other, dup := files[name]; dup {
+	paths := map[string]string{} // name -> file, every unit file found
+	given := map[string]bool{}
+	base, err := filepath.Abs(dir)
+	if err != nil {
+		base = dir
+	}
+	add := func(name, path string) {
+		if other, dup := paths[name]; dup {
 			d.Failed[name] = append(d.Failed[name], &Error{File: path, Err: ErrDependency,
 				Msg: fmt.Sprintf("unit %q is also defined by %s; keep one of the two files", name, other)})
 			delete(d.Units, name)
-			continue
+			return
 		}
-		files[name] = path
-		s, r, errs := l.load(path)
+		paths[name] = path
+		s, r, errs := l.load(path, base)
 		if len(errs) > 0 {
 			d.Failed[name] = errs
-			continue
+			return
 		}
 		d.Units[name] = s
 		allRefs[name] = r
 	}
-	d.checkDeps(files, allRefs)
-	d.checkPorts(allRefs)
+	for _, f := range files {
+		name, ok := NameOf(filepath.Base(f))
+		if !ok {
+			_, _, errs := l.load(f, base) // says why it is no unit file
+			d.Failed[filepath.Base(f)] = errs
+			continue
+		}
+		given[name] = true
+		add(name, f)
+	}
+	for _, e := range entries {
+		if name, ok := NameOf(e.Name()); ok && !given[name] {
+			add(name, filepath.Join(dir, e.Name()))
+		}
+	}
+	d.checkDeps(paths, allRefs)
 	d.checkCycles(allRefs)
+	d.checkPorts(allRefs, func(n string) Rank {
+		if given[n] {
+			return Rank{Tier: 1}
+		}
+		return Rank{Why: "is in " + dir + " already"}
+	})
 	d.order = d.sortOrder()
 	return d, nil
 }
@@ -194,18 +236,20 @@ func (d *Dir) checkDeps(files map[string]string, allRefs map[string]refs) {
 	}
 }
 
-func (d *Dir) checkPorts(allRefs map[string]refs) {
-	owner := map[int]string{}
-	for _, name := range sortedKeys(d.Units) {
-		s := d.Units[name]
+// checkPorts applies the port rule (Ports.Settle) to the units that passed
+// the other rules, by rank.
+func (d *Dir) checkPorts(allRefs map[string]refs, rank func(string) Rank) {
+	d.Ports, d.Contested = Ports{}, map[string]*Spec{}
+	for name, s := range d.Units {
 		for _, p := range s.Ports {
-			if other, taken := owner[p]; taken {
-				n := allRefs[name].ports[p]
-				d.fail(name, &Error{File: s.File, Line: n.Line, Column: n.Column, Err: ErrDependency,
-					Msg: fmt.Sprintf("ports: %d is also declared by unit %q; two units cannot hold one port", p, other)})
-				continue
-			}
-			owner[p] = name
+			n := allRefs[name].ports[p]
+			d.Ports[name] = append(d.Ports[name], Claim{Port: p, File: s.File, Line: n.Line, Column: n.Column})
+		}
+	}
+	for name, es := range d.Ports.Settle(rank) {
+		d.Contested[name] = d.Units[name]
+		for _, e := range es {
+			d.fail(name, e)
 		}
 	}
 }
