@@ -74,13 +74,8 @@ func groupEmptyWithin(pgid int, d time.Duration) bool {
 // stops an adopted group with `stop`, and an adopted group dies with a
 // SIGKILLed hermesd.
 func TestAdopt(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd processes")
-	}
-	dir := t.TempDir()
+	d, dir := startEmpty(t)
 	state := filepath.Join(dir, "state")
-	writeUnits(t, dir, map[string]string{})
-	d := startDaemon(t, dir, "gateway")
 	c := d.client()
 	ctx := t.Context()
 
@@ -306,14 +301,7 @@ func unitNamed(st control.Status, name string) *control.Unit {
 
 func ledgerEntry(t *testing.T, state string, id proc.Identity) *ledger.Entry {
 	t.Helper()
-	l, err := ledger.Open(state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	es, err := l.Entries(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	es := ledgerEntries(t, state)
 	for i := range es {
 		if es[i].Leader.PID == id.PID && es[i].Leader.StartTime == id.StartTime {
 			return &es[i]

@@ -190,12 +190,7 @@ func TestSocketPathNotSocket(t *testing.T) {
 // from the socket file: the second on the same paths exits 3 and leaves the
 // first's socket alone.
 func TestSecondHermesdSocketDeleted(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd processes")
-	}
-	dir := t.TempDir()
-	writeUnits(t, dir, map[string]string{})
-	first := startDaemon(t, dir, "gateway")
+	first, dir := startEmpty(t)
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		t.Fatal(err)
@@ -216,14 +211,7 @@ func TestSecondHermesdSocketDeleted(t *testing.T) {
 		st, err := c.Status(t.Context())
 		return err == nil && st.Daemon.PID == first.cmd.Process.Pid
 	}
-	deadline := time.After(20 * time.Second)
-	for !reached() {
-		select {
-		case <-w.Events:
-		case <-deadline:
-			t.Fatalf("the deleted control socket %s was not bound again by hermesd", first.socket)
-		}
-	}
+	testkit.EventuallyOn(t, 20*time.Second, "the deleted control socket "+first.socket+" bound again by hermesd", w.Events, reached)
 	code, stderr := runHermesd(t, "--units", filepath.Join(dir, "units"), "--state", filepath.Join(dir, "state"),
 		"--socket", first.socket, "--config", filepath.Join(dir, "none.yaml"))
 	lock := filepath.Join(dir, "state", "hermesd.lock")

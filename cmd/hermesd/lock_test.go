@@ -13,12 +13,7 @@ import (
 // TestStateDirLocked: a second hermesd on the same state directory is
 // refused with exit code 3 and names the holder's pid.
 func TestStateDirLocked(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd processes")
-	}
-	dir := t.TempDir()
-	writeUnits(t, dir, map[string]string{})
-	first := startDaemon(t, dir, "gateway")
+	first, dir := startEmpty(t)
 	cmd := exec.Command(os.Args[0], "--units", filepath.Join(dir, "units"), "--state", filepath.Join(dir, "state"),
 		"--socket", filepath.Join(dir, "other.sock"), "--config", filepath.Join(dir, "none.yaml"))
 	cmd.Env = append(os.Environ(), roleEnv+"=hermesd")

@@ -53,15 +53,7 @@ func TestOtherStateDirSurvivors(t *testing.T) {
 			t.Errorf("gateway B (another state directory) lists unit %s: %+v; want none of A's survivors", n, u)
 		}
 	}
-	lb, err := ledger.Open(bState)
-	if err != nil {
-		t.Fatal(err)
-	}
-	es, err := lb.Entries(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range es {
+	for _, e := range ledgerEntries(t, bState) {
 		for n, id := range ids {
 			if e.Leader.PID == id.PID && e.Leader.StartTime == id.StartTime {
 				t.Errorf("B's rebuilt ledger records A's %s (pid %d): %+v", n, id.PID, e)

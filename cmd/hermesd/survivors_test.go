@@ -46,6 +46,32 @@ func ownershipYAML(ownership string) string {
 	return y
 }
 
+// startEmpty runs a gateway hermesd on a fresh directory with no unit,
+// and returns the directory too; under -short it skips the test.
+func startEmpty(t *testing.T) (*hermesd, string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts hermesd processes")
+	}
+	dir := t.TempDir()
+	writeUnits(t, dir, nil)
+	return startDaemon(t, dir, "gateway"), dir
+}
+
+// ledgerEntries are the entries of the ledger in state.
+func ledgerEntries(t *testing.T, state string) []ledger.Entry {
+	t.Helper()
+	l, err := ledger.Open(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := l.Entries(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
+
 // startDaemon runs hermesd on dir in role with no hermes.yaml (see
 // startDaemonWith).
 func startDaemon(t *testing.T, dir, role string) *hermesd {
@@ -254,13 +280,8 @@ func TestGatewaySurvivors(t *testing.T) {
 		t.Errorf("owned after restart: pid %d state %s, want a new running process", u.PID, u.State)
 	}
 	// No duplicate spawn: one ledger entry per survivor.
-	l, _ := ledger.Open(gwState)
-	es, err := l.Entries(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
 	count := map[string]int{}
-	for _, e := range es {
+	for _, e := range ledgerEntries(t, gwState) {
 		count[e.Unit]++
 	}
 	if count["job"] != 1 || count["keep"] != 1 {
@@ -291,9 +312,8 @@ func TestGatewaySurvivors(t *testing.T) {
 	if !ids["job"].Alive() || !ids["keep"].Alive() {
 		t.Errorf("survivors after a clean stop: job %v keep %v, want both alive", ids["job"].Alive(), ids["keep"].Alive())
 	}
-	es, _ = l.Entries(t.Context())
 	count = map[string]int{}
-	for _, e := range es {
+	for _, e := range ledgerEntries(t, gwState) {
 		count[e.Unit]++
 	}
 	if count["job"] != 1 || count["keep"] != 1 || count["owned"] != 0 {

@@ -30,12 +30,7 @@ func TestVersionFlag(t *testing.T) {
 // TestVersionServed: a running hermesd reports its build on the control
 // socket, as --version prints it.
 func TestVersionServed(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd")
-	}
-	dir := t.TempDir()
-	writeUnits(t, dir, map[string]string{})
-	d := startDaemon(t, dir, "gateway")
+	d, _ := startEmpty(t)
 	v, err := d.client().Version(t.Context())
 	if err != nil {
 		t.Fatal(err)
