@@ -47,6 +47,21 @@ func lines(t *testing.T) (io.WriteCloser, <-chan string) {
 	return w, ch
 }
 
+// runWatch runs `hermesctl status --watch` against socket on a goroutine
+// of its own: it returns the lines it prints, the interrupt (cancel) and
+// the command's result, which the caller takes.
+func runWatch(t *testing.T, socket string) (<-chan string, context.CancelFunc, <-chan error) {
+	out, ch := lines(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	root := newRoot()
+	root.SetArgs([]string{"--socket", socket, "status", "--watch"})
+	root.SetOut(out)
+	root.SetErr(io.Discard)
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	return ch, cancel, done
+}
+
 // waitLine reads lines until one matches, within a deadline.
 func waitLine(t *testing.T, ch <-chan string, what string, match func(string) bool) {
 	t.Helper()
@@ -74,14 +89,7 @@ func TestStatusWatch(t *testing.T) {
 	socket, d := serveFake(t, fakeScript{Status: control.Status{Units: []control.Unit{
 		{Name: "web", State: "running", PID: 4242, PGID: 4242, Ownership: "owned", Ready: true},
 	}}})
-	out, ch := lines(t)
-	ctx, cancel := context.WithCancel(t.Context())
-	root := newRoot()
-	root.SetArgs([]string{"--socket", socket, "status", "--watch"})
-	root.SetOut(out)
-	root.SetErr(io.Discard)
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
+	ch, cancel, done := runWatch(t, socket)
 	waitLine(t, ch, "web running", func(l string) bool { return strings.HasPrefix(l, "web ") && strings.Contains(l, "running") })
 	if err := d.Stop(t.Context(), "web"); err != nil {
 		t.Fatal(err)
@@ -114,14 +122,7 @@ func TestStatusWatchInterruptReturns(t *testing.T) {
 		{Name: "web", State: "running", PID: 4242, PGID: 4242, Ownership: "owned", Ready: true},
 	}}})
 	for i := range 40 {
-		out, ch := lines(t)
-		ctx, cancel := context.WithCancel(t.Context())
-		root := newRoot()
-		root.SetArgs([]string{"--socket", socket, "status", "--watch"})
-		root.SetOut(out)
-		root.SetErr(io.Discard)
-		done := make(chan error, 1)
-		go func() { done <- root.ExecuteContext(ctx) }()
+		ch, cancel, done := runWatch(t, socket)
 		waitLine(t, ch, "web running", func(l string) bool { return strings.HasPrefix(l, "web ") })
 		cancel()
 		select {
