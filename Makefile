@@ -8,7 +8,7 @@ CHAOS_ROUNDS ?= 200
 CHAOS_SEED ?= 0
 BENCH_FLAGS ?=
 
-.PHONY: help build run test lint lint-metrics bench clean schema chaos
+.PHONY: help build run test lint lint-metrics bench bench-peers clean schema chaos
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -38,8 +38,11 @@ lint: ## gofmt, go mod tidy, go vet, staticcheck, shellcheck, complexity ≤ 25,
 lint-metrics: ## promtool check metrics on a scrape of every series and of a live hermesd (Debian package prometheus)
 	HERMES_REQUIRE_PROMTOOL=1 $(GO) test -count=1 -run 'TestMetricsFromEvents|TestEventsAndMetricsScenario' ./internal/metrics ./cmd/hermesd
 
-bench: build ## measure the targets; prints a table (figure, value, method, machine); BENCH_FLAGS="-owner-trials 100" for owner-SIGKILL p99s, "-only hermesd,owner" for some sections
+bench: build ## measure the targets; prints a table (figure, value, method, machine); BENCH_FLAGS="-owner-trials 20" for a quicker run (a max, not a p99), "-only hermesd,owner" for some sections
 	$(GO) run ./internal/cmd/bench $(BENCH_FLAGS)
+
+bench-peers: ## not in CI: start, stop, status, edit and owner-SIGKILL against supervisord, pm2, process-compose where on PATH, interleaved, with ratios to hermesd; BENCH_FLAGS="-peer-rounds 3"
+	$(GO) run ./internal/cmd/bench -peers $(BENCH_FLAGS)
 
 chaos: ## kill hermesd at random moments, restart it, check nothing owned survives or is lost (CHAOS_ROUNDS, CHAOS_SEED; 0 = from the clock)
 	$(GO) run ./internal/cmd/chaos -rounds $(CHAOS_ROUNDS) -seed $(CHAOS_SEED)

@@ -66,6 +66,14 @@ func (s *exitSet) wait(timeout time.Duration) (int, error) {
 	return 0, nil
 }
 
+// kill sends SIGKILL to every process of the set still running, through
+// its pidfd (which cannot name a reused pid).
+func (s *exitSet) kill() {
+	for _, fd := range s.fds {
+		unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+	}
+}
+
 func (s *exitSet) close() {
 	for _, fd := range s.fds {
 		unix.Close(fd)

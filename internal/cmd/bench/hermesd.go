@@ -136,12 +136,18 @@ func benchHermesd(ctx context.Context) ([]Row, error) {
 	return rows, nil
 }
 
-// hermesdBinary builds cmd/hermesd into dir (the module root is found from
-// the working directory), unless envHermesd names a binary.
+// hermesdBinary builds cmd/hermesd into dir, unless envHermesd names a
+// binary.
 func hermesdBinary(ctx context.Context, dir string) (string, error) {
 	if p := os.Getenv(envHermesd); p != "" {
 		return p, nil
 	}
+	return buildCommand(ctx, dir, "hermesd")
+}
+
+// buildCommand builds the module's cmd/NAME into dir (the module root is
+// found from the working directory) and returns the binary's path.
+func buildCommand(ctx context.Context, dir, name string) (string, error) {
 	root, err := os.Getwd()
 	if err != nil {
 		return "", err
@@ -156,11 +162,11 @@ func hermesdBinary(ctx context.Context, dir string) (string, error) {
 		}
 		root = parent
 	}
-	out := filepath.Join(dir, "hermesd")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/hermesd")
+	out := filepath.Join(dir, name)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/"+name)
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build hermesd: %v\n%s", err, b)
+		return "", fmt.Errorf("build %s: %v\n%s", name, err, b)
 	}
 	return out, nil
 }

@@ -72,7 +72,11 @@ func run(ctx context.Context, only string) error {
 	fmt.Fprintln(tw, "figure\tvalue\tmethod")
 	fmt.Fprintln(tw, "------\t-----\t------")
 	var failed []string
-	for _, s := range sections {
+	list := sections
+	if *peersOnly {
+		list = []section{{"peers", benchPeers}}
+	}
+	for _, s := range list {
 		if len(want) > 0 && !want[s.name] {
 			continue
 		}

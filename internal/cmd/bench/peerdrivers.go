@@ -1,0 +1,415 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hermes-units/hermes/proc"
+)
+
+// The peers section's drivers: one per manager, each on its trial's
+// directory. Each writes its configuration as that manager's user would,
+// and speaks to it through its own command-line client.
+
+// peerEnv is the bench's environment for a manager of t: without
+// HERMES_* and systemd's notification variables, with t's tag and extra.
+func peerEnv(t *peerTrial, extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(k, "HERMES_") && k != "NOTIFY_SOCKET" && !strings.HasPrefix(k, "WATCHDOG_") {
+			env = append(env, kv)
+		}
+	}
+	return append(append(env, t.env), extra...)
+}
+
+// runQuiet runs a client command and fails with its output when it fails.
+func runQuiet(ctx context.Context, env []string, name string, args ...string) error {
+	c := exec.CommandContext(ctx, name, args...)
+	c.Env = env
+	if b, err := c.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, b)
+	}
+	return nil
+}
+
+// atomicWrite saves a file as editors do: a temp file renamed onto it.
+func atomicWrite(path string, data []byte) error {
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// childProc is a manager started as the bench's own child.
+type childProc struct {
+	cmd    *exec.Cmd
+	done   chan error // Wait's result, once
+	closed bool       // close ran; err is its result
+	err    error
+}
+
+func startChildProc(env []string, log string, name string, args ...string) (*childProc, error) {
+	f, err := os.Create(log)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	c := &childProc{cmd: exec.Command(name, args...), done: make(chan error, 1)}
+	c.cmd.Env, c.cmd.Stdout, c.cmd.Stderr = env, f, f
+	if err := c.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { c.done <- c.cmd.Wait() }() // joined by close
+	return c, nil
+}
+
+// close waits up to peerWait for the child to exit, then kills it; an
+// exit by a signal other than TERM or KILL, or by a status other than 0,
+// is an error.
+func (c *childProc) close(log string) error {
+	if c == nil {
+		return nil
+	}
+	if !c.closed {
+		c.closed, c.err = true, c.wait(log)
+	}
+	return c.err
+}
+
+func (c *childProc) wait(log string) error {
+	var err error
+	select {
+	case err = <-c.done:
+	case <-time.After(peerWait):
+		c.cmd.Process.Kill()
+		<-c.done
+		return fmt.Errorf("%s did not exit within %v; killed", c.cmd.Path, peerWait)
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			return nil
+		}
+	}
+	if err != nil {
+		b, _ := os.ReadFile(log)
+		return fmt.Errorf("%s: %w\n%s", c.cmd.Path, err, b)
+	}
+	return nil
+}
+
+// hermesPeer is hermesd, with hermesctl as its client.
+type hermesPeer struct {
+	hermesd, hermesctl string
+	t                  *peerTrial
+	c                  *childProc
+}
+
+func newHermesPeer(ctx context.Context, dir string) (*hermesPeer, error) {
+	h := &hermesPeer{}
+	var err error
+	if h.hermesd, err = hermesdBinary(ctx, dir); err != nil {
+		return nil, err
+	}
+	h.hermesctl, err = buildCommand(ctx, dir, "hermesctl")
+	return h, err
+}
+
+func (h *hermesPeer) Name() string { return "hermesd" }
+
+func (h *hermesPeer) unit(i, gen int) []byte {
+	argv, _ := json.Marshal(h.t.unitArgv(i))
+	return fmt.Appendf(nil, "command: %s\nenv: {%s: %q}\n", argv, peerMarkGen, strconv.Itoa(gen))
+}
+
+func (h *hermesPeer) Start(_ context.Context, t *peerTrial) error {
+	h.t, h.c = t, nil
+	units := filepath.Join(t.dir, "units")
+	if err := os.Mkdir(units, 0o700); err != nil {
+		return err
+	}
+	for i := range peerUnits {
+		if err := os.WriteFile(filepath.Join(units, unitName(i)+".yaml"), h.unit(i, 0), 0o600); err != nil {
+			return err
+		}
+	}
+	var err error
+	h.c, err = startChildProc(peerEnv(t), filepath.Join(t.dir, "hermesd.log"), h.hermesd, "--units", units,
+		"--state", filepath.Join(t.dir, "state"), "--socket", h.socket(), "--config", filepath.Join(t.dir, "hermes.yaml"))
+	return err
+}
+
+func (h *hermesPeer) socket() string { return filepath.Join(h.t.dir, "state", "ctl.sock") }
+
+func (h *hermesPeer) Owner() (int, error) {
+	if h.c == nil {
+		return 0, errors.New("hermesd not started")
+	}
+	return h.c.cmd.Process.Pid, nil
+}
+
+func (h *hermesPeer) Status(ctx context.Context) error {
+	return runQuiet(ctx, peerEnv(h.t, "HERMES_SOCKET="+h.socket()), h.hermesctl, "status")
+}
+
+func (h *hermesPeer) Edit(_ context.Context, gen int) error {
+	return atomicWrite(filepath.Join(h.t.dir, "units", unitName(0)+".yaml"), h.unit(0, gen))
+}
+
+func (h *hermesPeer) Stop(context.Context) error { return h.c.cmd.Process.Signal(syscall.SIGTERM) }
+
+func (h *hermesPeer) Close() error { return h.c.close(filepath.Join(h.t.dir, "hermesd.log")) }
+
+func (h *hermesPeer) Describe(op string) string {
+	switch op {
+	case "stop":
+		return "SIGTERM to hermesd"
+	case "status":
+		return "`hermesctl status`"
+	case "edit":
+		return "atomic save (temp, rename) of unit 0's file with a new environment; hermesd's watcher applies it"
+	}
+	return "the hermesd process; its death supervisor ends the units"
+}
+
+// supervisordPeer is supervisord (in the foreground, -n), with
+// supervisorctl as its client.
+type supervisordPeer struct {
+	t *peerTrial
+	c *childProc
+}
+
+func newSupervisordPeer() (*supervisordPeer, error) {
+	for _, b := range []string{"supervisord", "supervisorctl"} {
+		if _, err := exec.LookPath(b); err != nil {
+			return nil, err
+		}
+	}
+	return &supervisordPeer{}, nil
+}
+
+func (s *supervisordPeer) Name() string { return "supervisord" }
+
+func (s *supervisordPeer) conf() string { return filepath.Join(s.t.dir, "supervisord.conf") }
+
+// program is unit i's [program:] section at generation gen; an argument
+// with a space is double-quoted (supervisord splits command= as a POSIX
+// shell does, without expanding anything).
+func (s *supervisordPeer) program(i, gen int) []byte {
+	var argv []string
+	for _, a := range s.t.unitArgv(i) {
+		if strings.ContainsAny(a, " \"") {
+			a = strconv.Quote(a)
+		}
+		argv = append(argv, a)
+	}
+	return fmt.Appendf(nil, "[program:%s]\ncommand=%s\nenvironment=%s=\"%d\"\nstartsecs=0\nautorestart=true\nstdout_logfile=%s\nredirect_stderr=true\n",
+		unitName(i), strings.Join(argv, " "), peerMarkGen, gen, filepath.Join(s.t.dir, "log", unitName(i)+".log"))
+}
+
+func (s *supervisordPeer) Start(_ context.Context, t *peerTrial) error {
+	s.t, s.c = t, nil
+	for _, d := range []string{"conf.d", "log"} {
+		if err := os.Mkdir(filepath.Join(t.dir, d), 0o700); err != nil {
+			return err
+		}
+	}
+	sock := filepath.Join(t.dir, "supervisor.sock")
+	conf := fmt.Sprintf("[unix_http_server]\nfile=%s\n\n[supervisord]\nnodaemon=true\nlogfile=%s\npidfile=%s\nchildlogdir=%s\n\n"+
+		"[rpcinterface:supervisor]\nsupervisor.rpcinterface_factory = supervisor.rpcinterface:make_main_rpcinterface\n\n"+
+		"[supervisorctl]\nserverurl=unix://%s\n\n[include]\nfiles = %s\n",
+		sock, filepath.Join(t.dir, "supervisord.log"), filepath.Join(t.dir, "supervisord.pid"), filepath.Join(t.dir, "log"), sock, filepath.Join(t.dir, "conf.d", "*.conf"))
+	if err := os.WriteFile(s.conf(), []byte(conf), 0o600); err != nil {
+		return err
+	}
+	for i := range peerUnits {
+		if err := os.WriteFile(filepath.Join(t.dir, "conf.d", unitName(i)+".conf"), s.program(i, 0), 0o600); err != nil {
+			return err
+		}
+	}
+	var err error
+	s.c, err = startChildProc(peerEnv(t), filepath.Join(t.dir, "supervisord.out"), "supervisord", "-n", "-c", s.conf())
+	return err
+}
+
+func (s *supervisordPeer) Owner() (int, error) {
+	if s.c == nil {
+		return 0, errors.New("supervisord not started")
+	}
+	return s.c.cmd.Process.Pid, nil
+}
+
+func (s *supervisordPeer) Status(ctx context.Context) error {
+	return runQuiet(ctx, peerEnv(s.t), "supervisorctl", "-c", s.conf(), "status")
+}
+
+func (s *supervisordPeer) Edit(ctx context.Context, gen int) error {
+	if err := atomicWrite(filepath.Join(s.t.dir, "conf.d", unitName(0)+".conf"), s.program(0, gen)); err != nil {
+		return err
+	}
+	return runQuiet(ctx, peerEnv(s.t), "supervisorctl", "-c", s.conf(), "update")
+}
+
+func (s *supervisordPeer) Stop(context.Context) error { return s.c.cmd.Process.Signal(syscall.SIGTERM) }
+
+func (s *supervisordPeer) Close() error { return s.c.close(filepath.Join(s.t.dir, "supervisord.out")) }
+
+func (s *supervisordPeer) Describe(op string) string {
+	switch op {
+	case "stop":
+		return "SIGTERM to supervisord"
+	case "status":
+		return "`supervisorctl status`"
+	case "edit":
+		return "atomic save of unit 0's conf.d file with a new environment=, then `supervisorctl update` (supervisord watches no file)"
+	}
+	return "the supervisord process"
+}
+
+// pm2Peer is pm2: its CLI starts the God daemon on first use, in a
+// PM2_HOME of the trial's own.
+type pm2Peer struct {
+	t       *peerTrial
+	started chan error // the `pm2 start` command's result, once
+	err     error      // what started gave
+	god     int        // the daemon's pid, once read
+}
+
+func newPM2Peer() (*pm2Peer, error) {
+	if _, err := exec.LookPath("pm2"); err != nil {
+		return nil, err
+	}
+	return &pm2Peer{}, nil
+}
+
+func (p *pm2Peer) Name() string { return "pm2" }
+
+func (p *pm2Peer) home() string { return filepath.Join(p.t.dir, "pm2") }
+
+func (p *pm2Peer) env() []string { return peerEnv(p.t, "PM2_HOME="+p.home()) }
+
+func (p *pm2Peer) eco() string { return filepath.Join(p.t.dir, "ecosystem.json") }
+
+// ecosystem is the apps file with unit 0 at generation gen.
+func (p *pm2Peer) ecosystem(gen int) ([]byte, error) {
+	type app struct {
+		Name        string            `json:"name"`
+		Script      string            `json:"script"`
+		Args        []string          `json:"args"`
+		Interpreter string            `json:"interpreter"`
+		Env         map[string]string `json:"env"`
+	}
+	var apps []app
+	for i := range peerUnits {
+		argv := p.t.unitArgv(i)
+		apps = append(apps, app{Name: unitName(i), Script: argv[0], Args: argv[1:], Interpreter: "none", Env: map[string]string{peerMarkGen: strconv.Itoa(gen)}})
+	}
+	return json.Marshal(map[string][]app{"apps": apps})
+}
+
+// Start runs `pm2 start` without waiting for it: the clock runs to the
+// units; the command's result is read by the next call.
+func (p *pm2Peer) Start(ctx context.Context, t *peerTrial) error {
+	p.t, p.god, p.err = t, 0, nil
+	b, err := p.ecosystem(0)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(p.eco(), b, 0o600); err != nil {
+		return err
+	}
+	p.started = make(chan error, 1)
+	go func() { p.started <- runQuiet(ctx, p.env(), "pm2", "start", p.eco()) }() // joined by wait
+	return nil
+}
+
+// wait returns `pm2 start`'s result once it is in.
+func (p *pm2Peer) wait() error {
+	if p.started != nil {
+		p.err, p.started = <-p.started, nil
+	}
+	return p.err
+}
+
+func (p *pm2Peer) Owner() (int, error) {
+	if err := p.wait(); err != nil {
+		return 0, err
+	}
+	b, err := os.ReadFile(filepath.Join(p.home(), "pm2.pid"))
+	if err != nil {
+		return 0, err
+	}
+	p.god, err = strconv.Atoi(strings.TrimSpace(string(b)))
+	return p.god, err
+}
+
+func (p *pm2Peer) Status(ctx context.Context) error {
+	if err := p.wait(); err != nil {
+		return err
+	}
+	return runQuiet(ctx, p.env(), "pm2", "ls")
+}
+
+func (p *pm2Peer) Edit(ctx context.Context, gen int) error {
+	b, err := p.ecosystem(gen)
+	if err != nil {
+		return err
+	}
+	if err := atomicWrite(p.eco(), b); err != nil {
+		return err
+	}
+	return runQuiet(ctx, p.env(), "pm2", "restart", p.eco(), "--only", unitName(0), "--update-env")
+}
+
+func (p *pm2Peer) Stop(ctx context.Context) error {
+	if _, err := p.Owner(); err != nil {
+		return err
+	}
+	return runQuiet(ctx, p.env(), "pm2", "kill")
+}
+
+// Close waits for the God daemon to be gone (a zombie counts: it is no
+// child of the bench's, and what reaps it is not ours), then kills it.
+func (p *pm2Peer) Close() error {
+	err := p.wait()
+	if p.god == 0 {
+		if _, e := p.Owner(); e != nil {
+			return errors.Join(err, e)
+		}
+	}
+	deadline := time.Now().Add(peerWait)
+	for {
+		st, e := proc.ReadStat(p.god)
+		if e != nil || st.Zombie() {
+			return err
+		}
+		if time.Now().After(deadline) {
+			syscall.Kill(p.god, syscall.SIGKILL)
+			return errors.Join(err, fmt.Errorf("pm2's daemon %d still running %v after; killed", p.god, peerWait))
+		}
+		time.Sleep(10 * time.Millisecond) // no exit event for a process that is not our child
+	}
+}
+
+func (p *pm2Peer) Describe(op string) string {
+	switch op {
+	case "stop":
+		return "`pm2 kill` (stops every app, then the daemon)"
+	case "status":
+		return "`pm2 ls`"
+	case "edit":
+		return "atomic save of ecosystem.json with unit 0's env changed, then `pm2 restart ecosystem.json --only u000 --update-env`"
+	}
+	return "pm2's God daemon (its pid file)"
+}
