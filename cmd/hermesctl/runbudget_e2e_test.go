@@ -245,8 +245,12 @@ func TestRunBudgetThroughProxy(t *testing.T) {
 			if wrap.at.IsZero() || term.at.IsZero() || !wrap.at.Before(term.at) {
 				t.Fatalf("want the wrap-up signal, then TERM; got\n%s", all)
 			}
-			if at := wrap.at.Sub(began); at < budget*8/10 || at >= budget {
-				t.Errorf("wrap-up signal %v after hermesctl started, want at 80%% of the %v budget", at, budget)
+			// Lower bounds only: the budget's clock starts after began, so
+			// neither can come earlier on any machine; how much later a
+			// loaded machine makes them is not the feature (the order is,
+			// checked above, and the notice's own 80%).
+			if at := wrap.at.Sub(began); at < budget*8/10 {
+				t.Errorf("wrap-up signal %v after hermesctl started, want at 80%% of the %v budget or later", at, budget)
 			}
 			if at := term.at.Sub(began); at < budget {
 				t.Errorf("TERM %v after hermesctl started, want at the %v budget or later", at, budget)
