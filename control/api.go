@@ -122,7 +122,7 @@ type Supervisor struct {
 // Unit is one unit's state, or one adopted or released group.
 type Unit struct {
 	Name      string        `json:"name"`
-	State     string        `json:"state"` // inactive | stopped | disabled | starting | running | stopping | failed | exited | done | released | adopted | error (its file did not load, no good version is kept: Error says where)
+	State     UnitState     `json:"state"` // inactive | stopped | disabled | starting | running | stopping | failed | exited | done | released | adopted | error (its file did not load, no good version is kept: Error says where)
 	PID       int           `json:"pid"`
 	PGID      int           `json:"pgid"`
 	Cgroup    string        `json:"cgroup,omitempty"`

@@ -48,7 +48,7 @@ func (r *Reconciler) Status(ctx context.Context, names ...string) (control.Statu
 	out := st.Units[:0]
 	for _, u := range st.Units {
 		switch {
-		case u.State == "released":
+		case u.State == control.StateReleased:
 			g := rel[0]
 			rel = rel[1:]
 			if !groupAlive(g) {
@@ -152,14 +152,10 @@ func (r *Reconciler) unloadedRows() []control.Unit {
 			continue
 		}
 		seen[n] = true
-		out = append(out, control.Unit{Name: n, State: StateError, Error: e.String()})
+		out = append(out, control.Unit{Name: n, State: control.StateError, Error: e.String()})
 	}
 	return out
 }
-
-// StateError is the state word of a unit whose file did not load and of
-// which no version runs (control.Unit.State).
-const StateError = "error"
 
 // unitFileOf is the unit a config error is about, if it is a unit file's
 // (in Options.UnitsDir when that is set: not hermes.yaml, whose errors
@@ -240,7 +236,7 @@ func rowError(u *unit, fileErr string) string {
 // releasedRow is the status row of a released group.
 func releasedRow(s Survivor) control.Unit {
 	return control.Unit{
-		Name: s.Unit, State: "released", PID: s.Group.Leader.PID, PGID: s.Group.PGID,
+		Name: s.Unit, State: control.StateReleased, PID: s.Group.Leader.PID, PGID: s.Group.PGID,
 		Cgroup: s.Group.Cgroup, Ownership: string(s.Ownership), Log: s.Log,
 	}
 }
@@ -275,7 +271,7 @@ func (c *rssCache) fill(us []control.Unit) {
 	}
 	live := make(map[int]bool, len(us))
 	for _, u := range us {
-		if u.State == "released" || u.PID <= 0 {
+		if u.State == control.StateReleased || u.PID <= 0 {
 			continue
 		}
 		live[u.PID] = true
@@ -303,7 +299,7 @@ func (c *rssCache) fill(us []control.Unit) {
 		c.m[pid] = rssRead{got[i], now}
 	}
 	for i := range us {
-		if rd, ok := c.m[us[i].PID]; ok && us[i].State != "released" {
+		if rd, ok := c.m[us[i].PID]; ok && us[i].State != control.StateReleased {
 			us[i].RSS = rd.bytes
 		}
 	}

@@ -24,7 +24,7 @@ import (
 
 // seen is what publishChanges last reported of one unit.
 type seen struct {
-	state    string
+	state    control.UnitState
 	ready    bool
 	restarts int
 	adopted  bool
@@ -106,7 +106,7 @@ func (r *Reconciler) publishUnit(p *publisher, u *unit, now time.Time) {
 	name := u.spec.Name
 	was, known := p.units[name]
 	if !known {
-		was = seen{state: Inactive.String()}
+		was = seen{state: Inactive.word()}
 	}
 	now1 := seen{state: r.stateWord(u), ready: u.ready, restarts: u.restarts, adopted: u.adopted}
 	if u.state.active() {
@@ -124,7 +124,7 @@ func (r *Reconciler) publishUnit(p *publisher, u *unit, now time.Time) {
 		r.publish(events.Event{Kind: events.UnitRestart, Unit: name, Restarts: now1.restarts, Cause: causeClass(cause), Reason: errText(cause)})
 	}
 	if now1.state != was.state {
-		r.publish(events.Event{Kind: events.UnitState, Unit: name, State: now1.state, From: was.state,
+		r.publish(events.Event{Kind: events.UnitState, Unit: name, State: string(now1.state), From: string(was.state),
 			Reason: r.reason(u), PID: now1.pid, Restarts: now1.restarts})
 	}
 	if now1.ready && !was.ready && !now1.adopted {

@@ -225,14 +225,14 @@ func (r *Reconciler) refuseDisabled(name string) error {
 // stateWord is u's state in status and events: an inactive unit says why
 // it stays so, when by choice. A job stopped by command fires again on its
 // schedule: it is merely inactive.
-func (r *Reconciler) stateWord(u *unit) string {
+func (r *Reconciler) stateWord(u *unit) control.UnitState {
 	if u.state == Inactive && !u.external {
 		switch {
 		case r.disabled[u.spec.Name]:
-			return "disabled"
+			return control.StateDisabled
 		case u.held && !u.spec.IsJob():
-			return "stopped"
+			return control.StateStopped
 		}
 	}
-	return u.state.String()
+	return u.state.word()
 }

@@ -55,7 +55,7 @@ func unitRow(t *testing.T, r *Reconciler, name string) control.Unit {
 	return st.Units[0]
 }
 
-func wantRow(t *testing.T, r *Reconciler, name, state string, disabled, stopped bool) {
+func wantRow(t *testing.T, r *Reconciler, name string, state control.UnitState, disabled, stopped bool) {
 	t.Helper()
 	u := unitRow(t, r, name)
 	if u.State != state || u.Disabled != disabled || u.Stopped != stopped {
@@ -166,7 +166,7 @@ func TestStopKeptWithinBoot(t *testing.T) {
 		name       string
 		boot       string
 		wantSpawns int // of a once the new Reconciler ran its first pass
-		wantState  string
+		wantState  control.UnitState
 	}{
 		{"same boot", boot1, 1, "stopped"},
 		{"after a reboot", boot2, 2, "running"},

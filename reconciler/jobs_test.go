@@ -246,7 +246,7 @@ func TestJobFailure(t *testing.T) {
 	tests := []struct {
 		policy       units.Restart
 		wantSpawns   int
-		wantState    string
+		wantState    control.UnitState
 		wantRestarts int
 	}{
 		{units.RestartOnFailure, 2, "running", 1},

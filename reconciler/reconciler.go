@@ -719,7 +719,7 @@ func (r *Reconciler) blocked(u *unit, f *inFlight) string {
 			return "requires " + d + ", which is not declared"
 		}
 		if !r.up(dep) {
-			return "requires " + d + ", which is " + r.stateWord(dep)
+			return "requires " + d + ", which is " + string(r.stateWord(dep))
 		}
 	}
 	return ""

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/units"
 )
 
@@ -32,7 +33,7 @@ func TestRestartPolicy(t *testing.T) {
 	tests := []struct {
 		policy       units.Restart
 		exit         error
-		wantState    string
+		wantState    control.UnitState
 		wantRestarts int
 	}{
 		{units.RestartNo, nil, "exited", 0},

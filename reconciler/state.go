@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/supervisor"
 	"github.com/hermes-units/hermes/units"
@@ -24,27 +25,32 @@ const (
 	Done                    // a oneshot that exited 0: its after: dependents may start
 )
 
-// String is the state's word in `hermesctl status`: waiting shows as
-// starting, backoff as failed (the error says when the restart comes).
-func (s State) String() string {
+// word is the state's word in status and events, the one place a State
+// becomes a control.UnitState: waiting shows as starting, backoff as
+// failed (the error says when the restart comes). Status says more of an
+// inactive unit (stateWord).
+func (s State) word() control.UnitState {
 	switch s {
 	case Inactive:
-		return "inactive"
+		return control.StateInactive
 	case Waiting, Starting:
-		return "starting"
+		return control.StateStarting
 	case Running:
-		return "running"
+		return control.StateRunning
 	case Stopping:
-		return "stopping"
+		return control.StateStopping
 	case BackingOff, Failed:
-		return "failed"
+		return control.StateFailed
 	case Exited:
-		return "exited"
+		return control.StateExited
 	case Done:
-		return "done"
+		return control.StateDone
 	}
 	return "unknown"
 }
+
+// String is the state's word (word), for logs.
+func (s State) String() string { return string(s.word()) }
 
 // active reports whether a group may exist for a unit in this state.
 func (s State) active() bool { return s == Starting || s == Running || s == Stopping }

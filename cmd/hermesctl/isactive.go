@@ -41,17 +41,17 @@ func (a activity) String() string {
 // activityOf maps a state of control.Unit onto systemctl's words. A done
 // oneshot is inactive, as systemd's oneshot without RemainAfterExit: the
 // wire does not say whether the unit has remain_after_exit.
-func activityOf(state string) activity {
+func activityOf(state control.UnitState) activity {
 	switch state {
-	case "running", "adopted":
+	case control.StateRunning, control.StateAdopted:
 		return actActive
-	case "stopped", "disabled", "inactive", "exited", "done", "released":
+	case control.StateStopped, control.StateDisabled, control.StateInactive, control.StateExited, control.StateDone, control.StateReleased:
 		return actInactive
-	case "failed", "error":
+	case control.StateFailed, control.StateError:
 		return actFailed
-	case "starting":
+	case control.StateStarting:
 		return actActivating
-	case "stopping":
+	case control.StateStopping:
 		return actDeactivating
 	}
 	return actUnknown
@@ -96,9 +96,9 @@ func settled(st control.Status) func(control.Unit) bool {
 	var held func(u control.Unit, seen map[string]bool) bool
 	held = func(u control.Unit, seen map[string]bool) bool {
 		switch u.State {
-		case "stopped", "disabled", "inactive", "released":
+		case control.StateStopped, control.StateDisabled, control.StateInactive, control.StateReleased:
 			return true
-		case "starting":
+		case control.StateStarting:
 			if u.PID != 0 || seen[u.Name] { // spawned: it starts, it does not wait
 				return false
 			}
@@ -113,7 +113,7 @@ func settled(st control.Status) func(control.Unit) bool {
 	}
 	return func(u control.Unit) bool {
 		switch u.State {
-		case "exited", "done":
+		case control.StateExited, control.StateDone:
 			return true
 		}
 		return activityOf(u.State) == actActive || held(u, map[string]bool{})
@@ -127,7 +127,7 @@ func settled(st control.Status) func(control.Unit) bool {
 func statusExit(st control.Status, named bool) int {
 	rest := settled(st)
 	for _, u := range st.Units {
-		if !named && u.State == "error" {
+		if !named && u.State == control.StateError {
 			continue
 		}
 		if named && activityOf(u.State) != actActive || !named && !rest(u) {

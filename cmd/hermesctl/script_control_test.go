@@ -168,8 +168,8 @@ func (d *fakeDaemon) act(verb, unit, state string) error {
 	if why, ok := d.script.Fail[unit]; ok && verb != "stop" {
 		return fmt.Errorf("%s cannot %s: %s: %w", unit, verb, why, control.ErrConflict)
 	}
-	from := u.State
-	u.State = state
+	from := string(u.State)
+	u.State = control.UnitState(state)
 	if state == "inactive" {
 		u.PID, u.PGID, u.Ready, u.Uptime, u.RSS, u.Ports = 0, 0, false, 0, 0, nil
 	}

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/units"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 )
@@ -94,13 +95,13 @@ const (
 	reset  = "\x1b[0m"
 )
 
-func stateColor(state string) string {
+func stateColor(state control.UnitState) string {
 	switch state {
-	case "running":
+	case control.StateRunning:
 		return green
-	case "failed", "error":
+	case control.StateFailed, control.StateError:
 		return red
-	case "starting", "stopping":
+	case control.StateStarting, control.StateStopping:
 		return yellow
 	}
 	return ""
@@ -163,9 +164,9 @@ func writeStatus(w io.Writer, st control.Status, color bool, now time.Time) {
 	for _, u := range st.Units {
 		row := []cell{{text: u.Name}, {text: "pgid " + num(u.PGID)}, {text: "pid " + num(u.PID)}}
 		switch {
-		case u.State == "released":
+		case u.State == control.StateReleased:
 			released = append(released, row)
-		case u.State == "adopted" || u.Adopted && !survivor(u.Ownership):
+		case u.State == control.StateAdopted || u.Adopted && !units.Ownership(u.Ownership).Survivor():
 			adopted = append(adopted, row)
 		case u.Adopted:
 			readopted = append(readopted, row)
@@ -200,8 +201,8 @@ func unitTable(us []control.Unit, color bool) table {
 	}
 	t := table{append(head, cell{text: "ERROR"})}
 	for _, u := range us {
-		state := cell{text: dash(u.State)}
-		if u.Daemonized > 0 && u.State == "running" {
+		state := cell{text: dash(string(u.State))}
+		if u.Daemonized > 0 && u.State == control.StateRunning {
 			state.text = "running (daemonized, no main pid)"
 		}
 		if color {
@@ -218,11 +219,6 @@ func unitTable(us []control.Unit, color bool) table {
 		t = append(t, append(row, cell{text: dash(oneLine(u.Error))}))
 	}
 	return t
-}
-
-// survivor reports an ownership whose groups outlive their gateway.
-func survivor(ownership string) bool {
-	return ownership == "adoptable" || ownership == "persist_on_release"
 }
 
 // cell is one table cell; color, if set, wraps text without counting
@@ -277,7 +273,7 @@ func num(n int) string {
 
 func ready(u control.Unit) string {
 	switch {
-	case u.State != "running":
+	case u.State != control.StateRunning:
 		return "-"
 	case u.Ready:
 		return "yes"

@@ -414,7 +414,7 @@ func (m *topModel) restartWithDependents(unit string) tea.Cmd {
 func (m *topModel) restartAll() tea.Cmd {
 	var names []string
 	for _, u := range m.st.Units {
-		if u.State != "released" && !slices.Contains(names, u.Name) {
+		if u.State != control.StateReleased && !slices.Contains(names, u.Name) {
 			names = append(names, u.Name)
 		}
 	}
@@ -472,11 +472,11 @@ var (
 	styleTitle    = lipgloss.NewStyle().Bold(true)
 	styleSelected = lipgloss.NewStyle().Reverse(true)
 	styleDim      = lipgloss.NewStyle().Faint(true)
-	styleState    = map[string]lipgloss.Style{
-		"running":  lipgloss.NewStyle().Foreground(lipgloss.Color("2")),
-		"failed":   lipgloss.NewStyle().Foreground(lipgloss.Color("1")),
-		"starting": lipgloss.NewStyle().Foreground(lipgloss.Color("3")),
-		"stopping": lipgloss.NewStyle().Foreground(lipgloss.Color("3")),
+	styleState    = map[control.UnitState]lipgloss.Style{
+		control.StateRunning:  lipgloss.NewStyle().Foreground(lipgloss.Color("2")),
+		control.StateFailed:   lipgloss.NewStyle().Foreground(lipgloss.Color("1")),
+		control.StateStarting: lipgloss.NewStyle().Foreground(lipgloss.Color("3")),
+		control.StateStopping: lipgloss.NewStyle().Foreground(lipgloss.Color("3")),
 	}
 )
 
@@ -513,7 +513,7 @@ func (m *topModel) View() string {
 		if u.Adopted {
 			own += " (adopted)"
 		}
-		rows = append(rows, []string{u.Name, dash(u.State), ready(u), num(u.PID), uptime(u.Uptime), strconv.Itoa(u.Restarts), cpu, size(u.RSS), own})
+		rows = append(rows, []string{u.Name, dash(string(u.State)), ready(u), num(u.PID), uptime(u.Uptime), strconv.Itoa(u.Restarts), cpu, size(u.RSS), own})
 	}
 	widths := make([]int, len(rows[0]))
 	for _, r := range rows {

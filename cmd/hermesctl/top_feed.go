@@ -41,7 +41,7 @@ func (c *cpuSampler) sample(us []control.Unit, now time.Time) map[int]float64 {
 	out := map[int]float64{}
 	seen := map[int]bool{}
 	for _, u := range us {
-		if u.PGID <= 0 || u.State == "released" || seen[u.PGID] {
+		if u.PGID <= 0 || u.State == control.StateReleased || seen[u.PGID] {
 			continue
 		}
 		seen[u.PGID] = true

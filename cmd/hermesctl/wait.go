@@ -133,7 +133,7 @@ func (e *unitFailed) Error() string {
 
 // failed is the verdict on u when it failed: its status error, else why.
 func failed(u control.Unit, why string) verdict {
-	return failedAs(u, u.State, why)
+	return failedAs(u, string(u.State), why)
 }
 
 // failedAs is failed, in state: "failed" for a run that failed and was
@@ -158,29 +158,29 @@ func judge(w *watch, u control.Unit, deps map[string]control.Unit) verdict {
 		return failedAs(u, "failed", "failed, and restarted")
 	}
 	switch u.State {
-	case "running":
+	case control.StateRunning:
 		if u.Probe != "" {
 			return verdict{done: true, reached: "ready: " + u.Probe}
 		}
 		return verdict{done: true, reached: "running"}
-	case "done":
+	case control.StateDone:
 		return verdict{done: true, reached: "done"}
-	case "exited":
+	case control.StateExited:
 		if u.Probe != "" {
 			return failed(u, "exited with status 0 before it was ready ("+u.Probe+")")
 		}
 		return failed(u, "exited with status 0")
-	case "failed":
+	case control.StateFailed:
 		return failed(u, "failed")
-	case "inactive", "stopped", "disabled":
+	case control.StateInactive, control.StateStopped, control.StateDisabled:
 		return failed(u, "stopped before it was ready")
-	case "starting":
+	case control.StateStarting:
 		if u.PGID == 0 {
 			return waiting(u, deps)
 		}
 		return verdict{doing: starting(u)}
 	}
-	return verdict{doing: u.State}
+	return verdict{doing: string(u.State)}
 }
 
 // judgeRun is judge for a job: the wait is for the run the action began
@@ -192,9 +192,9 @@ func judgeRun(w *watch, u control.Unit, deps map[string]control.Unit) verdict {
 	if target == "" {
 		if j.RunID == "" || (w.prior != nil && j.RunID == w.prior.RunID) {
 			switch {
-			case u.State == "failed":
+			case u.State == control.StateFailed:
 				return failed(u, "failed before its run began")
-			case u.State == "starting" && u.PGID == 0:
+			case u.State == control.StateStarting && u.PGID == 0:
 				return waiting(u, deps)
 			}
 			return verdict{doing: "waiting for its run to begin"}
@@ -240,13 +240,13 @@ func stuck(u control.Unit, deps map[string]control.Unit, seen map[string]bool) (
 		}
 		seen[n] = true
 		switch d.State {
-		case "failed", "inactive", "stopped", "disabled", "exited":
-			why := "waits for " + n + ", which is " + d.State
+		case control.StateFailed, control.StateInactive, control.StateStopped, control.StateDisabled, control.StateExited:
+			why := "waits for " + n + ", which is " + string(d.State)
 			if d.Error != "" {
 				why += ": " + d.Error
 			}
 			return why, n
-		case "starting":
+		case control.StateStarting:
 			if d.PGID != 0 {
 				continue
 			}
@@ -374,7 +374,7 @@ func (wt *waiter) read(ctx context.Context, w *watch) (control.Unit, map[string]
 	if !ok {
 		return control.Unit{}, nil, fmt.Errorf("unit %s: %w", w.unit, control.ErrUnknownUnit)
 	}
-	if u.State != "starting" || u.PGID != 0 {
+	if u.State != control.StateStarting || u.PGID != 0 {
 		return u, nil, nil
 	}
 	if st, err = wt.c.Status(ctx); err != nil {
@@ -382,7 +382,7 @@ func (wt *waiter) read(ctx context.Context, w *watch) (control.Unit, map[string]
 	}
 	deps := map[string]control.Unit{}
 	for _, d := range st.Units {
-		if d.Name != w.unit && d.State != "released" {
+		if d.Name != w.unit && d.State != control.StateReleased {
 			deps[d.Name] = d
 		}
 	}
@@ -392,7 +392,7 @@ func (wt *waiter) read(ctx context.Context, w *watch) (control.Unit, map[string]
 // unitIn is the row of the unit name in st (not a released group's).
 func unitIn(st control.Status, name string) (control.Unit, bool) {
 	for _, u := range st.Units {
-		if u.Name == name && u.State != "released" {
+		if u.Name == name && u.State != control.StateReleased {
 			return u, true
 		}
 	}

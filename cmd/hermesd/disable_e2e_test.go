@@ -30,7 +30,7 @@ func twoUnits(t *testing.T, dir string) {
 // wantKept checks, right after hermesd said READY=1 (every unit has had
 // its first chance to start), that unit is kept stopped as state says and
 // has no process.
-func wantKept(t *testing.T, d *hermesd, unit, state, when string) {
+func wantKept(t *testing.T, d *hermesd, unit string, state control.UnitState, when string) {
 	t.Helper()
 	u, ok := d.status()[unit]
 	if !ok || u.State != state || u.PID != 0 {

@@ -23,7 +23,7 @@ import (
 
 // States are the unit states hermes_unit_state has a series for, one per
 // unit each: the words of `hermesctl status`.
-var States = []string{"inactive", "stopped", "disabled", "starting", "running", "stopping", "failed", "exited", "done", "released", "adopted", "error"}
+var States = control.UnitStates
 
 // Supervisor modes hermes_supervisor_mode has a series for.
 var modes = []string{"cgroup", "pgroup"}
@@ -242,7 +242,7 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		seen[u.Name] = true
 		for _, s := range States {
-			gauge(descUnitState, b2f(u.State == s), u.Name, s)
+			gauge(descUnitState, b2f(u.State == s), u.Name, string(s))
 		}
 		gauge(descUnitReady, b2f(u.Ready), u.Name)
 		gauge(descUnitRSS, float64(u.RSS), u.Name)
