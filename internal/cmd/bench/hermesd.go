@@ -261,7 +261,7 @@ func (d *benchDaemon) waitAllReady(ctx context.Context) (time.Duration, error) {
 		if st, err := d.status(ctx); err == nil && len(st.Units) == hermesdUnits {
 			n := 0
 			for _, u := range st.Units {
-				if u.State == "running" && u.Ready {
+				if u.State == control.StateRunning && u.Ready {
 					n++
 				}
 			}

@@ -200,7 +200,7 @@ func loadSettled(ctx context.Context, c *control.Client, tag string, want map[st
 	n := 0
 	for _, u := range st.Units {
 		g, ok := want[u.Name]
-		if !ok || u.State != "running" || u.PID == 0 {
+		if !ok || u.State != control.StateRunning || u.PID == 0 {
 			continue
 		}
 		if p, ok := loadRead(tag, u.PID); ok && p.unit == u.Name && p.gen == g {

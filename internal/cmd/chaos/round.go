@@ -130,7 +130,7 @@ func allRunning(st control.Status) bool {
 	n := 0
 	for _, u := range st.Units {
 		if _, ok := defOf(u.Name); ok {
-			if u.State != "running" || !u.Ready {
+			if u.State != control.StateRunning || !u.Ready {
 				return false
 			}
 			n++
