@@ -341,12 +341,18 @@ func (o *Owner) adoptEscapee(r *reg, st proc.Stat) {
 		leader = id // the group's leader is alive: check it before each signal
 	}
 	e := &reg{id: fmt.Sprintf("%se%d", r.id, st.PGID), key: r.key,
-		g: Group{Unit: r.g.Unit, PGID: st.PGID, Leader: leader}}
+		g: Group{Unit: r.g.Unit, PGID: st.PGID, Leader: leader}, answered: make(chan struct{})}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed || o.regs[r.id] != r || o.safeLocked(e.g) != nil {
 		return
 	}
+	sent := false
+	defer func() {
+		if !sent {
+			close(e.answered) // no answer will come: nothing waits for one
+		}
+	}()
 	// Kept under its spawn whatever the supervisor says: Stop and a clean
 	// Close stop it with the spawn. What the supervisor does not take (the
 	// line cannot be carried, it refuses, it cannot start) is reported,
@@ -365,7 +371,9 @@ func (o *Owner) adoptEscapee(r *reg, st proc.Stat) {
 	}
 	o.opts.Logf("supervisor: %s left its process group; registering it", what)
 	if l != nil {
+		sent = true
 		o.pipe.Send([][]byte{l}, func(_ int, err error) {
+			defer close(e.answered)
 			switch {
 			case err == nil:
 				o.opts.Logf("supervisor: %s registered", what) // acknowledged: it dies with the owner now

@@ -35,9 +35,40 @@ func (o *Owner) Members(g Group) []proc.Identity {
 	for try := 0; ; try++ {
 		if scan {
 			o.scan()
+			o.awaitEscapees(r)
 		}
 		if out := o.list(r); len(out) > 0 || !scan || try == 1 {
 			return out
+		}
+	}
+}
+
+// escapeeAnswerWait bounds how long Members waits for the supervisor to
+// answer an escapee's registration: a supervisor that does not answer
+// within it is one that does not read (see availableLocked), which status
+// reports.
+const escapeeAnswerWait = 2 * time.Second
+
+// awaitEscapees waits until the supervisor answered the registration of
+// each escapee found under r, so that the members Members lists (a
+// forking unit's main process among them) die with the owner from the
+// moment they are listed; at most escapeeAnswerWait.
+func (o *Owner) awaitEscapees(r *reg) {
+	o.mu.Lock()
+	var waits []chan struct{}
+	for _, e := range r.esc {
+		if e.answered != nil {
+			waits = append(waits, e.answered)
+		}
+	}
+	o.mu.Unlock()
+	bound := time.NewTimer(escapeeAnswerWait)
+	defer bound.Stop()
+	for _, c := range waits {
+		select {
+		case <-c:
+		case <-bound.C:
+			return
 		}
 	}
 }

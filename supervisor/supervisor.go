@@ -158,6 +158,10 @@ type reg struct {
 	// nil for adopted groups. Close joins the waiters of the groups still
 	// registered, the only ones its supervisor kills.
 	waited <-chan struct{}
+	// answered (an escapee's) is closed once the supervisor answered its
+	// registration, or it is known that none will come; Members waits
+	// for it, so that what it lists dies with the owner.
+	answered chan struct{}
 }
 
 // Owner owns the groups it spawns or adopts: they die with it.

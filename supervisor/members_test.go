@@ -1,0 +1,93 @@
+package supervisor
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hermes-units/hermes/internal/testkit"
+	"github.com/hermes-units/hermes/proc"
+)
+
+// TestMembersListsOnlyRegistered: in pgroup mode, Members lists an
+// escapee it found (a forking unit's daemon, whose pid becomes the unit's
+// main pid) only once the supervisor has answered its registration: from
+// then on it dies with the owner. With the supervisor stopped, Members
+// does not return in the moment after it found the escapee; once the
+// supervisor reads again, it returns with the escapee listed.
+func TestMembersListsOnlyRegistered(t *testing.T) {
+	marker := fmt.Sprintf("members-%d", os.Getpid())
+	t.Cleanup(func() { killMarked(marker) })
+	var mu sync.Mutex
+	var logged []string
+	logf := func(format string, args ...any) {
+		mu.Lock()
+		logged = append(logged, fmt.Sprintf(format, args...))
+		mu.Unlock()
+	}
+	o, err := New(Options{Mode: ModePGroup, Grace: testGrace, Logf: logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	gateR, gateW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gateR.Close()
+	defer gateW.Close()
+	c, err := o.SpawnOwned(t.Context(), Spec{Unit: "d", Argv: []string{"sh", "-c", "read -r _; setsid sleep 1000 & exec sleep 1000"},
+		Env: append(os.Environ(), envRow+"="+marker), Stdin: gateR})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sup := o.Status().PID
+	if err := syscall.Kill(sup, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(sup, syscall.SIGCONT) })
+	gateW.WriteString("go\n") // the daemon leaves the group now
+	found := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, l := range logged {
+			if strings.Contains(l, "left its process group; registering it") {
+				return true
+			}
+		}
+		return false
+	}
+	testkit.Eventually(t, 20*time.Second, "the daemon to leave its group", func() bool {
+		for _, pid := range marked(marker) {
+			if st, err := proc.ReadStat(pid); err == nil && st.PGID != c.PGID && st.PGID == st.PID {
+				return true
+			}
+		}
+		return false
+	})
+	done := make(chan int, 1)
+	go func() { done <- len(o.Members(c.Group)) }()
+	testkit.Eventually(t, 20*time.Second, "Members to find the escapee", found)
+	// A supervisor that does not read is called stopped after a second at
+	// the soonest; until then no answer came, and none can.
+	select {
+	case n := <-done:
+		t.Fatalf("Members returned %d members while the supervisor, stopped, had not answered the escapee's registration", n)
+	case <-time.After(500 * time.Millisecond):
+	}
+	if err := syscall.Kill(sup, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-done:
+		if n != 2 {
+			t.Errorf("Members after the supervisor answered: %d members, want 2 (the leader and its escapee)", n)
+		}
+	case <-time.After(hangBound):
+		t.Fatal("Members did not return after the supervisor was continued")
+	}
+}
