@@ -38,14 +38,51 @@ import (
 // The stops run concurrently; recover returns once all are done, so the
 // units start after them.
 func (r *Reconciler) recover(ctx context.Context, declared map[string]units.Spec) {
-	rc, ok := r.opt.Checkpoint.(recorder)
+	recs, ok := r.deadRecords(ctx)
 	if !ok {
 		return
+	}
+	var ends []ending
+	for _, rec := range recs {
+		if e, ok := r.sortDead(rec, declared); ok {
+			ends = append(ends, e)
+		}
+	}
+	if len(ends) > 0 {
+		r.log.Warn("owned groups left by a dead hermesd (killed with its supervisor); ending them before starting the units again", "groups", len(ends))
+	}
+	res := r.endAll(ctx, ends)
+	for _, e := range res {
+		if e.Error != "" {
+			r.log.Error("group left by a dead hermesd not ended", "unit", e.Unit, "pid", e.PID, "pgid", e.PGID, "owner", e.Owner, "err", e.Error)
+		} else {
+			r.log.Warn("ended a group left by a dead hermesd: the unit starts anew", "unit", e.Unit, "pid", e.PID, "pgid", e.PGID, "owner", e.Owner)
+		}
+	}
+	r.ended = append(r.ended, res...)
+}
+
+// ending is a group of a dead owner that recover ends, with the spec its
+// stop follows.
+type ending struct {
+	rec  Record
+	spec units.Spec
+	gs   []supervisor.Group // what to stop; nil: the group and its strays
+}
+
+// deadRecords reads the ledger entries of other owners whose group is
+// alive, and the spawns of dead owners the ledger never recorded; ok is
+// false when there is nothing to look at (no recorder, or the ledger not
+// read).
+func (r *Reconciler) deadRecords(ctx context.Context) (recs []Record, ok bool) {
+	rc, ok := r.opt.Checkpoint.(recorder)
+	if !ok {
+		return nil, false
 	}
 	recs, err := rc.Records(ctx)
 	if err != nil {
 		r.log.Error("ledger not read; the groups of dead owners are not looked at", "err", err)
-		return
+		return nil, false
 	}
 	if u, ok := r.opt.Checkpoint.(unrecorder); ok {
 		more, err := u.Unrecorded(ctx)
@@ -54,48 +91,52 @@ func (r *Reconciler) recover(ctx context.Context, declared map[string]units.Spec
 		}
 		recs = append(recs, more...)
 	}
-	type end struct {
-		rec  Record
-		spec units.Spec
-		gs   []supervisor.Group // what to stop; nil: the group and its strays
+	return recs, true
+}
+
+// sortDead decides what becomes of rec (see recover): ended (returned, ok),
+// listed as released, counted as a leftover, or left alone (its owner
+// alive, held already, a survivor readopt takes, or an entry the kernel
+// contradicts).
+func (r *Reconciler) sortDead(rec Record, declared map[string]units.Spec) (ending, bool) {
+	if rec.OwnerAlive || r.holds(rec.Group.PGID) {
+		return ending{}, false
 	}
-	var ends []end
-	for _, rec := range recs {
-		if rec.OwnerAlive || r.holds(rec.Group.PGID) {
-			continue
+	if rec.Ownership.Survivor() {
+		if spec, gs := r.remainsOf(rec, declared); len(gs) > 0 {
+			return ending{rec, spec, gs}, true
 		}
-		if rec.Ownership.Survivor() {
-			if spec, gs := r.remainsOf(rec, declared); len(gs) > 0 {
-				ends = append(ends, end{rec, spec, gs})
-			}
-			continue // re-adopted or listed by readopt
-		}
-		if err := r.trust(rec.Survivor); err != nil {
-			if !errors.Is(err, proc.ErrGone) {
-				r.log.Warn("group of a dead owner neither ended nor adopted: the kernel contradicts its ledger entry", "unit", rec.Unit, "pid", rec.Group.Leader.PID, "err", err)
-			}
-			continue
-		}
-		spec, isDeclared := declared[rec.Unit]
-		switch free := isDeclared && r.units[rec.Unit] == nil; {
-		case rec.State == ledger.Released:
-			// Given up on purpose (`hermesctl release`): listed, and its
-			// unit is not started beside it (as Start refuses it); it is
-			// adopted back only if its file is removed and declared
-			// again (reclaim).
-			r.addReleased(rec.Survivor)
-			if free {
-				r.holdReleased[rec.Unit] = true
-			}
-		case free && (rec.Role == units.RoleGateway || rec.Role == units.RoleWorker):
-			ends = append(ends, end{rec: rec, spec: spec})
-		default:
-			r.leftovers = append(r.leftovers, rec.Group)
-		}
+		return ending{}, false // re-adopted or listed by readopt
 	}
-	if len(ends) > 0 {
-		r.log.Warn("owned groups left by a dead hermesd (killed with its supervisor); ending them before starting the units again", "groups", len(ends))
+	if err := r.trust(rec.Survivor); err != nil {
+		if !errors.Is(err, proc.ErrGone) {
+			r.log.Warn("group of a dead owner neither ended nor adopted: the kernel contradicts its ledger entry", "unit", rec.Unit, "pid", rec.Group.Leader.PID, "err", err)
+		}
+		return ending{}, false
 	}
+	spec, isDeclared := declared[rec.Unit]
+	switch free := isDeclared && r.units[rec.Unit] == nil; {
+	case rec.State == ledger.Released:
+		// Given up on purpose (`hermesctl release`): listed, and its
+		// unit is not started beside it (as Start refuses it); it is
+		// adopted back only if its file is removed and declared
+		// again (reclaim).
+		r.addReleased(rec.Survivor)
+		if free {
+			r.holdReleased[rec.Unit] = true
+		}
+	case free && (rec.Role == units.RoleGateway || rec.Role == units.RoleWorker):
+		return ending{rec: rec, spec: spec}, true
+	default:
+		r.leftovers = append(r.leftovers, rec.Group)
+	}
+	return ending{}, false
+}
+
+// endAll stops every group of ends concurrently (the unit's stop signal,
+// its stop timeout, KILL) and returns, once all are done, what became of
+// each.
+func (r *Reconciler) endAll(ctx context.Context, ends []ending) []control.EndedGroup {
 	res := make([]control.EndedGroup, len(ends))
 	sf, _ := r.opt.Checkpoint.(strayFinder)
 	var wg sync.WaitGroup
@@ -124,14 +165,7 @@ func (r *Reconciler) recover(ctx context.Context, declared map[string]units.Spec
 		})
 	}
 	wg.Wait()
-	for _, e := range res {
-		if e.Error != "" {
-			r.log.Error("group left by a dead hermesd not ended", "unit", e.Unit, "pid", e.PID, "pgid", e.PGID, "owner", e.Owner, "err", e.Error)
-		} else {
-			r.log.Warn("ended a group left by a dead hermesd: the unit starts anew", "unit", e.Unit, "pid", e.PID, "pgid", e.PGID, "owner", e.Owner)
-		}
-	}
-	r.ended = append(r.ended, res...)
+	return res
 }
 
 // unrecorder is the part of the ledger Checkpoint that finds the spawns of
