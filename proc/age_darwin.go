@@ -1,0 +1,29 @@
+package proc
+
+import (
+	"fmt"
+	"time"
+)
+
+// Age is how long the process named by id has been running: the wall
+// clock now less its start time (p_starttime, microseconds since the
+// epoch), to the microsecond. A step of the wall clock since the process
+// started moves its age by as much: darwin's table has no start time on a
+// clock that does not step. It reads nothing and holds for a process that
+// has exited. An identity of another boot, or with no pid, has no age here.
+func (id Identity) Age() (time.Duration, error) {
+	if id.PID <= 0 {
+		return 0, fmt.Errorf("pid %d: no process, no age", id.PID)
+	}
+	if id.BootID != "" {
+		if boot, err := BootID(); err != nil || boot != id.BootID {
+			return 0, fmt.Errorf("process %s: started in another boot (%s), or this boot's id is unreadable", id, id.BootID)
+		}
+	}
+	started := time.UnixMicro(int64(id.StartTime))
+	now := time.Now()
+	if started.After(now) {
+		return 0, fmt.Errorf("process %s: start time after the clock's now (%s)", id, now.Format(time.RFC3339Nano))
+	}
+	return now.Sub(started), nil
+}
