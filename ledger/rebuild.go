@@ -3,9 +3,6 @@ package ledger
 import (
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/units"
@@ -63,7 +60,7 @@ func Rebuild(stateDir string) ([]Entry, error) {
 			Ownership: ownership,
 			Role:      role,
 			Spawn:     t[EnvSpawn],
-			Spawned:   startWallTime(st.StartTime),
+			Spawned:   proc.Started(st.StartTime),
 		}
 		if o, err := ParseOwner(t[EnvOwner]); err == nil {
 			e.Owner = o
@@ -77,23 +74,4 @@ func Rebuild(stateDir string) ([]Entry, error) {
 		out = append(out, e)
 	}
 	return out, nil
-}
-
-// startWallTime converts a start time in clock ticks since boot to wall
-// time. USER_HZ is 100 on every Linux the project supports.
-func startWallTime(ticks uint64) time.Time {
-	b, err := os.ReadFile(proc.Root + "/uptime")
-	if err != nil {
-		return time.Time{}
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return time.Time{}
-	}
-	up, err := strconv.ParseFloat(f[0], 64)
-	if err != nil {
-		return time.Time{}
-	}
-	bootTime := time.Now().Add(-time.Duration(up * float64(time.Second)))
-	return bootTime.Add(time.Duration(ticks) * (time.Second / 100)).Round(time.Second)
 }

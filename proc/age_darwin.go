@@ -27,3 +27,10 @@ func (id Identity) Age() (time.Duration, error) {
 	}
 	return now.Sub(started), nil
 }
+
+// Started is the wall time at which a process with start time start (as
+// in Identity.StartTime: microseconds since the epoch) started, to the
+// second.
+func Started(start uint64) time.Time {
+	return time.UnixMicro(int64(start)).Round(time.Second)
+}

@@ -2,6 +2,9 @@ package proc
 
 import (
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -36,4 +39,25 @@ func (id Identity) Age() (time.Duration, error) {
 		return 0, fmt.Errorf("process %s: start time after the boot clock's now (%s)", id, now)
 	}
 	return now - started, nil
+}
+
+// Started is the wall time at which a process with start time start (as
+// in Identity.StartTime: clock ticks since boot) started, to the second:
+// now less the time since boot (/proc/uptime), plus start. It is the zero
+// time when /proc/uptime cannot be read.
+func Started(start uint64) time.Time {
+	b, err := os.ReadFile(Root + "/uptime")
+	if err != nil {
+		return time.Time{}
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return time.Time{}
+	}
+	up, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return time.Time{}
+	}
+	bootTime := time.Now().Add(-time.Duration(up * float64(time.Second)))
+	return bootTime.Add(time.Duration(start) * (time.Second / ClockTicks)).Round(time.Second)
 }

@@ -6,3 +6,6 @@ import "time"
 
 // Age is unsupported here: there is no start time to count from.
 func (id Identity) Age() (time.Duration, error) { return 0, unsupportedTable() }
+
+// Started is the zero time here: there is no start time to convert.
+func Started(uint64) time.Time { return time.Time{} }

@@ -76,3 +76,16 @@ func TestAge(t *testing.T) {
 		})
 	}
 }
+
+// TestStarted: this test process started within the last minute, to the
+// second Started rounds to.
+func TestStarted(t *testing.T) {
+	self, err := Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, now := Started(self.StartTime), time.Now()
+	if got.Before(now.Add(-time.Minute)) || got.After(now.Add(time.Second)) {
+		t.Errorf("Started(own start time): got %v, want within the minute before %v", got, now)
+	}
+}
