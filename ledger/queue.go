@@ -33,6 +33,13 @@ import (
 //
 // The file grows by a byte per write; the lock holder empties it past
 // queueReset bytes. Tickets then start again from 0.
+//
+// The line needs open file description locks (Linux). darwin and FreeBSD
+// have none, and their fcntl locks belong to the process, not the open
+// file: two writers of one process would share every byte, and a close of
+// any descriptor of the file would drop them all. There the writers do not
+// queue (every ticket is the zero ticket) and contend for the flock as it
+// is: exclusion holds, the fairness above does not.
 const (
 	QueueName  = "ledger.queue"
 	queueReset = 1 << 20
@@ -50,6 +57,9 @@ type ticket struct {
 // contends for the flock.
 func (l *Ledger) enqueue() *ticket {
 	t := &ticket{path: l.queue}
+	if !ofdLocks {
+		return t
+	}
 	f, err := safefile.OpenFile(l.queue, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return t
@@ -64,7 +74,7 @@ func (l *Ledger) enqueue() *ticket {
 		return t
 	}
 	n := end - 1
-	if err := lockByte(f, n, unix.F_OFD_SETLK, unix.F_WRLCK); err != nil {
+	if err := lockTicket(f, n); err != nil {
 		// Another ticket of that number, from before the file was reset,
 		// is still in line: stand outside it.
 		f.Close()
@@ -80,11 +90,7 @@ func (t *ticket) behind() bool {
 	if t.own == nil || t.n == 0 {
 		return false
 	}
-	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: t.n - 1, Len: 1}
-	if err := unix.FcntlFlock(t.own.Fd(), unix.F_OFD_GETLK, &lk); err != nil {
-		return false
-	}
-	return lk.Type != unix.F_UNLCK
+	return ticketTaken(t.own, t.n-1)
 }
 
 // waitFile opens the descriptor waitAhead blocks on, or returns nil (then
@@ -109,7 +115,7 @@ func (t *ticket) waitAhead(wait *os.File) {
 		return
 	}
 	defer wait.Close()
-	for errors.Is(lockByte(wait, t.n-1, unix.F_OFD_SETLKW, unix.F_WRLCK), unix.EINTR) {
+	for errors.Is(waitTicket(wait, t.n-1), unix.EINTR) {
 	}
 }
 
@@ -128,9 +134,4 @@ func (t *ticket) leave() {
 		t.own.Close()
 		t.own = nil
 	}
-}
-
-func lockByte(f *os.File, n int64, cmd int, typ int16) error {
-	lk := unix.Flock_t{Type: typ, Whence: 0, Start: n, Len: 1}
-	return unix.FcntlFlock(f.Fd(), cmd, &lk)
 }
