@@ -234,7 +234,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	if err := d.newReconciler(); err != nil {
 		d.ln.Close()
-		d.ns.Close()
+		closeNotify(d.ns)
 		d.w.Close()
 		return exit(exitFailure, err)
 	}
@@ -255,7 +255,7 @@ type instance struct {
 	px         *gatewayProxy // nil: no provider, the proxy is off
 	fds        *fdWatch
 	notifyPath string
-	ns         *notify.Server
+	ns         *notify.Server // nil where the platform has no notify socket
 	w          *watch.Watcher
 	ln         *control.Listener
 	logs       *logfile.Logs
@@ -284,17 +284,23 @@ func (d *instance) controlLogf(f string, a ...any) {
 func (d *instance) listen() error {
 	d.notifyPath = filepath.Join(d.cfg.State, "notify.sock")
 	ns, err := notify.Listen(d.notifyPath)
-	if err != nil {
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		// No sender credentials on this platform's datagrams: the units get
+		// no NOTIFY_SOCKET, and readiness by sd_notify cannot be had.
+		d.log.Warn("no notify socket: units cannot use sd_notify (readiness, watchdog)", "err", err)
+		d.notifyPath, ns = "", nil
+	case err != nil:
 		return exit(exitFailure, err)
 	}
 	w, err := watch.New(watch.Options{Dir: d.cfg.Units, Config: d.cfg.Config})
 	if err != nil {
-		ns.Close()
+		closeNotify(ns)
 		return exit(exitFailure, err)
 	}
 	ln, err := control.ListenWith(d.cfg.Socket, d.controlLogf)
 	if err != nil {
-		ns.Close()
+		closeNotify(ns)
 		w.Close()
 		if errors.Is(err, control.ErrInUse) || errors.Is(err, control.ErrUnsafe) || errors.Is(err, control.ErrPathTooLong) {
 			return exit(exitSocket, err)
@@ -303,6 +309,14 @@ func (d *instance) listen() error {
 	}
 	d.ns, d.w, d.ln = ns, w, ln
 	return nil
+}
+
+// closeNotify closes the notify socket, when there is one (nil: this
+// platform has none).
+func closeNotify(ns *notify.Server) {
+	if ns != nil {
+		ns.Close()
+	}
 }
 
 // newReconciler builds the unit logs and the reconciler over the parts
@@ -386,11 +400,13 @@ func (d *instance) startHelpers(ctx context.Context, wg *sync.WaitGroup) {
 			log.Error("control API stopped", "err", err)
 		}
 	})
-	wg.Go(func() {
-		if err := d.ns.Run(ctx, func(m notify.Message) { rec.Notify(m.PID, m.Fields) }); err != nil && !errors.Is(err, context.Canceled) {
-			log.Error("notify socket stopped", "err", err)
-		}
-	})
+	if d.ns != nil {
+		wg.Go(func() {
+			if err := d.ns.Run(ctx, func(m notify.Message) { rec.Notify(m.PID, m.Fields) }); err != nil && !errors.Is(err, context.Canceled) {
+				log.Error("notify socket stopped", "err", err)
+			}
+		})
+	}
 	wg.Go(func() {
 		if err := d.w.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("watching units stopped; hot reload is off", "err", err)

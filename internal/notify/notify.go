@@ -8,6 +8,13 @@
 // the group may send (systemd-notify sends from its own pid, or as root from
 // its parent's); the pid is only a lookup key, checked against the group by
 // the caller.
+//
+// The sender's credentials on a datagram are Linux's (SCM_CREDENTIALS).
+// darwin has none for a datagram socket (LOCAL_PEERCRED is for a connected
+// stream), and FreeBSD's SCM_CREDS carries a pid only when the sender adds
+// it, which sd_notify does not: there Listen fails with an error that
+// errors.Is(err, errors.ErrUnsupported) matches, and the caller runs without
+// a NOTIFY_SOCKET.
 package notify
 
 import (
@@ -170,15 +177,10 @@ func (s *Server) setup(abstract bool) error {
 		return err
 	}
 	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PASSCRED, 1)
-	}); err != nil {
+	if err := rc.Control(func(fd uintptr) { serr = passCredentials(int(fd)) }); err != nil {
 		return err
 	}
-	if serr != nil {
-		return fmt.Errorf("set SO_PASSCRED: %w", serr)
-	}
-	return nil
+	return serr
 }
 
 // Path returns the address to put in a unit's NOTIFY_SOCKET.
@@ -215,7 +217,7 @@ func (s *Server) Run(ctx context.Context, deliver func(Message)) error {
 	defer stop()
 
 	buf := make([]byte, maxDatagram)
-	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred)+unix.CmsgSpace(4*253))
+	oob := make([]byte, oobSize)
 	for {
 		n, oobn, flags, _, err := s.conn.ReadMsgUnix(buf, oob)
 		if err != nil {
@@ -227,45 +229,12 @@ func (s *Server) Run(ctx context.Context, deliver func(Message)) error {
 			}
 			return fmt.Errorf("receive on notify socket %s: %w", s.path, err)
 		}
-		cred := credentials(oob[:oobn])
-		if cred == nil || flags&unix.MSG_TRUNC != 0 {
+		m, ok := credentials(oob[:oobn])
+		if !ok || flags&unix.MSG_TRUNC != 0 {
 			continue
 		}
-		raw := string(buf[:n])
-		deliver(Message{
-			PID:    int(cred.Pid),
-			UID:    int(cred.Uid),
-			GID:    int(cred.Gid),
-			Fields: ParseFields(raw),
-			Raw:    raw,
-		})
+		m.Raw = string(buf[:n])
+		m.Fields = ParseFields(m.Raw)
+		deliver(m)
 	}
-}
-
-// credentials extracts SCM_CREDENTIALS from control messages and closes any
-// descriptors passed with SCM_RIGHTS, which the daemon never keeps.
-func credentials(oob []byte) *unix.Ucred {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return nil
-	}
-	var cred *unix.Ucred
-	for _, m := range msgs {
-		if m.Header.Level != unix.SOL_SOCKET {
-			continue
-		}
-		switch m.Header.Type {
-		case unix.SCM_CREDENTIALS:
-			if c, err := unix.ParseUnixCredentials(&m); err == nil {
-				cred = c
-			}
-		case unix.SCM_RIGHTS:
-			if fds, err := unix.ParseUnixRights(&m); err == nil {
-				for _, fd := range fds {
-					unix.Close(fd)
-				}
-			}
-		}
-	}
-	return cred
 }
