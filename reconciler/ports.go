@@ -1,14 +1,9 @@
 package reconciler
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/hermes-units/hermes/proc"
@@ -52,93 +47,20 @@ func (e *PortError) Error() string {
 
 func (e *PortError) Unwrap() error { return ErrPortHeld }
 
-// listener is one listening socket from /proc/net/tcp{,6}.
-type listener struct {
-	Port  int
-	Inode uint64
-}
-
-// parseNetTCP reads a /proc/net/tcp or tcp6 table and returns the sockets in
-// state LISTEN (0A).
-func parseNetTCP(r io.Reader) ([]listener, error) {
-	var out []listener
-	sc := bufio.NewScanner(r)
-	first := true
-	for sc.Scan() {
-		if first { // header
-			first = false
-			continue
-		}
-		f := strings.Fields(sc.Text())
-		if len(f) < 10 || f[3] != "0A" {
-			continue
-		}
-		i := strings.LastIndexByte(f[1], ':')
-		if i < 0 {
-			continue
-		}
-		port, err := strconv.ParseUint(f[1][i+1:], 16, 16)
-		if err != nil {
-			continue
-		}
-		inode, err := strconv.ParseUint(f[9], 10, 64)
-		if err != nil {
-			continue
-		}
-		out = append(out, listener{Port: int(port), Inode: inode})
-	}
-	return out, sc.Err()
-}
-
-// portInodes returns the inodes of the sockets listening on port.
+// portInodes returns the inodes of the sockets listening on port, at any
+// address.
 func portInodes(port int) ([]uint64, error) {
+	ls, err := proc.Listeners()
+	if err != nil {
+		return nil, err
+	}
 	var out []uint64
-	for _, name := range []string{"tcp", "tcp6"} {
-		f, err := os.Open(filepath.Join(proc.Root, "net", name))
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				continue
-			}
-			return nil, err
-		}
-		ls, err := parseNetTCP(f)
-		f.Close()
-		if err != nil {
-			return nil, err
-		}
-		for _, l := range ls {
-			if l.Port == port {
-				out = append(out, l.Inode)
-			}
+	for _, l := range ls {
+		if int(l.Addr.Port()) == port {
+			out = append(out, l.Inode)
 		}
 	}
 	return out, nil
-}
-
-// socketOwner finds a process that has one of the socket inodes open, by
-// reading /proc/*/fd. It returns 0 when none is visible.
-func socketOwner(inodes []uint64) int {
-	want := map[string]bool{}
-	for _, in := range inodes {
-		want["socket:["+strconv.FormatUint(in, 10)+"]"] = true
-	}
-	pids, err := proc.Pids()
-	if err != nil {
-		return 0
-	}
-	for _, pid := range pids {
-		dir := filepath.Join(proc.Root, strconv.Itoa(pid), "fd")
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			continue
-		}
-		for _, e := range ents {
-			if l, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && want[l] {
-				return pid
-			}
-		}
-	}
-	return 0
 }
 
 // checkPorts returns a *PortError for the first declared port that is held,
@@ -153,7 +75,7 @@ func checkPorts(ctx context.Context, unit string, ports []int, cp Checkpoint) er
 			continue
 		}
 		pe := &PortError{Unit: unit, Port: port}
-		if pid := socketOwner(inodes); pid > 0 {
+		if pid := proc.SocketHolder(inodes...); pid > 0 {
 			pe.PID = pid
 			if argv, err := proc.Cmdline(pid); err == nil {
 				pe.Command = strings.Join(argv, " ")

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -290,19 +288,12 @@ func dashed(s string) string {
 }
 
 // listeningPorts maps the inode of every listening TCP socket to its port
-// (/proc/net/tcp and tcp6).
+// (empty when the tables cannot be read).
 func listeningPorts() map[uint64]int {
 	out := map[uint64]int{}
-	for _, name := range []string{"tcp", "tcp6"} {
-		f, err := os.Open(filepath.Join(proc.Root, "net", name))
-		if err != nil {
-			continue
-		}
-		ls, _ := parseNetTCP(f)
-		f.Close()
-		for _, l := range ls {
-			out[l.Inode] = l.Port
-		}
+	ls, _ := proc.Listeners()
+	for _, l := range ls {
+		out[l.Inode] = int(l.Addr.Port())
 	}
 	return out
 }
@@ -313,22 +304,9 @@ func portsOf(pids []int, ports map[uint64]int) []int {
 	seen := map[int]bool{}
 	var out []int
 	for _, pid := range pids {
-		dir := filepath.Join(proc.Root, strconv.Itoa(pid), "fd")
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			continue
-		}
-		for _, e := range ents {
-			l, err := os.Readlink(filepath.Join(dir, e.Name()))
-			if err != nil {
-				continue
-			}
-			in, ok := strings.CutPrefix(l, "socket:[")
-			if !ok {
-				continue
-			}
-			n, err := strconv.ParseUint(strings.TrimSuffix(in, "]"), 10, 64)
-			if p, ok := ports[n]; err == nil && ok && !seen[p] {
+		held, _ := proc.SocketInodes(pid)
+		for _, n := range held {
+			if p, ok := ports[n]; ok && !seen[p] {
 				seen[p] = true
 				out = append(out, p)
 			}
