@@ -145,7 +145,7 @@ func identify(path string) (fileID, error) {
 	if err := unix.Lstat(path, &st); err != nil {
 		return fileID{}, err
 	}
-	return fileID{dev: st.Dev, ino: st.Ino}, nil
+	return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}, nil // widths differ by platform
 }
 
 // Accept waits for the next connection on the socket in use, moving on to a

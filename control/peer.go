@@ -1,22 +1,20 @@
 package control
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // peer is what the kernel says about the process at the other end of a
 // connection, captured when it called connect(2).
 type peer struct {
-	PID, UID int
+	PID, UID int // PID is 0 where the platform does not say (FreeBSD)
 }
 
-// peerOf reads the peer's credentials with SO_PEERCRED. A connection that is
-// not a Unix socket has none, and is refused by the caller.
+// peerOf reads the credentials of c's peer (peerCredentials, per
+// platform). A connection that is not a Unix socket has none, and is
+// refused by the caller.
 func peerOf(c net.Conn) (peer, error) {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
@@ -26,20 +24,12 @@ func peerOf(c net.Conn) (peer, error) {
 	if err != nil {
 		return peer{}, err
 	}
-	var cred *unix.Ucred
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		cred, serr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
+	var p peer
+	var perr error
+	if err := rc.Control(func(fd uintptr) { p, perr = peerCredentials(int(fd)) }); err != nil {
 		return peer{}, err
 	}
-	if serr != nil {
-		return peer{}, fmt.Errorf("SO_PEERCRED: %w", serr)
-	}
-	if cred == nil {
-		return peer{}, errors.New("SO_PEERCRED: no credentials")
-	}
-	return peer{PID: int(cred.Pid), UID: int(cred.Uid)}, nil
+	return p, perr
 }
 
 // admitted says whether a peer with uid may steer a daemon that runs as self:
