@@ -216,7 +216,8 @@ func uptime(u *unit) time.Duration {
 
 // rowError is the error a status row shows for u, the first that applies:
 // a name taken by an adopted group, its unit file's error, what it waits
-// for, its last error, or the processes it left behind.
+// for, whose listener its tcp probe reaches, its last error, or the
+// processes it left behind.
 func rowError(u *unit, fileErr string) string {
 	switch {
 	case u.external && u.declared != nil:
@@ -225,6 +226,8 @@ func rowError(u *unit, fileErr string) string {
 		return fileErr
 	case u.state == Waiting:
 		return u.waitMsg
+	case u.state == Starting && u.listener != nil:
+		return u.listener.Error()
 	case u.err != nil:
 		return u.err.Error()
 	case u.left > 0 && u.state.active():

@@ -6,9 +6,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
+	"os"
 	"regexp"
+	"slices"
 	"time"
 
+	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/units"
 )
 
@@ -18,18 +22,21 @@ var ErrNoLogReader = errors.New("log readiness probe: no log reader configured")
 // probe waits until the unit is ready by rd's tcp, http or log rule. It
 // returns nil when ready, ctx's error when the run ended first, or an error
 // that makes the probe itself impossible (a bad regexp). The start timeout
-// bounds it from outside.
+// bounds it from outside. A tcp connection counts only when own (if not
+// nil) accepts the listener it reached (see listenerCheck).
 func probe(ctx context.Context, rd units.Ready, logPath string, offset int64,
-	lines func(context.Context, string, int64) (<-chan string, error)) error {
+	lines func(context.Context, string, int64) (<-chan string, error), own *listenerCheck) error {
 	switch {
 	case rd.TCP != "":
 		return poll(ctx, func(ctx context.Context) bool {
 			c, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", rd.TCP)
 			if err != nil {
+				own.refused()
 				return false
 			}
+			to, _ := c.RemoteAddr().(*net.TCPAddr)
 			c.Close()
-			return true
+			return to == nil || own.reached(to.AddrPort())
 		})
 	case rd.HTTP != "":
 		client := &http.Client{Timeout: 2 * time.Second}
@@ -87,4 +94,114 @@ func poll(ctx context.Context, ok func(context.Context) bool) error {
 		}
 		t.Reset(probeInterval)
 	}
+}
+
+// startTimeout is the error of u's start timeout, with why its tcp probe
+// did not count the listener it reached, if that is why.
+func startTimeout(u *unit) error {
+	if u.listener != nil {
+		return fmt.Errorf("%w (%s): %w", ErrStartTimeout, u.spec.Timeouts.Start, u.listener)
+	}
+	return fmt.Errorf("%w (%s)", ErrStartTimeout, u.spec.Timeouts.Start)
+}
+
+// ListenerError reports that a tcp readiness probe reached a listener held
+// by a process that is not one of the unit's: it does not make the unit
+// ready.
+type ListenerError struct {
+	Port    int
+	PID     int    // the holder
+	Command string // its name (comm)
+}
+
+func (e *ListenerError) Error() string {
+	return fmt.Sprintf("port %d is held by pid %d (%s), not by this unit", e.Port, e.PID, e.Command)
+}
+
+// listenerCheck tells whether a tcp probe's connection reached one of the
+// unit's own listening sockets: the listener the kernel shows for the
+// address (proc.Accepting) is held open by one of the unit's processes.
+// Where the kernel does not let us see that, the connection counts, as
+// it did before there was a check: the address has no listener in this
+// network namespace's tables (another host, a forwarded port), a member's
+// descriptors cannot be read (another user's process, and hermesd
+// without privilege over it), or no process we can see holds the
+// listener (another user's, or a kernel socket). Only a holder seen to be
+// outside the unit makes the connection not count. Its methods run on
+// the probe's goroutine; a nil *listenerCheck accepts every connection.
+type listenerCheck struct {
+	members func() []int         // the unit's live processes
+	note    func(*ListenerError) // told of each change of verdict (nil: none held by another)
+	inodes  []uint64             // the listeners the last verdict is about, sorted
+	last    *ListenerError       // the last verdict
+}
+
+// reached reports whether a connection to to counts.
+func (c *listenerCheck) reached(to netip.AddrPort) bool {
+	if c == nil {
+		return true
+	}
+	c.tell(c.judge(to))
+	return c.last == nil
+}
+
+// refused clears the verdict once nothing listens any more.
+func (c *listenerCheck) refused() {
+	if c != nil {
+		c.tell(nil)
+	}
+}
+
+func (c *listenerCheck) tell(v *ListenerError) {
+	if (v == nil) != (c.last == nil) || v != nil && *v != *c.last {
+		c.note(v)
+	}
+	c.last = v
+	if v == nil {
+		c.inodes = nil
+	}
+}
+
+// judge is the verdict on the listeners a connection to to reaches: nil
+// unless a process seen to be outside the unit holds them. A stranger's
+// verdict is kept while the same sockets listen (no scan of every
+// process's descriptors at each poll).
+func (c *listenerCheck) judge(to netip.AddrPort) *ListenerError {
+	ls, err := proc.Listeners()
+	if err != nil {
+		return nil
+	}
+	var inodes []uint64
+	for _, l := range proc.Accepting(ls, to) {
+		inodes = append(inodes, l.Inode)
+	}
+	slices.Sort(inodes)
+	if len(inodes) == 0 {
+		return nil
+	}
+	if c.last != nil && slices.Equal(inodes, c.inodes) {
+		return c.last
+	}
+	c.inodes = inodes
+	members := c.members()
+	for _, pid := range members {
+		held, err := proc.SocketInodes(pid)
+		if errors.Is(err, os.ErrPermission) {
+			return nil
+		}
+		for _, n := range held {
+			if _, ok := slices.BinarySearch(inodes, n); ok {
+				return nil
+			}
+		}
+	}
+	pid := proc.SocketHolder(inodes...)
+	if pid == 0 || slices.Contains(members, pid) {
+		return nil
+	}
+	e := &ListenerError{Port: int(to.Port()), PID: pid, Command: "?"}
+	if st, err := proc.ReadStat(pid); err == nil {
+		e.Command = st.Comm
+	}
+	return e
 }

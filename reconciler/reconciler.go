@@ -480,7 +480,7 @@ func (r *Reconciler) onTimer(ev timerEvent) {
 			return // findMain has the same deadline, and says why the main process was not found
 		}
 		if u.state == Starting {
-			r.stop(u, stopFailure, fmt.Errorf("%w (%s)", ErrStartTimeout, u.spec.Timeouts.Start))
+			r.stop(u, stopFailure, startTimeout(u))
 		}
 	case timerWatchdog:
 		if u.state == Starting || u.state == Running {

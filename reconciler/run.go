@@ -162,7 +162,7 @@ func (r *Reconciler) began(u *unit, p Process, now time.Time) context.Context {
 	u.gen = r.nextGen()
 	u.proc, u.group = p, p.Group()
 	u.state, u.ready, u.adopted, u.started = Starting, false, false, now
-	u.main, u.launched, u.probed, u.left = proc.Identity{}, false, false, 0
+	u.main, u.launched, u.probed, u.left, u.listener = proc.Identity{}, false, false, 0, nil
 	runCtx, cancel := context.WithCancel(r.base)
 	u.cancel, u.runCtx = cancel, runCtx
 	return runCtx
@@ -217,10 +217,43 @@ func (r *Reconciler) armRun(runCtx context.Context, u *unit, logPath string, off
 		return // READY=1 arrives through Notify; a forking unit without a probe is ready once its main process is found
 	}
 	name, gen, lines := u.spec.Name, u.gen, r.opt.Lines
+	var own *listenerCheck
+	if rd.TCP != "" {
+		own = r.listenerCheck(u)
+	}
 	r.wg.Go(func() {
-		err := probe(runCtx, rd, logPath, offset, lines)
+		err := probe(runCtx, rd, logPath, offset, lines, own)
 		r.post(readyEvent{name, gen, err})
 	})
+}
+
+// listenerCheck is the check of u's tcp probe for its current run: the
+// members are its group's (Daemons.Members; the process group's with a
+// Spawner without Daemons), and each verdict lands on u.listener on Run's
+// goroutine, for status and the start timeout's error.
+func (r *Reconciler) listenerCheck(u *unit) *listenerCheck {
+	g, name, gen := u.group, u.spec.Name, u.gen
+	d, _ := r.opt.Spawner.(Daemons)
+	return &listenerCheck{
+		members: func() []int {
+			if d == nil {
+				pids, _ := proc.GroupMembers(g.PGID)
+				return pids
+			}
+			var pids []int
+			for _, id := range d.Members(g) {
+				pids = append(pids, id.PID)
+			}
+			return pids
+		},
+		note: func(e *ListenerError) {
+			r.post(request{fn: func(context.Context) {
+				if u := r.units[name]; u != nil && u.gen == gen && u.state == Starting {
+					u.listener = e
+				}
+			}})
+		},
+	}
 }
 
 // fail leaves u failed with err, no restart.

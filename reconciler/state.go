@@ -109,6 +109,10 @@ type unit struct {
 	left     int           // simple: the processes its leader left at its exit 0 (daemonized)
 	timers   map[timerKind]*time.Timer
 
+	// listener (tcp probe, reset at each start): the listener the probe
+	// reaches is held by a process outside the unit (listenerCheck).
+	listener *ListenerError
+
 	// epoch is the reload (Reconciler.reloads) that produced spec: a start
 	// waits for the stops of that reload and earlier ones (blocked).
 	epoch uint64
