@@ -160,3 +160,29 @@ func TestStartLimitKeepsCause(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusSaysWhomAUnitWaitsFor: a unit held by its after: or requires:
+// says, on its row, which unit it waits for and what of it.
+func TestStatusSaysWhomAUnitWaitsFor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t, units.RoleGateway,
+			spec("db", func(s *units.Spec) { s.Ready = units.Ready{Notify: true} }),
+			spec("api", func(s *units.Spec) { s.After = []string{"db"} }),
+			spec("cache"),
+			spec("worker", func(s *units.Spec) { s.Requires = []string{"cache"} }),
+		)
+		synctest.Wait()
+		if err := h.r.Stop(t.Context(), "cache"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		for _, tc := range []struct{ unit, want string }{
+			{"api", "waiting for db to be ready"},
+			{"worker", "requires cache, which is stopped"},
+		} {
+			if u := h.unit(tc.unit); u.State != "starting" || u.PID != 0 || u.Error != tc.want {
+				t.Errorf("%s: got state %s pid %d error %q, want starting, not spawned, %q", tc.unit, u.State, u.PID, u.Error, tc.want)
+			}
+		}
+	})
+}
