@@ -190,3 +190,41 @@ func splitNUL(b []byte) []string {
 	}
 	return out
 }
+
+// UID returns the real uid of pid, the one kill(2) checks (the first of
+// the Uid: line of /proc/PID/status), or ErrGone.
+func UID(pid int) (int, error) {
+	if pid <= 0 {
+		return 0, fmt.Errorf("pid %d: %w", pid, ErrGone)
+	}
+	b, err := os.ReadFile(Root + "/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, gone(pid, err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(l, "Uid:"); ok {
+			if f := strings.Fields(rest); len(f) > 0 {
+				return strconv.Atoi(f[0])
+			}
+		}
+	}
+	return 0, fmt.Errorf("pid %d: no Uid in status", pid)
+}
+
+// RSS returns the resident set of pid in bytes (/proc/PID/statm's second
+// field, in pages).
+func RSS(pid int) (int64, error) {
+	b, err := os.ReadFile(Root + "/" + strconv.Itoa(pid) + "/statm")
+	if err != nil {
+		return 0, gone(pid, err)
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0, fmt.Errorf("pid %d: short statm", pid)
+	}
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("pid %d: statm: %w", pid, err)
+	}
+	return pages * int64(os.Getpagesize()), nil
+}

@@ -34,19 +34,28 @@ func statOf(k *unix.KinfoProc) Stat {
 // ReadStat reads pid's entry of the process table (sysctl kern.proc.pid).
 // It returns an error wrapping ErrGone when the process does not exist.
 func ReadStat(pid int) (Stat, error) {
+	k, err := kinfo(pid)
+	if err != nil {
+		return Stat{}, err
+	}
+	return statOf(k), nil
+}
+
+// kinfo reads pid's kinfo_proc (sysctl kern.proc.pid), or ErrGone.
+func kinfo(pid int) (*unix.KinfoProc, error) {
 	if pid <= 0 {
-		return Stat{}, fmt.Errorf("pid %d: %w", pid, ErrGone)
+		return nil, fmt.Errorf("pid %d: %w", pid, ErrGone)
 	}
 	k, err := unix.SysctlKinfoProc("kern.proc.pid", pid)
 	// For a pid with no process the kernel answers with no record, which
 	// SysctlKinfoProc reports as EIO.
 	if errors.Is(err, unix.EIO) || errors.Is(err, unix.ESRCH) || err == nil && int(k.Proc.P_pid) != pid {
-		return Stat{}, fmt.Errorf("pid %d: %w", pid, ErrGone)
+		return nil, fmt.Errorf("pid %d: %w", pid, ErrGone)
 	}
 	if err != nil {
-		return Stat{}, fmt.Errorf("pid %d: sysctl kern.proc.pid: %w", pid, err)
+		return nil, fmt.Errorf("pid %d: sysctl kern.proc.pid: %w", pid, err)
 	}
-	return statOf(k), nil
+	return k, nil
 }
 
 var bootID = sync.OnceValues(func() (string, error) {
@@ -142,4 +151,20 @@ func Find(keep func(Stat) bool) ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// UID returns the real uid of pid (kinfo_proc's p_ruid), the one kill(2)
+// checks, or ErrGone.
+func UID(pid int) (int, error) {
+	k, err := kinfo(pid)
+	if err != nil {
+		return 0, err
+	}
+	return int(k.Eproc.Pcred.P_ruid), nil
+}
+
+// RSS is unsupported: the resident set is not in darwin's process table
+// (it is proc_pidinfo's, which x/sys/unix does not wrap).
+func RSS(int) (int64, error) {
+	return 0, &UnsupportedError{What: "a process's resident set", Why: "it is not in the sysctl process table"}
 }

@@ -26,3 +26,9 @@ func Pids() ([]int, error) { return nil, unsupportedTable() }
 
 // Find is unsupported here.
 func Find(func(Stat) bool) ([]int, error) { return nil, unsupportedTable() }
+
+// UID is unsupported here.
+func UID(int) (int, error) { return 0, unsupportedTable() }
+
+// RSS is unsupported here.
+func RSS(int) (int64, error) { return 0, unsupportedTable() }

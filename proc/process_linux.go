@@ -1,0 +1,34 @@
+package proc
+
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// BecomeSubreaper makes the calling process the child subreaper
+// (PR_SET_CHILD_SUBREAPER): an orphan among its descendants is re-parented
+// to it, not to init, so it can still be found by its parent link and
+// reaped.
+func BecomeSubreaper() error {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl PR_SET_CHILD_SUBREAPER: %w", err)
+	}
+	return nil
+}
+
+// DescriptorFile returns the device and inode of the regular file that
+// pid holds open as descriptor fd (stat of /proc/PID/fd/FD). It fails when
+// the descriptor is closed, is not a regular file, or cannot be read
+// (another user's process).
+func DescriptorFile(pid, fd int) (dev, ino uint64, err error) {
+	var st unix.Stat_t
+	path := fmt.Sprintf("%s/%d/fd/%d", Root, pid, fd)
+	if err := unix.Stat(path, &st); err != nil {
+		return 0, 0, fmt.Errorf("stat %s: %w", path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return 0, 0, fmt.Errorf("%s is not a regular file", path)
+	}
+	return st.Dev, st.Ino, nil
+}

@@ -1,0 +1,64 @@
+package proc
+
+import (
+	"errors"
+	"os"
+	"syscall"
+	"testing"
+)
+
+func TestUIDAndRSS(t *testing.T) {
+	uid, err := UID(os.Getpid())
+	if err != nil || uid != os.Getuid() {
+		t.Errorf("UID(self): got %d, %v; want %d", uid, err, os.Getuid())
+	}
+	if rss, err := RSS(os.Getpid()); err != nil || rss <= 0 {
+		t.Errorf("RSS(self): got %d, %v; want more than 0 bytes", rss, err)
+	}
+	if _, err := UID(0); !errors.Is(err, ErrGone) {
+		t.Errorf("UID(0): got %v, want ErrGone", err)
+	}
+	c := start(t, nil, nil)
+	pid := c.cmd.Process.Pid
+	c.stop()
+	if _, err := RSS(pid); !errors.Is(err, ErrGone) {
+		t.Errorf("RSS of exited pid %d: got %v, want ErrGone", pid, err)
+	}
+}
+
+func TestDescriptorFile(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, ino, err := DescriptorFile(os.Getpid(), int(f.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fileIno(t, fi); ino != want || dev == 0 {
+		t.Errorf("DescriptorFile: got dev %d ino %d, want ino %d", dev, ino, want)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if _, _, err := DescriptorFile(os.Getpid(), int(r.Fd())); err == nil {
+		t.Errorf("DescriptorFile of a pipe: got no error, want one (not a regular file)")
+	}
+}
+
+func fileIno(t *testing.T, fi os.FileInfo) uint64 {
+	t.Helper()
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		t.Fatalf("%T is no *syscall.Stat_t", fi.Sys())
+	}
+	return st.Ino
+}

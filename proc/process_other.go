@@ -1,0 +1,16 @@
+//go:build !linux
+
+package proc
+
+// BecomeSubreaper is unsupported: orphans are re-parented to init
+// (launchd on darwin). A supervisor in pgroup mode still finds them by
+// their process group and environment tags in the process table.
+func BecomeSubreaper() error {
+	return &UnsupportedError{What: "the child subreaper", Why: "orphans go to init; escapees are found by their group and tags in the process table"}
+}
+
+// DescriptorFile is unsupported: another process's descriptors are read
+// from /proc/PID/fd, which only Linux has.
+func DescriptorFile(int, int) (dev, ino uint64, err error) {
+	return 0, 0, &UnsupportedError{What: "another process's open files", Why: "they are read from /proc/PID/fd"}
+}
