@@ -38,6 +38,9 @@ type cgroupTree struct {
 // children without breaking the no-internal-processes rule of a delegated
 // subtree. It returns an error when no writable hierarchy exists.
 func openCgroupTree(name string) (*cgroupTree, error) {
+	if err := cgroupsAvailable(); err != nil {
+		return nil, err
+	}
 	mnt := proc.CgroupMount()
 	if mnt == "" {
 		return nil, errors.New("no cgroup v2 hierarchy in /proc/self/mountinfo")

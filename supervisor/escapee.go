@@ -299,11 +299,11 @@ func latestBefore(rs []*reg, pid int) *reg {
 func byOpenFile(pid int, spawns []*reg) *reg {
 	var found *reg
 	for fd := 0; fd <= 2; fd++ {
-		var st unix.Stat_t
-		if unix.Stat(fmt.Sprintf("%s/%d/fd/%d", proc.Root, pid, fd), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		dev, ino, err := proc.DescriptorFile(pid, fd)
+		if err != nil {
 			continue
 		}
-		id := fileID{dev: st.Dev, ino: st.Ino}
+		id := fileID{dev: dev, ino: ino}
 		for _, r := range spawns {
 			if slices.Contains(r.files, id) {
 				if found != nil && found != r {
@@ -328,7 +328,7 @@ func fileIDs(fs ...*os.File) []fileID {
 		}
 		var st unix.Stat_t
 		if unix.Fstat(int(f.Fd()), &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
-			out = append(out, fileID{dev: st.Dev, ino: st.Ino})
+			out = append(out, fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}) // widths differ by platform
 		}
 	}
 	return out

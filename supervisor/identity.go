@@ -2,14 +2,10 @@ package supervisor
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/hermes-units/hermes/proc"
-	"golang.org/x/sys/unix"
 )
 
 // Identity checks before signalling a process this owner did not spawn
@@ -45,31 +41,27 @@ func (o *Owner) foreignCgroupLocked(g Group) Group {
 }
 
 // signalMember sends sig to pid only if it is still a member of the cgroup
-// dir: the pidfd is opened first, then membership is checked, so the signal
-// reaches the process that was checked even if pid is recycled meanwhile.
+// dir: the process handle (a pidfd) is opened first, then membership is
+// checked, so the signal reaches the process that was checked even if pid
+// is recycled meanwhile.
 func signalMember(pid int, dir string, sig syscall.Signal) {
-	fd, err := unix.PidfdOpen(pid, 0)
+	h, err := proc.OpenHandle(pid)
 	if err != nil {
 		return // gone
 	}
-	defer unix.Close(fd)
+	defer h.Close()
 	if !inCgroup(pid, dir) {
 		return
 	}
-	unix.PidfdSendSignal(fd, sig, nil, 0)
+	h.Signal(sig)
 }
 
 // inCgroup reports whether pid's v2 cgroup is dir.
 func inCgroup(pid int, dir string) bool {
-	b, err := os.ReadFile(filepath.Join(proc.Root, strconv.Itoa(pid), "cgroup"))
-	if err != nil {
+	rel := proc.Cgroup(pid)
+	if rel == "" {
 		return false
 	}
 	mount := proc.CgroupMount()
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if rel, ok := strings.CutPrefix(line, "0::"); ok {
-			return mount != "" && filepath.Join(mount, rel) == filepath.Clean(dir)
-		}
-	}
-	return false
+	return mount != "" && filepath.Join(mount, rel) == filepath.Clean(dir)
 }

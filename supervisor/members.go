@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/proc"
-	"golang.org/x/sys/unix"
 )
 
 // Members lists the live processes of g, each with its identity, ordered
@@ -133,18 +132,19 @@ func (o *Owner) StopMain(ctx context.Context, g Group, main proc.Identity, sig s
 	return o.finishStop(ctx, r, g, grace)
 }
 
-// signalIdentity sends sig to id's process through a pidfd, once the pidfd
-// is known to name the same process (start time): never a recycled pid.
+// signalIdentity sends sig to id's process through a process handle (a
+// pidfd on Linux), once the handle is known to name the same process
+// (start time): never a recycled pid.
 func signalIdentity(id proc.Identity, sig syscall.Signal) {
-	fd, err := unix.PidfdOpen(id.PID, 0)
+	h, err := proc.OpenHandle(id.PID)
 	if err != nil {
 		return // gone
 	}
-	defer unix.Close(fd)
+	defer h.Close()
 	if now, err := proc.Read(id.PID); err != nil || now.StartTime != id.StartTime {
 		return
 	}
-	unix.PidfdSendSignal(fd, sig, nil, 0)
+	h.Signal(sig)
 }
 
 // finishStop waits up to grace for r to be empty, KILLs what is left, waits

@@ -2,10 +2,10 @@ package supervisor
 
 import (
 	"errors"
-	"fmt"
 	"os"
-	"time"
+	"runtime"
 
+	"github.com/hermes-units/hermes/proc"
 	"golang.org/x/sys/unix"
 )
 
@@ -15,36 +15,8 @@ import (
 // the process lives: one thread per unit. A pidfd instead becomes readable
 // when its process exits, and registered with the runtime's netpoller
 // (os.NewFile of a non-blocking fd) its waiter is a parked goroutine that
-// holds no thread; one epoll wait serves them all.
-
-// errNotPollable: the pidfd could not be registered with the netpoller.
-var errNotPollable = errors.New("pidfd is not pollable")
-
-// openPidfd returns a pidfd of pid registered with the netpoller. For our
-// own unreaped child it names that very process (its pid cannot be reused
-// before we reap it); for any other pid the caller checks the identity
-// after opening.
-func openPidfd(pid int) (*os.File, error) {
-	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
-	if errors.Is(err, unix.EINVAL) { // PIDFD_NONBLOCK is Linux 5.10+
-		if fd, err = unix.PidfdOpen(pid, 0); err == nil {
-			err = unix.SetNonblock(fd, true)
-			if err != nil {
-				unix.Close(fd)
-			}
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("pidfd of %d: %w", pid, err)
-	}
-	f := os.NewFile(uintptr(fd), fmt.Sprintf("pidfd:%d", pid))
-	// Deadlines are supported only on files the netpoller watches.
-	if err := f.SetReadDeadline(time.Time{}); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("pidfd of %d: %w", pid, errNotPollable)
-	}
-	return f, nil
-}
+// holds no thread; one epoll wait serves them all. proc.ExitFile is that
+// pidfd on Linux, and a kqueue holding the process's NOTE_EXIT on darwin.
 
 // awaitExit parks the calling goroutine until done reports true. done is
 // called at once, then each time the pidfd f becomes readable (its process
@@ -61,9 +33,11 @@ func awaitExit(f *os.File, done func(fd int) bool) error {
 
 // reapChild waits for our child pid to exit and reaps it with wait4: only
 // this pid, never another (the owner owns every wait: an os/exec child
-// elsewhere in the process keeps its exit status). The wait parks on a
-// pidfd; where none can be registered with the netpoller it falls back to
-// a blocking wait4, which holds a thread.
+// elsewhere in the process keeps its exit status). The wait parks on the
+// child's exit file (proc.ExitFile: a pidfd on Linux, a kqueue on darwin);
+// where none can be registered with the netpoller it falls back to a
+// blocking wait4, which holds a thread. So does a wait the exit file ended
+// before wait4 could reap: the process has exited, and the wait is short.
 func reapChild(pid int) (unix.WaitStatus, error) {
 	var ws unix.WaitStatus
 	var werr error
@@ -80,10 +54,16 @@ func reapChild(pid int) (unix.WaitStatus, error) {
 			return wpid == pid
 		}
 	}
-	if f, err := openPidfd(pid); err == nil {
-		err = awaitExit(f, func(int) bool { return reaped() })
+	if f, err := proc.ExitFile(pid); err == nil {
+		done := false
+		err = awaitExit(f, func(fd int) bool {
+			done = reaped()
+			// darwin's kqueue reports the exit once, and may report it
+			// before wait4 can reap: the wait then ends on the event.
+			return done || runtime.GOOS != "linux" && proc.Exited(fd)
+		})
 		f.Close()
-		if err == nil {
+		if err == nil && done {
 			return ws, werr
 		}
 	}
@@ -96,15 +76,6 @@ func reapChild(pid int) (unix.WaitStatus, error) {
 	}
 }
 
-// readable reports whether the pidfd fd is readable now (its process
-// exited), without blocking.
-func readable(fd int) bool {
-	for {
-		p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		n, err := unix.Poll(p, 0)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		return err != nil || n > 0
-	}
-}
+// readable reports whether the exit file's descriptor fd is readable now
+// (its process exited), without blocking.
+func readable(fd int) bool { return proc.Exited(fd) }

@@ -16,7 +16,6 @@ import (
 	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/units"
-	"golang.org/x/sys/unix"
 )
 
 // Spec says what to spawn.
@@ -273,7 +272,9 @@ func (sp *spawning) cgroup(ctx context.Context) error {
 		return fmt.Errorf("open cgroup: %w", err)
 	}
 	sp.cgFD = fd
-	sp.attr.UseCgroupFD, sp.attr.CgroupFD = true, int(fd.Fd())
+	if err := intoCgroup(sp.attr, int(fd.Fd())); err != nil {
+		return err
+	}
 	if spec.Survive {
 		return nil
 	}
@@ -297,7 +298,7 @@ func (sp *spawning) register(ctx context.Context) error {
 // its groups are re-parented to it, where the janitor finds them.
 func (o *Owner) becomeSubreaper() {
 	o.subreaper.Do(func() {
-		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		if err := proc.BecomeSubreaper(); err != nil {
 			o.opts.Logf("supervisor: child subreaper: %v (escapees may be missed)", err)
 		}
 		// The janitor scans at each child exit and re-parented zombie,

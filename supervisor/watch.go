@@ -10,20 +10,21 @@ import (
 )
 
 // WatchExit returns a channel closed when the process leader exits, for a
-// process that is not our child (an adopted leader): it holds a pidfd, so a
-// recycled pid never fools it. It fails with proc.ErrGone when leader is
+// process that is not our child (an adopted leader): it holds an exit file
+// (proc.ExitFile: a pidfd on Linux, a kqueue on darwin), so a recycled pid
+// never fools it. It fails with proc.ErrGone when leader is
 // not alive now. The watch ends (without closing the channel) when ctx ends.
-// The watch is a goroutine parked on the pidfd in the runtime's netpoller:
+// The watch is a goroutine parked on the exit file in the runtime's netpoller:
 // it holds no OS thread while the process lives.
 func WatchExit(ctx context.Context, leader proc.Identity) (<-chan struct{}, error) {
-	f, err := openPidfd(leader.PID)
+	f, err := proc.ExitFile(leader.PID)
 	if err != nil {
-		if errors.Is(err, errNotPollable) {
+		if errors.Is(err, proc.ErrNotPollable) || errors.Is(err, errors.ErrUnsupported) {
 			return nil, fmt.Errorf("watch %s: %w", leader, err)
 		}
 		return nil, fmt.Errorf("watch %s: %w", leader, proc.ErrGone)
 	}
-	if !leader.Alive() { // checked after opening: the pidfd names this very process
+	if !leader.Alive() { // checked after opening: the exit file names this very process
 		f.Close()
 		return nil, fmt.Errorf("watch %s: %w", leader, proc.ErrGone)
 	}
