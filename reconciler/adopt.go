@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -318,7 +316,7 @@ func vetGroup(pid, pgid int, gd guards) (supervisor.Group, error) {
 	}
 	if gd.uid != 0 {
 		for _, m := range members {
-			if u, err := uidOf(m); err == nil && u != gd.uid {
+			if u, err := proc.UID(m); err == nil && u != gd.uid {
 				return supervisor.Group{}, refused("process %d of group %d belongs to uid %d; hermesd runs as uid %d and adopts only that user's processes (run hermesd as root to adopt other users')", m, pgid, u, gd.uid)
 			}
 		}
@@ -332,22 +330,6 @@ func vetGroup(pid, pgid int, gd guards) (supervisor.Group, error) {
 		return supervisor.Group{}, refused("group %d: its process %d has just exited", pgid, lead)
 	}
 	return supervisor.Group{PGID: pgid, Leader: id}, nil
-}
-
-// uidOf is the real uid of pid (/proc/PID/status), the one kill(2) checks.
-func uidOf(pid int) (int, error) {
-	b, err := os.ReadFile(filepath.Join(proc.Root, strconv.Itoa(pid), "status"))
-	if err != nil {
-		return 0, err
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(l, "Uid:"); ok {
-			if f := strings.Fields(rest); len(f) > 0 {
-				return strconv.Atoi(f[0])
-			}
-		}
-	}
-	return 0, fmt.Errorf("pid %d: no Uid in status", pid)
 }
 
 // validName: what --as accepts, and what derived names are made of.

@@ -3,11 +3,8 @@ package reconciler
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -308,18 +305,11 @@ func (c *rssCache) fill(us []control.Unit) {
 	}
 }
 
-// rss is the resident set of pid in bytes, 0 when unreadable.
+// rss is the resident set of pid in bytes, 0 when unreadable (or where
+// the platform's process table has none: darwin).
 func rss(pid int) int64 {
-	b, err := os.ReadFile(filepath.Join(proc.Root, strconv.Itoa(pid), "statm"))
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0
-	}
-	pages, _ := strconv.ParseInt(f[1], 10, 64)
-	return pages * int64(os.Getpagesize())
+	n, _ := proc.RSS(pid)
+	return n
 }
 
 // Start wants the unit running again: it clears a failure, the start

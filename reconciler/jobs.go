@@ -51,10 +51,10 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/safefile"
+	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/timeouts"
 	"github.com/hermes-units/hermes/units"
 	"github.com/robfig/cron/v3"
-	"golang.org/x/sys/unix"
 )
 
 // ErrBudgetExceeded is the cause of a run stopped at 100 % of its budget.
@@ -536,24 +536,25 @@ func (r *Reconciler) wrapUp(u *unit, jr *jobRun) {
 // signal.
 var errReaped = errors.New("the job's main process has exited")
 
-// signalLeader sends sig to p's leader, our child. The pidfd is opened
-// before checking that p is not reaped, so it cannot name a recycled pid. A
-// Process that signals by itself (tests' fakes) is asked to.
+// signalLeader sends sig to p's leader, our child. The process handle (a
+// pidfd on Linux) is opened before checking that p is not reaped, so it
+// cannot name a recycled pid. A Process that signals by itself (tests'
+// fakes) is asked to.
 func signalLeader(p Process, sig syscall.Signal) error {
 	if s, ok := p.(interface{ Signal(syscall.Signal) error }); ok {
 		return s.Signal(sig)
 	}
-	fd, err := unix.PidfdOpen(p.Group().Leader.PID, 0)
+	h, err := proc.OpenHandle(p.Group().Leader.PID)
 	if err != nil {
-		return fmt.Errorf("pidfd_open %d: %w", p.Group().Leader.PID, err)
+		return err
 	}
-	defer unix.Close(fd)
+	defer h.Close()
 	select {
 	case <-p.Done():
 		return errReaped
 	default:
 	}
-	return unix.PidfdSendSignal(fd, sig, nil, 0)
+	return h.Signal(sig)
 }
 
 // jobStatus is u's control.Job, nil for a unit that is no job.

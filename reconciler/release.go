@@ -271,7 +271,7 @@ func (r *Reconciler) evidence(rec Record, gd guards, ports map[uint64]int) contr
 	}
 	if o.Adoptable && gd.uid != 0 {
 		for _, m := range members {
-			if u, err := uidOf(m); err == nil && u != gd.uid {
+			if u, err := proc.UID(m); err == nil && u != gd.uid {
 				o.Adoptable, o.Why = false, fmt.Sprintf("process %d belongs to uid %d; hermesd runs as uid %d", m, u, gd.uid)
 				break
 			}

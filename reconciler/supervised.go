@@ -2,10 +2,7 @@ package reconciler
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -190,14 +187,8 @@ func (c ledgerCheckpoint) Who(ctx context.Context, pid int) (Survivor, bool, err
 // cgroupOf is pid's cgroup v2 path relative to the hierarchy's root, "" when
 // none (or the root).
 func cgroupOf(pid int) string {
-	b, err := os.ReadFile(filepath.Join(proc.Root, strconv.Itoa(pid), "cgroup"))
-	if err != nil {
-		return ""
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if rest, ok := strings.CutPrefix(line, "0::"); ok && rest != "/" {
-			return rest
-		}
+	if cg := proc.Cgroup(pid); cg != "/" {
+		return cg
 	}
 	return ""
 }
