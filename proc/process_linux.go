@@ -32,3 +32,7 @@ func DescriptorFile(pid, fd int) (dev, ino uint64, err error) {
 	}
 	return st.Dev, st.Ino, nil
 }
+
+// OwnDescriptors lists the descriptors the calling process has open
+// (/proc/self/fd), the listing's own included.
+func OwnDescriptors() ([]int, error) { return listDescriptors(Root + "/self/fd") }

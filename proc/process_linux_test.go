@@ -3,6 +3,7 @@ package proc
 import (
 	"errors"
 	"os"
+	"slices"
 	"syscall"
 	"testing"
 )
@@ -61,4 +62,19 @@ func fileIno(t *testing.T, fi os.FileInfo) uint64 {
 		t.Fatalf("%T is no *syscall.Stat_t", fi.Sys())
 	}
 	return st.Ino
+}
+
+func TestOwnDescriptors(t *testing.T) {
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fds, err := OwnDescriptors()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(fds, int(f.Fd())) || !slices.Contains(fds, 0) {
+		t.Errorf("OwnDescriptors: got %v, want 0 and %d among them", fds, f.Fd())
+	}
 }

@@ -14,3 +14,8 @@ func BecomeSubreaper() error {
 func DescriptorFile(int, int) (dev, ino uint64, err error) {
 	return 0, 0, &UnsupportedError{What: "another process's open files", Why: "they are read from /proc/PID/fd"}
 }
+
+// OwnDescriptors lists the descriptors the calling process has open
+// (/dev/fd: on FreeBSD it lists them all only where fdescfs is mounted),
+// the listing's own included.
+func OwnDescriptors() ([]int, error) { return listDescriptors("/dev/fd") }
