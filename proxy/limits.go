@@ -72,7 +72,7 @@ func nofile() uint64 {
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
 		return 1 << 20
 	}
-	return rl.Cur
+	return uint64(rl.Cur) // int64 on FreeBSD, where RLIM_INFINITY is -1: the largest here
 }
 
 func (l *Limits) fill() {

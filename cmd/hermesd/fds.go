@@ -3,10 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
-	"math"
 	"os"
-	"strconv"
 
+	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/supervisor"
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
@@ -18,24 +17,20 @@ import (
 // flock, a leaky terminal, systemd's LISTEN_FDS) are not, and would pass to
 // every unit and to the death supervisor: a unit would then hold its
 // grandparent's lock or pipe end for as long as it runs. Units get exactly
-// fds 0, 1 and 2. Called from run before anything else.
-func cloexecInherited() error {
-	err := unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC)
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.EINVAL) {
-		return fmt.Errorf("mark inherited descriptors close-on-exec: %w", err)
-	}
-	// Before Linux 5.11: one by one. The listing's own descriptor is
-	// close-on-exec already, so marking it too is harmless.
-	ents, err := os.ReadDir("/proc/self/fd")
+// fds 0, 1 and 2. Called from run before anything else. Linux marks them
+// all in one call (fds_linux.go); elsewhere, and before Linux 5.11, they
+// are marked one by one (cloexecListed).
+
+// cloexecListed marks the descriptors above stderr that the process has
+// open close-on-exec, one by one. The listing's own descriptor is
+// close-on-exec already, so marking it too is harmless.
+func cloexecListed() error {
+	fds, err := proc.OwnDescriptors()
 	if err != nil {
 		return fmt.Errorf("mark inherited descriptors close-on-exec: %w", err)
 	}
-	for _, e := range ents {
-		fd, err := strconv.Atoi(e.Name())
-		if err != nil || fd <= 2 {
+	for _, fd := range fds {
+		if fd <= 2 {
 			continue
 		}
 		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC); err != nil && !errors.Is(err, unix.EBADF) {

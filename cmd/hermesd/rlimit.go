@@ -7,7 +7,6 @@ import (
 
 	"github.com/hermes-units/hermes/reconciler"
 	"github.com/hermes-units/hermes/units"
-	"golang.org/x/sys/unix"
 )
 
 // Descriptors (issue: a daemon out of descriptors marks units failed for
@@ -33,22 +32,22 @@ const (
 // start: os/exec then gives each unit the soft limit hermesd was started
 // with (a unit built around select(2) expects 1024), which it does only
 // while the soft limit is still the runtime's. prlimit(2) is called
-// directly for the same reason (syscall.Setrlimit would switch that off).
+// directly for the same reason (syscall.Setrlimit would switch that off;
+// elsewhere x/sys/unix's setrlimit, which does not; see rlimit_*.go).
 // The runtime has normally raised it already; this makes sure, whatever
 // lowered it since.
 func raiseNoFile() (soft, hard uint64, err error) {
-	var lim unix.Rlimit
-	if err := unix.Prlimit(0, unix.RLIMIT_NOFILE, nil, &lim); err != nil {
+	soft, hard, err = readNoFile()
+	if err != nil {
 		return 0, 0, fmt.Errorf("read RLIMIT_NOFILE: %w", err)
 	}
-	if lim.Max > 1 && lim.Cur < lim.Max-1 {
-		raised := unix.Rlimit{Cur: lim.Max - 1, Max: lim.Max}
-		if err := unix.Prlimit(0, unix.RLIMIT_NOFILE, &raised, nil); err != nil {
-			return lim.Cur, lim.Max, fmt.Errorf("raise RLIMIT_NOFILE from %d to %d: %w", lim.Cur, raised.Cur, err)
+	if hard > 1 && soft < hard-1 {
+		if err := writeNoFile(hard-1, hard); err != nil {
+			return soft, hard, fmt.Errorf("raise RLIMIT_NOFILE from %d to %d: %w", soft, hard-1, err)
 		}
-		lim = raised
+		soft = hard - 1
 	}
-	return lim.Cur, lim.Max, nil
+	return soft, hard, nil
 }
 
 // fdNeed is how many descriptors hermesd may hold at once with n units
