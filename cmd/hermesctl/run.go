@@ -69,7 +69,7 @@ func runOwned(cmd *cobra.Command, g *globals, args []string, mode supervisor.Mod
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	_, terr := unix.IoctlGetTermios(int(os.Stdin.Fd()), unix.TCGETS)
+	_, terr := unix.IoctlGetTermios(int(os.Stdin.Fd()), ioctlGetTermios)
 	fg := terr == nil // stdin is a terminal: CMD becomes its foreground group
 	if fg {
 		// Taking the terminal back after CMD ends is done from the

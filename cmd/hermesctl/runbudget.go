@@ -14,11 +14,11 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/safefile"
+	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/reconciler"
 	"github.com/hermes-units/hermes/supervisor"
 	"github.com/hermes-units/hermes/timeouts"
 	"github.com/hermes-units/hermes/units"
-	"golang.org/x/sys/unix"
 )
 
 // `hermesctl run --run-budget SECONDS` gives an ad-hoc run the budget
@@ -206,21 +206,21 @@ func (r *budgetedRun) wrapUp(child *supervisor.Child) {
 	}
 }
 
-// signalLeader sends sig to the child's leader through a pidfd, opened
-// before checking that it is not reaped, so it cannot name a recycled pid.
-// A leader that has exited gets nothing.
+// signalLeader sends sig to the child's leader through a process handle
+// (a pidfd on Linux), opened before checking that it is not reaped, so it
+// cannot name a recycled pid. A leader that has exited gets nothing.
 func signalLeader(child *supervisor.Child, sig syscall.Signal) error {
-	fd, err := unix.PidfdOpen(child.Leader.PID, 0)
+	h, err := proc.OpenHandle(child.Leader.PID)
 	if err != nil {
-		return fmt.Errorf("pidfd_open %d: %w", child.Leader.PID, err)
+		return err
 	}
-	defer unix.Close(fd)
+	defer h.Close()
 	select {
 	case <-child.Done():
 		return nil
 	default:
 	}
-	return unix.PidfdSendSignal(fd, sig, nil, 0)
+	return h.Signal(sig)
 }
 
 // exceeded is the error of a run stopped at its deadline.
