@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/hermes-units/hermes/control"
@@ -106,7 +105,9 @@ func (h *harness) start(ctx context.Context) (*daemon, error) {
 			return nil, err
 		}
 		defer fd.Close()
-		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(fd.Fd())}
+		if cmd.SysProcAttr, err = cgroupAttr(int(fd.Fd())); err != nil {
+			return nil, err
+		}
 	}
 	if err := cmd.Start(); err != nil {
 		return nil, err
