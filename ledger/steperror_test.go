@@ -6,6 +6,8 @@ import (
 	"os"
 	"syscall"
 	"testing"
+
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 // TestStepError: a failed write of the temporary file names it once.
@@ -38,10 +40,9 @@ func TestStepError(t *testing.T) {
 // names the temporary file once and matches ENOSPC.
 func TestWriteAtomicFullDisk(t *testing.T) {
 	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=4k,mode=0700"); err != nil {
+	if err := testkit.MountTmpfs(t, dir, 4<<10); err != nil {
 		t.Skipf("cannot mount a small tmpfs to fill (needs root): %v; TestStepError covers the message", err)
 	}
-	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
 	err := writeAtomic(dir, dir+"/"+FileName, make([]byte, 64<<10))
 	if !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("writeAtomic on a full disk: %v, want ENOSPC", err)

@@ -32,10 +32,9 @@ func TestLedgerFullDisk(t *testing.T) {
 			var inject func(o *Owner)
 			switch how {
 			case "tmpfs":
-				if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64k,mode=0700"); err != nil {
+				if err := testkit.MountTmpfs(t, dir, 64<<10); err != nil {
 					t.Skipf("cannot mount a small tmpfs to fill (%v; needs root): the injected row covers the path", err)
 				}
-				t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
 				fill := filepath.Join(dir, "fill")
 				f, err := os.Create(fill)
 				if err != nil {

@@ -99,10 +99,9 @@ func TestFullStateDir(t *testing.T) {
 	if err := os.Mkdir(state, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Mount("tmpfs", state, "tmpfs", 0, "size=64k,mode=0700"); err != nil {
+	if err := testkit.MountTmpfs(t, state, 64<<10); err != nil {
 		t.Skipf("cannot mount a small tmpfs to fill (needs root): %v; the full-disk case is untested here", err)
 	}
-	t.Cleanup(func() { syscall.Unmount(state, syscall.MNT_DETACH) })
 	writeUnits(t, dir, map[string]string{"web": "adoptable"})
 	var web proc.Identity // survives hermesd's clean stop: killed after it
 	var webCgroup string

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-	"golang.org/x/sys/unix"
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 // lineLen is the length of every line the flood helper writes.
@@ -257,13 +257,8 @@ func TestLogsFullDisk(t *testing.T) {
 func tmpfs(t *testing.T, size int) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size="+strconv.Itoa(size)+",mode=0700"); err != nil {
+	if err := testkit.MountTmpfs(t, dir, size); err != nil {
 		t.Skipf("cannot mount a small tmpfs to fill (%v): needs root; TestLogsPipeBound covers rotation without a full disk", err)
 	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
-			t.Error(err)
-		}
-	})
 	return dir
 }
