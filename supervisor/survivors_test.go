@@ -125,7 +125,9 @@ func startOwner(t *testing.T, f family, mode Mode, marker, state string, externa
 			t.Fatal(err)
 		}
 		defer fd.Close()
-		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(fd.Fd())}
+		if err := testkit.IntoCgroup(cmd, int(fd.Fd())); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cmd.Stderr = os.Stderr
 	in, out := testkit.StartPiped(t, cmd)
