@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/hermes-units/hermes/proc"
 )
@@ -68,6 +71,16 @@ func portInodes(port int) ([]uint64, error) {
 func checkPorts(ctx context.Context, unit string, ports []int, cp Checkpoint) error {
 	for _, port := range ports {
 		inodes, err := portInodes(port)
+		if errors.Is(err, errors.ErrUnsupported) {
+			// No socket tables on this platform (darwin): a bind tells
+			// whether the port is free, not who holds it.
+			if held, err := bindHeld(port); err != nil {
+				return fmt.Errorf("unit %s: check port %d: %w", unit, port, err)
+			} else if held {
+				return &PortError{Unit: unit, Port: port}
+			}
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("unit %s: check port %d: %w", unit, port, err)
 		}
@@ -92,4 +105,28 @@ func checkPorts(ctx context.Context, unit string, ports []int, cp Checkpoint) er
 		return pe
 	}
 	return nil
+}
+
+// bindHeld reports whether a listener at port is refused with EADDRINUSE
+// on the wildcard or loopback address of IPv4 or IPv6: the port is held.
+// Each is tried, as a listener bound to one address does not stop a bind
+// to another where SO_REUSEADDR is set (Go sets it; BSD kernels then allow
+// it); a holder bound to another address alone is not seen. An address the
+// host lacks (no IPv6) is skipped. Each probe is closed at once.
+func bindHeld(port int) (bool, error) {
+	for _, host := range []string{"0.0.0.0", "127.0.0.1", "::", "::1"} {
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		switch {
+		case errors.Is(err, syscall.EADDRINUSE):
+			return true, nil
+		case errors.Is(err, syscall.EADDRNOTAVAIL) || errors.Is(err, syscall.EAFNOSUPPORT):
+			continue
+		case err != nil:
+			return false, err
+		}
+		if err := ln.Close(); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
 }
