@@ -227,7 +227,17 @@ func TestSweepDeadOwners(t *testing.T) {
 	var procs []*exec.Cmd
 	for _, d := range busy {
 		cmd := sleeper()
-		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0); err != nil {
+		// Another owner on the machine (a test of another package running
+		// at the same time) may sweep this empty cgroup of a dead owner
+		// before the sleeper is in it: make it again and retry.
+		var err error
+		for try := 0; try < 20; try++ {
+			if err = os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0); !errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			os.MkdirAll(d, 0o755)
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 		procs = append(procs, cmd)
