@@ -564,8 +564,8 @@ func idleRows(before, after []procSample) []Row {
 	rssMB, onMB := mb(h1.rssKB), mb(m1.rssKB)
 	return []Row{
 		{Figure: fmt.Sprintf("hermesd RSS, %d units, idle, metrics off", hermesdUnits),
-			Value:  fmt.Sprintf("%.1f MB RSS (%s; peak VmHWM %.1f MB)", rssMB, atMost(rssMB, 12, " MB"), mb(h1.hwmKB)),
-			Method: fmt.Sprintf("VmRSS of /proc/PID/status of the hermesd process (no metrics.listen) at the end of a %v idle window, %d owned `sleep` units running, %v after all were ready", hermesdIdle, hermesdUnits, hermesdSettle)},
+			Value:  fmt.Sprintf("%.1f MB RSS (%s; peak VmHWM %.1f MB; idle Go program %.1f MB RSS)", rssMB, atMost(rssMB, 12, " MB"), mb(h1.hwmKB), mb(after[2].rssKB)),
+			Method: fmt.Sprintf("VmRSS of /proc/PID/status of the hermesd process (no metrics.listen) at the end of a %v idle window, %d owned `sleep` units running, %v after all were ready; the idle Go program (this bench, waiting for TERM) read the same way at the same moment: the runtime's own floor", hermesdIdle, hermesdUnits, hermesdSettle)},
 		{Figure: fmt.Sprintf("hermesd RSS, %d units, idle, metrics on", hermesdUnits),
 			Value: fmt.Sprintf("%.1f MB RSS, %+.1f MB against metrics off (peak VmHWM %.1f MB); wake-ups %.2f/s",
 				onMB, onMB-rssMB, mb(m1.hwmKB), rate(3)),
