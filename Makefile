@@ -35,6 +35,9 @@ lint: ## gofmt, go mod tidy, go vet, staticcheck, shellcheck, complexity ≤ 25,
 	$(GO) tool gocyclo -over 25 -ignore '_test\.go$$' $$(git ls-files '*.go')
 	$(GO) run ./internal/cmd/spawncheck .
 
+cross: ## go vet and go test -c of every package for darwin/arm64, darwin/amd64 and freebsd/amd64 (TARGETS="darwin/arm64" for some)
+	.ci/cross
+
 lint-metrics: ## promtool check metrics on a scrape of every series and of a live hermesd (Debian package prometheus)
 	HERMES_REQUIRE_PROMTOOL=1 $(GO) test -count=1 -run 'TestMetricsFromEvents|TestEventsAndMetricsScenario' ./internal/metrics ./cmd/hermesd
 
