@@ -61,7 +61,7 @@ func (r *Reconciler) reload(ctx context.Context, dryRun bool) (control.Plan, err
 			err = ErrStopped
 			return
 		}
-		p = r.plan(l)
+		p = r.plan(&l)
 		if !dryRun {
 			r.apply(ctx, p, l) // the pass that follows every request starts what it wants
 			r.publishReload(p, began, nil)

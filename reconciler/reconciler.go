@@ -68,6 +68,11 @@ type Loaded struct {
 	Specs  []units.Spec
 	Errors []control.ConfigError // files that did not load; their units keep their last good version
 
+	// ports are the declarations of ports of LoadDir's Loaded, whose Specs
+	// hold both units of a clash: the reconciler settles it (settlePorts).
+	// nil in a Loaded made otherwise: its Specs all load.
+	ports units.Ports
+
 	// hashes maps a spec's name to its hash, computed by hashAll off Run's
 	// goroutine: hashing encodes each spec, and a reload of hundreds of
 	// units would otherwise hold Run (and every status) for as long.
@@ -299,7 +304,8 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	}
 	loaded.hashAll(r.specHash)
 	r.readopt(ctx, loaded)
-	r.apply(ctx, r.plan(loaded), loaded)
+	p := r.plan(&loaded)
+	r.apply(ctx, p, loaded)
 	r.reconcile(ctx)
 	r.publishChanges()
 	r.loadMu.Unlock()

@@ -15,9 +15,10 @@ import (
 func hash(s units.Spec) string { return s.Hash() }
 
 // Diff computes a reload plan (pure): cur maps each current unit to its spec
-// hash. A unit whose file failed to load is kept at its last good version
-// (never stopped for a broken file); a renamed file is a stop of the old
-// name and a start of the new one.
+// hash, and l is settled (every unit of l.Specs loads: see settlePorts). A
+// unit whose file failed to load is kept at its last good version (never
+// stopped for a broken file); a renamed file is a stop of the old name and
+// a start of the new one.
 func Diff(cur map[string]string, l Loaded) control.Plan {
 	p := control.Plan{Start: []string{}, Stop: []string{}, Restart: []string{}, Keep: []string{}, Errors: l.Errors}
 	if p.Errors == nil {
@@ -135,17 +136,60 @@ func unitOf(file string) string {
 // counts as that version: the file is compared with what the unit is about
 // to run, so that saving the running version back over a pending edit is a
 // change (the unit must not go on to the edit the file no longer holds).
-func (r *Reconciler) plan(l Loaded) control.Plan {
+//
+// Before the diff, plan settles the port rule in l (settlePorts), against
+// the ports of the versions the units have: l then holds the outcome that
+// apply carries out.
+func (r *Reconciler) plan(l *Loaded) control.Plan {
 	cur := map[string]string{}
+	declared := map[string][]int{}
 	for n, u := range r.units {
 		if !u.removed && !u.external { // an adopted group is no unit file
-			cur[n] = u.hash
+			cur[n], declared[n] = u.hash, u.spec.Ports
 			if u.pending != nil {
-				cur[n] = u.pendHash
+				cur[n], declared[n] = u.pendHash, u.pending.Ports
 			}
 		}
 	}
-	return Diff(cur, l)
+	*l = settlePorts(*l, declared)
+	return Diff(cur, *l)
+}
+
+// settlePorts decides the clashes on ports that LoadDir left open: it
+// gave l both units of each (units.Dir.Contested). The one that declared
+// the port first keeps it: a unit the reconciler has (declared: the ports
+// of the version it runs or is about to run, by unit) keeps its ports
+// against a unit added since, or one changed to declare a port it did not;
+// of two such new claims (at hermesd's start, or in one reload), the later
+// name fails, as units.LoadDir decides. So a running unit is never failed
+// by a newcomer, and the newcomer loads once the holder gives the port up.
+// The units that fail leave l.Specs (a unit of theirs keeps its last good
+// version: Diff) and their errors join l.Errors. A settled Loaded (ports
+// nil: every Loaded but LoadDir's) is returned as it is.
+func settlePorts(l Loaded, declared map[string][]int) Loaded {
+	if len(l.ports) == 0 {
+		return l
+	}
+	specs := make(map[string]*units.Spec, len(l.Specs))
+	for i := range l.Specs {
+		specs[l.Specs[i].Name] = &l.Specs[i]
+	}
+	failed := l.ports.Settle(func(n string) units.Rank {
+		had, ok := declared[n]
+		if s := specs[n]; ok && s != nil && !slices.ContainsFunc(s.Ports, func(p int) bool { return !slices.Contains(had, p) }) {
+			return units.Rank{Why: "declared it first"}
+		}
+		return units.Rank{Tier: 1}
+	})
+	out := Loaded{Specs: make([]units.Spec, 0, len(l.Specs)), Errors: slices.Clone(l.Errors), hashes: l.hashes}
+	for _, s := range l.Specs {
+		if es, ok := failed[s.Name]; ok {
+			out.Errors = append(out.Errors, ConfigErrors(es)...)
+			continue
+		}
+		out.Specs = append(out.Specs, s)
+	}
+	return out
 }
 
 // apply carries a plan out: starts come from reconcile, stops and restarts
@@ -246,18 +290,31 @@ func (r *Reconciler) markReloadStop(u *unit) {
 	u.stopEpoch = r.reloads
 }
 
-// LoadDir adapts units.Loader.LoadDir to Options.Load.
+// LoadDir adapts units.Loader.LoadDir to Options.Load. The clashes on
+// ports are left to the reconciler, which knows which of two units it has
+// (settlePorts): the Loaded holds both units of each (after the others, in
+// name order) and not the error LoadDir gave the one it failed.
 func LoadDir(l *units.Loader, dir string) func(context.Context) (Loaded, error) {
 	return func(context.Context) (Loaded, error) {
 		d, err := l.LoadDir(dir)
 		if err != nil {
 			return Loaded{}, err
 		}
-		var out Loaded
+		out := Loaded{ports: d.Ports}
 		for _, n := range d.Order() {
 			out.Specs = append(out.Specs, *d.Units[n])
 		}
-		out.Errors = ConfigErrors(d.Errors())
+		var es units.Errors
+		for n, fe := range d.Failed {
+			if s := d.Contested[n]; s != nil {
+				out.Specs = append(out.Specs, *s)
+			} else {
+				es = append(es, fe...)
+			}
+		}
+		slices.SortFunc(out.Specs[len(d.Units):], func(a, b units.Spec) int { return strings.Compare(a.Name, b.Name) })
+		es.Sort()
+		out.Errors = ConfigErrors(es)
 		return out, nil
 	}
 }
