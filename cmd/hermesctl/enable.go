@@ -171,32 +171,26 @@ func newIsEnabledCmd(g *globals) *cobra.Command {
 		Short: "Say whether units are enabled; exit 0 when every one is",
 		Long: "Print \"enabled\" or \"disabled\" for each unit, one line per unit in the\n" +
 			"order given, and exit 0 when every unit is enabled, 1 otherwise. A unit\n" +
-			"hermesd does not know is an error (exit 1).\n\n" +
-			"--quiet prints nothing: the exit status alone answers.",
+			"hermesd does not know is an error (exit 1).\n\n" + isHelp,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if g.output != "" {
-				return errors.New("is-enabled prints one word per unit; for JSON run `hermesctl status -o json UNIT...` (its \"disabled\" field)")
+			asJSON, err := g.jsonOutput()
+			if err != nil {
+				return err
 			}
 			dis, err := disabled(cmd.Context(), g, args)
 			if err != nil {
 				return fmt.Errorf("is-enabled: %w", err)
 			}
 			all := true
-			out := cmd.OutOrStdout()
-			for _, d := range dis {
-				word := "enabled"
+			words := make([]string, len(dis))
+			for i, d := range dis {
+				words[i] = "enabled"
 				if d {
-					word, all = "disabled", false
-				}
-				if !quiet {
-					fmt.Fprintln(out, word)
+					words[i], all = "disabled", false
 				}
 			}
-			if !all {
-				return &exitError{code: exitFailure}
-			}
-			return nil
+			return printIs(cmd.OutOrStdout(), asJSON, quiet, all, args, words)
 		},
 		ValidArgsFunction: completeUnits(g),
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/spf13/cobra"
@@ -179,31 +180,68 @@ func newIsCmd(g *globals, name, short, long string, answer func([]activity) bool
 	c := &cobra.Command{
 		Use:   name + " UNIT...",
 		Short: short,
-		Long:  long + "\n\n" + activityMap + "\n\n--quiet prints nothing: the exit status alone answers.",
+		Long:  long + "\n\n" + activityMap + "\n\n" + isHelp,
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if g.output != "" {
-				return fmt.Errorf("%s prints one word per unit; for JSON run `hermesctl status -o json UNIT...`", name)
+			asJSON, err := g.jsonOutput()
+			if err != nil {
+				return err
 			}
 			as, err := activities(cmd.Context(), g, args)
 			if err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
-			if !quiet {
-				out := cmd.OutOrStdout()
-				for _, a := range as {
-					fmt.Fprintln(out, a)
-				}
+			words := make([]string, len(as))
+			for i, a := range as {
+				words[i] = a.String()
 			}
-			if !answer(as) {
-				return &exitError{code: exitFailure}
-			}
-			return nil
+			return printIs(cmd.OutOrStdout(), asJSON, quiet, answer(as), args, words)
 		},
 		ValidArgsFunction: completeUnits(g),
 	}
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing; answer with the exit status only")
 	return c
+}
+
+// isHelp ends the help of is-active, is-failed and is-enabled.
+const isHelp = `--quiet prints nothing: the exit status alone answers. -o json prints the
+answer and each unit's word, in the order given:
+{"answer": false, "units": [{"unit": "web", "is": "..."}, ...]}.`
+
+// isReport is the -o json form of is-active, is-failed and is-enabled.
+type isReport struct {
+	Answer bool     `json:"answer"` // what the exit status says: true for 0
+	Units  []isUnit `json:"units"`
+}
+
+type isUnit struct {
+	Unit string `json:"unit"`
+	Is   string `json:"is"` // the word the text form prints
+}
+
+// printIs prints the words of the units named (in order, one a line) or
+// their isReport, nothing when quiet, and returns the exit status of
+// answer: nil for yes, an exitError of exitFailure for no.
+func printIs(out io.Writer, asJSON, quiet, answer bool, names, words []string) error {
+	switch {
+	case quiet:
+	case asJSON:
+		r := isReport{Answer: answer, Units: make([]isUnit, len(names))}
+		for i, n := range names {
+			r.Units[i] = isUnit{Unit: n, Is: words[i]}
+		}
+		if err := writeJSON(out, r); err != nil {
+			return err
+		}
+	default:
+		for _, w := range words {
+			fmt.Fprintln(out, w)
+		}
+	}
+	if !answer {
+		return &exitError{code: exitFailure}
+	}
+	return nil
 }
 
 // activities asks hermesd for the units named and returns their states in

@@ -50,11 +50,6 @@ them only when the file was written to since then, and they sort with the
 first dated line after them.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if asJSON, err := g.jsonOutput(); err != nil {
-				return err
-			} else if asJSON {
-				return errors.New("logs prints the log itself and has no JSON form; drop -o json")
-			}
 			if since < 0 {
 				return &exitError{code: 2, err: fmt.Errorf("logs: --since %v is negative; give how far back, e.g. --since 10m", since)}
 			}

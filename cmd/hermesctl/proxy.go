@@ -25,11 +25,20 @@ func newProxyCmd(g *globals) *cobra.Command {
 	c.AddCommand(&cobra.Command{
 		Use:   "env",
 		Short: `Print OPENAI_BASE_URL and OPENAI_API_KEY for a shell: eval "$(hermesctl proxy env)"`,
-		Args:  cobra.NoArgs,
+		Long: `Print OPENAI_BASE_URL and OPENAI_API_KEY for a shell: eval "$(hermesctl proxy env)".
+With -o json, the two variables as one object: {"OPENAI_BASE_URL": ..., "OPENAI_API_KEY": ...}.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := g.jsonOutput()
+			if err != nil {
+				return err
+			}
 			base, tok, err := proxyEnv(cmd.Context(), g)
 			if err != nil {
 				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), map[string]string{"OPENAI_BASE_URL": base, "OPENAI_API_KEY": tok})
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "export OPENAI_BASE_URL=%s\nexport OPENAI_API_KEY=%s\n", shellQuote(base), shellQuote(tok))
 			return nil
@@ -81,15 +90,22 @@ func proxyEnv(ctx context.Context, g *globals) (base, token string, err error) {
 // rotateToken asks the running hermesd for a new token; with hermesd not
 // running it replaces the file itself (no old token is honoured then).
 func rotateToken(cmd *cobra.Command, g *globals) error {
+	asJSON, err := g.jsonOutput()
+	if err != nil {
+		return err
+	}
 	out := cmd.OutOrStdout()
 	c, err := control.Dial(g.Socket)
 	if err == nil {
 		defer c.Close()
 		rot, err := c.RotateProxyToken(cmd.Context())
 		if err == nil {
-			if rot.OldValidUntil.IsZero() {
+			switch {
+			case asJSON:
+				return writeJSON(out, rot)
+			case rot.OldValidUntil.IsZero():
 				fmt.Fprintf(out, "proxy token replaced in %s (the provider proxy is off)\n", rot.File)
-			} else {
+			default:
 				fmt.Fprintf(out, "proxy token replaced in %s; the old one is honoured until %s (%s), or until hermesd restarts\n",
 					rot.File, rot.OldValidUntil.Local().Format(time.TimeOnly), proxy.RotateGrace)
 			}
@@ -107,6 +123,9 @@ func rotateToken(cmd *cobra.Command, g *globals) error {
 	}
 	if err := proxy.SaveToken(g.State, proxy.NewToken()); err != nil {
 		return err
+	}
+	if asJSON { // no grace: the old token is no longer valid
+		return writeJSON(out, control.TokenRotation{File: proxy.TokenPath(g.State)})
 	}
 	fmt.Fprintf(out, "proxy token replaced in %s (hermesd is not running: the old one is no longer valid)\n", proxy.TokenPath(g.State))
 	return nil

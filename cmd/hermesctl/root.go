@@ -64,6 +64,9 @@ func newRoot() *cobra.Command {
 	// hermes.yaml > default). A config file that does not parse leaves the
 	// other layers in force: the commands that read it report its errors.
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if err := checkOutput(cmd, g.output); err != nil {
+			return &exitError{code: exitUsage, err: err}
+		}
 		if err := g.resolve(cmd); err != nil {
 			return &exitError{code: exitUsage, err: err}
 		}

@@ -21,9 +21,6 @@ func withWatch(g *globals, cmd *cobra.Command) *cobra.Command {
 		if !watch {
 			return run(cmd, args)
 		}
-		if g.output != "" {
-			return errors.New("status --watch draws the table for a terminal; for a script, follow `hermesctl events -f -o json`")
-		}
 		err := watchStatus(cmd.Context(), g, cmd.OutOrStdout(), cmd.ErrOrStderr(), args)
 		if errors.Is(err, context.Canceled) {
 			return nil

@@ -43,9 +43,6 @@ func newTopCmd(g *globals) *cobra.Command {
 			"`hermesctl events -f`.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if g.output != "" {
-				return errors.New("top is a full-screen view and has no JSON form; follow `hermesctl events -f -o json`")
-			}
 			in, out := cmd.InOrStdin(), cmd.OutOrStdout()
 			if !isTerminal(in) || !isTerminal(out) {
 				return &exitError{code: 2, err: fmt.Errorf("%w (stdin and stdout must be one); for a table redrawn on each change run `hermesctl status --watch`, for a stream of changes `hermesctl events -f`", ErrNoTerminal)}
