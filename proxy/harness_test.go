@@ -215,7 +215,9 @@ func newHarness(t *testing.T, s setup) *harness {
 		// The test certificate names example.com, not the configured host.
 		cfg := up.srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
 		cfg.ServerName = "example.com"
-		p.stream.tls, p.transport.TLSClientConfig = cfg, cfg
+		// One each: the Transport changes its own on first use (its HTTP/2
+		// setup), which the stream client's Clone would race with.
+		p.stream.tls, p.transport.TLSClientConfig = cfg, cfg.Clone()
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
