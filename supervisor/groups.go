@@ -385,15 +385,31 @@ func (o *Owner) tidy(scan bool) {
 		}
 		spawned = spawned || r.key != ""
 	}
+	hook := o.tidyScanned
 	o.mu.Unlock()
-	if o.mode == ModePGroup && (scan || len(pending) > 0) && spawned {
+	scanned := o.mode == ModePGroup && (scan || len(pending) > 0) && spawned
+	if scanned {
 		o.scan() // before dropping: an escapee keeps its spawn's registration
 	}
+	if hook != nil && len(pending) > 0 {
+		hook()
+	}
+	var empty []*reg
 	for _, r := range pending {
 		if o.regEmpty(r) {
-			if err := o.drop(o.ctx, r); err != nil {
-				o.opts.Logf("supervisor: release %s group %d: %v", r.g.Unit, r.g.PGID, err)
-			}
+			empty = append(empty, r)
+		}
+	}
+	// A process that left its group (setsid) after the scan and before
+	// the look that found the group empty was outside it at that look: a
+	// scan after the look finds it, and its spawn stays registered.
+	if scanned && len(empty) > 0 {
+		o.scan()
+		empty = slices.DeleteFunc(empty, func(r *reg) bool { return !o.regEmpty(r) })
+	}
+	for _, r := range empty {
+		if err := o.drop(o.ctx, r); err != nil {
+			o.opts.Logf("supervisor: release %s group %d: %v", r.g.Unit, r.g.PGID, err)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -90,4 +91,72 @@ func TestMembersListsOnlyRegistered(t *testing.T) {
 	case <-time.After(hangBound):
 		t.Fatal("Members did not return after the supervisor was continued")
 	}
+}
+
+// TestEscapeeLeavingAsTheGroupEmpties: in pgroup mode, a daemon that
+// leaves its group (setsid) after the scan that precedes the drop of a
+// group whose leader exited, and before the look that finds the group
+// empty, is still found: its spawn stays registered, Members lists it,
+// and it dies when the owner closes.
+func TestEscapeeLeavingAsTheGroupEmpties(t *testing.T) {
+	marker := fmt.Sprintf("late-setsid-%d", os.Getpid())
+	t.Cleanup(func() { killMarked(marker) })
+	gate := t.TempDir() + "/go"
+	o, err := New(Options{Mode: ModePGroup, Grace: testGrace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	var pgid atomic.Int64
+	var once sync.Once
+	left := make(chan bool, 1)
+	o.mu.Lock()
+	o.tidyScanned = func() {
+		once.Do(func() {
+			// The leader exited and the scan is done: the daemon leaves now.
+			os.WriteFile(gate, nil, 0o600)
+			deadline := time.Now().Add(20 * time.Second)
+			for time.Now().Before(deadline) {
+				for _, pid := range marked(marker) {
+					if st, err := proc.ReadStat(pid); err == nil && int64(st.PGID) != pgid.Load() {
+						left <- true
+						return
+					}
+				}
+				time.Sleep(time.Millisecond)
+			}
+			left <- false
+		})
+	}
+	o.mu.Unlock()
+	script := fmt.Sprintf("(while [ ! -e %q ]; do sleep 0.01; done; exec setsid sleep 1000) & exit 0", gate)
+	c, err := o.SpawnOwned(t.Context(), Spec{Unit: "d", Argv: []string{"sh", "-c", script},
+		Env: append(os.Environ(), envRow+"="+marker)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgid.Store(int64(c.PGID))
+	select {
+	case ok := <-left:
+		if !ok {
+			t.Fatal("the daemon did not leave its group within 20s")
+		}
+	case <-time.After(hangBound):
+		t.Fatal("the group was never looked at for a drop")
+	}
+	var daemon int
+	testkit.Eventually(t, 20*time.Second, "the daemon listed among the spawn's members", func() bool {
+		ms := o.Members(c.Group)
+		if len(ms) == 1 {
+			daemon = ms[0].PID
+		}
+		return daemon != 0
+	})
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 20*time.Second, "the daemon to die with its owner", func() bool {
+		st, err := proc.ReadStat(daemon)
+		return err != nil || st.Zombie()
+	})
 }

@@ -185,6 +185,9 @@ type Owner struct {
 	// emptied, when set (tests), runs in Stop once the group is empty,
 	// before Stop releases it.
 	emptied func()
+	// tidyScanned, when set (tests; guarded by mu), runs in tidy between
+	// the scan and the look at the groups that wait to be dropped.
+	tidyScanned func()
 	// warning is what went wrong with a registration nobody waits for (an
 	// escapee's, a replay's): Status reports it while the supervisor is
 	// otherwise fine. Set from the pipe's goroutines, hence atomic.
