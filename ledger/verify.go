@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/hermes-units/hermes/proc"
+	"golang.org/x/sys/unix"
 )
 
 // ErrUntrusted reports a ledger entry that the kernel contradicts: acting
@@ -20,19 +21,23 @@ const keptDir = "hermes-kept"
 
 // Check holds e against the kernel before anyone acts on it: the ledger is
 // evidence, not authority (any process of the user can write the file). e
-// is trusted only when
-//   - its leader is alive with the recorded identity (else the error wraps
-//     proc.ErrGone) and leads the recorded process group;
-//   - the leader's environment carries the entry's spawn key (EnvSpawn)
-//     and this ledger's state directory (EnvState): the tags SpawnOwned
-//     gave it, which a stranger does not have;
-//   - where the entry names a cgroup, that cgroup is a hermes one, named
-//     for that very spawn (<base>/hermes-<owner>/<unit>.<key> or
+// is trusted only when its leader is alive with the recorded identity
+// (else the error wraps proc.ErrGone) and leads the recorded process
+// group, and the kernel ties that leader to the very spawn recorded:
+//   - where the entry names a cgroup: that cgroup is a hermes one, named
+//     for that spawn (<base>/hermes-<owner>/<unit>.<key> or
 //     <base>/hermes-kept/<unit>.<key>, inside the cgroup v2 mount), and the
-//     leader is in it.
+//     leader is in it. Only hermes's user moves processes into it;
+//   - else, by the leader's environment: the spawn key (EnvSpawn) and this
+//     ledger's state directory (EnvState) SpawnOwned gave it, which a
+//     stranger does not have; or, when it carries no tags at all (a
+//     program that writes its process title over its environment: nginx,
+//     redis-server), by the spawn's log (e.Log, a regular file) held open
+//     as its stdout or stderr, the descriptor SpawnOwned gave it.
 //
-// Any other failure wraps ErrUntrusted and says what did not match. Check
-// reads /proc and takes no lock.
+// Tags that name another spawn or state directory contradict the entry
+// whatever else matches. Any failure wraps ErrUntrusted and says what did
+// not match. Check reads /proc and takes no lock.
 func (l *Ledger) Check(e Entry) error {
 	untrusted := func(format string, args ...any) error {
 		return fmt.Errorf("ledger entry of %s (leader %s): %s: %w", e.Unit, e.Leader, fmt.Sprintf(format, args...), ErrUntrusted)
@@ -55,15 +60,27 @@ func (l *Ledger) Check(e Entry) error {
 		return untrusted("its environment cannot be read: %v", err)
 	}
 	t, _ := tags(env)
-	if t[EnvSpawn] != e.Spawn {
+	tagged := t[EnvSpawn] != "" || t[EnvState] != ""
+	if tagged && t[EnvSpawn] != e.Spawn {
 		return untrusted("the leader does not carry the spawn key %s (%s=%q)", e.Spawn, EnvSpawn, t[EnvSpawn])
 	}
-	if t[EnvState] != l.Dir() {
+	if tagged && t[EnvState] != l.Dir() {
 		return untrusted("the leader was spawned for state directory %q, not %s", t[EnvState], l.Dir())
 	}
-	if e.Cgroup == "" {
+	if e.Cgroup != "" {
+		return l.checkCgroup(e, untrusted)
+	}
+	if tagged || holdsLog(e) {
 		return nil
 	}
+	if e.Log == "" {
+		return untrusted("the leader does not carry the spawn key %s (%s unset: its environment was erased or overwritten), and no log is recorded to vouch for it", e.Spawn, EnvSpawn)
+	}
+	return untrusted("the leader does not carry the spawn key %s (%s unset: its environment was erased or overwritten), nor holds the spawn's log %s as its stdout or stderr", e.Spawn, EnvSpawn, e.Log)
+}
+
+// checkCgroup holds e's cgroup against the kernel (see Check).
+func (l *Ledger) checkCgroup(e Entry, untrusted func(format string, args ...any) error) error {
 	mount := proc.CgroupMount()
 	cg := filepath.Clean(e.Cgroup)
 	rel, ok := strings.CutPrefix(cg, mount+"/")
@@ -78,6 +95,21 @@ func (l *Ledger) Check(e Entry) error {
 		return untrusted("the leader is in cgroup %q, not in %s", got, e.Cgroup)
 	}
 	return nil
+}
+
+// holdsLog reports whether e's leader has e's log, a regular file, open
+// as its stdout or stderr (the same file, not the same name).
+func holdsLog(e Entry) bool {
+	var st unix.Stat_t
+	if e.Log == "" || unix.Stat(e.Log, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return false
+	}
+	for fd := 1; fd <= 2; fd++ {
+		if dev, ino, err := proc.DescriptorFile(e.Leader.PID, fd); err == nil && dev == uint64(st.Dev) && ino == uint64(st.Ino) {
+			return true
+		}
+	}
+	return false
 }
 
 // ownerDir reports whether name is an owner's cgroup subtree:

@@ -5,6 +5,7 @@ package ledger
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -77,6 +78,61 @@ func TestCheck(t *testing.T) {
 			return e
 		}, ErrUntrusted},
 	}
+	// Programs that write their process title over their environment
+	// (nginx, redis-server) keep no tags: the spawn's log, held as stdout
+	// or stderr, vouches for them instead.
+	logged := func(t *testing.T, env []string, stderr string) Entry {
+		t.Helper()
+		log := filepath.Join(l.Dir(), "logs", "web.log")
+		os.MkdirAll(filepath.Dir(log), 0o700)
+		f, err := os.OpenFile(log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		cmd := exec.Command("sleep", "300")
+		cmd.Env, cmd.Stdout, cmd.SysProcAttr = append([]string{"PATH=" + os.Getenv("PATH")}, env...), f, &syscall.SysProcAttr{Setpgid: true}
+		if stderr != "" {
+			other, err := os.Create(stderr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Close()
+			cmd.Stdout = other
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		id, err := proc.Read(cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := entry(id)
+		e.Log = log
+		return e
+	}
+	tests = append(tests, []struct {
+		name string
+		make func(t *testing.T) Entry
+		want error
+	}{
+		{"no tags, holding the spawn's log", func(t *testing.T) Entry { return logged(t, nil, "") }, nil},
+		{"no tags, holding another file", func(t *testing.T) Entry { return logged(t, nil, filepath.Join(t.TempDir(), "other.log")) }, ErrUntrusted},
+		{"no tags, no log recorded", func(t *testing.T) Entry {
+			e := logged(t, nil, "")
+			e.Log = ""
+			return e
+		}, ErrUntrusted},
+		{"no tags, the log recorded is a directory", func(t *testing.T) Entry {
+			e := logged(t, nil, "")
+			e.Log = filepath.Dir(e.Log)
+			return e
+		}, ErrUntrusted},
+		{"another spawn's tags, holding the spawn's log", func(t *testing.T) Entry {
+			return logged(t, []string{EnvSpawn + "=4242_77_4", EnvState + "=" + l.Dir()}, "")
+		}, ErrUntrusted},
+	}...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			err := l.Check(tc.make(t))
@@ -116,6 +172,26 @@ func TestCheck(t *testing.T) {
 		e.Cgroup = filepath.Join(owner, "db."+key+"9")
 		if err := l.Check(e); !errors.Is(err, ErrUntrusted) {
 			t.Errorf("Check naming another spawn's cgroup: %v, want ErrUntrusted", err)
+		}
+		// Its environment overwritten (a process title), the cgroup alone
+		// vouches for it; tags naming another spawn still contradict it.
+		for _, c := range []struct {
+			name string
+			env  []string
+			want error
+		}{
+			{"no tags", nil, nil},
+			{"another spawn's tags", []string{EnvSpawn + "=4242_77_4", EnvState + "=" + l.Dir()}, ErrUntrusted},
+			{"another state directory's tags", []string{EnvSpawn + "=" + key, EnvState + "=" + t.TempDir()}, ErrUntrusted},
+		} {
+			h := startHelper(t, "sleeper", c.env, &syscall.SysProcAttr{Setpgid: true, UseCgroupFD: true, CgroupFD: int(fd.Fd())}, "ready")
+			id, _ := proc.Read(h.cmd.Process.Pid)
+			e := entry(id)
+			e.Cgroup = dir
+			if err := l.Check(e); c.want == nil && err != nil || c.want != nil && !errors.Is(err, c.want) {
+				t.Errorf("Check of a spawn in its own cgroup, %s: %v, want %v", c.name, err, c.want)
+			}
+			h.stop()
 		}
 	})
 }
