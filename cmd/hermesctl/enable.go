@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -16,8 +15,11 @@ import (
 // disable act on the units one after the other, print one line per unit
 // done and stop at the first failure.
 
+// disableOptions are the flags and arguments of disable.
+type disableOptions struct{ unitsOptions }
+
 func newDisableCmd(g *globals) *cobra.Command {
-	var timeout time.Duration
+	opts := &disableOptions{unitsOptions{g: g, verb: "disable", done: "disabled"}}
 	cmd := &cobra.Command{
 		Use:   "disable UNIT...",
 		Short: "Stop units and keep them stopped, across restarts of hermesd and reboots, until enable",
@@ -27,19 +29,34 @@ func newDisableCmd(g *globals) *cobra.Command {
 			"reboots leave it stopped. hermesd keeps the list in its state directory.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return eachUnit(cmd, g, args, "disable", "disabled", timeout, func(c *control.Client, ctx context.Context, unit string) error {
-				return c.Disable(ctx, unit)
-			})
+			if err := opts.bind(cmd, args); err != nil {
+				return err
+			}
+			return runDisable(cmd.Context(), opts)
 		},
 		ValidArgsFunction: completeUnits(g),
 	}
-	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up waiting after this long per unit (0: wait as long as it takes)")
+	opts.addTimeout(cmd)
 	return cmd
 }
 
+// runDisable disables each unit in turn; hermesd answers once it is
+// stopped.
+func runDisable(ctx context.Context, opts *disableOptions) error {
+	return opts.each(ctx, false, enableError, func(ctx context.Context, c *conn, unit string) (string, actionOutput, error) {
+		return "", actionOutput{ActionResult: control.ActionResult{Unit: unit, Action: opts.verb}}, c.Disable(ctx, unit)
+	})
+}
+
+// enableOptions are the flags and arguments of enable.
+type enableOptions struct {
+	unitsOptions
+	noStart bool // --no-start
+	noBlock bool // --no-block
+}
+
 func newEnableCmd(g *globals) *cobra.Command {
-	var timeout time.Duration
-	var noStart, noBlock bool
+	opts := &enableOptions{unitsOptions: unitsOptions{g: g, verb: "enable", done: "enabled"}}
 	cmd := &cobra.Command{
 		Use:   "enable [--no-start] UNIT...",
 		Short: "Undo disable, and start the units as start does",
@@ -50,65 +67,33 @@ func newEnableCmd(g *globals) *cobra.Command {
 			"a unit that is not disabled only starts it.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := g.jsonOutput()
-			if err != nil {
+			if err := opts.bind(cmd, args); err != nil {
 				return err
 			}
-			c, err := dial(g)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			ctx, cancel := context.WithCancel(cmd.Context())
-			defer cancel()
-			var wt *waiter
-			if !noStart && !noBlock {
-				// Subscribed before the first action, as start does.
-				f, err := subscribe(ctx, c)
-				if err != nil {
-					return fmt.Errorf("enable: cannot follow hermesd's events to wait for the outcome (%w); --no-block starts without waiting", err)
-				}
-				defer func() { cancel(); <-f.done }()
-				show := newProgress(cmd.ErrOrStderr())
-				if asJSON {
-					show = newProgress(nil)
-				}
-				wt = &waiter{c: c, feed: f, show: show}
-			}
-			out := cmd.OutOrStdout()
-			for _, unit := range args {
-				var line string
-				var res actionOutput
-				err := withTimeout(ctx, timeout, func(ctx context.Context) error {
-					var err error
-					line, res, err = enable(ctx, c, wt, unit, !noStart)
-					return err
-				})
-				if err != nil {
-					return enableError("enable", unit, timeout, err)
-				}
-				if asJSON {
-					if err := json.NewEncoder(out).Encode(res); err != nil {
-						return err
-					}
-					continue
-				}
-				fmt.Fprintf(out, "enabled %s%s\n", inert(unit), inert(line))
-			}
-			return nil
+			return runEnable(cmd.Context(), opts)
 		},
 		ValidArgsFunction: completeUnits(g),
 	}
-	cmd.Flags().BoolVar(&noStart, "no-start", false, "only enable: leave the units stopped until start")
-	cmd.Flags().BoolVar(&noBlock, "no-block", false, "start without waiting for the outcome")
-	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up waiting after this long per unit (0: wait as long as it takes)")
+	cmd.Flags().BoolVar(&opts.noStart, "no-start", false, "only enable: leave the units stopped until start")
+	cmd.Flags().BoolVar(&opts.noBlock, "no-block", false, "start without waiting for the outcome")
+	opts.addTimeout(cmd)
 	return cmd
 }
 
+// runEnable enables each unit in turn and, unless --no-start, starts it
+// as start does.
+func runEnable(ctx context.Context, opts *enableOptions) error {
+	start := !opts.noStart
+	return opts.each(ctx, start && !opts.noBlock, enableError, func(ctx context.Context, c *conn, unit string) (string, actionOutput, error) {
+		return c.enable(ctx, unit, start)
+	})
+}
+
 // enable enables unit and, with start, starts it as `hermesctl start`
-// does (act; wt nil: without waiting), unless it is a job. It returns the
-// rest of the line to print after "enabled UNIT", and the -o json line.
-func enable(ctx context.Context, c *control.Client, wt *waiter, unit string, start bool) (string, actionOutput, error) {
+// does (act: waiting for the outcome when c follows the events), unless
+// it is a job. It returns the rest of the line to print after "enabled
+// UNIT", and the -o json line.
+func (c *conn) enable(ctx context.Context, unit string, start bool) (string, actionOutput, error) {
 	out := actionOutput{ActionResult: control.ActionResult{Unit: unit, Action: "enable"}}
 	if err := c.Enable(ctx, unit, false); err != nil || !start {
 		return "", out, err
@@ -120,38 +105,9 @@ func enable(ctx context.Context, c *control.Client, wt *waiter, unit string, sta
 	if u, ok := unitIn(st, unit); ok && u.Job != nil {
 		return " (a job: it runs on its schedule)", out, nil
 	}
-	line, started, err := act(ctx, c, wt, control.ActionStart, unit)
+	line, started, err := c.act(ctx, control.ActionStart, unit)
 	out.RunID, out.Reached, out.Waited = started.RunID, started.Reached, started.Waited
 	return line, out, err
-}
-
-// eachUnit does do to every unit in order, printing "<done> <unit>" (or an
-// ActionResult line with -o json) after each, and stops at the first error.
-// disable uses it; enable waits for its starts as start does.
-func eachUnit(cmd *cobra.Command, g *globals, units []string, verb, done string, timeout time.Duration, do func(*control.Client, context.Context, string) error) error {
-	asJSON, err := g.jsonOutput()
-	if err != nil {
-		return err
-	}
-	c, err := dial(g)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	out := cmd.OutOrStdout()
-	for _, unit := range units {
-		if err := withTimeout(cmd.Context(), timeout, func(ctx context.Context) error { return do(c, ctx, unit) }); err != nil {
-			return enableError(verb, unit, timeout, err)
-		}
-		if asJSON {
-			if err := json.NewEncoder(out).Encode(control.ActionResult{Unit: unit, Action: verb}); err != nil {
-				return err
-			}
-			continue
-		}
-		fmt.Fprintf(out, "%s %s\n", done, inert(unit))
-	}
-	return nil
 }
 
 // enableError is unitError, and says what to do when hermesd is older than

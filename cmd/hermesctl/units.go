@@ -32,69 +32,103 @@ func newRestartCmd(g *globals) *cobra.Command {
 	return newActionCmd(g, control.ActionRestart, "restarted", "Restart units and wait until each is ready again, as start does")
 }
 
+// actionOptions are the flags and arguments of start, stop and restart.
+type actionOptions struct {
+	unitsOptions
+	action  control.Action
+	noBlock bool // --no-block (start, restart)
+}
+
 func newActionCmd(g *globals, a control.Action, done, short string) *cobra.Command {
-	verb := string(a)
-	var timeout time.Duration
-	var noBlock bool
+	opts := &actionOptions{unitsOptions: unitsOptions{g: g, verb: string(a), done: done}, action: a}
 	cmd := &cobra.Command{
-		Use:   verb + " UNIT...",
+		Use:   opts.verb + " UNIT...",
 		Short: short,
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := g.jsonOutput()
-			if err != nil {
+			if err := opts.bind(cmd, args); err != nil {
 				return err
 			}
-			c, err := dial(g)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			ctx, cancel := context.WithCancel(cmd.Context())
-			defer cancel()
-			var wt *waiter
-			if a != control.ActionStop && !noBlock {
-				// Subscribed before the first action: no outcome is missed.
-				f, err := subscribe(ctx, c)
-				if err != nil {
-					return fmt.Errorf("%s: cannot follow hermesd's events to wait for the outcome (%w); --no-block starts without waiting", verb, err)
-				}
-				defer func() { cancel(); <-f.done }()
-				show := newProgress(cmd.ErrOrStderr())
-				if asJSON {
-					show = newProgress(nil)
-				}
-				wt = &waiter{c: c, feed: f, show: show}
-			}
-			out := cmd.OutOrStdout()
-			for _, unit := range args {
-				var line string
-				res := actionOutput{}
-				err := withTimeout(ctx, timeout, func(ctx context.Context) error {
-					var err error
-					line, res, err = act(ctx, c, wt, a, unit)
-					return err
-				})
-				if err != nil {
-					return unitError(verb, unit, timeout, err)
-				}
-				if asJSON {
-					if err := json.NewEncoder(out).Encode(res); err != nil {
-						return err
-					}
-					continue
-				}
-				fmt.Fprintf(out, "%s %s%s\n", done, inert(unit), inert(line))
-			}
-			return nil
+			return runAction(cmd.Context(), opts)
 		},
 		ValidArgsFunction: completeUnits(g),
 	}
-	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up waiting after this long per unit (0: wait as long as it takes)")
+	opts.addTimeout(cmd)
 	if a != control.ActionStop {
-		cmd.Flags().BoolVar(&noBlock, "no-block", false, "return once hermesd has begun the "+verb+", without waiting for the outcome")
+		cmd.Flags().BoolVar(&opts.noBlock, "no-block", false, "return once hermesd has begun the "+opts.verb+", without waiting for the outcome")
 	}
 	return cmd
+}
+
+// runAction does opts.action to each unit in turn; start and restart wait
+// for each outcome unless --no-block.
+func runAction(ctx context.Context, opts *actionOptions) error {
+	wait := opts.action != control.ActionStop && !opts.noBlock
+	return opts.each(ctx, wait, unitError, func(ctx context.Context, c *conn, unit string) (string, actionOutput, error) {
+		return c.act(ctx, opts.action, unit)
+	})
+}
+
+// unitsOptions are what the commands that act on units one after the
+// other share (start, stop, restart, enable, disable): the units named,
+// --timeout, and where they print.
+type unitsOptions struct {
+	g          *globals
+	verb, done string // "start", and the word of a unit done: "started"
+	units      []string
+	timeout    time.Duration // --timeout: the bound of each unit's action and wait; 0: none
+	streams
+}
+
+// bind takes the units named and cmd's streams.
+func (o *unitsOptions) bind(cmd *cobra.Command, args []string) error {
+	s, err := streamsOf(cmd, o.g)
+	o.units, o.streams = args, s
+	return err
+}
+
+func (o *unitsOptions) addTimeout(cmd *cobra.Command) {
+	cmd.Flags().DurationVar(&o.timeout, "timeout", 0, "give up waiting after this long per unit (0: wait as long as it takes)")
+}
+
+// each connects to hermesd, follows its events when wait (before the
+// first action: see conn.follow), then does do to every unit in order,
+// each under --timeout, printing "<done> <unit><line>" after each (or the
+// actionOutput, one JSON object a line, with -o json). It stops at the
+// first error, worded by fail.
+func (o *unitsOptions) each(ctx context.Context, wait bool, fail func(verb, unit string, timeout time.Duration, err error) error,
+	do func(ctx context.Context, c *conn, unit string) (string, actionOutput, error)) error {
+	c, err := connect(o.g)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if wait {
+		if err := c.follow(ctx, o.verb, o.progress()); err != nil {
+			return err
+		}
+	}
+	enc := json.NewEncoder(o.out)
+	for _, unit := range o.units {
+		var line string
+		var res actionOutput
+		err := withTimeout(ctx, o.timeout, func(ctx context.Context) error {
+			var err error
+			line, res, err = do(ctx, c, unit)
+			return err
+		})
+		if err != nil {
+			return fail(o.verb, unit, o.timeout, err)
+		}
+		if o.json {
+			if err := enc.Encode(res); err != nil {
+				return err
+			}
+			continue
+		}
+		fmt.Fprintf(o.out, "%s %s%s\n", o.done, inert(unit), inert(line))
+	}
+	return nil
 }
 
 // actionOutput is one line of -o json: the daemon's answer, and for a
@@ -105,10 +139,11 @@ type actionOutput struct {
 	Waited  time.Duration `json:"waited_ns,omitempty"` // from the action sent to its outcome
 }
 
-// act does a to unit and, with wt, waits for its outcome. It returns the
-// rest of the line to print after "started UNIT".
-func act(ctx context.Context, c *control.Client, wt *waiter, a control.Action, unit string) (string, actionOutput, error) {
+// act does a to unit and, when c follows hermesd's events, waits for its
+// outcome. It returns the rest of the line to print after "started UNIT".
+func (c *conn) act(ctx context.Context, a control.Action, unit string) (string, actionOutput, error) {
 	var prior *control.Job
+	wt := c.waiter
 	if wt != nil {
 		// A job's run before the action: a start that begins none now
 		// (the job waits for other units) waits for the next one.
@@ -224,11 +259,6 @@ func writePlan(w io.Writer, p control.Plan, dryRun bool) {
 			fmt.Fprintf(w, "  %s\n", configError(e))
 		}
 	}
-}
-
-// dial connects to hermesd at the --socket path.
-func dial(g *globals) (*control.Client, error) {
-	return control.Dial(g.Socket)
 }
 
 // jsonOutput reports whether -o json was asked for, and refuses formats it

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/hermes-units/hermes/control"
+	"github.com/spf13/cobra"
+)
+
+// How a command reaches hermesd, and where it prints. Every command that
+// talks to the daemon dials it here, at the socket root's
+// PersistentPreRunE resolved into g (flag > HERMES_SOCKET > hermes.yaml >
+// the default place a socket is found, paths.FindSocket), so that they all
+// talk to the same daemon and report one that is not running alike. A
+// command that waits for the outcome of its actions (start, restart,
+// enable) follows the daemon's events on the same connection (conn.follow)
+// before its first action.
+
+// streams are where a command prints, and in which form: the
+// command's output, its notes and progress, and whether -o json was asked
+// for. A command's RunE takes them from cobra (streamsOf); a test calls
+// the command's run function with buffers.
+type streams struct {
+	out, errOut io.Writer
+	json        bool // -o json
+}
+
+// streamsOf is cmd's output and error streams, and -o from g.
+func streamsOf(cmd *cobra.Command, g *globals) (streams, error) {
+	asJSON, err := g.jsonOutput()
+	if err != nil {
+		return streams{}, err
+	}
+	return streams{out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), json: asJSON}, nil
+}
+
+// progress is where a wait shows its progress: the error stream, and
+// nowhere with -o json (the output is then data alone).
+func (s streams) progress() io.Writer {
+	if s.json {
+		return nil
+	}
+	return s.errOut
+}
+
+// dial connects to hermesd at g's socket. When no daemon is running there
+// the error matches control.ErrNotRunning and says how to start one.
+func dial(g *globals) (*control.Client, error) {
+	return control.Dial(g.Socket)
+}
+
+// conn is one command's connection to hermesd and, once follow has
+// subscribed it to the daemon's events, the waiter for its actions'
+// outcomes. Only the command's goroutine uses it; Close ends both.
+type conn struct {
+	*control.Client
+	waiter *waiter // nil: the command does not wait (stop, --no-block, --no-start)
+	end    func()  // ends the subscription and joins its goroutine; nil without one
+}
+
+// connect dials hermesd at g's socket (dial). The caller closes the conn.
+func connect(g *globals) (*conn, error) {
+	c, err := dial(g)
+	if err != nil {
+		return nil, err
+	}
+	return &conn{Client: c}, nil
+}
+
+// follow subscribes c to hermesd's events and returns once hermesd has
+// subscribed it: called before the first action, no event of its outcome
+// is missed. c.waiter then waits for outcomes, showing progress on show
+// (nil: none). The subscription lasts until Close, or until ctx ends.
+// verb names the command in the error of a daemon that does not stream
+// its events.
+func (c *conn) follow(ctx context.Context, verb string, show io.Writer) error {
+	ctx, cancel := context.WithCancel(ctx)
+	f, err := subscribe(ctx, c.Client)
+	if err != nil {
+		cancel()
+		return fmt.Errorf("%s: cannot follow hermesd's events to wait for the outcome (%w); --no-block starts without waiting", verb, err)
+	}
+	c.end = func() { cancel(); <-f.done }
+	c.waiter = &waiter{c: c.Client, feed: f, show: newProgress(show)}
+	return nil
+}
+
+// Close ends the subscription, if any, then releases the client.
+func (c *conn) Close() error {
+	if c.end != nil {
+		c.end()
+	}
+	return c.Client.Close()
+}
