@@ -136,6 +136,9 @@ func (r *Reconciler) onMain(ev mainEvent) {
 	}
 	u.main = ev.main
 	r.log.Info("unit's main process found", "unit", u.spec.Name, "main", ev.main.PID)
+	if ownership(u.spec).Survivor() {
+		r.rebase(u, ev.main)
+	}
 	name, gen, main := u.spec.Name, u.gen, ev.main
 	exited, err := r.opt.Spawner.WatchExit(u.runCtx, supervisor.Group{Unit: name, Leader: main})
 	if err != nil {
@@ -153,6 +156,50 @@ func (r *Reconciler) onMain(ev mainEvent) {
 	if u.state == Starting && (u.spec.Ready == (units.Ready{}) || u.probed) {
 		r.markReady(u)
 	}
+}
+
+// rebaser is the part of a Checkpoint that moves a survivor's entry from
+// its launcher, which exited, to its main process: the process the next
+// owner finds alive, holds against the kernel and re-adopts.
+type rebaser interface {
+	Rebased(ctx context.Context, old, now supervisor.Group) error
+}
+
+// rebase makes main the leader of u's group, a forking survivor's, in the
+// ledger and for this reconciler: its launcher exited, and an entry led by
+// it would be a dead one that no next owner re-adopts. The cgroup stays.
+func (r *Reconciler) rebase(u *unit, main proc.Identity) {
+	st, err := proc.ReadStat(main.PID)
+	rb, ok := r.opt.Checkpoint.(rebaser)
+	if !ok || err != nil {
+		return
+	}
+	g := supervisor.Group{Unit: u.spec.Name, PGID: st.PGID, Leader: main, Cgroup: u.group.Cgroup}
+	if err := rb.Rebased(u.runCtx, u.group, g); err != nil {
+		r.log.Warn("survivor's ledger entry still names its launcher: a next hermesd will not re-adopt it", "unit", u.spec.Name, "main", main.PID, "err", err)
+		return
+	}
+	u.group = g
+}
+
+// daemonKeeper is a Spawner that says whether the daemon of a forking
+// survivor can be told apart once its owner is gone. The daemon leaves its
+// process group, and may overwrite its environment with its process title:
+// only a cgroup holds it then.
+type daemonKeeper interface {
+	KeepsDaemons() bool
+}
+
+// forkingSurvivorRefused is why u cannot start where the Spawner keeps no
+// daemons: a forking survivor whose daemon nobody could find again; nil
+// when it may start.
+func (r *Reconciler) forkingSurvivorRefused(u *unit) error {
+	k, ok := r.opt.Spawner.(daemonKeeper)
+	if u.spec.Type != units.Forking || !ownership(u.spec).Survivor() || !ok || k.KeepsDaemons() {
+		return nil
+	}
+	return fmt.Errorf("unit %s: type: forking with ownership: %s needs cgroup mode: in pgroup mode its daemon leaves the process group, and once hermesd is gone nothing tells it apart from a stranger (its process title may overwrite its environment); run it in the foreground as type: simple (nginx: -g 'daemon off;', redis: --daemonize no), make it owned, or run hermesd with --supervisor-mode cgroup",
+		u.spec.Name, ownership(u.spec))
 }
 
 // onGone ends the run whose main process exited, or whose daemonized

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/testkit"
+	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/supervisor"
 )
 
@@ -166,6 +167,46 @@ func TestSimpleDaemonized(t *testing.T) {
 			if daemon.Alive() {
 				t.Errorf("after stop: the daemon %d is still alive", daemon.PID)
 			}
+		})
+	}
+}
+
+// TestForkingSurvivor: in cgroup mode a forking survivor's ledger entry is
+// moved from its launcher, which exited, to its daemon (the process a next
+// owner holds against the kernel and re-adopts), and status names the
+// daemon; in pgroup mode, where nothing would find the daemon once hermesd
+// is gone, the unit is refused before anything starts.
+func TestForkingSurvivor(t *testing.T) {
+	for _, mode := range bothModes {
+		t.Run(string(mode), func(t *testing.T) {
+			pidf := filepath.Join(t.TempDir(), "d.pid")
+			l := startLiveMode(t, mode, map[string]string{
+				"d.yaml": "type: forking\npid_file: " + pidf + "\nownership: adoptable\nreason: test\n" + daemonize(pidf, true),
+			})
+			if mode == supervisor.ModePGroup {
+				m := l.waitFor("d refused", func(m map[string]control.Unit) bool { return m["d"].State == "failed" })
+				if !strings.Contains(m["d"].Error, "type: forking with ownership: adoptable needs cgroup mode") {
+					t.Errorf("error %q, want the refusal that names cgroup mode", m["d"].Error)
+				}
+				if _, err := os.Stat(pidf); err == nil {
+					t.Error("the refused unit ran: its daemon wrote its pid file")
+				}
+				return
+			}
+			m := l.waitFor("d running", running("d"))
+			daemon := readPID(t, pidf)
+			t.Cleanup(func() { syscall.Kill(daemon, syscall.SIGKILL) })
+			if m["d"].PID != daemon {
+				t.Errorf("status pid %d, want the daemon %d", m["d"].PID, daemon)
+			}
+			led, err := ledger.Open(l.state)
+			if err != nil {
+				t.Fatal(err)
+			}
+			testkit.Eventually(t, 15*time.Second, "the ledger entry led by the daemon", func() bool {
+				es, _ := led.Entries(t.Context())
+				return len(es) == 1 && es[0].Leader.PID == daemon && es[0].PGID == daemon && led.Check(es[0]) == nil
+			})
 		})
 	}
 }

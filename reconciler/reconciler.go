@@ -512,7 +512,11 @@ func (r *Reconciler) markReady(u *unit) {
 	u.state = Running
 	u.ready = true
 	u.stopTimer(timerStart)
-	r.log.Info("unit ready", "unit", u.spec.Name, "pid", u.group.Leader.PID)
+	pid := u.group.Leader.PID
+	if !u.main.IsZero() {
+		pid = u.main.PID // forking: the daemon, not its launcher
+	}
+	r.log.Info("unit ready", "unit", u.spec.Name, "pid", pid)
 }
 
 // onNotify applies an sd_notify message to the unit whose group sent it.

@@ -70,6 +70,10 @@ func (r *Reconciler) mayStart(ctx context.Context, u *unit, now time.Time) bool 
 		r.fail(u, &StartLimitError{Unit: u.spec.Name, Burst: u.spec.StartLimit.Burst, Interval: u.spec.StartLimit.Interval, Last: lastCause(u.err)})
 		return false
 	}
+	if err := r.forkingSurvivorRefused(u); err != nil {
+		r.fail(u, err)
+		return false
+	}
 	if len(u.spec.Ports) > 0 {
 		if err := checkPorts(ctx, u.spec.Name, u.spec.Ports, r.opt.Checkpoint); err != nil {
 			r.fail(u, err)

@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"syscall"
@@ -50,6 +51,10 @@ func (s ownerSpawner) StopMain(ctx context.Context, g supervisor.Group, main pro
 func (s ownerSpawner) WatchExit(ctx context.Context, g supervisor.Group) (<-chan struct{}, error) {
 	return supervisor.WatchExit(ctx, g.Leader)
 }
+
+// KeepsDaemons: only a cgroup holds a daemon that left its process group
+// (see daemonKeeper).
+func (s ownerSpawner) KeepsDaemons() bool { return s.o.Mode() == supervisor.ModeCgroup }
 
 // Ledger is the Checkpoint of a state directory's ledger, for the owner
 // self in role.
@@ -100,9 +105,23 @@ func (c ledgerCheckpoint) mark(ctx context.Context, s Survivor, state ledger.Sta
 	})
 }
 
+// Rebased moves the entry of the group old to the group now (a forking
+// survivor's main process, see rebaser); an entry not found is an error.
+func (c ledgerCheckpoint) Rebased(ctx context.Context, old, now supervisor.Group) error {
+	return c.l.Update(ctx, func(es []ledger.Entry) ([]ledger.Entry, error) {
+		for i := range es {
+			if es[i].Leader == old.Leader && es[i].PGID == old.PGID {
+				es[i].Leader, es[i].PGID = now.Leader, now.PGID
+				return es, nil
+			}
+		}
+		return nil, fmt.Errorf("no ledger entry of %s led by %s", old.Unit, old.Leader)
+	})
+}
+
 // Verify holds s's entry against the kernel (ledger.Check).
 func (c ledgerCheckpoint) Verify(s Survivor) error {
-	return c.l.Check(ledger.Entry{Unit: s.Unit, Leader: s.Group.Leader, PGID: s.Group.PGID, Cgroup: s.Group.Cgroup, Spawn: s.Spawn})
+	return c.l.Check(ledger.Entry{Unit: s.Unit, Leader: s.Group.Leader, PGID: s.Group.PGID, Cgroup: s.Group.Cgroup, Spawn: s.Spawn, Log: s.Log})
 }
 
 // Unrecorded lists the live leaders of spawns of this state directory

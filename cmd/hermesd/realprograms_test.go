@@ -32,10 +32,13 @@ import (
 // programs (Debian: nginx-light, redis-server); a program missing here is
 // named and its units are left out.
 //
-// The survivor is http.server, not nginx or redis: those two write their
-// process title over their environment, and with it the spawn tag
-// (HERMES_SPAWN) that a new hermesd finds in the kernel before it trusts a
-// ledger entry (ledger.Check), so it does not re-adopt them.
+// Three survivors: http.server, nginx in the foreground, and redis as a
+// forking daemon with its pid file. nginx and redis write their process
+// title over their environment, and with it the spawn tags; the next
+// hermesd trusts their ledger entries by the spawn's log they hold as
+// stdout (pgroup mode) or by their hermes cgroup (ledger.Check). A
+// forking survivor is refused in pgroup mode, where nothing would find its
+// daemon once hermesd is gone: that row checks the refusal.
 
 // realDeadline bounds each wait of the suite for a process to end.
 const realDeadline = 10 * time.Second
@@ -50,7 +53,8 @@ type realUnit struct {
 	pidFile string // where the program writes its own pid; "" when it writes none
 	workers bool   // processes below the main one (nginx's two workers)
 	oneshot bool
-	kept    bool // ownership: adoptable: survives hermesd's kill -9, and is re-adopted
+	kept    bool   // ownership: adoptable: survives hermesd's kill -9, and is re-adopted
+	refused string // the unit fails at its start with this error, nothing started
 }
 
 // program returns the path of a real program the suite runs, or "" when
@@ -146,9 +150,18 @@ func redisUnit(name, dir string, port int, daemon bool) realUnit {
 // realSuite writes the suite's unit files under dir (units/, one
 // directory per program instance) and returns the units, those whose
 // program is missing included (program "").
-func realSuite(t *testing.T, dir string, ports []int) []realUnit {
+func realSuite(t *testing.T, mode, dir string, ports []int) []realUnit {
 	t.Helper()
 	python := program("python3")
+	const keep = "ownership: adoptable\nreason: kept across hermesd's kill -9 in the test\n"
+	nginxKept := nginxUnit(t, "nginx-kept", dir, ports[6], false, keep)
+	nginxKept.kept = true
+	redisKept := redisUnit("redis-kept", dir, ports[7], true)
+	redisKept.yaml += keep
+	redisKept.kept = true
+	if mode == "pgroup" {
+		redisKept.kept, redisKept.refused = false, "type: forking with ownership: adoptable needs cgroup mode"
+	}
 	suite := []realUnit{
 		nginxUnit(t, "nginx-forking", dir, ports[0], true, ""),
 		nginxUnit(t, "nginx-simple", dir, ports[1], false, ""),
@@ -162,6 +175,8 @@ func realSuite(t *testing.T, dir string, ports []int) []realUnit {
 		{name: "web-kept", needs: "python3", program: python, port: ports[5], kept: true,
 			yaml: fmt.Sprintf("command: [%q, -m, http.server, \"%d\", --bind, 127.0.0.1, --directory, %q]\nready: {tcp: \"127.0.0.1:%d\"}\nports: [%d]\nownership: adoptable\nreason: kept across hermesd's kill -9 in the test\n",
 				python, ports[5], dir, ports[5], ports[5])},
+		nginxKept,
+		redisKept,
 	}
 	for _, u := range suite {
 		if u.program != "" {
@@ -172,7 +187,7 @@ func realSuite(t *testing.T, dir string, ports []int) []realUnit {
 }
 
 // suitePorts is how many ports one realSuite takes.
-const suitePorts = 6
+const suitePorts = 8
 
 // TestRealPrograms runs the real-program suite in each supervisor mode,
 // one gateway per mode, in parallel. For every unit: it reaches ready (the
@@ -201,7 +216,7 @@ func TestRealPrograms(t *testing.T) {
 func runRealSuite(t *testing.T, mode string, ports []int) {
 	dir := t.TempDir()
 	var suite []realUnit
-	for _, u := range realSuite(t, dir, ports) {
+	for _, u := range realSuite(t, mode, dir, ports) {
 		if u.program == "" {
 			t.Run(u.name, func(t *testing.T) {
 				t.Skipf("%s not found in PATH nor /usr/sbin: unit %s left out (.ci/run installs it from Debian)", u.needs, u.name)
@@ -253,7 +268,7 @@ func runRealSuite(t *testing.T, mode string, ports []int) {
 	// 2. stop leaves no process; start brings each back.
 	c := d.client()
 	for _, ru := range suite {
-		if ru.oneshot {
+		if ru.oneshot || ru.refused != "" {
 			continue
 		}
 		ids := processesOf(t, u[ru.name], ru)
@@ -274,7 +289,7 @@ func runRealSuite(t *testing.T, mode string, ports []int) {
 	// 3. kill -9 of hermesd: no owned process left; the adoptable one lives.
 	owned, kept := map[string][]proc.Identity{}, map[string][]proc.Identity{}
 	for _, ru := range suite {
-		if ru.oneshot {
+		if ru.oneshot || ru.refused != "" {
 			continue
 		}
 		ids := processesOf(t, u[ru.name], ru)
@@ -308,7 +323,7 @@ func runRealSuite(t *testing.T, mode string, ports []int) {
 	t.Logf("%s: status after kill -9 and a new hermesd:\n%s", mode, statusTable(d.fullStatus(), suite))
 	for _, ru := range suite {
 		checkMain(t, u[ru.name], ru)
-		if ru.oneshot {
+		if ru.oneshot || ru.refused != "" {
 			continue
 		}
 		ids := processesOf(t, u[ru.name], ru)
@@ -341,7 +356,12 @@ func waitSuite(d *hermesd, suite []realUnit) map[string]control.Unit {
 	return d.waitStatus("every unit ready", func(_ control.Status, u map[string]control.Unit) bool {
 		for _, ru := range suite {
 			x, ok := u[ru.name]
-			if (ru.oneshot && x.State != "done") || (!ru.oneshot && (!running(x, ok) || !x.Ready)) {
+			switch {
+			case ru.refused != "":
+				if x.State != "failed" || !strings.Contains(x.Error, ru.refused) || x.PID != 0 {
+					return false
+				}
+			case (ru.oneshot && x.State != "done") || (!ru.oneshot && (!running(x, ok) || !x.Ready)):
 				return false
 			}
 		}
@@ -356,6 +376,12 @@ func waitSuite(d *hermesd, suite []realUnit) map[string]control.Unit {
 func checkMain(t *testing.T, u control.Unit, ru realUnit) {
 	t.Helper()
 	if ru.oneshot {
+		return
+	}
+	if ru.refused != "" {
+		if holders := listeners(ru.port); len(holders) > 0 {
+			t.Errorf("%s: refused (%s), yet port %d is held by %v", ru.name, u.Error, ru.port, holders)
+		}
 		return
 	}
 	if ru.pidFile != "" {
