@@ -28,6 +28,7 @@ require (
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/sync v0.24.0
 	golang.org/x/sys v0.50.0
+	howett.net/plist v1.0.1
 )
 
 require (
