@@ -8,7 +8,7 @@ CHAOS_ROUNDS ?= 200
 CHAOS_SEED ?= 0
 BENCH_FLAGS ?=
 
-.PHONY: help build run test lint lint-metrics bench bench-peers clean schema chaos
+.PHONY: help build run test lint lint-metrics bench bench-peers clean schema chaos examples
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -52,6 +52,9 @@ chaos: ## kill hermesd at random moments, restart it, check nothing owned surviv
 
 schema: ## regenerate schema/*.schema.json from the Go types
 	$(GO) generate ./schema
+
+examples: ## regenerate examples/launchd with hermesctl export launchd (TestLaunchdExampleIsGenerated fails when it drifts)
+	$(GO) test -count=1 -run '^TestLaunchdExampleIsGenerated$$' ./cmd/hermesctl -update
 
 clean: ## remove build output and the run state
 	rm -rf $(BIN) .run

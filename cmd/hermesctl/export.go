@@ -18,14 +18,15 @@ import (
 func newExportCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export",
-		Short: "Write units in another service manager's format",
+		Short: "Write units, or hermesd itself, in another service manager's format",
 		Args:  cobra.NoArgs,
 	}
 	cmd.AddCommand(newExportSystemdCmd(g))
+	cmd.AddCommand(newExportLaunchdCmd(g))
 	return cmd
 }
 
-// exportResult is the -o json output of export systemd.
+// exportResult is the -o json output of export systemd and export launchd.
 type exportResult struct {
 	Dir    string        `json:"dir"`
 	Files  []string      `json:"files"`

@@ -23,6 +23,7 @@ var jsonForms = map[string]func(*cobra.Command) string{
 	"disable":            withJSON,
 	"enable":             withJSON,
 	"events":             withJSON,
+	"export launchd":     withJSON,
 	"export systemd":     withJSON,
 	"is-active":          withJSON,
 	"is-enabled":         withJSON,
