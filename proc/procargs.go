@@ -37,6 +37,9 @@ func parseProcArgs(b []byte) (argv, env []string, err error) {
 	for len(b) > 0 && b[0] == 0 {
 		b = b[1:]
 	}
+	if argc > len(b) { // each argument ends with a NUL: a count the buffer cannot hold is a lie, not an allocation to make
+		return nil, nil, errProcArgs
+	}
 	argv = make([]string, 0, argc)
 	for range argc {
 		i := bytes.IndexByte(b, 0)
