@@ -36,6 +36,20 @@ func streamsOf(cmd *cobra.Command, g *globals) (streams, error) {
 	return streams{out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), json: asJSON}, nil
 }
 
+// runE is the RunE of a command with a run function: it takes cmd's
+// streams into s (-o from g), then calls run with cmd's context and
+// arguments. run sets the arguments into its options and calls the
+// command's run function, which is all that cobra does not do.
+func runE(g *globals, s *streams, run func(ctx context.Context, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		var err error
+		if *s, err = streamsOf(cmd, g); err != nil {
+			return err
+		}
+		return run(cmd.Context(), args)
+	}
+}
+
 // progress is where a wait shows its progress: the error stream, and
 // nowhere with -o json (the output is then data alone).
 func (s streams) progress() io.Writer {

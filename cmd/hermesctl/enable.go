@@ -28,12 +28,10 @@ func newDisableCmd(g *globals) *cobra.Command {
 			"`start`, its schedule (a job) and restarts of hermesd, clean or not, and\n" +
 			"reboots leave it stopped. hermesd keeps the list in its state directory.",
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := opts.bind(cmd, args); err != nil {
-				return err
-			}
-			return runDisable(cmd.Context(), opts)
-		},
+		RunE: runE(g, &opts.streams, func(ctx context.Context, args []string) error {
+			opts.units = args
+			return runDisable(ctx, opts)
+		}),
 		ValidArgsFunction: completeUnits(g),
 	}
 	opts.addTimeout(cmd)
@@ -66,12 +64,10 @@ func newEnableCmd(g *globals) *cobra.Command {
 			"stopped as after `stop`: until `start`, or until the next boot. Enabling\n" +
 			"a unit that is not disabled only starts it.",
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := opts.bind(cmd, args); err != nil {
-				return err
-			}
-			return runEnable(cmd.Context(), opts)
-		},
+		RunE: runE(g, &opts.streams, func(ctx context.Context, args []string) error {
+			opts.units = args
+			return runEnable(ctx, opts)
+		}),
 		ValidArgsFunction: completeUnits(g),
 	}
 	cmd.Flags().BoolVar(&opts.noStart, "no-start", false, "only enable: leave the units stopped until start")

@@ -45,12 +45,10 @@ func newActionCmd(g *globals, a control.Action, done, short string) *cobra.Comma
 		Use:   opts.verb + " UNIT...",
 		Short: short,
 		Args:  cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := opts.bind(cmd, args); err != nil {
-				return err
-			}
-			return runAction(cmd.Context(), opts)
-		},
+		RunE: runE(g, &opts.streams, func(ctx context.Context, args []string) error {
+			opts.units = args
+			return runAction(ctx, opts)
+		}),
 		ValidArgsFunction: completeUnits(g),
 	}
 	opts.addTimeout(cmd)
@@ -78,13 +76,6 @@ type unitsOptions struct {
 	units      []string
 	timeout    time.Duration // --timeout: the bound of each unit's action and wait; 0: none
 	streams
-}
-
-// bind takes the units named and cmd's streams.
-func (o *unitsOptions) bind(cmd *cobra.Command, args []string) error {
-	s, err := streamsOf(cmd, o.g)
-	o.units, o.streams = args, s
-	return err
 }
 
 func (o *unitsOptions) addTimeout(cmd *cobra.Command) {
@@ -187,8 +178,15 @@ func tookDown(names []string) string {
 	return " (and " + strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1] + ", which require it)"
 }
 
+// reloadOptions are the flags of reload, and where it prints.
+type reloadOptions struct {
+	g      *globals
+	dryRun bool // --dry-run
+	streams
+}
+
 func newReloadCmd(g *globals) *cobra.Command {
-	var dryRun bool
+	opts := &reloadOptions{g: g}
 	cmd := &cobra.Command{
 		Use:   "reload",
 		Short: "Re-read the unit files now and print the plan",
@@ -196,37 +194,38 @@ func newReloadCmd(g *globals) *cobra.Command {
 			"restarted and kept, and files that did not load (their last good version\n" +
 			"keeps running). With --dry-run nothing is changed. Exits 1 when a file did not load.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := g.jsonOutput()
-			if err != nil {
-				return err
-			}
-			c, err := dial(g)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			plan, err := c.Reload(cmd.Context(), dryRun)
-			if err != nil {
-				return fmt.Errorf("reload: %w", err)
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				if err := writeJSON(out, plan); err != nil {
-					return err
-				}
-			} else {
-				inertAll(&plan)
-				writePlan(out, plan, dryRun)
-			}
-			if n := len(plan.Errors); n > 0 {
-				return &exitError{code: 1, err: fmt.Errorf("reload: %d %s did not load (listed above); fix and save, or run hermesctl validate", n, plural(n, "file", "files"))}
-			}
-			return nil
-		},
+		RunE: runE(g, &opts.streams, func(ctx context.Context, _ []string) error {
+			return runReload(ctx, opts)
+		}),
 	}
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "only print what a reload would do")
+	cmd.Flags().BoolVar(&opts.dryRun, "dry-run", false, "only print what a reload would do")
 	return cmd
+}
+
+// runReload asks hermesd to re-read its units (or only to say what it
+// would do) and prints the plan; exit 1 when a file did not load.
+func runReload(ctx context.Context, opts *reloadOptions) error {
+	c, err := dial(opts.g)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	plan, err := c.Reload(ctx, opts.dryRun)
+	if err != nil {
+		return fmt.Errorf("reload: %w", err)
+	}
+	if opts.json {
+		if err := writeJSON(opts.out, plan); err != nil {
+			return err
+		}
+	} else {
+		inertAll(&plan)
+		writePlan(opts.out, plan, opts.dryRun)
+	}
+	if n := len(plan.Errors); n > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("reload: %d %s did not load (listed above); fix and save, or run hermesctl validate", n, plural(n, "file", "files"))}
+	}
+	return nil
 }
 
 func writePlan(w io.Writer, p control.Plan, dryRun bool) {
