@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -10,13 +11,19 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// adoptOptions are the flags and argument of adopt, and where it prints.
+type adoptOptions struct {
+	g       *globals
+	pid     string // the PID argument, as given; "" with --pgid or --orphans
+	pgid    int    // --pgid
+	as      string // --as
+	orphans bool   // --orphans
+	yes     bool   // --yes
+	streams
+}
+
 func newAdoptCmd(g *globals) *cobra.Command {
-	var (
-		pgid    int
-		as      string
-		orphans bool
-		yes     bool
-	)
+	opts := &adoptOptions{g: g}
 	cmd := &cobra.Command{
 		Use:   "adopt PID | --pgid N [--as NAME] | --orphans [--yes]",
 		Short: "Make hermesd own a process group something else started: it then dies with hermesd",
@@ -30,68 +37,80 @@ func newAdoptCmd(g *globals) *cobra.Command {
 			"adopt --orphans lists the leftovers of dead owners found in the ledger with\n" +
 			"their evidence; with --yes it adopts those whose identity still matches.\n" +
 			"Processes the ledger does not know are never adopted by this sweep.",
-		Args: func(cmd *cobra.Command, args []string) error {
-			switch {
-			case orphans && (len(args) > 0 || pgid != 0 || as != ""):
-				return fmt.Errorf("--orphans takes no pid, --pgid or --as")
-			case yes && !orphans:
-				return fmt.Errorf("--yes goes with --orphans")
-			case orphans:
-				return nil
-			case pgid != 0 && len(args) > 0:
-				return fmt.Errorf("give a PID or --pgid N, not both")
-			case pgid == 0 && len(args) != 1:
-				return fmt.Errorf("adopt takes one PID, or --pgid N, or --orphans")
-			}
-			return nil
+		Args: func(_ *cobra.Command, args []string) error {
+			return opts.check(args)
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := g.jsonOutput()
-			if err != nil {
-				return err
-			}
-			req := control.AdoptRequest{PGID: pgid, As: as}
+		RunE: runE(g, &opts.streams, func(ctx context.Context, args []string) error {
 			if len(args) == 1 {
-				if req.PID, err = strconv.Atoi(args[0]); err != nil || req.PID <= 0 {
-					return &exitError{code: 2, err: fmt.Errorf("adopt: %q is not a pid (a positive number)", args[0])}
-				}
+				opts.pid = args[0]
 			}
-			c, err := dial(g)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			out := cmd.OutOrStdout()
-			if orphans {
-				rep, err := c.Orphans(cmd.Context(), control.OrphansRequest{Adopt: yes})
-				if err != nil {
-					return fmt.Errorf("adopt --orphans: %w", err)
-				}
-				if asJSON {
-					return writeJSON(out, rep)
-				}
-				inertAll(&rep)
-				writeOrphans(out, rep, yes)
-				return nil
-			}
-			a, err := c.Adopt(cmd.Context(), req)
-			if err != nil {
-				return fmt.Errorf("adopt: %w", err)
-			}
-			if asJSON {
-				return writeJSON(out, a)
-			}
-			inertAll(&a)
-			fmt.Fprintf(out, "adopted %s: %s; it now dies with hermesd (stop it with `hermesctl stop %s`)\n", a.Unit, groupText(a), a.Unit)
-			return nil
-		},
+			return runAdopt(ctx, opts)
+		}),
 	}
 	f := cmd.Flags()
-	f.IntVar(&pgid, "pgid", 0, "adopt this process group")
-	f.StringVar(&as, "as", "", "unit name of the adopted group (default: the leader's command and the pgid)")
-	f.BoolVar(&orphans, "orphans", false, "list the leftovers of dead owners found in the ledger")
-	f.BoolVar(&yes, "yes", false, "with --orphans: adopt those whose identity still matches")
+	f.IntVar(&opts.pgid, "pgid", 0, "adopt this process group")
+	f.StringVar(&opts.as, "as", "", "unit name of the adopted group (default: the leader's command and the pgid)")
+	f.BoolVar(&opts.orphans, "orphans", false, "list the leftovers of dead owners found in the ledger")
+	f.BoolVar(&opts.yes, "yes", false, "with --orphans: adopt those whose identity still matches")
 	return cmd
+}
+
+// check refuses the flags and arguments that do not go together.
+func (o *adoptOptions) check(args []string) error {
+	switch {
+	case o.orphans && (len(args) > 0 || o.pgid != 0 || o.as != ""):
+		return fmt.Errorf("--orphans takes no pid, --pgid or --as")
+	case o.yes && !o.orphans:
+		return fmt.Errorf("--yes goes with --orphans")
+	case o.orphans:
+		return nil
+	case o.pgid != 0 && len(args) > 0:
+		return fmt.Errorf("give a PID or --pgid N, not both")
+	case o.pgid == 0 && len(args) != 1:
+		return fmt.Errorf("adopt takes one PID, or --pgid N, or --orphans")
+	}
+	return nil
+}
+
+// runAdopt asks hermesd to adopt the group of the pid, or the group
+// --pgid, and prints what it adopted; with --orphans it lists the
+// leftovers of dead owners instead (writeOrphans), and adopts them with
+// --yes.
+func runAdopt(ctx context.Context, opts *adoptOptions) error {
+	req := control.AdoptRequest{PGID: opts.pgid, As: opts.as}
+	if opts.pid != "" {
+		var err error
+		if req.PID, err = strconv.Atoi(opts.pid); err != nil || req.PID <= 0 {
+			return &exitError{code: 2, err: fmt.Errorf("adopt: %q is not a pid (a positive number)", opts.pid)}
+		}
+	}
+	c, err := dial(opts.g)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if opts.orphans {
+		rep, err := c.Orphans(ctx, control.OrphansRequest{Adopt: opts.yes})
+		if err != nil {
+			return fmt.Errorf("adopt --orphans: %w", err)
+		}
+		if opts.json {
+			return writeJSON(opts.out, rep)
+		}
+		inertAll(&rep)
+		writeOrphans(opts.out, rep, opts.yes)
+		return nil
+	}
+	a, err := c.Adopt(ctx, req)
+	if err != nil {
+		return fmt.Errorf("adopt: %w", err)
+	}
+	if opts.json {
+		return writeJSON(opts.out, a)
+	}
+	inertAll(&a)
+	fmt.Fprintf(opts.out, "adopted %s: %s; it now dies with hermesd (stop it with `hermesctl stop %s`)\n", a.Unit, groupText(a), a.Unit)
+	return nil
 }
 
 // groupText describes an adopted group in one phrase.

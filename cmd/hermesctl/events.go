@@ -14,8 +14,15 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// eventsOptions are the flags of events, and where it prints.
+type eventsOptions struct {
+	g      *globals
+	follow bool // -f
+	streams
+}
+
 func newEventsCmd(g *globals) *cobra.Command {
-	var follow bool
+	opts := &eventsOptions{g: g}
 	cmd := &cobra.Command{
 		Use:   "events",
 		Short: "Show what hermesd did recently; -f follows as it happens",
@@ -26,33 +33,34 @@ func newEventsCmd(g *globals) *cobra.Command {
 			"happen until interrupted. -o json prints one JSON object per line, with the\n" +
 			"schema documented in the README (fields are added, never renamed).",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := g.jsonOutput()
-			if err != nil {
-				return err
-			}
-			c, err := dial(g)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			out := cmd.OutOrStdout()
-			enc := json.NewEncoder(out)
-			err = c.Events(cmd.Context(), control.EventOptions{Follow: follow}, func(e events.Event) error {
-				if asJSON {
-					return enc.Encode(e)
-				}
-				_, err := fmt.Fprintln(out, eventLine(e))
-				return err
-			})
-			if err != nil && !(follow && errors.Is(err, context.Canceled)) {
-				return fmt.Errorf("events: %w", err)
-			}
-			return nil
-		},
+		RunE: runE(g, &opts.streams, func(ctx context.Context, _ []string) error {
+			return runEvents(ctx, opts)
+		}),
 	}
-	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "go on printing events as they happen")
+	cmd.Flags().BoolVarP(&opts.follow, "follow", "f", false, "go on printing events as they happen")
 	return cmd
+}
+
+// runEvents prints hermesd's history of events and, with -f, the events
+// as they happen until ctx ends (an interrupt: no error then).
+func runEvents(ctx context.Context, opts *eventsOptions) error {
+	c, err := dial(opts.g)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	enc := json.NewEncoder(opts.out)
+	err = c.Events(ctx, control.EventOptions{Follow: opts.follow}, func(e events.Event) error {
+		if opts.json {
+			return enc.Encode(e)
+		}
+		_, err := fmt.Fprintln(opts.out, eventLine(e))
+		return err
+	})
+	if err != nil && !(opts.follow && errors.Is(err, context.Canceled)) {
+		return fmt.Errorf("events: %w", err)
+	}
+	return nil
 }
 
 // eventLine is one event for a human: time, kind, subject, what.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -8,7 +9,15 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// releaseOptions are the argument of release, and where it prints.
+type releaseOptions struct {
+	g    *globals
+	unit string
+	streams
+}
+
 func newReleaseCmd(g *globals) *cobra.Command {
+	opts := &releaseOptions{g: g}
 	return &cobra.Command{
 		Use:   "release UNIT",
 		Short: "Give a unit's group up: it will outlive hermesd",
@@ -17,29 +26,32 @@ func newReleaseCmd(g *globals) *cobra.Command {
 			"managing it: no restart, and `hermesctl start UNIT` is refused while the released\n" +
 			"group still runs. Take it back with `hermesctl adopt --pgid N`.",
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := g.jsonOutput()
-			if err != nil {
-				return err
-			}
-			c, err := dial(g)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			r, err := c.Release(cmd.Context(), args[0])
-			if err != nil {
-				if errors.Is(err, control.ErrUnknownUnit) {
-					return fmt.Errorf("release %s: %w; `hermesctl status` lists the units hermesd knows", args[0], err)
-				}
-				return fmt.Errorf("release %s: %w", args[0], err)
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), r)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "released %s: group %d (pid %d) will outlive hermesd\n", inert(r.Unit), r.PGID, r.PID)
-			return nil
-		},
+		RunE: runE(g, &opts.streams, func(ctx context.Context, args []string) error {
+			opts.unit = args[0]
+			return runRelease(ctx, opts)
+		}),
 		ValidArgsFunction: completeUnits(g),
 	}
+}
+
+// runRelease asks hermesd to release the unit's group, and prints the
+// group released.
+func runRelease(ctx context.Context, opts *releaseOptions) error {
+	c, err := dial(opts.g)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	r, err := c.Release(ctx, opts.unit)
+	if err != nil {
+		if errors.Is(err, control.ErrUnknownUnit) {
+			return fmt.Errorf("release %s: %w; `hermesctl status` lists the units hermesd knows", opts.unit, err)
+		}
+		return fmt.Errorf("release %s: %w", opts.unit, err)
+	}
+	if opts.json {
+		return writeJSON(opts.out, r)
+	}
+	fmt.Fprintf(opts.out, "released %s: group %d (pid %d) will outlive hermesd\n", inert(r.Unit), r.PGID, r.PID)
+	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -17,8 +18,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// statusOptions are the flags and arguments of status, and where it
+// prints.
+type statusOptions struct {
+	g     *globals
+	units []string // none: every unit
+	watch bool     // --watch
+	streams
+}
+
 func newStatusCmd(g *globals) *cobra.Command {
-	return withWatch(g, &cobra.Command{
+	opts := &statusOptions{g: g}
+	cmd := &cobra.Command{
 		Use:   "status [UNIT...]",
 		Short: "Show units, the supervisor, config errors, released and adopted groups",
 		Long: "Show every unit (or the named ones): state, pid, pgid, ownership, readiness,\n" +
@@ -39,41 +50,53 @@ func newStatusCmd(g *globals) *cobra.Command {
 			"     named); a job whose last run failed is failed\n" +
 			"  4  a unit named is unknown to hermesd (one whose file did not load is\n" +
 			"     known: its state is error, with the file's file:line:col error)",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := g.jsonOutput()
-			if err != nil {
-				return err
-			}
-			c, err := dial(g)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			st, err := c.Status(cmd.Context(), args...)
-			if errors.Is(err, control.ErrUnknownUnit) {
-				return &exitError{code: exitUnknownUnit, err: fmt.Errorf("status: %w", err)}
-			}
-			if err != nil {
-				return fmt.Errorf("status: %w", err)
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				if err := writeJSON(out, st); err != nil {
-					return err
-				}
-			} else {
-				inertAll(&st)
-				writeStatus(out, st, colorFor(out), time.Now())
-			}
-			// The table (or JSON) has said what is wrong: the verdict is
-			// the exit status alone, with nothing on stderr.
-			if code := statusExit(st, len(args) > 0); code != 0 {
-				return &exitError{code: code}
-			}
-			return nil
-		},
+		RunE: runE(g, &opts.streams, func(ctx context.Context, args []string) error {
+			opts.units = args
+			return runStatus(ctx, opts)
+		}),
 		ValidArgsFunction: completeUnits(g),
-	})
+	}
+	cmd.Flags().BoolVarP(&opts.watch, "watch", "w", false, "redraw the table on each event (a unit changes, a reload, a cut…) until interrupted")
+	return cmd
+}
+
+// runStatus prints hermesd's status, for the units named or for all, and
+// returns its verdict as the exit status (statusExit). With --watch it
+// redraws the table until ctx ends (watchStatus).
+func runStatus(ctx context.Context, opts *statusOptions) error {
+	if opts.watch {
+		err := watchStatus(ctx, opts.g, opts.out, opts.errOut, opts.units)
+		if errors.Is(err, context.Canceled) {
+			return nil
+		}
+		return err
+	}
+	c, err := dial(opts.g)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	st, err := c.Status(ctx, opts.units...)
+	if errors.Is(err, control.ErrUnknownUnit) {
+		return &exitError{code: exitUnknownUnit, err: fmt.Errorf("status: %w", err)}
+	}
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	if opts.json {
+		if err := writeJSON(opts.out, st); err != nil {
+			return err
+		}
+	} else {
+		inertAll(&st)
+		writeStatus(opts.out, st, colorFor(opts.out), time.Now())
+	}
+	// The table (or JSON) has said what is wrong: the verdict is the exit
+	// status alone, with nothing on stderr.
+	if code := statusExit(st, len(opts.units) > 0); code != 0 {
+		return &exitError{code: code}
+	}
+	return nil
 }
 
 // colorFor says whether w is a terminal that wants colour: NO_COLOR and

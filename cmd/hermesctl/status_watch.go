@@ -2,33 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/hermes-units/hermes/events"
-	"github.com/spf13/cobra"
 )
-
-// withWatch adds --watch to the status command: the table redrawn on each
-// event of the daemon's stream, until interrupted.
-func withWatch(g *globals, cmd *cobra.Command) *cobra.Command {
-	var watch bool
-	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "redraw the table on each event (a unit changes, a reload, a cut…) until interrupted")
-	run := cmd.RunE
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if !watch {
-			return run(cmd, args)
-		}
-		err := watchStatus(cmd.Context(), g, cmd.OutOrStdout(), cmd.ErrOrStderr(), args)
-		if errors.Is(err, context.Canceled) {
-			return nil
-		}
-		return err
-	}
-	return cmd
-}
 
 // clearScreen moves the cursor home and clears the screen (ANSI).
 const clearScreen = "\x1b[H\x1b[2J"
