@@ -86,8 +86,8 @@ var Limitations = []string{
 // Plist returns the XML property list of g's LaunchAgent, or an error
 // wrapping ErrValue that names the value it cannot carry.
 func Plist(g Gateway) ([]byte, error) {
-	if !labelRE.MatchString(g.Label) {
-		return nil, fmt.Errorf("%w: label %q: use words of letters and digits joined by single '.', '-' or '_', e.g. %s", ErrValue, g.Label, DefaultLabel)
+	if err := validate(g); err != nil {
+		return nil, err
 	}
 	argv := []string{g.Hermesd}
 	if g.Config != "" {
@@ -96,19 +96,6 @@ func Plist(g Gateway) ([]byte, error) {
 	argv = append(argv, "--units", g.Units, "--state", g.State)
 	if g.Socket != "" {
 		argv = append(argv, "--socket", g.Socket)
-	}
-	paths := []struct{ what, path string }{
-		{"hermesd binary", g.Hermesd}, {"units directory", g.Units}, {"state directory", g.State}, {"log directory", g.LogDir},
-	}
-	for _, opt := range []struct{ what, path string }{{"config file", g.Config}, {"socket", g.Socket}, {"working directory", g.WorkDir}} {
-		if opt.path != "" {
-			paths = append(paths, opt)
-		}
-	}
-	for _, p := range paths {
-		if !filepath.IsAbs(p.path) {
-			return nil, fmt.Errorf("%w: %s %q is not an absolute path (launchd runs the job in / and expands no ~)", ErrValue, p.what, p.path)
-		}
 	}
 	e := &encoder{}
 	e.header(g.Label)
@@ -188,6 +175,28 @@ func Plist(g Gateway) ([]byte, error) {
 		return nil, e.err
 	}
 	return e.b.Bytes(), nil
+}
+
+// validate refuses a label launchd or the file's comment cannot take and
+// a path that is not absolute; checkText refuses the rest as it is written.
+func validate(g Gateway) error {
+	if !labelRE.MatchString(g.Label) {
+		return fmt.Errorf("%w: label %q: use words of letters and digits joined by single '.', '-' or '_', e.g. %s", ErrValue, g.Label, DefaultLabel)
+	}
+	paths := []struct{ what, path string }{
+		{"hermesd binary", g.Hermesd}, {"units directory", g.Units}, {"state directory", g.State}, {"log directory", g.LogDir},
+	}
+	for _, opt := range []struct{ what, path string }{{"config file", g.Config}, {"socket", g.Socket}, {"working directory", g.WorkDir}} {
+		if opt.path != "" {
+			paths = append(paths, opt)
+		}
+	}
+	for _, p := range paths {
+		if !filepath.IsAbs(p.path) {
+			return fmt.Errorf("%w: %s %q is not an absolute path (launchd runs the job in / and expands no ~)", ErrValue, p.what, p.path)
+		}
+	}
+	return nil
 }
 
 // seconds is d in whole seconds, rounded up: launchd's integers are
