@@ -45,80 +45,120 @@ func (o *Owner) safeLocked(g Group) error {
 // its ledger entry (matched by leader identity, or added) is marked
 // "adopted" under this owner. A cgroup outside the hermes hierarchy is not
 // used: the group is then contained as a process group. Like SpawnOwned,
-// Own counts a group only once the supervisor accepted it; the groups it
-// refused (or could not be asked about) are not owned, and the error says
-// why.
+// Own counts a group only once the supervisor accepted it.
+//
+// All or none: when one group fails its checks or is refused (or the
+// supervisor cannot be asked), none is owned, those registered already are
+// taken back, and the error says which group and why. A group owned
+// already is left as it is.
 func (o *Owner) Own(ctx context.Context, groups ...Group) error {
-	o.mu.Lock()
-	if o.closed {
-		o.mu.Unlock()
-		return ErrClosed
+	checked, err := o.checkOwn(groups)
+	if err != nil {
+		return err
 	}
-	type pending struct {
-		r *reg
-		s sent
+	regs, sents, err := o.registerOwn(checked)
+	if err != nil {
+		return err
 	}
-	var sents []pending
-	var errs []error
-	for _, g := range groups {
-		// The first group that cannot be owned ends the loop; those before
-		// it are confirmed below and owned.
-		err := o.safeLocked(g)
-		if err == nil && o.findLocked(g) != nil {
-			continue
+	for i, r := range regs {
+		if err := o.confirm(ctx, r, sents[i]); err != nil {
+			o.takeBack(regs)
+			return fmt.Errorf("own group %d of %s: %w", r.g.PGID, r.g.Unit, err)
 		}
+	}
+	if o.jr == nil || len(regs) == 0 {
+		return nil
+	}
+	return o.jr.do(ctx, func(es []ledger.Entry) []ledger.Entry {
+		for _, r := range regs {
+			es = adoptedEntry(es, r.g, o.self, o.opts.Role)
+		}
+		return es
+	})
+}
+
+// checkOwn holds groups against the kernel, outside the owner's lock (it
+// reads /proc): each group safe, its leader the recorded process, with
+// members.
+// It returns the groups as Own registers them (a foreign cgroup dropped).
+func (o *Owner) checkOwn(groups []Group) ([]Group, error) {
+	out := make([]Group, 0, len(groups))
+	for _, g := range groups {
+		o.mu.Lock()
+		err := o.safeLocked(g)
+		g = o.foreignCgroupLocked(g)
+		o.mu.Unlock()
 		if err == nil {
 			err = checkLeader(g)
 		}
-		if err == nil {
-			if g = o.foreignCgroupLocked(g); groupEmpty(g) {
-				err = fmt.Errorf("own group %d of %s: %w", g.PGID, g.Unit, proc.ErrGone)
-			}
-		}
-		var r *reg
-		var s sent
-		if err == nil {
-			r = &reg{id: fmt.Sprintf("a%d", o.nextLocked()), g: g}
-			if s, err = o.registerLocked(r); err != nil {
-				err = fmt.Errorf("own group %d of %s: %w", g.PGID, g.Unit, err)
-			}
-		}
 		if err != nil {
-			errs = append(errs, err)
-			break
+			return nil, err
 		}
-		sents = append(sents, pending{r, s})
+		if groupEmpty(g) {
+			return nil, fmt.Errorf("own group %d of %s: %w", g.PGID, g.Unit, proc.ErrGone)
+		}
+		out = append(out, g)
 	}
-	o.mu.Unlock()
-	var added []Group
-	for _, s := range sents {
-		if err := o.confirm(ctx, s.r, s.s); err != nil {
-			o.mu.Lock()
-			o.unregisterLocked(s.r)
-			o.mu.Unlock()
-			errs = append(errs, fmt.Errorf("own group %d of %s: %w", s.r.g.PGID, s.r.g.Unit, err))
+	return out, nil
+}
+
+// registerOwn registers the groups not registered yet, under one hold of
+// the lock, and returns them with what was sent for each; on any failure
+// none stays registered.
+func (o *Owner) registerOwn(groups []Group) (regs []*reg, sents []sent, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return nil, nil, ErrClosed
+	}
+	defer func() {
+		if err != nil {
+			for _, r := range regs {
+				o.unregisterLocked(r)
+			}
+			regs, sents = nil, nil
+		}
+	}()
+	for _, g := range groups {
+		if err := o.safeLocked(g); err != nil {
+			return regs, sents, err
+		}
+		if o.findLocked(g) != nil {
 			continue
 		}
-		added = append(added, s.r.g)
-	}
-	if o.jr == nil || len(added) == 0 {
-		return errors.Join(errs...)
-	}
-	return errors.Join(append(errs, o.jr.do(ctx, func(es []ledger.Entry) []ledger.Entry {
-		for _, g := range added {
-			found := false
-			for i := range es {
-				if es[i].Leader.PID == g.Leader.PID && es[i].Leader.StartTime == g.Leader.StartTime {
-					es[i].Owner, es[i].Role, es[i].State, found = o.self, o.opts.Role, ledger.Adopted, true
-				}
-			}
-			if !found {
-				es = append(es, ledger.Entry{Unit: g.Unit, Leader: g.Leader, PGID: g.PGID, Cgroup: g.Cgroup,
-					Owner: o.self, Role: o.opts.Role, Ownership: units.Owned, Spawned: time.Now().UTC(), State: ledger.Adopted})
-			}
+		r := &reg{id: fmt.Sprintf("a%d", o.nextLocked()), g: g}
+		s, err := o.registerLocked(r)
+		if err != nil {
+			return regs, sents, fmt.Errorf("own group %d of %s: %w", g.PGID, g.Unit, err)
 		}
-		return es
-	}))...)
+		regs, sents = append(regs, r), append(sents, s)
+	}
+	return regs, sents, nil
+}
+
+// takeBack unregisters regs, a failed Own's.
+func (o *Owner) takeBack(regs []*reg) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, r := range regs {
+		o.unregisterLocked(r)
+	}
+}
+
+// adoptedEntry marks g's ledger entry (by leader identity) adopted by
+// self in role, adding one when es holds none.
+func adoptedEntry(es []ledger.Entry, g Group, self proc.Identity, role units.Role) []ledger.Entry {
+	found := false
+	for i := range es {
+		if es[i].Leader.PID == g.Leader.PID && es[i].Leader.StartTime == g.Leader.StartTime {
+			es[i].Owner, es[i].Role, es[i].State, found = self, role, ledger.Adopted, true
+		}
+	}
+	if !found {
+		es = append(es, ledger.Entry{Unit: g.Unit, Leader: g.Leader, PGID: g.PGID, Cgroup: g.Cgroup,
+			Owner: self, Role: role, Ownership: units.Owned, Spawned: time.Now().UTC(), State: ledger.Adopted})
+	}
+	return es
 }
 
 // Release unregisters groups: they outlive the owner. Their ledger entries
