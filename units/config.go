@@ -69,19 +69,10 @@ func parseConfig(file, dir string, data []byte) (*Config, error) {
 		c.File = abs
 	}
 	for _, f := range d.mapping(root, "", configKeys) {
+		if d.daemonKey(f, &c.Daemon) {
+			continue
+		}
 		switch f.name {
-		case "units":
-			c.Daemon.Units = d.path(f)
-		case "state":
-			c.Daemon.State = d.path(f)
-		case "socket":
-			c.Daemon.Socket = d.path(f)
-		case "role":
-			if r, err := ParseRole(d.str(f)); err != nil {
-				d.errf(f.val, "role: %v", err)
-			} else {
-				c.Daemon.Role = r
-			}
 		case "agent":
 			d.agent(f, &c.Agent)
 		case "providers":
@@ -107,6 +98,58 @@ func parseConfig(file, dir string, data []byte) (*Config, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// daemonKey decodes f into dm when it is one of the daemon's top-level
+// keys (units, state, socket, role), and reports whether it was.
+func (d *decoder) daemonKey(f field, dm *Daemon) bool {
+	switch f.name {
+	case "units":
+		dm.Units = d.path(f)
+	case "state":
+		dm.State = d.path(f)
+	case "socket":
+		dm.Socket = d.path(f)
+	case "role":
+		if r, err := ParseRole(d.str(f)); err != nil {
+			d.errf(f.val, "role: %v", err)
+		} else {
+			dm.Role = r
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// LoadDaemon reads the daemon keys of hermes.yaml (units, state, socket,
+// role), with LoadConfig's decoder, before anything else is set up: the
+// paths flags and the environment are layered over. A missing file is a
+// zero Daemon. A file that cannot be read or is not YAML is an error, and
+// so is a daemon key that does not decode (with the keys that did); the
+// rest of the file is checked, and reported, where the whole configuration
+// is loaded (LoadConfig).
+func LoadDaemon(path string) (Daemon, error) {
+	data, err := readFile(path, false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Daemon{}, nil
+	}
+	if err != nil {
+		return Daemon{}, err
+	}
+	abs, _ := filepath.Abs(path)
+	d := &decoder{file: path, dir: filepath.Dir(abs)}
+	root := d.parseDocument(data, "config")
+	if root == nil {
+		return Daemon{}, d.errs.err()
+	}
+	fields := d.mapping(root, "", configKeys)
+	d.errs = nil // the other keys' errors are LoadConfig's to report
+	var dm Daemon
+	for _, f := range fields {
+		d.daemonKey(f, &dm)
+	}
+	return dm, d.errs.err()
 }
 
 func (d *decoder) gateway(f field, gw *Gateway) {

@@ -7,9 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/hermes-units/hermes/units"
 	"github.com/knadh/koanf/providers/env/v2"
-	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/providers/posflag"
 	"github.com/knadh/koanf/v2"
 	"github.com/spf13/pflag"
@@ -118,24 +117,20 @@ func Resolve(fs *pflag.FlagSet) (Resolved, error) {
 	if pre.Exists(KeyConfig) {
 		cfg = expand(pre.String(KeyConfig), "")
 	}
-	if _, err := os.Stat(cfg); err == nil {
-		fk := koanf.New(".")
-		if err := fk.Load(file.Provider(cfg), yaml.Parser()); err != nil {
-			fileErr = fmt.Errorf("%w: %s: %v; fix it (hermesctl validate shows where)", ErrConfig, cfg, err)
+	// The file's keys through the one decoder of hermes.yaml (units),
+	// paths already "~"-expanded and taken against the file's directory.
+	dm, err := units.LoadDaemon(cfg)
+	if err != nil {
+		fileErr = fmt.Errorf("%w: %w; fix it (hermesctl validate shows where)", ErrConfig, err)
+	}
+	for key, v := range map[string]string{KeyUnits: dm.Units, KeyState: dm.State, KeySocket: dm.Socket, KeyRole: string(dm.Role)} {
+		if v == "" {
+			continue
 		}
-		for _, key := range []string{KeyUnits, KeyState, KeySocket, KeyRole} {
-			v := strings.TrimSpace(fk.String(key))
-			if v == "" {
-				continue
-			}
-			if key != KeyRole {
-				v = expand(v, filepath.Dir(cfg))
-			}
-			if err := k.Set(key, v); err != nil {
-				return Resolved{}, err
-			}
-			fromFile[key] = true
+		if err := k.Set(key, v); err != nil {
+			return Resolved{}, err
 		}
+		fromFile[key] = true
 	}
 	if err := k.Load(envP, nil); err != nil {
 		return Resolved{}, err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -30,6 +31,16 @@ func TestResolve(t *testing.T) {
 	if err := os.WriteFile(broken, []byte("units: [unclosed\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// What else the file holds is checked where the whole configuration
+	// is loaded; its daemon keys, through the same decoder, count here.
+	elsewhere := filepath.Join(cfgDir, "elsewhere.yaml")
+	if err := os.WriteFile(elsewhere, []byte("units: u\nbogus: 1\ngateway: {listen: 0.0.0.0:1}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	badRole := filepath.Join(cfgDir, "badrole.yaml")
+	if err := os.WriteFile(badRole, []byte("units: u\nrole: wokrer\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name      string
 		env       map[string]string
@@ -54,6 +65,12 @@ func TestResolve(t *testing.T) {
 		{"broken config", nil, []string{"--config", broken}, Resolved{Paths: Paths{
 			Config: broken, Units: filepath.Join(home, "cfg", "hermes", "units"),
 			State: filepath.Join(home, "st", "hermes"), Socket: filepath.Join(home, "st", "hermes", "hermesd.sock")}}, ErrConfig},
+		{"errors elsewhere in the file", nil, []string{"--config", elsewhere}, Resolved{Paths: Paths{
+			Config: elsewhere, Units: filepath.Join(cfgDir, "u"),
+			State: filepath.Join(home, "st", "hermes"), Socket: filepath.Join(home, "st", "hermes", "hermesd.sock")}}, nil},
+		{"a role the file gets wrong", nil, []string{"--config", badRole}, Resolved{Paths: Paths{
+			Config: badRole, Units: filepath.Join(cfgDir, "u"),
+			State: filepath.Join(home, "st", "hermes"), Socket: filepath.Join(home, "st", "hermes", "hermesd.sock")}}, ErrConfig},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,6 +86,9 @@ func TestResolve(t *testing.T) {
 			got, err := Resolve(fs)
 			if !errors.Is(err, tt.wantError) {
 				t.Fatalf("Resolve error %v, want %v", err, tt.wantError)
+			}
+			if err != nil && tt.args != nil && !strings.Contains(err.Error(), tt.args[1]+":") {
+				t.Errorf("Resolve error %q does not name the file (and where in it)", err)
 			}
 			if got.Paths != tt.want.Paths || got.Role != tt.want.Role {
 				t.Errorf("Resolve = %+v,\nwant %+v", got, tt.want)
