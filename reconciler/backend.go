@@ -21,7 +21,7 @@ var _ control.Backend = (*Reconciler)(nil)
 func (r *Reconciler) Status(ctx context.Context, names ...string) (control.Status, error) {
 	var st control.Status
 	var rel, left []supervisor.Group
-	var ended []control.EndedGroup
+	var ended []endedGroup
 	var err error
 	if e := r.do(ctx, func(context.Context) {
 		st, rel, err = r.status(names)
@@ -109,10 +109,7 @@ func (r *Reconciler) status(names []string) (st control.Status, rel []supervisor
 // statusHeader is the status without its unit rows: the daemon, the
 // supervisor, the proxy and the config errors.
 func (r *Reconciler) statusHeader() control.Status {
-	st := control.Status{Daemon: r.opt.Daemon, Units: []control.Unit{}, ConfigErrors: slices.Clone(r.errs)}
-	if st.ConfigErrors == nil {
-		st.ConfigErrors = []control.ConfigError{}
-	}
+	st := control.Status{Daemon: r.opt.Daemon, Units: []control.Unit{}, ConfigErrors: wireErrors(r.errs)}
 	if r.opt.Supervisor != nil {
 		st.Supervisor = r.opt.Supervisor()
 	}
@@ -129,7 +126,7 @@ func (r *Reconciler) fileErrors() map[string]string {
 	for _, e := range r.errs {
 		n, ok := r.unitFileOf(e)
 		if _, seen := fileErr[n]; ok && !seen {
-			fileErr[n] = "unit file invalid, last good version kept: " + e.String()
+			fileErr[n] = "unit file invalid, last good version kept: " + wireError(e).String()
 		}
 	}
 	return fileErr
@@ -149,7 +146,7 @@ func (r *Reconciler) unloadedRows() []control.Unit {
 			continue
 		}
 		seen[n] = true
-		out = append(out, control.Unit{Name: n, State: control.StateError, Error: e.String()})
+		out = append(out, control.Unit{Name: n, State: control.StateError, Error: wireError(e).String()})
 	}
 	return out
 }
@@ -157,7 +154,7 @@ func (r *Reconciler) unloadedRows() []control.Unit {
 // unitFileOf is the unit a config error is about, if it is a unit file's
 // (in Options.UnitsDir when that is set: not hermes.yaml, whose errors
 // come with the units').
-func (r *Reconciler) unitFileOf(e control.ConfigError) (string, bool) {
+func (r *Reconciler) unitFileOf(e *units.Error) (string, bool) {
 	if e.File == "" || r.opt.UnitsDir != "" && filepath.Dir(e.File) != filepath.Clean(r.opt.UnitsDir) {
 		return "", false
 	}

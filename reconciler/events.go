@@ -8,6 +8,7 @@ import (
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/events"
 	"github.com/hermes-units/hermes/supervisor"
+	"github.com/hermes-units/hermes/units"
 )
 
 // The reconciler reports what changed as events (Options.Publish) the way
@@ -72,13 +73,13 @@ func (r *Reconciler) publishChanges() {
 // forgets the fixed ones so that they are reported again if they come back.
 func (r *Reconciler) publishConfigErrors(p *publisher) {
 	for _, e := range r.errs {
-		if k := e.String(); !p.errs[k] {
+		if k := e.Error(); !p.errs[k] {
 			p.errs[k] = true
-			r.publish(events.Event{Kind: events.ConfigError, Error: &events.FileError{File: e.File, Line: e.Line, Column: e.Column, Message: e.Message}})
+			r.publish(events.Event{Kind: events.ConfigError, Error: &events.FileError{File: e.File, Line: e.Line, Column: e.Column, Message: e.Msg}})
 		}
 	}
 	for k := range p.errs {
-		if !slices.ContainsFunc(r.errs, func(e control.ConfigError) bool { return e.String() == k }) {
+		if !slices.ContainsFunc(r.errs, func(e *units.Error) bool { return e.Error() == k }) {
 			delete(p.errs, k) // fixed: reported again if it comes back
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/events"
 	"github.com/hermes-units/hermes/supervisor"
 	"github.com/hermes-units/hermes/units"
@@ -103,7 +102,7 @@ func TestPublishedEvents(t *testing.T) {
 
 		h.mu.Lock()
 		h.specs = []units.Spec{h.specs[0], spec("api")}
-		h.errs = []control.ConfigError{{File: "/u/bad.yaml", Line: 3, Column: 1, Message: "unknown key"}}
+		h.errs = []*units.Error{{File: "/u/bad.yaml", Line: 3, Column: 1, Msg: "unknown key"}}
 		h.mu.Unlock()
 		if _, err := h.r.Reload(t.Context(), false); err != nil {
 			t.Fatal(err)

@@ -123,9 +123,9 @@ type harness struct {
 	fs    *fakeSpawner
 	r     *Reconciler
 	mu    sync.Mutex
-	specs []units.Spec          // guarded by mu
-	errs  []control.ConfigError // guarded by mu
-	stop  func() error          // ends r's Run: see runInTest
+	specs []units.Spec   // guarded by mu
+	errs  []*units.Error // guarded by mu
+	stop  func() error   // ends r's Run: see runInTest
 }
 
 // newHarness returns a harness over a fresh fake spawner and specs; run

@@ -215,7 +215,7 @@ func TestStopForgottenWithFile(t *testing.T) {
 		sp := &fakeSpawner{fail: map[string]error{}}
 		var mu sync.Mutex
 		fs := &files{specs: map[string]units.Spec{"a": spec("a"), "b": spec("b")}}
-		var errs []control.ConfigError
+		var errs []*units.Error
 		load := func(ctx context.Context) (Loaded, error) {
 			l, err := fs.load(ctx)
 			mu.Lock()
@@ -236,7 +236,7 @@ func TestStopForgottenWithFile(t *testing.T) {
 		// then, but its stop waits for the file to load.
 		fs.del("b")
 		mu.Lock()
-		errs = []control.ConfigError{{File: filepath.Join("units", "b.yaml"), Line: 1, Column: 1, Message: "broken"}}
+		errs = []*units.Error{{File: filepath.Join("units", "b.yaml"), Line: 1, Column: 1, Msg: "broken"}}
 		mu.Unlock()
 		fs.set(spec("a"))
 		d = runOn(t, sp, load, dir, boot1)

@@ -66,7 +66,7 @@ var (
 // Loaded is the result of reading the units directory.
 type Loaded struct {
 	Specs  []units.Spec
-	Errors []control.ConfigError // files that did not load; their units keep their last good version
+	Errors []*units.Error // files that did not load; their units keep their last good version
 
 	// ports are the declarations of ports of LoadDir's Loaded, whose Specs
 	// hold both units of a clash: the reconciler settles it (settlePorts).
@@ -181,10 +181,10 @@ type Reconciler struct {
 
 	// Owned by Run's goroutine.
 	units     map[string]*unit
-	errs      []control.ConfigError
+	errs      []*units.Error
 	released  []Survivor
-	ended     []control.EndedGroup // groups of dead owners ended at the start (recover)
-	leftovers []supervisor.Group   // other groups of dead owners found alive at the start (recover)
+	ended     []endedGroup       // groups of dead owners ended at the start (recover)
+	leftovers []supervisor.Group // other groups of dead owners found alive at the start (recover)
 	// holdReleased names the units whose released group a dead owner left
 	// running: the first load declares them stopped (recover).
 	holdReleased map[string]bool

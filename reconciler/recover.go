@@ -53,10 +53,11 @@ func (r *Reconciler) recover(ctx context.Context, declared map[string]units.Spec
 	}
 	res := r.endAll(ctx, ends)
 	for _, e := range res {
-		if e.Error != "" {
-			r.log.Error("group left by a dead hermesd not ended", "unit", e.Unit, "pid", e.PID, "pgid", e.PGID, "owner", e.Owner, "err", e.Error)
+		g := e.group
+		if e.err != nil {
+			r.log.Error("group left by a dead hermesd not ended", "unit", g.Unit, "pid", g.Leader.PID, "pgid", g.PGID, "owner", e.owner.PID, "err", e.err)
 		} else {
-			r.log.Warn("ended a group left by a dead hermesd: the unit starts anew", "unit", e.Unit, "pid", e.PID, "pgid", e.PGID, "owner", e.Owner)
+			r.log.Warn("ended a group left by a dead hermesd: the unit starts anew", "unit", g.Unit, "pid", g.Leader.PID, "pgid", g.PGID, "owner", e.owner.PID)
 		}
 	}
 	r.ended = append(r.ended, res...)
@@ -133,17 +134,26 @@ func (r *Reconciler) sortDead(rec Record, declared map[string]units.Spec) (endin
 	return ending{}, false
 }
 
+// endedGroup is a group of a dead owner that recover ended (err nil), or
+// could not end, and when.
+type endedGroup struct {
+	group supervisor.Group
+	owner proc.Identity
+	at    time.Time
+	err   error
+}
+
 // endAll stops every group of ends concurrently (the unit's stop signal,
 // its stop timeout, KILL) and returns, once all are done, what became of
 // each.
-func (r *Reconciler) endAll(ctx context.Context, ends []ending) []control.EndedGroup {
-	res := make([]control.EndedGroup, len(ends))
+func (r *Reconciler) endAll(ctx context.Context, ends []ending) []endedGroup {
+	res := make([]endedGroup, len(ends))
 	sf, _ := r.opt.Checkpoint.(strayFinder)
 	var wg sync.WaitGroup
 	for i, e := range ends {
 		g := e.rec.Group
 		sig, grace := stopSignal(e.spec), stopGrace(e.spec)
-		res[i] = control.EndedGroup{Unit: e.rec.Unit, PID: g.Leader.PID, PGID: g.PGID, Owner: e.rec.Owner.PID}
+		res[i] = endedGroup{group: g, owner: e.rec.Owner}
 		gs := e.gs
 		if gs == nil {
 			gs = []supervisor.Group{g}
@@ -158,10 +168,7 @@ func (r *Reconciler) endAll(ctx context.Context, ends []ending) []control.EndedG
 		}
 		wg.Go(func() {
 			one.Wait()
-			if err := errors.Join(errs...); err != nil {
-				res[i].Error = err.Error()
-			}
-			res[i].At = time.Now()
+			res[i].err, res[i].at = errors.Join(errs...), time.Now()
 		})
 	}
 	wg.Wait()
@@ -255,7 +262,7 @@ func (r *Reconciler) reclaim(ctx context.Context, u *unit) bool {
 // recovery is the Recovery part of status: the groups ended at the start,
 // and the leftovers of dead owners still alive. It reads /proc: call it
 // off Run's goroutine.
-func recovery(ended []control.EndedGroup, leftovers []supervisor.Group) *control.Recovery {
+func recovery(ended []endedGroup, leftovers []supervisor.Group) *control.Recovery {
 	n := 0
 	for _, g := range leftovers {
 		if groupAlive(g) {
@@ -265,7 +272,15 @@ func recovery(ended []control.EndedGroup, leftovers []supervisor.Group) *control
 	if len(ended) == 0 && n == 0 {
 		return nil
 	}
-	return &control.Recovery{Ended: slices.Clone(ended), Leftovers: n}
+	rec := &control.Recovery{Ended: make([]control.EndedGroup, 0, len(ended)), Leftovers: n}
+	for _, e := range ended {
+		w := control.EndedGroup{Unit: e.group.Unit, PID: e.group.Leader.PID, PGID: e.group.PGID, Owner: e.owner.PID, At: e.at}
+		if e.err != nil {
+			w.Error = e.err.Error()
+		}
+		rec.Ended = append(rec.Ended, w)
+	}
+	return rec
 }
 
 func stopSignal(s units.Spec) syscall.Signal {

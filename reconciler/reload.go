@@ -20,10 +20,7 @@ func hash(s units.Spec) string { return s.Hash() }
 // stopped for a broken file); a renamed file is a stop of the old name and
 // a start of the new one.
 func Diff(cur map[string]string, l Loaded) control.Plan {
-	p := control.Plan{Start: []string{}, Stop: []string{}, Restart: []string{}, Keep: []string{}, Errors: l.Errors}
-	if p.Errors == nil {
-		p.Errors = []control.ConfigError{}
-	}
+	p := control.Plan{Start: []string{}, Stop: []string{}, Restart: []string{}, Keep: []string{}, Errors: wireErrors(l.Errors)}
 	invalid := map[string]bool{}
 	for _, e := range l.Errors {
 		invalid[unitOf(e.File)] = true
@@ -201,7 +198,7 @@ func (r *Reconciler) apply(ctx context.Context, p control.Plan, l Loaded) {
 	for _, s := range l.Specs {
 		specs[s.Name] = s
 	}
-	r.errs = p.Errors
+	r.errs = l.Errors
 	r.reloads++
 	for _, n := range p.Start {
 		s := specs[n]
@@ -264,7 +261,7 @@ func (r *Reconciler) apply(ctx context.Context, p control.Plan, l Loaded) {
 	// A unit file that waited for an adopted group of its name and is gone
 	// (not merely invalid: that keeps the last good version) waits no more.
 	invalid := map[string]bool{}
-	for _, e := range p.Errors {
+	for _, e := range l.Errors {
 		invalid[unitOf(e.File)] = true
 	}
 	for n, u := range r.units {
@@ -319,24 +316,34 @@ func LoadDir(l *units.Loader, dir string) func(context.Context) (Loaded, error) 
 	}
 }
 
-// ConfigErrors converts the errors of package units (an Errors or an
-// *Error) to their wire form; any other error becomes one entry with no
-// position.
-func ConfigErrors(err error) []control.ConfigError {
+// ConfigErrors lists the errors of package units in err (an Errors or an
+// *Error), as Loaded keeps them; any other error becomes one with no file
+// and no position.
+func ConfigErrors(err error) []*units.Error {
 	if err == nil {
 		return nil
 	}
 	var es units.Errors
 	if errors.As(err, &es) {
-		out := make([]control.ConfigError, 0, len(es))
-		for _, e := range es {
-			out = append(out, control.ConfigError{File: e.File, Line: e.Line, Column: e.Column, Message: e.Msg})
-		}
-		return out
+		return slices.Clone(es)
 	}
 	var e *units.Error
 	if errors.As(err, &e) {
-		return []control.ConfigError{{File: e.File, Line: e.Line, Column: e.Column, Message: e.Msg}}
+		return []*units.Error{e}
 	}
-	return []control.ConfigError{{Message: err.Error()}}
+	return []*units.Error{{Msg: err.Error(), Err: err}}
+}
+
+// wireErrors is es in the form status and reload plans carry: the one
+// place the reconciler's config errors become control.ConfigError.
+func wireErrors(es []*units.Error) []control.ConfigError {
+	out := make([]control.ConfigError, 0, len(es))
+	for _, e := range es {
+		out = append(out, wireError(e))
+	}
+	return out
+}
+
+func wireError(e *units.Error) control.ConfigError {
+	return control.ConfigError{File: e.File, Line: e.Line, Column: e.Column, Message: e.Msg}
 }

@@ -86,10 +86,10 @@ func TestStatusDescription(t *testing.T) {
 func TestStatusUnloadedFile(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, spec("web"))
-		h.errs = []control.ConfigError{
-			{File: "/etc/hermes/hermes.yaml", Line: 2, Column: 1, Message: `unknown key "defualts"`},
-			{File: "/units/bad.yaml", Line: 3, Column: 7, Message: `unknown key "comand" (did you mean "command"?)`},
-			{File: "/units/bad.yaml", Line: 5, Column: 1, Message: "a second error"},
+		h.errs = []*units.Error{
+			{File: "/etc/hermes/hermes.yaml", Line: 2, Column: 1, Msg: `unknown key "defualts"`},
+			{File: "/units/bad.yaml", Line: 3, Column: 7, Msg: `unknown key "comand" (did you mean "command"?)`},
+			{File: "/units/bad.yaml", Line: 5, Column: 1, Msg: "a second error"},
 		}
 		h.run(New(Options{Role: units.RoleGateway, Spawner: h.fs, StateDir: t.TempDir(), UnitsDir: "/units", Load: h.load}))
 		synctest.Wait()

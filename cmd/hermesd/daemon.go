@@ -429,7 +429,7 @@ func (d *instance) startHelpers(ctx context.Context, wg *sync.WaitGroup) {
 func loader(cfg config, log *slog.Logger, seen func(units.Config, *reconciler.Loaded)) func(context.Context) (reconciler.Loaded, error) {
 	last := units.DefaultConfig()
 	return func(ctx context.Context) (reconciler.Loaded, error) {
-		var cfgErrs []control.ConfigError
+		var cfgErrs []*units.Error
 		if c, err := units.LoadConfig(cfg.Config); err != nil {
 			cfgErrs = reconciler.ConfigErrors(err)
 			log.Error("config file not loaded; last good version kept", "err", err)
