@@ -43,6 +43,11 @@ type RunRegistrar interface {
 // RunRequest is the body of POST /v1/proxy/runs.
 type RunRequest struct {
 	Budget time.Duration `json:"budget_ns"` // positive
+	// Spent is how much of Budget the client's clock of the run had used
+	// when it sent the request: the proxy's clock starts that far in, so
+	// that both come to the wrap-up and the deadline together (the
+	// proxy's a transit time later, never earlier).
+	Spent time.Duration `json:"spent_ns,omitempty"`
 	// WrapUp is the notice the proxy injects into the run's first model
 	// request after 80 % of Budget; "" injects none.
 	WrapUp string `json:"wrapup,omitempty"`
@@ -68,8 +73,8 @@ func (s *Server) routeRuns(mux *http.ServeMux, end <-chan struct{}) {
 		if !decodeBody(w, r, "run", &req) {
 			return
 		}
-		if req.Budget <= 0 {
-			writeError(w, fmt.Errorf("%w: run budget %v: give a positive budget", ErrBadRequest, req.Budget))
+		if req.Budget <= 0 || req.Spent < 0 || req.Spent >= req.Budget {
+			writeError(w, fmt.Errorf("%w: run budget %v with %v spent: give a positive budget, and less than it spent", ErrBadRequest, req.Budget, req.Spent))
 			return
 		}
 		reg, release, err := rr.RegisterRun(r.Context(), req)

@@ -87,6 +87,11 @@ func TestRunRoute(t *testing.T) {
 	if _, _, err := s.client.RegisterRun(ctx, RunRequest{}); !errors.Is(err, ErrBadRequest) {
 		t.Errorf("no budget: got %v, want ErrBadRequest", err)
 	}
+	for _, spent := range []time.Duration{-time.Second, time.Second, time.Hour} {
+		if _, _, err := s.client.RegisterRun(ctx, RunRequest{Budget: time.Second, Spent: spent}); !errors.Is(err, ErrBadRequest) {
+			t.Errorf("a budget of 1s with %v spent: got %v, want ErrBadRequest", spent, err)
+		}
+	}
 
 	old := serve(t, NewServer(&fakeBackend{}, Options{}))
 	var ce *Error

@@ -32,15 +32,25 @@ type Budget struct {
 // NewBudget starts a budget of total now. total must be positive; now nil
 // takes time.Now. The wrap-up and deadline timers are armed at once.
 func NewBudget(total time.Duration, now func() time.Time) *Budget {
+	return ResumeBudget(total, 0, now)
+}
+
+// ResumeBudget is a budget of total of which spent has elapsed already
+// (another process's clock of the same run, measured as it asked): it
+// started spent ago. spent is clamped to [0, total].
+func ResumeBudget(total, spent time.Duration, now func() time.Time) *Budget {
 	if now == nil {
 		now = time.Now
 	}
-	b := &Budget{total: total, start: now(), now: now, wrapUp: make(chan struct{}), done: make(chan struct{})}
-	wrap := time.Duration(float64(total) * WrapUpFraction)
-	b.timers[0] = time.AfterFunc(wrap, func() { close(b.wrapUp) })
-	b.timers[1] = time.AfterFunc(total, func() { close(b.done) })
+	spent = min(max(spent, 0), total)
+	b := &Budget{total: total, start: now().Add(-spent), now: now, wrapUp: make(chan struct{}), done: make(chan struct{})}
+	b.timers[0] = time.AfterFunc(max(b.wrapPoint()-spent, 0), func() { close(b.wrapUp) })
+	b.timers[1] = time.AfterFunc(total-spent, func() { close(b.done) })
 	return b
 }
+
+// wrapPoint is when, into the budget, the wrap-up comes.
+func (b *Budget) wrapPoint() time.Duration { return time.Duration(float64(b.total) * WrapUpFraction) }
 
 // Total is the whole budget.
 func (b *Budget) Total() time.Duration { return b.total }
@@ -66,12 +76,17 @@ func (b *Budget) Done() <-chan struct{} { return b.done }
 
 // TakeWrapUp returns true exactly once, on the first call after the
 // wrap-up point: the proxy calls it before each model request and injects
-// the notice into the one request that gets true.
+// the notice into the one request that gets true. The point is read from
+// the clock, not only from the timer that closes WrapUp, which a loaded
+// machine runs late: a request that another process's clock of the run
+// sent after its wrap-up gets the notice.
 func (b *Budget) TakeWrapUp() bool {
 	select {
 	case <-b.wrapUp:
 	default:
-		return false
+		if b.Elapsed() < b.wrapPoint() {
+			return false
+		}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -147,3 +147,65 @@ func TestParseRemaining(t *testing.T) {
 		}
 	}
 }
+
+// TestTakeWrapUpByTheClock: the wrap-up is taken once the budget's clock
+// is past 80 %, even while the timer that closes WrapUp has not run (a
+// loaded machine runs timers late; another process's clock of the same
+// run may already have sent the wrap-up signal).
+func TestTakeWrapUpByTheClock(t *testing.T) {
+	at := time.Now()
+	now := func() time.Time { return at }
+	b := NewBudget(time.Hour, now)
+	defer b.Stop()
+	at = at.Add(47 * time.Minute)
+	if b.TakeWrapUp() {
+		t.Fatal("TakeWrapUp at 47 of 60 minutes = true, want false")
+	}
+	at = at.Add(time.Minute)
+	if closed(b.WrapUp()) {
+		t.Fatal("the wall-clock timer fired: the test's clock is its own")
+	}
+	if !b.TakeWrapUp() {
+		t.Error("TakeWrapUp at 48 of 60 minutes, its timer not run = false, want true")
+	}
+	if b.TakeWrapUp() {
+		t.Error("second TakeWrapUp = true, want the notice once")
+	}
+}
+
+// TestResumeBudget: a budget resumed with time spent started that long
+// ago: its wrap-up, deadline and remaining time are the run's, not a new
+// budget's of what was left.
+func TestResumeBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		b := ResumeBudget(100*time.Second, 30*time.Second, nil)
+		defer b.Stop()
+		if got, want := b.Deadline(), start.Add(70*time.Second); !got.Equal(want) {
+			t.Errorf("Deadline = %v, want %v (70 s left of 100)", got, want)
+		}
+		if got := b.Remaining(); got != 70*time.Second {
+			t.Errorf("Remaining = %v, want 70s", got)
+		}
+		time.Sleep(49 * time.Second)
+		synctest.Wait()
+		if closed(b.WrapUp()) {
+			t.Fatal("wrap-up at 79 s of the run, want it at 80 s")
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if !closed(b.WrapUp()) || !b.TakeWrapUp() {
+			t.Fatal("no wrap-up at 80 s of the run (50 s after the resume)")
+		}
+		<-b.Done()
+		if got := time.Since(start); got != 70*time.Second {
+			t.Errorf("Done %v after the resume, want 70s", got)
+		}
+	})
+	b := ResumeBudget(time.Second, time.Hour, nil) // more than all spent: clamped, spent at once
+	defer b.Stop()
+	<-b.Done()
+	if !b.TakeWrapUp() || b.Remaining() != 0 {
+		t.Error("a budget resumed with more than its total spent is not spent")
+	}
+}

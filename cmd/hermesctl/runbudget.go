@@ -120,12 +120,20 @@ func startRun(ctx context.Context, g *globals, env, argv []string, rb runBudget)
 	r.notice = wrapUpNotice(argv, r.budget)
 	var proxyVars []string
 	if st, ok := proxyStatus(ctx, g); ok {
-		reg, release, err := registerRun(ctx, g, control.RunRequest{Budget: r.budget.Remaining(), WrapUp: r.notice})
+		spent := r.budget.Elapsed()
+		reg, release, err := registerRun(ctx, g, control.RunRequest{Budget: r.budget.Total(), Spent: spent, WrapUp: r.notice})
 		base := "http://" + st.Listen + "/v1"
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "hermesctl run: the provider proxy does not budget this run's calls (%v); its local budget applies\n", err)
 		} else {
 			r.id, r.release, base = reg.ID, release, reg.BaseURL
+			// The proxy's clock started spent into the run when the
+			// request reached it, at most now: this clock restarts from
+			// the same point now, so that its wrap-up signal (and TERM)
+			// never come before the proxy's, which would then not put the
+			// notice in the call the signal prompts.
+			r.budget.Stop()
+			r.budget = timeouts.ResumeBudget(r.budget.Total(), spent, nil)
 		}
 		proxyVars = proxyChildEnv(g, env, base)
 	}

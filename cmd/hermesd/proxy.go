@@ -194,7 +194,7 @@ func (g *gatewayProxy) registerRun(req control.RunRequest) (control.RunRegistrat
 		return control.RunRegistration{}, nil, fmt.Errorf("%w: the provider proxy is off: hermesd serves it when hermes.yaml (providers:) or a unit (provider:) declares a provider", control.ErrConflict)
 	}
 	id := "run-" + time.Now().UTC().Format("20060102T150405Z") + "-" + strings.ToLower(rand.Text()[:8])
-	budget := timeouts.NewBudget(req.Budget, nil)
+	budget := timeouts.ResumeBudget(req.Budget, req.Spent, nil)
 	g.p.RegisterRun(id, budget, req.WrapUp)
 	g.log.Info("ad-hoc run registered with the proxy", "run", id, "budget", req.Budget)
 	release := sync.OnceFunc(func() {
