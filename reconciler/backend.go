@@ -404,6 +404,12 @@ func (r *Reconciler) stopAndWait(ctx context.Context, name string, why stopReaso
 	if err != nil || !waiting {
 		return err
 	}
+	return r.await(ctx, wait)
+}
+
+// await waits for the stop a caller joined (wait, one of a unit's
+// waiters), ctx, or the reconciler's end.
+func (r *Reconciler) await(ctx context.Context, wait <-chan error) error {
 	select {
 	case err := <-wait:
 		return err

@@ -156,14 +156,7 @@ func (r *Reconciler) Disable(ctx context.Context, name string) error {
 	if err != nil || !waiting {
 		return err
 	}
-	select {
-	case err := <-wait:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-r.done:
-		return ErrStopped
-	}
+	return r.await(ctx, wait)
 }
 
 // Enable undoes Disable (nothing to undo: nothing changes). With start, the

@@ -249,24 +249,34 @@ func (o *Owner) ReleaseOnceEmpty(ctx context.Context, g Group) error {
 // Stop returns is a success (nil), whoever released it: Stop itself, or
 // the janitor when the leader's exit came first.
 func (o *Owner) Stop(ctx context.Context, g Group, sig syscall.Signal, grace time.Duration) error {
+	r, err := o.stopping(g)
+	if err != nil {
+		return err
+	}
+	o.signal(r, sig)
+	return o.finishStop(ctx, r, g, grace)
+}
+
+// stopping is the registration Stop and StopMain act on: g's, or for a
+// group not registered here (a re-adopted survivor) one made for the stop,
+// in which a cgroup from outside our hierarchy is not trusted (the process
+// group is signalled only while its leader id is not a stranger's). In
+// pgroup mode the escapees found now are stopped with their spawn.
+func (o *Owner) stopping(g Group) (*reg, error) {
 	o.mu.Lock()
 	r := o.findLocked(g)
 	if r == nil {
-		// Not registered here (a re-adopted survivor): a cgroup from
-		// outside our hierarchy is not trusted; the process group is
-		// signalled only while its leader id is not a stranger's.
 		r = &reg{g: o.foreignCgroupLocked(g)}
 		if err := o.safeLocked(g); err != nil {
 			o.mu.Unlock()
-			return err
+			return nil, err
 		}
 	}
 	o.mu.Unlock()
 	if o.mode == ModePGroup && r.key != "" {
-		o.scan() // escapees found now are stopped with their spawn
+		o.scan()
 	}
-	o.signal(r, sig)
-	return o.finishStop(ctx, r, g, grace)
+	return r, nil
 }
 
 // Empty reports whether nothing is left in g (its cgroup, or its process

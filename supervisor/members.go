@@ -115,18 +115,9 @@ func (o *Owner) StopMain(ctx context.Context, g Group, main proc.Identity, sig s
 	if main.IsZero() {
 		return o.Stop(ctx, g, sig, grace)
 	}
-	o.mu.Lock()
-	r := o.findLocked(g)
-	if r == nil {
-		r = &reg{g: o.foreignCgroupLocked(g)}
-		if err := o.safeLocked(g); err != nil {
-			o.mu.Unlock()
-			return err
-		}
-	}
-	o.mu.Unlock()
-	if o.mode == ModePGroup && r.key != "" {
-		o.scan() // escapees found now are KILLed with the group
+	r, err := o.stopping(g)
+	if err != nil {
+		return err
 	}
 	signalIdentity(main, sig)
 	return o.finishStop(ctx, r, g, grace)
