@@ -253,28 +253,45 @@ func (d *decoder) defaults(f field, def *Defaults) {
 }
 
 func (d *decoder) providers(f field) map[string]Provider {
-	out := map[string]Provider{}
+	out := named(d, f, "provider id", func(id string, g field) Provider {
+		p := d.provider(g, false)
+		p.ID = id
+		return p
+	})
+	if out == nil {
+		out = map[string]Provider{}
+	}
+	return out
+}
+
+// named decodes f, a mapping of names (what they are: "provider id") to
+// blocks, each through one; nil when f is empty or null. An empty name,
+// a name given twice, and a value that is no mapping of names are errors
+// at their place.
+func named[T any](d *decoder, f field, what string, one func(name string, g field) T) map[string]T {
 	n := f.val
 	if isNull(n) {
-		return out
+		return nil
 	}
 	if n.Kind != yaml.MappingNode {
-		d.errf(n, "providers: want a mapping of provider id to settings, got %s", kindName(n))
-		return out
+		d.errf(n, "%s: want a mapping of %s to settings, got %s", f.path, what, kindName(n))
+		return nil
 	}
+	out := map[string]T{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := resolve(n.Content[i])
 		if k.Kind != yaml.ScalarNode || strings.TrimSpace(k.Value) == "" {
-			d.errf(k, "providers: a provider id must be a non-empty name, got %s", kindName(k))
+			d.errf(k, "%s: a %s must be a non-empty name, got %s", f.path, what, kindName(k))
 			continue
 		}
 		if _, dup := out[k.Value]; dup {
-			d.errf(k, "providers: %s is defined twice", excerpt(k.Value))
+			d.errf(k, "%s: %s is defined twice", f.path, excerpt(k.Value))
 			continue
 		}
-		p := d.provider(field{name: k.Value, path: "providers." + k.Value, key: k, val: resolve(n.Content[i+1])}, false)
-		p.ID = k.Value
-		out[k.Value] = p
+		out[k.Value] = one(k.Value, field{name: k.Value, path: f.path + "." + k.Value, key: k, val: resolve(n.Content[i+1])})
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }
@@ -326,35 +343,13 @@ func (d *decoder) provider(f field, inUnit bool) Provider {
 func isMapping(n *yaml.Node) bool { return n.Kind == yaml.MappingNode }
 
 func (d *decoder) models(f field) map[string]ProviderModel {
-	out := map[string]ProviderModel{}
-	n := f.val
-	if isNull(n) {
-		return nil
-	}
-	if n.Kind != yaml.MappingNode {
-		d.errf(n, "models: want a mapping of model id to settings, got %s", kindName(n))
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k := resolve(n.Content[i])
-		if k.Kind != yaml.ScalarNode || strings.TrimSpace(k.Value) == "" {
-			d.errf(k, "models: a model id must be a non-empty name, got %s", kindName(k))
-			continue
-		}
-		if _, dup := out[k.Value]; dup {
-			d.errf(k, "models: %s is defined twice", excerpt(k.Value))
-			continue
-		}
+	return named(d, f, "model id", func(_ string, g field) ProviderModel {
 		var m ProviderModel
-		for _, g := range d.mapping(resolve(n.Content[i+1]), f.path+"."+k.Value, modelKeys) {
-			m.StaleTimeout = d.duration(g, durSeconds, someCallLimit)
+		for _, h := range d.mapping(g.val, g.path, modelKeys) {
+			m.StaleTimeout = d.duration(h, durSeconds, someCallLimit)
 		}
-		out[k.Value] = m
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	return out
+		return m
+	})
 }
 
 func (d *decoder) list(f field, what string) []*yaml.Node {
