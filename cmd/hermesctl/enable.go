@@ -117,53 +117,35 @@ func enableError(verb, unit string, timeout time.Duration, err error) error {
 }
 
 func newIsEnabledCmd(g *globals) *cobra.Command {
-	var quiet bool
-	cmd := &cobra.Command{
-		Use:   "is-enabled UNIT...",
-		Short: "Say whether units are enabled; exit 0 when every one is",
-		Long: "Print \"enabled\" or \"disabled\" for each unit, one line per unit in the\n" +
-			"order given, and exit 0 when every unit is enabled, 1 otherwise. A unit\n" +
-			"hermesd does not know is an error (exit 1).\n\n" + isHelp,
-		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := g.jsonOutput()
-			if err != nil {
-				return err
-			}
-			dis, err := disabled(cmd.Context(), g, args)
-			if err != nil {
-				return fmt.Errorf("is-enabled: %w", err)
-			}
-			all := true
-			words := make([]string, len(dis))
-			for i, d := range dis {
-				words[i] = "enabled"
-				if d {
-					words[i], all = "disabled", false
-				}
-			}
-			return printIs(cmd.OutOrStdout(), asJSON, quiet, all, args, words)
-		},
-		ValidArgsFunction: completeUnits(g),
+	return newIsCmdOf(g, "is-enabled", "Say whether units are enabled; exit 0 when every one is",
+		"Print \"enabled\" or \"disabled\" for each unit, one line per unit in the\n"+
+			"order given, and exit 0 when every unit is enabled, 1 otherwise. A unit\n"+
+			"hermesd does not know is an error (exit 1).", runIsEnabled)
+}
+
+// runIsEnabled prints whether each unit named is enabled, and answers yes
+// when every one is.
+func runIsEnabled(ctx context.Context, opts *isOptions) error {
+	dis, err := disabled(ctx, opts.g, opts.units)
+	if err != nil {
+		return fmt.Errorf("is-enabled: %w", err)
 	}
-	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing; answer with the exit status only")
-	return cmd
+	all := true
+	words := make([]string, len(dis))
+	for i, d := range dis {
+		words[i] = "enabled"
+		if d {
+			words[i], all = "disabled", false
+		}
+	}
+	return opts.print(all, words)
 }
 
 // disabled asks hermesd whether each unit named is disabled, in order. A
 // name with two rows (a unit and the group it released) is disabled when
 // the unit is. A name hermesd does not know is an error naming it.
 func disabled(ctx context.Context, g *globals, names []string) ([]bool, error) {
-	c, err := dial(g)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	st, err := c.Status(ctx, names...)
-	if errors.Is(err, control.ErrUnknownUnit) {
-		// hermesd refuses the call as a whole: every unit, to tell which.
-		st, err = c.Status(ctx)
-	}
+	st, err := statusOf(ctx, g, names)
 	if err != nil {
 		return nil, err
 	}

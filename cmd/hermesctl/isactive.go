@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/spf13/cobra"
@@ -172,35 +171,55 @@ func newIsFailedCmd(g *globals) *cobra.Command {
 		})
 }
 
+// isOptions are the flags and arguments of is-active, is-failed and
+// is-enabled, and where they print.
+type isOptions struct {
+	g     *globals
+	name  string // the command: "is-active"
+	units []string
+	quiet bool // --quiet
+	streams
+}
+
 // newIsCmd is is-active or is-failed: the states of the units named, and
 // yes (exit 0) or no (exit 1) from answer. An error (no hermesd, say) also
 // exits 1, with its one line on stderr.
 func newIsCmd(g *globals, name, short, long string, answer func([]activity) bool) *cobra.Command {
-	var quiet bool
+	return newIsCmdOf(g, name, short, long+"\n\n"+activityMap, func(ctx context.Context, opts *isOptions) error {
+		return runIsActivity(ctx, opts, answer)
+	})
+}
+
+// newIsCmdOf is the command of an is-* question, whose run is run.
+func newIsCmdOf(g *globals, name, short, long string, run func(context.Context, *isOptions) error) *cobra.Command {
+	opts := &isOptions{g: g, name: name}
 	c := &cobra.Command{
 		Use:   name + " UNIT...",
 		Short: short,
-		Long:  long + "\n\n" + activityMap + "\n\n" + isHelp,
+		Long:  long + "\n\n" + isHelp,
 		Args:  cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := g.jsonOutput()
-			if err != nil {
-				return err
-			}
-			as, err := activities(cmd.Context(), g, args)
-			if err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			words := make([]string, len(as))
-			for i, a := range as {
-				words[i] = a.String()
-			}
-			return printIs(cmd.OutOrStdout(), asJSON, quiet, answer(as), args, words)
-		},
+		RunE: runE(g, &opts.streams, func(ctx context.Context, args []string) error {
+			opts.units = args
+			return run(ctx, opts)
+		}),
 		ValidArgsFunction: completeUnits(g),
 	}
-	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing; answer with the exit status only")
+	c.Flags().BoolVarP(&opts.quiet, "quiet", "q", false, "print nothing; answer with the exit status only")
 	return c
+}
+
+// runIsActivity prints the activity of each unit named and answers with
+// answer's verdict on them.
+func runIsActivity(ctx context.Context, opts *isOptions, answer func([]activity) bool) error {
+	as, err := activities(ctx, opts.g, opts.units)
+	if err != nil {
+		return fmt.Errorf("%s: %w", opts.name, err)
+	}
+	words := make([]string, len(as))
+	for i, a := range as {
+		words[i] = a.String()
+	}
+	return opts.print(answer(as), words)
 }
 
 // isHelp ends the help of is-active, is-failed and is-enabled.
@@ -219,23 +238,23 @@ type isUnit struct {
 	Is   string `json:"is"` // the word the text form prints
 }
 
-// printIs prints the words of the units named (in order, one a line) or
+// print prints the words of the units named (in order, one a line) or
 // their isReport, nothing when quiet, and returns the exit status of
 // answer: nil for yes, an exitError of exitFailure for no.
-func printIs(out io.Writer, asJSON, quiet, answer bool, names, words []string) error {
+func (o *isOptions) print(answer bool, words []string) error {
 	switch {
-	case quiet:
-	case asJSON:
-		r := isReport{Answer: answer, Units: make([]isUnit, len(names))}
-		for i, n := range names {
+	case o.quiet:
+	case o.json:
+		r := isReport{Answer: answer, Units: make([]isUnit, len(o.units))}
+		for i, n := range o.units {
 			r.Units[i] = isUnit{Unit: n, Is: words[i]}
 		}
-		if err := writeJSON(out, r); err != nil {
+		if err := writeJSON(o.out, r); err != nil {
 			return err
 		}
 	default:
 		for _, w := range words {
-			fmt.Fprintln(out, w)
+			fmt.Fprintln(o.out, w)
 		}
 	}
 	if !answer {
@@ -249,17 +268,7 @@ func printIs(out io.Writer, asJSON, quiet, answer bool, names, words []string) e
 // two rows (a unit and the group it released), the unit's, which comes
 // first, counts.
 func activities(ctx context.Context, g *globals, names []string) ([]activity, error) {
-	c, err := dial(g)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	st, err := c.Status(ctx, names...)
-	if errors.Is(err, control.ErrUnknownUnit) {
-		// One name is unknown, and hermesd refuses the call as a whole:
-		// every unit, to tell which.
-		st, err = c.Status(ctx)
-	}
+	st, err := statusOf(ctx, g, names)
 	if err != nil {
 		return nil, err
 	}
@@ -274,4 +283,21 @@ func activities(ctx context.Context, g *globals, names []string) ([]activity, er
 		as[i] = of[n] // actUnknown when absent
 	}
 	return as, nil
+}
+
+// statusOf is hermesd's status of the units named, for a question about
+// each that answers for a unit it does not know too: when one name is
+// unknown, hermesd refuses the call as a whole, and statusOf asks for
+// every unit instead, so that the caller tells which.
+func statusOf(ctx context.Context, g *globals, names []string) (control.Status, error) {
+	c, err := dial(g)
+	if err != nil {
+		return control.Status{}, err
+	}
+	defer c.Close()
+	st, err := c.Status(ctx, names...)
+	if errors.Is(err, control.ErrUnknownUnit) {
+		st, err = c.Status(ctx)
+	}
+	return st, err
 }
