@@ -19,12 +19,18 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// logsOptions are the flags and arguments of logs, and where it prints.
+type logsOptions struct {
+	g              *globals
+	units          []string
+	follow, stamps bool          // -f, -t
+	lines          int           // -n
+	since          time.Duration // --since; 0: no bound
+	streams
+}
+
 func newLogsCmd(g *globals) *cobra.Command {
-	var (
-		follow, stamps bool
-		lines          int
-		since          time.Duration
-	)
+	opts := &logsOptions{g: g}
 	cmd := &cobra.Command{
 		Use:   "logs UNIT...",
 		Short: "Print units' logs (-f to follow them); works without hermesd",
@@ -49,41 +55,49 @@ first dated line of a file have no known time: -t shows "-", --since keeps
 them only when the file was written to since then, and they sort with the
 first dated line after them.`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if since < 0 {
-				return &exitError{code: 2, err: fmt.Errorf("logs: --since %v is negative; give how far back, e.g. --since 10m", since)}
-			}
-			files, err := logFiles(cmd, g, args)
-			if err != nil {
-				return err
-			}
-			// An interrupt ends -f cleanly, with exit status 0.
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			if len(files) == 1 && !stamps && since == 0 {
-				f := files[0]
-				err = logfile.Tail(ctx, f.path, lines, follow, cmd.OutOrStdout())
-				if errors.Is(err, fs.ErrNotExist) {
-					return fmt.Errorf("logs %s: no log yet at %s (the unit has not written anything)", f.unit, f.path)
-				}
-				if err != nil {
-					return fmt.Errorf("logs %s: %w", f.unit, err)
-				}
-				return nil
-			}
-			lo := logOptions{lines: lines, stamps: stamps, names: len(files) > 1, follow: follow}
-			if since > 0 {
-				lo.since = time.Now().Add(-since)
-			}
-			return printLogs(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), files, lo)
-		},
+		RunE: runE(g, &opts.streams, func(ctx context.Context, args []string) error {
+			opts.units = args
+			return runLogs(ctx, opts)
+		}),
 		ValidArgsFunction: completeUnits(g),
 	}
-	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing what is appended")
-	cmd.Flags().IntVarP(&lines, "lines", "n", 10, "print the last N lines (-1: all)")
-	cmd.Flags().BoolVarP(&stamps, "timestamps", "t", false, "put each line's time before it")
-	cmd.Flags().DurationVar(&since, "since", 0, "print only lines written in this last while (e.g. 10m, 2h)")
+	cmd.Flags().BoolVarP(&opts.follow, "follow", "f", false, "keep printing what is appended")
+	cmd.Flags().IntVarP(&opts.lines, "lines", "n", 10, "print the last N lines (-1: all)")
+	cmd.Flags().BoolVarP(&opts.stamps, "timestamps", "t", false, "put each line's time before it")
+	cmd.Flags().DurationVar(&opts.since, "since", 0, "print only lines written in this last while (e.g. 10m, 2h)")
 	return cmd
+}
+
+// runLogs prints the units' logs: one unit's as its file has it (Tail),
+// several interleaved by time, or with -t or --since each line dated
+// (printLogs). -f follows until ctx ends or an interrupt (exit 0 then).
+func runLogs(ctx context.Context, opts *logsOptions) error {
+	if opts.since < 0 {
+		return &exitError{code: 2, err: fmt.Errorf("logs: --since %v is negative; give how far back, e.g. --since 10m", opts.since)}
+	}
+	files, err := logFiles(ctx, opts)
+	if err != nil {
+		return err
+	}
+	// An interrupt ends -f cleanly, with exit status 0.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if len(files) == 1 && !opts.stamps && opts.since == 0 {
+		f := files[0]
+		err = logfile.Tail(ctx, f.path, opts.lines, opts.follow, opts.out)
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("logs %s: no log yet at %s (the unit has not written anything)", f.unit, f.path)
+		}
+		if err != nil {
+			return fmt.Errorf("logs %s: %w", f.unit, err)
+		}
+		return nil
+	}
+	lo := logOptions{lines: opts.lines, stamps: opts.stamps, names: len(files) > 1, follow: opts.follow}
+	if opts.since > 0 {
+		lo.since = time.Now().Add(-opts.since)
+	}
+	return printLogs(ctx, opts.out, opts.errOut, files, lo)
 }
 
 // unitLog is one unit's log file.
@@ -93,7 +107,8 @@ type unitLog struct {
 
 // logFiles finds the log file of each unit: hermesd says where it is; when
 // hermesd is not running, logFile finds it offline (one note on stderr).
-func logFiles(cmd *cobra.Command, g *globals, names []string) ([]unitLog, error) {
+func logFiles(ctx context.Context, opts *logsOptions) ([]unitLog, error) {
+	g, names := opts.g, opts.units
 	c, err := dial(g)
 	if err != nil && !errors.Is(err, control.ErrNotRunning) {
 		return nil, err
@@ -102,7 +117,7 @@ func logFiles(cmd *cobra.Command, g *globals, names []string) ([]unitLog, error)
 	if c != nil {
 		defer c.Close()
 		for _, unit := range names {
-			path, err := c.LogPath(cmd.Context(), unit)
+			path, err := c.LogPath(ctx, unit)
 			if errors.Is(err, control.ErrNotRunning) {
 				c.Close()
 				c = nil
@@ -120,13 +135,13 @@ func logFiles(cmd *cobra.Command, g *globals, names []string) ([]unitLog, error)
 	out = out[:0]
 	off := offlineLogs{g: g}
 	for _, unit := range names {
-		path, err := off.path(cmd.Context(), unit)
+		path, err := off.path(ctx, unit)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, unitLog{unit, path})
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "hermesctl: hermesd is not running (no answer on %s): reading the log files of %s directly\n", g.Socket, g.State)
+	fmt.Fprintf(opts.errOut, "hermesctl: hermesd is not running (no answer on %s): reading the log files of %s directly\n", g.Socket, g.State)
 	return out, nil
 }
 
