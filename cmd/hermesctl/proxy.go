@@ -60,7 +60,7 @@ With -o json, the two variables as one object: {"OPENAI_BASE_URL": ..., "OPENAI_
 // running), the token from the state directory.
 func proxyEnv(ctx context.Context, g *globals) (base, token string, err error) {
 	listen := ""
-	if c, err := control.Dial(g.Socket); err == nil {
+	if c, err := dial(g); err == nil {
 		defer c.Close()
 		st, err := c.Status(ctx)
 		switch {
@@ -95,7 +95,7 @@ func rotateToken(cmd *cobra.Command, g *globals) error {
 		return err
 	}
 	out := cmd.OutOrStdout()
-	c, err := control.Dial(g.Socket)
+	c, err := dial(g)
 	if err == nil {
 		defer c.Close()
 		rot, err := c.RotateProxyToken(cmd.Context())
@@ -151,7 +151,7 @@ func runProxyEnv(ctx context.Context, g *globals, env []string) []string {
 // when hermesd does not answer (within 2 s) or its proxy is off. g takes
 // that hermesd's state directory, home of the token.
 func proxyStatus(ctx context.Context, g *globals) (*control.Proxy, bool) {
-	c, err := control.Dial(g.Socket)
+	c, err := dial(g)
 	if err != nil {
 		return nil, false
 	}

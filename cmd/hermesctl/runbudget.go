@@ -153,7 +153,7 @@ func startRun(ctx context.Context, g *globals, env, argv []string, rb runBudget)
 // answer must come within registerWait; the registration then lasts until
 // release, or until ctx ends.
 func registerRun(ctx context.Context, g *globals, req control.RunRequest) (control.RunRegistration, func(), error) {
-	c, err := control.Dial(g.Socket)
+	c, err := dial(g)
 	if err != nil {
 		return control.RunRegistration{}, nil, err
 	}
