@@ -179,6 +179,9 @@ func (r *Reconciler) unitStatus(u *unit, fileErr string) control.Unit {
 		switch {
 		case !u.main.IsZero():
 			cu.PID = u.main.PID // forking: the daemon, not its launcher
+			if u.mainPGID > 0 {
+				cu.PGID = u.mainPGID
+			}
 		case u.launched || u.left > 0:
 			cu.PID = 0 // the leader is gone, and no process is the main one (yet)
 		}

@@ -135,7 +135,10 @@ func (r *Reconciler) onMain(ev mainEvent) {
 		return
 	}
 	u.main = ev.main
-	r.log.Info("unit's main process found", "unit", u.spec.Name, "main", ev.main.PID)
+	if st, err := proc.ReadStat(ev.main.PID); err == nil {
+		u.mainPGID = st.PGID
+	}
+	r.log.Info("unit's main process found", "unit", u.spec.Name, "main", ev.main.PID, "pgid", u.mainPGID)
 	if ownership(u.spec).Survivor() {
 		r.rebase(u, ev.main)
 	}

@@ -59,6 +59,9 @@ func TestForkingPIDFile(t *testing.T) {
 			if m["d"].PID != pid {
 				t.Fatalf("status pid %d, want the daemon's %d (from pid_file)", m["d"].PID, pid)
 			}
+			if m["d"].PGID != pid { // it called setsid: the launcher's group is gone
+				t.Errorf("status pgid %d, want the daemon's own group %d", m["d"].PGID, pid)
+			}
 			daemon := identity(t, pid)
 			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 				t.Fatal(err)

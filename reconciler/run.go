@@ -166,7 +166,7 @@ func (r *Reconciler) began(u *unit, p Process, now time.Time) context.Context {
 	u.gen = r.nextGen()
 	u.proc, u.group = p, p.Group()
 	u.state, u.ready, u.adopted, u.started = Starting, false, false, now
-	u.main, u.launched, u.probed, u.left, u.listener = proc.Identity{}, false, false, 0, nil
+	u.main, u.mainPGID, u.launched, u.probed, u.left, u.listener = proc.Identity{}, 0, false, false, 0, nil
 	runCtx, cancel := context.WithCancel(r.base)
 	u.cancel, u.runCtx = cancel, runCtx
 	return runCtx

@@ -104,6 +104,7 @@ type unit struct {
 
 	// Daemons (daemon.go), reset at each start.
 	main     proc.Identity // forking: the daemon's main process, once found
+	mainPGID int           // forking: main's process group (it may have left the launcher's)
 	launched bool          // forking: the launcher exited 0
 	probed   bool          // forking: the probe passed before the main process was found
 	left     int           // simple: the processes its leader left at its exit 0 (daemonized)
