@@ -20,23 +20,14 @@ type disableOptions struct{ unitsOptions }
 
 func newDisableCmd(g *globals) *cobra.Command {
 	opts := &disableOptions{unitsOptions{g: g, verb: "disable", done: "disabled"}}
-	cmd := &cobra.Command{
-		Use:   "disable UNIT...",
-		Short: "Stop units and keep them stopped, across restarts of hermesd and reboots, until enable",
-		Long: "Stop each unit (returning once its process group is empty, as stop does)\n" +
-			"and keep it stopped until `hermesctl enable`: edits of its file, reloads,\n" +
-			"`start`, its schedule (a job) and restarts of hermesd, clean or not, and\n" +
-			"reboots leave it stopped. hermesd keeps the list in its state directory.",
-		Args: cobra.MinimumNArgs(1),
-		RunE: runE(g, &opts.streams, func(ctx context.Context, args []string) error {
-			opts.units = args
-			return runDisable(ctx, opts)
-		}),
-		ValidArgsFunction: completeUnits(g),
-	}
-	opts.addTimeout(cmd)
-	return cmd
+	return opts.command("disable UNIT...", "Stop units and keep them stopped, across restarts of hermesd and reboots, until enable", disableHelp,
+		func(ctx context.Context) error { return runDisable(ctx, opts) })
 }
+
+const disableHelp = "Stop each unit (returning once its process group is empty, as stop does)\n" +
+	"and keep it stopped until `hermesctl enable`: edits of its file, reloads,\n" +
+	"`start`, its schedule (a job) and restarts of hermesd, clean or not, and\n" +
+	"reboots leave it stopped. hermesd keeps the list in its state directory."
 
 // runDisable disables each unit in turn; hermesd answers once it is
 // stopped.
@@ -55,26 +46,18 @@ type enableOptions struct {
 
 func newEnableCmd(g *globals) *cobra.Command {
 	opts := &enableOptions{unitsOptions: unitsOptions{g: g, verb: "enable", done: "enabled"}}
-	cmd := &cobra.Command{
-		Use:   "enable [--no-start] UNIT...",
-		Short: "Undo disable, and start the units as start does",
-		Long: "Undo `hermesctl disable`, then start each unit as `start` does: wait until\n" +
-			"it is ready, and fail with its error (--no-block: do not wait). A job is\n" +
-			"not run: it fires on its schedule again. With --no-start the unit stays\n" +
-			"stopped as after `stop`: until `start`, or until the next boot. Enabling\n" +
-			"a unit that is not disabled only starts it.",
-		Args: cobra.MinimumNArgs(1),
-		RunE: runE(g, &opts.streams, func(ctx context.Context, args []string) error {
-			opts.units = args
-			return runEnable(ctx, opts)
-		}),
-		ValidArgsFunction: completeUnits(g),
-	}
+	cmd := opts.command("enable [--no-start] UNIT...", "Undo disable, and start the units as start does", enableHelp,
+		func(ctx context.Context) error { return runEnable(ctx, opts) })
 	cmd.Flags().BoolVar(&opts.noStart, "no-start", false, "only enable: leave the units stopped until start")
 	cmd.Flags().BoolVar(&opts.noBlock, "no-block", false, "start without waiting for the outcome")
-	opts.addTimeout(cmd)
 	return cmd
 }
+
+const enableHelp = "Undo `hermesctl disable`, then start each unit as `start` does: wait until\n" +
+	"it is ready, and fail with its error (--no-block: do not wait). A job is\n" +
+	"not run: it fires on its schedule again. With --no-start the unit stays\n" +
+	"stopped as after `stop`: until `start`, or until the next boot. Enabling\n" +
+	"a unit that is not disabled only starts it."
 
 // runEnable enables each unit in turn and, unless --no-start, starts it
 // as start does.

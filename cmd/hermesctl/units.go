@@ -41,17 +41,7 @@ type actionOptions struct {
 
 func newActionCmd(g *globals, a control.Action, done, short string) *cobra.Command {
 	opts := &actionOptions{unitsOptions: unitsOptions{g: g, verb: string(a), done: done}, action: a}
-	cmd := &cobra.Command{
-		Use:   opts.verb + " UNIT...",
-		Short: short,
-		Args:  cobra.MinimumNArgs(1),
-		RunE: runE(g, &opts.streams, func(ctx context.Context, args []string) error {
-			opts.units = args
-			return runAction(ctx, opts)
-		}),
-		ValidArgsFunction: completeUnits(g),
-	}
-	opts.addTimeout(cmd)
+	cmd := opts.command(opts.verb+" UNIT...", short, "", func(ctx context.Context) error { return runAction(ctx, opts) })
 	if a != control.ActionStop {
 		cmd.Flags().BoolVar(&opts.noBlock, "no-block", false, "return once hermesd has begun the "+opts.verb+", without waiting for the outcome")
 	}
@@ -78,8 +68,22 @@ type unitsOptions struct {
 	streams
 }
 
-func (o *unitsOptions) addTimeout(cmd *cobra.Command) {
+// command is the command of o: one or more units named, completed from
+// hermesd's, and --timeout; run is called with the units and streams set.
+func (o *unitsOptions) command(use, short, long string, run func(context.Context) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long:  long,
+		Args:  cobra.MinimumNArgs(1),
+		RunE: runE(o.g, &o.streams, func(ctx context.Context, args []string) error {
+			o.units = args
+			return run(ctx)
+		}),
+		ValidArgsFunction: completeUnits(o.g),
+	}
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 0, "give up waiting after this long per unit (0: wait as long as it takes)")
+	return cmd
 }
 
 // each connects to hermesd, follows its events when wait (before the
