@@ -9,6 +9,11 @@ import (
 // The sender's credentials on Linux: SO_PASSCRED on the socket, an
 // SCM_CREDENTIALS message with every datagram.
 
+const (
+	defaultMode     = ModeShared
+	haveCredentials = true
+)
+
 // oobSize holds the credentials and the most descriptors a datagram can
 // pass (SCM_MAX_FD, 253), which are closed.
 var oobSize = unix.CmsgSpace(unix.SizeofUcred) + unix.CmsgSpace(4*253)

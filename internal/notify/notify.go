@@ -13,8 +13,13 @@
 // darwin has none for a datagram socket (LOCAL_PEERCRED is for a connected
 // stream), and FreeBSD's SCM_CREDS carries a pid only when the sender adds
 // it, which sd_notify does not: there Listen fails with an error that
-// errors.Is(err, errors.ErrUnsupported) matches, and the caller runs without
-// a NOTIFY_SOCKET.
+// errors.Is(err, errors.ErrUnsupported) matches.
+//
+// The per-unit mode (ModeUnit: ListenDir, Sockets) needs no credentials: each
+// unit run gets a socket of its own in a private directory, and a message is
+// the unit's whose socket it arrived on. It is the only mode off Linux, and
+// can be chosen on Linux (ModeEnv), where the credentials still come with
+// every message for the caller to check.
 package notify
 
 import (
@@ -34,7 +39,8 @@ import (
 
 // Message is one datagram received on the socket.
 type Message struct {
-	PID, UID, GID int               // the sender, from SCM_CREDENTIALS
+	PID, UID, GID int               // the sender, from SCM_CREDENTIALS; 0 where there are none (per-unit sockets off Linux)
+	Socket        string            // the per-unit socket it arrived on (Sockets); "" on a shared Server
 	Fields        map[string]string // KEY=VALUE lines; the last of a repeated key wins
 	Raw           string            // the datagram as received
 }
