@@ -54,14 +54,28 @@ func startLive(t *testing.T, files map[string]string) *live {
 // the test is skipped, saying why, where cgroup mode is unavailable.
 func startLiveMode(t *testing.T, mode supervisor.Mode, files map[string]string) *live {
 	t.Helper()
+	return startLiveWith(t, liveOptions{mode: mode}, files)
+}
+
+// liveOptions are the choices of startLiveWith.
+type liveOptions struct {
+	mode   supervisor.Mode // "" automatic
+	notify notify.Mode     // "" the platform's default
+	logger *slog.Logger    // nil: testLogger
+}
+
+// startLiveWith is startLive with the supervisor and the notify server in
+// the modes of o.
+func startLiveWith(t *testing.T, o liveOptions, files map[string]string) *live {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts real processes")
 	}
 	base := t.TempDir()
 	l := &live{t: t, dir: filepath.Join(base, "units"), state: filepath.Join(base, "state")}
 	testkit.WriteUnits(t, l.dir, files)
-	owner, err := supervisor.New(supervisor.Options{StateDir: l.state, Role: "gateway", Mode: mode})
-	if err != nil && mode == supervisor.ModeCgroup {
+	owner, err := supervisor.New(supervisor.Options{StateDir: l.state, Role: "gateway", Mode: o.mode})
+	if err != nil && o.mode == supervisor.ModeCgroup {
 		t.Skipf("cgroup mode is unavailable here (no writable cgroup v2 hierarchy: run as root or under systemd delegation); pgroup mode is tested: %v", err)
 	}
 	if err != nil {
@@ -72,23 +86,24 @@ func startLiveMode(t *testing.T, mode supervisor.Mode, files map[string]string) 
 		t.Fatal(err)
 	}
 	self, _ := proc.Self()
-	nsPath := filepath.Join(base, "notify.sock")
-	ns, err := notify.Listen(nsPath)
-	if err != nil {
-		t.Fatal(err)
+	logger := o.logger
+	if logger == nil {
+		logger = testLogger(t)
 	}
-	r, err := New(Options{
+	opts := Options{
 		Role: units.RoleGateway, Spawner: Supervised(owner), Load: LoadDir(&units.Loader{}, l.dir),
 		Checkpoint: Ledger(led, self, units.RoleGateway), StateDir: l.state, UnitsDir: l.dir,
-		NotifySocket: nsPath, Lines: logfile.Lines, OpenLog: logfile.Open, Logger: testLogger(t),
-	})
+		Lines: logfile.Lines, OpenLog: logfile.Open, Logger: logger,
+	}
+	serveNotify := listenNotify(t, o.notify, base, &opts)
+	r, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l.r = r
 	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
 	runDone, nsDone := make(chan error, 1), make(chan error, 1)
-	go func() { nsDone <- ns.Run(ctx, func(m notify.Message) { r.Notify(m.PID, m.Fields) }) }()
+	go func() { nsDone <- serveNotify(ctx, r) }()
 	go func() { runDone <- r.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
@@ -99,6 +114,44 @@ func startLiveMode(t *testing.T, mode supervisor.Mode, files map[string]string) 
 		owner.Close()
 	})
 	return l
+}
+
+// listenNotify opens the notify server of mode under base, sets it in
+// opts, and returns the function that serves it to r until ctx ends.
+func listenNotify(t *testing.T, mode notify.Mode, base string, opts *Options) func(context.Context, *Reconciler) error {
+	t.Helper()
+	mode, err := notify.ParseMode(string(mode))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode == notify.ModeUnit {
+		ns, err := notify.ListenDir(filepath.Join(base, "notify"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.NotifySockets = ns
+		return func(ctx context.Context, r *Reconciler) error {
+			return ns.Run(ctx, func(m notify.Message) { r.NotifyOn(m.Socket, m.PID, m.Fields) })
+		}
+	}
+	nsPath := filepath.Join(base, "notify.sock")
+	ns, err := notify.Listen(nsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.NotifySocket = nsPath
+	return func(ctx context.Context, r *Reconciler) error {
+		return ns.Run(ctx, func(m notify.Message) { r.Notify(m.PID, m.Fields) })
+	}
+}
+
+// notifyModes are the notify modes this platform has: both on Linux, the
+// per-unit one elsewhere.
+func notifyModes() []notify.Mode {
+	if def, _ := notify.ParseMode(""); def == notify.ModeUnit {
+		return []notify.Mode{notify.ModeUnit}
+	}
+	return []notify.Mode{notify.ModeShared, notify.ModeUnit}
 }
 
 // waitFor polls Status until cond holds (state changes have no event a
@@ -263,26 +316,32 @@ func TestHotReload(t *testing.T) {
 	})
 }
 
+// TestReadiness runs in both notify modes: READY=1 of the notify unit
+// reaches it on the shared socket and on its own.
 func TestReadiness(t *testing.T) {
-	tcpPort, httpPort, deadPort := freePort(t), freePort(t), freePort(t)
-	l := startLive(t, map[string]string{
-		"tcp.yaml":    fmt.Sprintf("command: [%q]\nenv: {%s: tcp, HELPER_ADDR: \"127.0.0.1:%d\"}\nready: {tcp: \"127.0.0.1:%d\"}\n", os.Args[0], helperEnv, tcpPort, tcpPort),
-		"http.yaml":   fmt.Sprintf("command: [%q]\nenv: {%s: http, HELPER_ADDR: \"127.0.0.1:%d\"}\nready: {http: \"http://127.0.0.1:%d/health\"}\n", os.Args[0], helperEnv, httpPort, httpPort),
-		"log.yaml":    unitYAML("log", "ready: {log: \"ready to serve$\"}\n"),
-		"notify.yaml": unitYAML("notify", "ready: {notify: true}\n"),
-		"never.yaml":  unitYAML("sleep", fmt.Sprintf("ready: {tcp: \"127.0.0.1:%d\"}\ntimeouts: {start: 1h}\n", deadPort)),
-		"silent.yaml": unitYAML("sleep", "ready: {notify: true}\ntimeouts: {start: 1h}\n"),
-	})
-	m := l.waitFor("probed units ready", running("tcp", "http", "log", "notify"))
-	for _, n := range []string{"tcp", "http", "log", "notify"} {
-		if !m[n].Ready {
-			t.Errorf("%s: not ready while running", n)
-		}
-	}
-	for _, n := range []string{"never", "silent"} {
-		if u := m[n]; u.State != "starting" || u.Ready || u.PID == 0 {
-			t.Errorf("%s: state %s ready %v pid %d, want started but not ready", n, u.State, u.Ready, u.PID)
-		}
+	for _, nm := range notifyModes() {
+		t.Run(string(nm), func(t *testing.T) {
+			tcpPort, httpPort, deadPort := freePort(t), freePort(t), freePort(t)
+			l := startLiveWith(t, liveOptions{notify: nm}, map[string]string{
+				"tcp.yaml":    fmt.Sprintf("command: [%q]\nenv: {%s: tcp, HELPER_ADDR: \"127.0.0.1:%d\"}\nready: {tcp: \"127.0.0.1:%d\"}\n", os.Args[0], helperEnv, tcpPort, tcpPort),
+				"http.yaml":   fmt.Sprintf("command: [%q]\nenv: {%s: http, HELPER_ADDR: \"127.0.0.1:%d\"}\nready: {http: \"http://127.0.0.1:%d/health\"}\n", os.Args[0], helperEnv, httpPort, httpPort),
+				"log.yaml":    unitYAML("log", "ready: {log: \"ready to serve$\"}\n"),
+				"notify.yaml": unitYAML("notify", "ready: {notify: true}\n"),
+				"never.yaml":  unitYAML("sleep", fmt.Sprintf("ready: {tcp: \"127.0.0.1:%d\"}\ntimeouts: {start: 1h}\n", deadPort)),
+				"silent.yaml": unitYAML("sleep", "ready: {notify: true}\ntimeouts: {start: 1h}\n"),
+			})
+			m := l.waitFor("probed units ready", running("tcp", "http", "log", "notify"))
+			for _, n := range []string{"tcp", "http", "log", "notify"} {
+				if !m[n].Ready {
+					t.Errorf("%s: not ready while running", n)
+				}
+			}
+			for _, n := range []string{"never", "silent"} {
+				if u := m[n]; u.State != "starting" || u.Ready || u.PID == 0 {
+					t.Errorf("%s: state %s ready %v pid %d, want started but not ready", n, u.State, u.Ready, u.PID)
+				}
+			}
+		})
 	}
 }
 

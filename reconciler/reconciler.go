@@ -31,7 +31,6 @@ import (
 	"os"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -110,9 +109,14 @@ type Options struct {
 	Checkpoint Checkpoint
 	StateDir   string // default log directory is <StateDir>/logs
 	UnitsDir   string // working directory of units that set no workdir
-	// NotifySocket is set as NOTIFY_SOCKET in every unit's environment.
+	// NotifySocket is set as NOTIFY_SOCKET in every unit's environment
+	// (the shared mode: messages come through Notify).
 	NotifySocket string
-	Env          []string // base environment of units; nil means os.Environ()
+	// NotifySockets, when set, replaces NotifySocket: each run of a unit
+	// that listens for sd_notify gets a socket of its own, and messages
+	// come through NotifyOn (the per-unit mode; notify.Sockets).
+	NotifySockets NotifySockets
+	Env           []string // base environment of units; nil means os.Environ()
 	// Lines follows a log file from an offset (logfile.Lines): the log
 	// readiness probe. nil disables log probes (they fail).
 	Lines func(ctx context.Context, path string, offset int64) (<-chan string, error)
@@ -266,6 +270,7 @@ type (
 		err  error
 	}
 	notifyEvent struct {
+		socket    string // a unit's own socket (NotifyOn); "" on the shared one
 		pid, pgid int
 		cgroup    string
 		fields    map[string]string
@@ -519,21 +524,12 @@ func (r *Reconciler) markReady(u *unit) {
 	r.log.Info("unit ready", "unit", u.spec.Name, "pid", pid)
 }
 
-// onNotify applies an sd_notify message to the unit whose group sent it.
+// onNotify applies an sd_notify message to the unit it is of
+// (notifySender): the one whose group sent it, or whose socket it came on.
 func (r *Reconciler) onNotify(ev notifyEvent) {
-	var u *unit
-	for _, c := range r.units {
-		if !c.state.active() || c.state == Stopping {
-			continue
-		}
-		g := c.group
-		if ev.pid == g.Leader.PID || (!c.main.IsZero() && ev.pid == c.main.PID) || (ev.pgid > 0 && ev.pgid == g.PGID) || (ev.cgroup != "" && g.Cgroup != "" && strings.HasSuffix(g.Cgroup, ev.cgroup)) {
-			u = c
-			break
-		}
-	}
+	u := r.notifySender(ev)
 	if u == nil {
-		r.log.Debug("notify message from a process of no unit", "pid", ev.pid)
+		r.log.Debug("notify message from a process of no unit", "pid", ev.pid, "socket", ev.socket)
 		return
 	}
 	if ev.fields["READY"] == "1" && u.state == Starting && u.spec.Ready.Notify {

@@ -36,6 +36,11 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 		r.fail(u, fmt.Errorf("unit %s: open log: %w", u.spec.Name, err))
 		return
 	}
+	if err := r.openNotify(u); err != nil {
+		f.Close()
+		r.fail(u, err)
+		return
+	}
 	var offset int64
 	if st, err := f.Stat(); err == nil {
 		offset = st.Size()
@@ -149,7 +154,7 @@ func (r *Reconciler) spawnSpec(u *unit, f *os.File, logPath string, jr *jobRun) 
 	return supervisor.Spec{
 		Unit:      u.spec.Name,
 		Argv:      argv(u.spec),
-		Env:       append(r.env(u.spec), r.proxyEnv(u.spec, jr)...),
+		Env:       append(r.env(u.spec, r.notifySocket(u)), r.proxyEnv(u.spec, jr)...),
 		Dir:       dir,
 		Stdout:    f,
 		Stderr:    f,
@@ -270,6 +275,7 @@ func (r *Reconciler) fail(u *unit, err error) {
 // empty. cause is an exitCause for a plain exit (nil inside: status 0).
 func (r *Reconciler) afterRun(u *unit, cause error) {
 	u.proc, u.ready, u.adopted = nil, false, false
+	r.closeNotify(u)
 	var ec exitCause
 	success := errors.As(cause, &ec) && ec.err == nil
 	var restart bool
@@ -348,6 +354,7 @@ func (r *Reconciler) stop(u *unit, why stopReason, cause error) {
 // stopped runs once u's group is empty (or Stop failed).
 func (r *Reconciler) stopped(ctx context.Context, u *unit, err error) {
 	u.proc = nil
+	r.closeNotify(u)
 	if err != nil {
 		r.fail(u, fmt.Errorf("unit %s: stop: %w", u.spec.Name, err))
 		u.replyWaiters(u.err)
@@ -472,8 +479,9 @@ func argv(s units.Spec) []string {
 }
 
 // env is a unit's environment: the base environment without hermesd's own
-// systemd variables, the unit's env, then NOTIFY_SOCKET and WATCHDOG_USEC.
-func (r *Reconciler) env(s units.Spec) []string {
+// systemd variables, the unit's env, then NOTIFY_SOCKET (notifySocket, when
+// not "") and WATCHDOG_USEC.
+func (r *Reconciler) env(s units.Spec, notifySocket string) []string {
 	var env []string
 	for _, kv := range r.opt.Env {
 		k, _, _ := strings.Cut(kv, "=")
@@ -491,8 +499,8 @@ func (r *Reconciler) env(s units.Spec) []string {
 	for _, k := range keys {
 		env = append(env, k+"="+s.Env[k])
 	}
-	if r.opt.NotifySocket != "" {
-		env = append(env, "NOTIFY_SOCKET="+r.opt.NotifySocket)
+	if notifySocket != "" {
+		env = append(env, "NOTIFY_SOCKET="+notifySocket)
 	}
 	if w := s.Timeouts.Watchdog; w > 0 {
 		env = append(env, "WATCHDOG_USEC="+strconv.FormatInt(w.Microseconds(), 10))

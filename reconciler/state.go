@@ -92,6 +92,9 @@ type unit struct {
 	ready    bool
 	started  time.Time
 	logPath  string
+	// notifySock is the run's own NOTIFY_SOCKET (Options.NotifySockets),
+	// from openNotify before the spawn until closeNotify after the run.
+	notifySock string
 
 	restarts int         // automatic restarts so far
 	attempt  int         // consecutive failed runs, for the backoff

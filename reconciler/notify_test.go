@@ -1,0 +1,149 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/notify"
+	"github.com/hermes-units/hermes/internal/testkit"
+	"github.com/hermes-units/hermes/proc"
+)
+
+// records keeps the messages a Logger logged, for a test to wait on.
+type records struct {
+	mu   sync.Mutex
+	msgs []string // guarded by mu
+}
+
+func (r *records) Enabled(context.Context, slog.Level) bool { return true }
+func (r *records) WithAttrs([]slog.Attr) slog.Handler       { return r }
+func (r *records) WithGroup(string) slog.Handler            { return r }
+func (r *records) Handle(_ context.Context, rec slog.Record) error {
+	line := rec.Message
+	rec.Attrs(func(a slog.Attr) bool { line += " " + a.String(); return true })
+	r.mu.Lock()
+	r.msgs = append(r.msgs, line)
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *records) has(substr ...string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.ContainsFunc(r.msgs, func(m string) bool {
+		for _, s := range substr {
+			if !strings.Contains(m, s) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// notifySocketOf is the NOTIFY_SOCKET pid started with ("" without one).
+func notifySocketOf(t *testing.T, pid int) string {
+	t.Helper()
+	env, err := proc.Environ(pid)
+	if err != nil {
+		t.Fatalf("environment of %d: %v", pid, err)
+	}
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "NOTIFY_SOCKET="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// TestNotifySocketPerUnit: in the per-unit mode each unit that listens
+// for sd_notify is told a socket of its own, in the private directory; a
+// unit that does not is told none; READY=1 on one unit's socket readies
+// that unit and no other; the socket is gone when the run ends and the
+// next run gets another. On Linux a message on a unit's socket from a live
+// process outside the unit is ignored.
+func TestNotifySocketPerUnit(t *testing.T) {
+	rec := &records{}
+	l := startLiveWith(t, liveOptions{notify: notify.ModeUnit, logger: slog.New(rec)}, map[string]string{
+		"ready.yaml":  unitYAML("notify", "ready: {notify: true}\n"),
+		"silent.yaml": unitYAML("sleep", "ready: {notify: true}\ntimeouts: {start: 1h}\n"),
+		"dog.yaml":    unitYAML("sleep", "timeouts: {watchdog: 1h}\n"),
+		"plain.yaml":  unitYAML("sleep", ""),
+	})
+	dir := filepath.Join(filepath.Dir(l.state), "notify")
+	m := l.waitFor("ready, dog and plain running, silent started", func(m map[string]control.Unit) bool {
+		return running("ready", "dog", "plain")(m) && m["silent"].State == "starting" && m["silent"].PID != 0
+	})
+	if !m["ready"].Ready || m["silent"].Ready {
+		t.Errorf("ready, silent: Ready %v, %v; want true, false", m["ready"].Ready, m["silent"].Ready)
+	}
+	socks := map[string]string{}
+	for _, n := range []string{"ready", "silent", "dog", "plain"} {
+		socks[n] = notifySocketOf(t, m[n].PID)
+	}
+	if socks["plain"] != "" {
+		t.Errorf("plain: NOTIFY_SOCKET=%s, want none (it listens for nothing)", socks["plain"])
+	}
+	for _, n := range []string{"ready", "silent", "dog"} {
+		if filepath.Dir(socks[n]) != dir {
+			t.Errorf("%s: NOTIFY_SOCKET=%q, want a socket in %s", n, socks[n], dir)
+		}
+	}
+	if socks["ready"] == socks["silent"] || socks["silent"] == socks["dog"] || socks["ready"] == socks["dog"] {
+		t.Errorf("sockets %v, want one per unit", socks)
+	}
+	testkit.Perms(t, map[string]os.FileMode{dir: 0o700, socks["silent"]: 0o600})
+
+	if runtime.GOOS == "linux" {
+		// This test process is no process of silent: its READY=1 is ignored.
+		send(t, socks["silent"], "READY=1")
+		testkit.EventuallyOK(t, 15*time.Second, func() error {
+			if rec.has("outside it; ignored", "unit=silent", fmt.Sprintf("pid=%d", os.Getpid())) {
+				return nil
+			}
+			return errors.New("no log of the foreign READY=1 on silent's socket being ignored")
+		})
+		if m := l.waitFor("status", func(map[string]control.Unit) bool { return true }); m["silent"].Ready || m["silent"].State != "starting" {
+			t.Errorf("silent after a foreign READY=1: state %s ready %v, want starting, not ready", m["silent"].State, m["silent"].Ready)
+		}
+	}
+
+	if err := l.r.Restart(t.Context(), "silent"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(socks["silent"]); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the ended run's socket %s: %v, want it removed", socks["silent"], err)
+	}
+	m = l.waitFor("silent started again", func(m map[string]control.Unit) bool {
+		return m["silent"].State == "starting" && m["silent"].PID != 0
+	})
+	again := notifySocketOf(t, m["silent"].PID)
+	if again == "" || again == socks["silent"] {
+		t.Errorf("silent's next run: NOTIFY_SOCKET=%q, want a new socket (the last was %s)", again, socks["silent"])
+	}
+}
+
+// send writes one datagram to the socket at path.
+func send(t *testing.T, path, msg string) {
+	t.Helper()
+	c, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte(msg)); err != nil {
+		t.Fatal(err)
+	}
+}
