@@ -234,7 +234,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	if err := d.newReconciler(); err != nil {
 		d.ln.Close()
-		closeNotify(d.ns)
+		d.closeNotify()
 		d.w.Close()
 		return exit(exitFailure, err)
 	}
@@ -255,7 +255,8 @@ type instance struct {
 	px         *gatewayProxy // nil: no provider, the proxy is off
 	fds        *fdWatch
 	notifyPath string
-	ns         *notify.Server // nil where the platform has no notify socket
+	ns         *notify.Server  // the shared socket; nil in the per-unit mode or where the platform has none
+	nss        *notify.Sockets // the per-unit sockets; nil in the shared mode
 	w          *watch.Watcher
 	ln         *control.Listener
 	logs       *logfile.Logs
@@ -282,41 +283,76 @@ func (d *instance) controlLogf(f string, a ...any) {
 // socket, in that order; on an error it closes those it opened. A control
 // socket in use, unsafe or at too long a path is exitSocket.
 func (d *instance) listen() error {
-	d.notifyPath = filepath.Join(d.cfg.State, "notify.sock")
-	ns, err := notify.Listen(d.notifyPath)
-	switch {
-	case errors.Is(err, errors.ErrUnsupported):
-		// No sender credentials on this platform's datagrams: the units get
-		// no NOTIFY_SOCKET, and readiness by sd_notify cannot be had.
-		d.log.Warn("no notify socket: units cannot use sd_notify (readiness, watchdog)", "err", err)
-		d.notifyPath, ns = "", nil
-	case err != nil:
-		return exit(exitFailure, err)
+	if err := d.listenNotify(); err != nil {
+		return err
 	}
 	w, err := watch.New(watch.Options{Dir: d.cfg.Units, Config: d.cfg.Config})
 	if err != nil {
-		closeNotify(ns)
+		d.closeNotify()
 		return exit(exitFailure, err)
 	}
 	ln, err := control.ListenWith(d.cfg.Socket, d.controlLogf)
 	if err != nil {
-		closeNotify(ns)
+		d.closeNotify()
 		w.Close()
 		if errors.Is(err, control.ErrInUse) || errors.Is(err, control.ErrUnsafe) || errors.Is(err, control.ErrPathTooLong) {
 			return exit(exitSocket, err)
 		}
 		return exit(exitFailure, err)
 	}
-	d.ns, d.w, d.ln = ns, w, ln
+	d.w, d.ln = w, ln
 	return nil
 }
 
-// closeNotify closes the notify socket, when there is one (nil: this
-// platform has none).
-func closeNotify(ns *notify.Server) {
-	if ns != nil {
-		ns.Close()
+// listenNotify opens the units' notify sockets in the mode that
+// notify.ModeEnv in hermesd's environment chooses (this is the one place
+// it is chosen; unset, the platform's default): one socket for every unit,
+// <state>/notify.sock, or one per unit run in <state>/notify. A state
+// directory too long for the per-unit sockets' paths is an error that says
+// so. Where the shared socket cannot tell senders apart, hermesd runs
+// without one and says so.
+func (d *instance) listenNotify() error {
+	mode, err := notify.ParseMode(os.Getenv(notify.ModeEnv))
+	if err != nil {
+		return exit(exitUsage, err)
 	}
+	if mode == notify.ModeUnit {
+		if d.nss, err = notify.ListenDir(filepath.Join(d.cfg.State, "notify")); err != nil {
+			return exit(exitFailure, err)
+		}
+		return nil
+	}
+	d.notifyPath = filepath.Join(d.cfg.State, "notify.sock")
+	d.ns, err = notify.Listen(d.notifyPath)
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		// No sender credentials on this platform's datagrams: the units get
+		// no NOTIFY_SOCKET, and readiness by sd_notify cannot be had.
+		d.log.Warn("no shared notify socket: units cannot use sd_notify (readiness, watchdog); unset "+notify.ModeEnv+" for per-unit sockets", "err", err)
+		d.notifyPath, d.ns = "", nil
+	case err != nil:
+		return exit(exitFailure, err)
+	}
+	return nil
+}
+
+// closeNotify closes the notify sockets, when there are.
+func (d *instance) closeNotify() {
+	if d.ns != nil {
+		d.ns.Close()
+	}
+	if d.nss != nil {
+		d.nss.Close()
+	}
+}
+
+// notifySockets is the per-unit sockets for reconciler.Options: nil (not
+// a nil *notify.Sockets) in the shared mode.
+func (d *instance) notifySockets() reconciler.NotifySockets {
+	if d.nss == nil {
+		return nil
+	}
+	return d.nss
 }
 
 // newReconciler builds the unit logs and the reconciler over the parts
@@ -328,18 +364,19 @@ func (d *instance) newReconciler() error {
 		log.Warn("unit log", "path", path, "err", err)
 	})
 	rec, err := reconciler.New(reconciler.Options{
-		Role:         cfg.role,
-		Spawner:      reconciler.Supervised(owner),
-		Load:         loader(cfg, log, both(loadHook(px, log), d.fds.check)),
-		Changes:      d.w.Changes(),
-		Checkpoint:   reconciler.Ledger(d.led, d.self, cfg.role),
-		Holds:        holds.Open(cfg.State, d.self.BootID),
-		StateDir:     cfg.State,
-		UnitsDir:     cfg.Units,
-		NotifySocket: d.notifyPath,
-		Lines:        logfile.Lines,
-		OpenLog:      logfile.Open,
-		Logs:         d.logs,
+		Role:          cfg.role,
+		Spawner:       reconciler.Supervised(owner),
+		Load:          loader(cfg, log, both(loadHook(px, log), d.fds.check)),
+		Changes:       d.w.Changes(),
+		Checkpoint:    reconciler.Ledger(d.led, d.self, cfg.role),
+		Holds:         holds.Open(cfg.State, d.self.BootID),
+		StateDir:      cfg.State,
+		UnitsDir:      cfg.Units,
+		NotifySocket:  d.notifyPath,
+		NotifySockets: d.notifySockets(),
+		Lines:         logfile.Lines,
+		OpenLog:       logfile.Open,
+		Logs:          d.logs,
 		Supervisor: func() control.Supervisor {
 			s := owner.Status()
 			return control.Supervisor{PID: s.PID, Groups: s.Groups, Mode: string(s.Mode), Health: s.Health, Ledger: s.Ledger}
@@ -404,6 +441,13 @@ func (d *instance) startHelpers(ctx context.Context, wg *sync.WaitGroup) {
 		wg.Go(func() {
 			if err := d.ns.Run(ctx, func(m notify.Message) { rec.Notify(m.PID, m.Fields) }); err != nil && !errors.Is(err, context.Canceled) {
 				log.Error("notify socket stopped", "err", err)
+			}
+		})
+	}
+	if d.nss != nil {
+		wg.Go(func() {
+			if err := d.nss.Run(ctx, func(m notify.Message) { rec.NotifyOn(m.Socket, m.PID, m.Fields) }); err != nil {
+				log.Error("notify sockets stopped", "err", err)
 			}
 		})
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/notify"
 	"github.com/hermes-units/hermes/internal/procfd"
 	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proc"
@@ -60,13 +61,23 @@ func playNotifyExec() {
 // hermesd's. hermesd is started with a descriptor it inherited without
 // close-on-exec (as a careless parent leaves one, or a script's flock): that
 // one must reach neither the units nor the supervisor. Run in cgroup mode
-// (when the machine offers it) and in pgroup mode, forced.
+// (when the machine offers it) and in pgroup mode, forced; and in pgroup
+// mode with per-unit notify sockets (notify.ModeUnit), where the notify
+// unit is ready by a socket of its own and holds none of them.
 func TestDescriptorHygiene(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts hermesd processes")
 	}
-	for _, mode := range []string{"cgroup", "pgroup"} {
-		t.Run(mode, func(t *testing.T) {
+	for _, tc := range []struct {
+		name, mode string
+		notify     notify.Mode // "" the platform's default
+	}{
+		{"cgroup", "cgroup", ""},
+		{"pgroup", "pgroup", ""},
+		{"pgroup+notify=unit", "pgroup", notify.ModeUnit},
+	} {
+		mode := tc.mode
+		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeFDUnits(t, dir)
 			inherited, err := os.OpenFile(filepath.Join(dir, "inherited-by-hermesd"), os.O_CREATE|os.O_RDWR, 0o600)
@@ -80,6 +91,9 @@ func TestDescriptorHygiene(t *testing.T) {
 			env := []string{modeEnv + "=" + mode}
 			if mode == "cgroup" {
 				env = []string{modeEnv + "="} // automatic: cgroup where the machine offers it
+			}
+			if tc.notify != "" {
+				env = append(env, notify.ModeEnv+"="+string(tc.notify))
 			}
 			d := startDaemonWith(t, dir, daemonOpts{role: "gateway", env: env, inherited: []*os.File{inherited}})
 			st := d.fullStatus()
@@ -95,6 +109,9 @@ func TestDescriptorHygiene(t *testing.T) {
 			}
 			if id, err := proc.Read(us["keep"].PID); err == nil {
 				keep, keepCgroup = id, us["keep"].Cgroup
+			}
+			if tc.notify == notify.ModeUnit {
+				notifiedOwnSocket(t, us["notified"].PID, filepath.Join(dir, "state", "notify"))
 			}
 			hermesdFDs, err := procfd.List(d.cmd.Process.Pid)
 			if err != nil {
@@ -115,6 +132,21 @@ func TestDescriptorHygiene(t *testing.T) {
 			testkit.SupervisorFDs(t, sup, "hermesd", hermesdFDs, nil)
 		})
 	}
+}
+
+// notifiedOwnSocket fails t unless pid was told a NOTIFY_SOCKET in dir.
+func notifiedOwnSocket(t *testing.T, pid int, dir string) {
+	t.Helper()
+	env, err := proc.Environ(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "NOTIFY_SOCKET="); ok && filepath.Dir(v) == dir {
+			return
+		}
+	}
+	t.Errorf("the notify unit (pid %d) has no NOTIFY_SOCKET in %s: %q", pid, dir, env)
 }
 
 // writeFDUnits writes the units of TestDescriptorHygiene.
