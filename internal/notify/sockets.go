@@ -29,9 +29,13 @@ import (
 // a Unix socket address.
 var ErrPathTooLong = errors.New("notify socket path too long")
 
-// maxName is the longest socket name Open makes: a uint64 in base 36 and
-// ".sock".
-const maxName = 13 + len(".sock")
+// maxSockets bounds the sockets one Sockets opens (a billion runs and
+// more), so that a name takes at most 6 base-36 digits: maxName is the
+// longest name Open makes.
+const (
+	maxSockets = 36 * 36 * 36 * 36 * 36 * 36
+	maxName    = 6 + len(".sock")
+)
 
 // readerQueue bounds the messages read from all sockets and not yet
 // delivered; readers wait behind it, and the kernel's queue of each socket
@@ -123,6 +127,9 @@ func (s *Sockets) Open() (string, error) {
 	defer s.mu.Unlock()
 	if s.closed {
 		return "", ErrClosed
+	}
+	if s.next >= maxSockets {
+		return "", fmt.Errorf("open notify socket in %s: %d sockets opened, the most one hermesd names; restart hermesd", s.dir, s.next)
 	}
 	path := filepath.Join(s.dir, strconv.FormatUint(s.next, 36)+".sock")
 	s.next++

@@ -252,10 +252,13 @@ func TestListenDir(t *testing.T) {
 		}
 		defer s.Close()
 		s.mu.Lock()
-		s.next = ^uint64(0) // the longest name
+		s.next = maxSockets - 1 // the longest name
 		s.mu.Unlock()
 		path := openSocket(t, s)
 		t.Logf("%d-byte socket path %s", len(path), path)
+		if p, err := s.Open(); err == nil {
+			t.Errorf("Open past maxSockets = %s, want an error", p)
+		}
 	})
 	t.Run("link refused", func(t *testing.T) {
 		base := t.TempDir()
