@@ -35,7 +35,12 @@ import (
 //     the spawn one of whose processes ended since the last scan, else by
 //     the spawn that started last before it. Any process re-parented to
 //     the owner descends from one of its spawns, other than the
-//     supervisor's helpers, which are never taken.
+//     supervisor's helpers, which are never taken;
+//   - without a subreaper (the portable backend, darwin), when it was
+//     re-parented to init or to an ancestor of the owner: by what the last
+//     scan saw of it, else by its tags, and nothing weaker. An escapee
+//     whose parent exited before any scan saw it, and that erased its
+//     tags, is not found.
 //
 // Reaping: only zombies whose parent is the owner, that sit in a registered
 // group (or are identified escapees), and that are not the leader of one of
@@ -51,6 +56,9 @@ func (o *Owner) scan() {
 		return
 	}
 	sn.endedSince(live)
+	if !o.reaping.Load() {
+		sn.adrift = adrift(live, o.self.PID)
+	}
 	owner := sn.descendants(stats, live, o.self.PID)
 	mySID, _ := unix.Getsid(0)
 	for _, st := range stats {
@@ -85,6 +93,21 @@ type scanView struct {
 	ended   []*reg          // spawns whose leader exited since the last scan
 	spawns  []*reg          // registrations of our spawns
 	prev    map[int]lineEntry
+	// adrift (no subreaper: the portable backend, darwin) is where an
+	// orphan of our groups goes: init, or a subreaper among the owner's
+	// ancestors; nil when the owner is the subreaper.
+	adrift map[int]bool
+}
+
+// adrift returns the pids an orphan of the owner me's groups may be
+// re-parented to when me is not the child subreaper: 1 (init, launchd),
+// and me's ancestors (one of them may be a subreaper).
+func adrift(live map[int]proc.Stat, me int) map[int]bool {
+	out := map[int]bool{1: true}
+	for pid := live[me].PPID; pid > 1 && !out[pid]; pid = live[pid].PPID {
+		out[pid] = true
+	}
+	return out
 }
 
 func (o *Owner) snapshotLocked() *scanView {
@@ -202,8 +225,12 @@ func (o *Owner) escapeeOf(sn *scanView, st proc.Stat, owner map[int]*reg, mySID 
 	// are looked at: anything else on the machine is not ours, and its
 	// environment is not read.
 	r := owner[st.PID]
-	if r == nil && st.PPID == o.self.PID {
+	switch {
+	case r != nil:
+	case st.PPID == o.self.PID:
 		r = o.attribute(st, sn.keys, sn.prev, sn.ended, sn.spawns, mySID)
+	case sn.adrift[st.PPID]:
+		r = o.orphanOf(st, sn.keys, sn.prev)
 	}
 	if r == nil {
 		return nil
@@ -246,6 +273,18 @@ func (o *Owner) tagged(pid int, keys map[string]*reg) *reg {
 	return keys[key]
 }
 
+// orphanOf names the spawn that st, a process re-parented elsewhere than
+// to the owner (no subreaper: to init or to an ancestor of the owner),
+// descends from: by what the last scan saw of it (same pid and start
+// time), else by this owner's tags; nil otherwise. Nothing weaker is
+// taken: every process of the machine whose parent exited lands there.
+func (o *Owner) orphanOf(st proc.Stat, keys map[string]*reg, prev map[int]lineEntry) *reg {
+	if l, ok := prev[st.PID]; ok && l.start == st.StartTime {
+		return l.r
+	}
+	return o.tagged(st.PID, keys)
+}
+
 // attribute names the spawn that st, a process re-parented to the owner
 // (its parent exited), descends from; nil when it cannot be told (see
 // scan for the order of the evidence).
@@ -263,7 +302,7 @@ func (o *Owner) attribute(st proc.Stat, keys map[string]*reg, prev map[int]lineE
 	if l, ok := prev[st.PID]; ok && l.start == st.StartTime {
 		return l.r
 	}
-	if r := byOpenFile(st.PID, spawns); r != nil {
+	if r := o.byOpenFile(st.PID, spawns); r != nil {
 		return r
 	}
 	if st.SID == mySID {
@@ -295,8 +334,13 @@ func latestBefore(rs []*reg, pid int) *reg {
 }
 
 // byOpenFile returns the one spawn whose stdin, stdout or stderr file (its
-// log) pid holds open as one of its own, nil when none or several do.
-func byOpenFile(pid int, spawns []*reg) *reg {
+// log) pid holds open as one of its own, nil when none or several do, or
+// when another process's descriptors cannot be read (darwin; the portable
+// backend does without, as there).
+func (o *Owner) byOpenFile(pid int, spawns []*reg) *reg {
+	if o.portable {
+		return nil
+	}
 	var found *reg
 	for fd := 0; fd <= 2; fd++ {
 		dev, ino, err := proc.DescriptorFile(pid, fd)

@@ -292,7 +292,7 @@ func TestFaultKilledMidKillSequence(t *testing.T) {
 // given owner group, and stops it at the end of the test.
 func startScript(t *testing.T, ownerPGID int) *shellPipe {
 	t.Helper()
-	p, err := startShell(300*time.Millisecond, ownerPGID, "", "")
+	p, err := startShell(300*time.Millisecond, ownerPGID, "", "", "")
 	if err != nil {
 		t.Fatal(err)
 	}

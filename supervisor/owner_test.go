@@ -66,7 +66,7 @@ type fakeLauncher struct {
 	pipes []*fakePipe
 }
 
-func (l *fakeLauncher) launch(time.Duration, int, string, string) (deathPipe, error) {
+func (l *fakeLauncher) launch(time.Duration, int, string, string, string) (deathPipe, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	p := &fakePipe{pid: 100000 + len(l.pipes), exited: make(chan struct{})}

@@ -141,9 +141,10 @@ type deathPipe interface {
 	Waiting() time.Time
 }
 
-// launcher starts a supervisor. The real one is startShell; tests of the
-// owner's timing logic use a fake.
-type launcher func(grace time.Duration, ownerPGID int, cgBase, cgOwn string) (deathPipe, error)
+// launcher starts a supervisor whose script reads the process table from
+// table ("proc", "ps"; "" for the script's choice: /proc where mounted).
+// The real one is startShell; tests of the owner's timing logic use a fake.
+type launcher func(grace time.Duration, ownerPGID int, cgBase, cgOwn, table string) (deathPipe, error)
 
 // shellPipe is a supervisor run by /bin/sh.
 type shellPipe struct {
@@ -176,9 +177,12 @@ type waiter struct {
 // os.Pipe opens both ends close-on-exec, and the script receives the read
 // end alone, so no child ever holds a write end and EOF comes exactly when
 // the owner's last write end closes, by any death.
-func startShell(grace time.Duration, ownerPGID int, cgBase, cgOwn string) (deathPipe, error) {
+func startShell(grace time.Duration, ownerPGID int, cgBase, cgOwn, table string) (deathPipe, error) {
 	if cgBase == "" {
 		cgBase, cgOwn = "-", "-"
+	}
+	if table == "" {
+		table = "-"
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -191,7 +195,7 @@ func startShell(grace time.Duration, ownerPGID int, cgBase, cgOwn string) (death
 		return nil, fmt.Errorf("supervisor reply pipe: %w", err)
 	}
 	cmd := exec.Command(Shell, "-c", script, "hermes-supervisor",
-		strconv.FormatInt(grace.Milliseconds(), 10), strconv.Itoa(ownerPGID), cgBase, cgOwn)
+		strconv.FormatInt(grace.Milliseconds(), 10), strconv.Itoa(ownerPGID), cgBase, cgOwn, table)
 	cmd.Stdin, cmd.Stdout = r, rw
 	cmd.Dir = "/"
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"}

@@ -31,7 +31,7 @@ func TestScriptCgroupProcsZero(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p, err := startShell(200*time.Millisecond, syscall.Getpgrp(), base, "-")
+	p, err := startShell(200*time.Millisecond, syscall.Getpgrp(), base, "-", "")
 	if err != nil {
 		t.Fatal(err)
 	}

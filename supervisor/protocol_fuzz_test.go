@@ -95,7 +95,7 @@ func FuzzProtocol(f *testing.F) {
 		in = append(in, final...)
 		want, judged := freeSignalled(in, freeID, base)
 
-		p, err := startShell(20*time.Millisecond, syscall.Getpgrp(), base, "-")
+		p, err := startShell(20*time.Millisecond, syscall.Getpgrp(), base, "-", "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -298,8 +298,14 @@ func (sp *spawning) register(ctx context.Context) error {
 // its groups are re-parented to it, where the janitor finds them.
 func (o *Owner) becomeSubreaper() {
 	o.subreaper.Do(func() {
-		if err := proc.BecomeSubreaper(); err != nil {
-			o.opts.Logf("supervisor: child subreaper: %v (escapees may be missed)", err)
+		// The portable backend does without, as on darwin: orphans go
+		// to init, and scan finds escapees by ancestry and tags.
+		if !o.portable {
+			if err := proc.BecomeSubreaper(); err != nil {
+				o.opts.Logf("supervisor: child subreaper: %v (escapees are found by ancestry and tags)", err)
+			} else {
+				o.reaping.Store(true)
+			}
 		}
 		// The janitor scans at each child exit and re-parented zombie,
 		// not on a timer. Stopped by Close.

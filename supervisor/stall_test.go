@@ -165,8 +165,8 @@ func TestRegistrationRefused(t *testing.T) {
 		marker := fmt.Sprintf("refused-cg-%d", os.Getpid())
 		t.Cleanup(func() { killMarked(marker) })
 		elsewhere := t.TempDir()
-		bogus := func(grace time.Duration, pgid int, _, own string) (deathPipe, error) {
-			return startShell(grace, pgid, elsewhere, own)
+		bogus := func(grace time.Duration, pgid int, _, own, table string) (deathPipe, error) {
+			return startShell(grace, pgid, elsewhere, own, table)
 		}
 		o, err := newOwner(Options{Mode: ModeCgroup, Grace: testGrace}, bogus)
 		if err != nil {
@@ -190,8 +190,8 @@ func TestRegistrationRefused(t *testing.T) {
 	})
 	t.Run("unsafe group", func(t *testing.T) {
 		victim := externalGroup(t)
-		unsafe := func(grace time.Duration, _ int, base, own string) (deathPipe, error) {
-			return startShell(grace, victim.PGID, base, own)
+		unsafe := func(grace time.Duration, _ int, base, own, table string) (deathPipe, error) {
+			return startShell(grace, victim.PGID, base, own, table)
 		}
 		o, err := newOwner(Options{Mode: ModePGroup, Grace: testGrace}, unsafe)
 		if err != nil {

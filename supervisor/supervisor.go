@@ -16,6 +16,10 @@
 // EnvOwnership), finds such escapees (looking at each SIGCHLD, at a
 // leader's exit and at Stop) and registers their groups too; the supervisor
 // also sweeps for processes tagged with a registered spawn key at EOF.
+// Where there is no subreaper (darwin; BackendPortable on Linux) orphans
+// go to init: they are found by ancestry, by what an earlier scan saw, or
+// by their tags, and the supervisor reads the table with ps and sweeps by
+// parent links (see scan, and docs/architecture.md, Platforms).
 //
 // SpawnOwned is the only way the project starts a long-lived child. There is
 // no window in which a child runs its program unregistered: in cgroup mode
@@ -46,6 +50,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -71,6 +76,41 @@ func ParseMode(s string) (Mode, error) {
 		return m, nil
 	}
 	return "", fmt.Errorf("supervisor mode %q: %w (want cgroup or pgroup)", s, ErrMode)
+}
+
+// Backend says which of the platform's facilities an Owner uses.
+type Backend string
+
+const (
+	// BackendNative uses what the platform has. On Linux: the child
+	// subreaper, the supervisor script reading /proc, escapees told by the
+	// log file they hold open, cgroups where writable. On darwin and
+	// FreeBSD it is BackendPortable.
+	BackendNative Backend = "native"
+	// BackendPortable uses only what darwin has too: pgroup mode (cgroup
+	// mode asked fails with ErrNoCgroup), no child subreaper (an escapee is
+	// found by its ancestry at each scan, by what an earlier scan saw of
+	// it, or by its tags), no open-file attribution, and the supervisor
+	// script reads the process table with ps, not /proc. Selectable on
+	// Linux so that the behaviour macOS gets is tested there.
+	BackendPortable Backend = "portable"
+)
+
+// BackendEnv names the environment variable that selects the backend of
+// an Owner whose Options.Backend is empty: "native", "portable", or empty
+// for native. It is read by New alone, so that every owner of a process
+// (hermesd's, hermesctl run's) follows it.
+const BackendEnv = "HERMES_SUPERVISOR_BACKEND"
+
+// ParseBackend parses a backend name; "" is accepted and means native.
+func ParseBackend(s string) (Backend, error) {
+	switch b := Backend(s); b {
+	case "":
+		return BackendNative, nil
+	case BackendNative, BackendPortable:
+		return b, nil
+	}
+	return "", fmt.Errorf("supervisor backend %q: %w (want native or portable)", s, ErrBackend)
 }
 
 // Defaults.
@@ -103,6 +143,7 @@ var (
 	ErrLine       = errors.New("protocol line too long")
 	ErrSupervisor = errors.New("death supervisor unavailable")
 	ErrMode       = errors.New("unknown supervisor mode")
+	ErrBackend    = errors.New("unknown supervisor backend")
 	ErrNoCgroup   = errors.New("no writable cgroup v2 hierarchy")
 )
 
@@ -112,6 +153,7 @@ type Options struct {
 	Role      units.Role    // gateway | worker | run, or "" (recorded in the ledger; units.ParseOwnerRole)
 	Grace     time.Duration // TERM→KILL grace at owner death; default 3 s
 	Mode      Mode          // "" = cgroup when a writable cgroup v2 hierarchy exists, else pgroup
+	Backend   Backend       // "" = $HERMES_SUPERVISOR_BACKEND (BackendEnv), else native
 	IdleClose time.Duration // close the pipe after this long with nothing registered; default 30 s
 	Logf      func(format string, args ...any)
 	// OnRestart is called when the death supervisor exited unasked, with
@@ -178,7 +220,15 @@ type Owner struct {
 	ctx    context.Context // lives until Close; used by the janitor's ledger writes
 	cancel context.CancelFunc
 
+	// portable: the portable backend's behaviour (asked, or the only one
+	// the platform has): no subreaper, ps in the script, no open-file
+	// attribution. Set by newOwner.
+	portable bool
+
 	subreaper sync.Once
+	// reaping is set once the owner is the child subreaper: orphans of
+	// its groups come to it. Without it they go to init (see scan).
+	reaping atomic.Bool
 	// afterSpawn, when set (tests), runs between a child's start and its
 	// registration.
 	afterSpawn func(pid int)
@@ -249,6 +299,14 @@ func newOwner(opts Options, launch launcher) (*Owner, error) {
 	if _, err := units.ParseOwnerRole(string(opts.Role)); err != nil {
 		return nil, fmt.Errorf("supervisor: %w", err)
 	}
+	if opts.Backend == "" {
+		opts.Backend = Backend(os.Getenv(BackendEnv))
+	}
+	backend, err := ParseBackend(string(opts.Backend))
+	if err != nil {
+		return nil, fmt.Errorf("supervisor: %w (%s)", err, BackendEnv)
+	}
+	opts.Backend = backend
 	self, err := proc.Self()
 	if err != nil {
 		return nil, fmt.Errorf("supervisor: own identity: %w", err)
@@ -261,11 +319,12 @@ func newOwner(opts Options, launch launcher) (*Owner, error) {
 		wake: make(chan struct{}, 1), sigchld: make(chan os.Signal, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
+	o.portable = backend == BackendPortable || runtime.GOOS != "linux"
 	// Every supervisor is remembered (called with mu held, by startLocked):
 	// its helpers (sleep, grep) run in its session, and when it is killed
 	// they are re-parented to the owner; they are never escapees.
-	o.launch = func(grace time.Duration, pgid int, base, own string) (deathPipe, error) {
-		p, err := launch(grace, pgid, base, own)
+	o.launch = func(grace time.Duration, pgid int, base, own, table string) (deathPipe, error) {
+		p, err := launch(grace, pgid, base, own, table)
 		if err == nil {
 			if len(o.supPids) >= 64 {
 				clear(o.supPids)
@@ -283,6 +342,12 @@ func newOwner(opts Options, launch launcher) (*Owner, error) {
 		}
 	}
 	o.mode = opts.Mode
+	if backend == BackendPortable {
+		if o.mode == ModeCgroup {
+			return nil, fmt.Errorf("supervisor: cgroup mode asked with the %s backend: %w", backend, ErrNoCgroup)
+		}
+		o.mode = ModePGroup
+	}
 	if o.mode != ModePGroup {
 		tree, err := openCgroupTree("hermes-" + o.name)
 		switch {
@@ -309,6 +374,9 @@ func newOwner(opts Options, launch launcher) (*Owner, error) {
 
 // Mode reports how groups are contained.
 func (o *Owner) Mode() Mode { return o.mode }
+
+// Backend reports the backend asked (Options.Backend, or BackendEnv).
+func (o *Owner) Backend() Backend { return o.opts.Backend }
 
 // Status reports the supervisor's state.
 // Health is "ok" or "idle" when all is well; else it says what is wrong:
@@ -701,7 +769,7 @@ func (o *Owner) startLocked() error {
 			o.opts.Logf("supervisor: owner cgroup %s: %v", cgOwn, err)
 		}
 	}
-	p, err := o.launch(o.opts.Grace, o.pgid, cgBase, cgOwn)
+	p, err := o.launch(o.opts.Grace, o.pgid, cgBase, cgOwn, o.scriptTable())
 	if err != nil {
 		o.health = fmt.Sprintf("failing: %v", err)
 		return fmt.Errorf("%w: %v", ErrSupervisor, err)
@@ -728,6 +796,15 @@ func (o *Owner) startLocked() error {
 		})
 	}
 	return nil
+}
+
+// scriptTable is where the supervisor script reads the process table:
+// ps for the portable backend (darwin has no /proc), else /proc.
+func (o *Owner) scriptTable() string {
+	if o.portable {
+		return "ps"
+	}
+	return "proc"
 }
 
 // warn records and logs what went wrong with a registration that nobody

@@ -1,9 +1,14 @@
-# hermes death supervisor. Run as: sh -c SCRIPT hermes-supervisor GRACE_MS OWNER_PGID CGBASE CGOWN
+# hermes death supervisor. Run as: sh -c SCRIPT hermes-supervisor GRACE_MS OWNER_PGID CGBASE CGOWN [TABLE]
 # (CGBASE: every cgroup dir is below it; CGOWN: the owner's subtree, removed
-# at the owner's death; - for none)
+# at the owner's death; - for none. TABLE: where the process table is read,
+# proc (Linux's /proc) or ps (POSIX ps -A -o ..., as on darwin, which has no
+# /proc); by default proc where /proc is mounted, else ps)
 # stdin is the read end of the owner's death pipe. Lines (<= 256 bytes):
 #   R ID PGID LEADER START KEY CG  register or replace ID (PGID 0: cgroup only;
-#                                  START 0: no leader to check; KEY: - for none;
+#                                  START 0: no leader to check, else its start
+#                                  time in /proc's unit; with TABLE ps, the
+#                                  leader's start as ps shows it (lstart) is
+#                                  read when the line is; KEY: - for none;
 #                                  CG: - for none, else the cgroup dir relative
 #                                  to CGBASE, each byte outside [A-Za-z0-9._/-]
 #                                  written \0ooo, as printf %b reads it)
@@ -17,8 +22,12 @@
 # empty, KILL what is left, remove the cgroups, exit.
 set -f
 trap '' HUP INT QUIT TSTP TTIN TTOU PIPE
-grace=$1 opg=$2 base=$3 own=$4 me=$$ ids=' ' idle=0 cg=-
+grace=$1 opg=$2 base=$3 own=$4 tab=${5-} me=$$ ids=' ' idle=0 cg=-
+case $tab in proc | ps) ;; *) if [ -r "/proc/$me/stat" ]; then tab=proc; else tab='ps'; fi ;; esac
 num() { case $1 in '' | *[!0-9]*) return 1 ;; esac; }
+# words TEXT: w := the words of TEXT joined by single spaces (ps pads).
+# shellcheck disable=SC2086,SC2034 # splitting into words is the point; w is read by eval
+words() { set -- $1; w="$*"; }
 no() { echo "N $rid $*"; }
 while IFS= read -r l; do
   rid=-
@@ -42,6 +51,13 @@ while IFS= read -r l; do
       [ -d "$c" ] || { no cgroup is not a directory below the base; continue; }
     fi
     if [ "$3" -eq "$me" ] || [ "$3" -eq "$opg" ] || [ "$3" -eq 1 ]; then no unsafe group "$3"; continue; fi
+    if [ "$tab" = ps ] && [ "$5" != 0 ]; then
+      # ps shows no start time in /proc's unit: the leader's lstart now,
+      # while its owner vouches for it, is what a later look compares.
+      # "gone": it exited already, and its pid can name only a stranger.
+      words "$(ps -o lstart= -p "$4" 2>/dev/null)"
+      eval "l_$2=\${w:-gone}"
+    fi
     eval "g_$2=\"\$3 \$4 \$5 \$6\" c_$2=\$c"
     case $ids in *" $2 "*) ;; *) ids="$ids$2 " ;; esac
     echo "A $2"
@@ -51,7 +67,7 @@ while IFS= read -r l; do
     rid=$2
     [ $# -eq 2 ] || { no malformed unregistration; continue; }
     case $ids in *" $2 "*) ids="${ids%% "$2" *} ${ids#* "$2" }" ;; esac
-    unset "g_$2" "c_$2"
+    unset "g_$2" "c_$2" "l_$2"
     echo "A $2"
     ;;
   I)
@@ -66,6 +82,11 @@ done
 # nothing started from here may hold the reply pipe.
 exec >/dev/null
 
+# The process table is read one of two ways (TABLE):
+#   proc: each process's /proc/PID/stat, as it is needed (Linux);
+#   ps:   one run of ps -A -o pid=,ppid=,pgid=,stat=,lstart= per look at
+#         the groups (snap), the options procps and the BSDs' ps share.
+
 # fields FILE: st, pg, t0 := the state, process group and start time in the
 # stat file FILE (/proc/PID/stat); false, with st empty, when it is gone.
 fields() {
@@ -76,6 +97,49 @@ fields() {
   st=$1 pg=$3 t0=${20}
 }
 
+# snap ID...: one read of the table by ps, for the registrations ID... and
+# the escapees in $esc: alive := " PG ... ", those of their groups that
+# have a live (non-zombie) member; seen := " PID ... ", their leaders and
+# escapees that are alive, each with q_PID := "PGID LSTART"; rows := every
+# live process as "PID PPID PGID" lines (for ancestry).
+snap() {
+  wp=" ${esc# } " wg=' ' alive=' ' seen=' ' rows=''
+  for id; do
+    eval "set -- \$g_$id"
+    wp="$wp$2 " wg="$wg$1 "
+  done
+  t=$(ps -A -o pid=,ppid=,pgid=,stat=,lstart= 2>/dev/null)
+  while read -r p pp g s l; do
+    case $s in '' | Z* | X*) continue ;; esac
+    rows="$rows$p $pp $g
+"
+    case $wg in *" $g "*) case $alive in *" $g "*) ;; *) alive="$alive$g " ;; esac ;; esac
+    case $wp in *" $p "*)
+      words "$l"
+      seen="$seen$p "
+      eval "q_$p=\"\$g \$w\""
+      ;;
+    esac
+  done <<END
+$t
+END
+}
+
+# leader PID: st, pg, t0 := the state, process group and start time of PID
+# (its lstart with TABLE ps); false, with st empty, when it is gone.
+leader() {
+  if [ "$tab" = proc ]; then
+    fields "/proc/$1/stat"
+    return
+  fi
+  st=''
+  case $seen in *" $1 "*) ;; *) return 1 ;; esac
+  eval "set -- \$q_$1"
+  st=R pg=$1
+  shift
+  t0="$*"
+}
+
 # reg ID: $1..$4 := PGID LEADER START KEY of registration ID, cg := its
 # cgroup dir (- for none).
 # look ID: ok=1 when group ID may have members and may be signalled; then
@@ -84,10 +148,11 @@ fields() {
 # group succeeds while a zombie member remains, and orphaned zombies stay
 # forever where init does not reap them: a zombie is not a member.
 # A leader alive with another start time (recycled pid) means the group id
-# is a stranger's: never signalled, not counted.
+# is a stranger's: never signalled, not counted. With TABLE ps the start
+# compared is the lstart read at registration (snap must have run).
 look() {
   ok=0 live=0 pm=''
-  eval "set -- \$g_$1; cg=\$c_$1"
+  eval "set -- \$g_$1; cg=\$c_$1; w0=\${l_$1-}"
   if [ "$cg" != - ]; then
     e=''
     while read -r k v; do [ "$k" = populated ] && e=$v; done 2>/dev/null <"$cg/cgroup.events"
@@ -95,8 +160,9 @@ look() {
     return 0
   fi
   kill -s 0 -- "-$1" 2>/dev/null || return 0
-  if fields "/proc/$2/stat"; then
-    [ "$3" = 0 ] || [ "$t0" = "$3" ] || return 0
+  [ "$tab" = proc ] && w0=$3
+  if leader "$2"; then
+    [ "$3" = 0 ] || [ "$t0" = "$w0" ] || return 0
     case $st in Z | X) ;; *) [ "$pg" = "$1" ] && live=1 ;; esac
   fi
   ok=1
@@ -107,6 +173,8 @@ look() {
 # the escapees found by the last sweep.
 hit() {
   sig=$1
+  # shellcheck disable=SC2086 # a list of ids: splitting is the point
+  [ "$tab" = ps ] && snap $pending
   for id in $pending; do
     look "$id"
     [ "$ok" = 1 ] || continue
@@ -125,8 +193,10 @@ hit() {
 }
 
 # members PGID...: alive := those of the given groups that have a live
-# (non-zombie) member, as " PG PG ... ", from one scan of /proc.
+# (non-zombie) member, as " PG PG ... ", from one scan of /proc. With
+# TABLE ps, snap has set alive already, from the same read as the look.
 members() {
+  [ "$tab" = proc ] || return 0
   want=" $* " alive=' '
   set +f
   set -- /proc/[0-9]*/stat
@@ -146,9 +216,11 @@ pgof() { eval "set -- \$g_$1"; pgid=$1; }
 # live one, so a poll costs little however many groups wait; groups that
 # may hold only zombies are confirmed by one scan of /proc, only when
 # nothing else is known alive. Escapees that are gone or zombies are
-# dropped from $esc.
+# dropped from $esc. With TABLE ps, one run of ps serves the whole check.
 check() {
   left=0 keep='' rest=$pending maybe=''
+  # shellcheck disable=SC2086 # a list of ids: splitting is the point
+  [ "$tab" = ps ] && snap $pending
   for id in $pending; do
     look "$id"
     if [ "$live" = 1 ]; then left=1; break; fi
@@ -158,7 +230,7 @@ check() {
   pending=$keep$rest
   e=$esc esc=''
   for p in $e; do
-    fields "/proc/$p/stat" || continue
+    leader "$p" || continue
     case $st in Z | X) ;; *) esc="$esc $p" left=1 ;; esac
   done
   [ "$left" = 0 ] && [ -n "$maybe" ] || return 0
@@ -171,15 +243,28 @@ check() {
   done
 }
 
-# sweep: esc=pids of live processes that carry the spawn key of a registered
-# group without a cgroup (escapees of their process group the owner never saw).
+# sweep: esc=pids of live processes that escaped a registered group without
+# a cgroup (their own session or group; the owner never saw them). With
+# TABLE proc: those that carry the spawn key of such a group in their
+# environment. With TABLE ps (no portable way to read another process's
+# environment): the descendants of the members of such groups, by the
+# parent links of one read of the table; an escapee whose parent exited
+# before (re-parented to init) is out of its reach, and dies with the
+# owner only if the owner registered its group. The escapees of the last
+# sweep that still live are kept.
 sweep() {
-  keys='' esc=''
+  keys='' e0=$esc esc='' regs=' '
   for id in $ids; do
     eval "set -- \$g_$id; cg=\$c_$id"
-    [ "$cg" = - ] && [ "$4" != - ] && keys="$keys|$4"
+    [ "$cg" = - ] && [ "$4" != - ] && keys="$keys|$4" regs="$regs$1 "
   done
   [ -n "$keys" ] || return 0
+  if [ "$tab" = ps ]; then
+    # Those found before stay: the TERM may have ended their parents.
+    ancestry
+    esc="$esc$e0"
+    return
+  fi
   set +f
   # shellcheck disable=SC2013 # grep prints /proc/PID/environ paths: plain words
   for f in $(grep -lzE "^HERMES_SPAWN=(${keys#|})\$" /proc/[0-9]*/environ 2>/dev/null); do
@@ -189,27 +274,80 @@ sweep() {
   set -f
 }
 
-# now: c := the time since boot in centiseconds (/proc/uptime).
-now() { read -r u _ </proc/uptime; c=${u%.*}${u#*.}; c=${c#"${c%%[!0]*}"}; c=${c:-0}; }
+# ancestry: esc := the live processes outside the groups in $regs that
+# descend from a member of one of them (a few passes over the rows of one
+# snap reach a fixed point: children mostly come after their parents).
+ancestry() {
+  snap
+  in=' ' n=0 more=1
+  while read -r p pp g; do
+    case $regs in *" $g "*) in="$in$p " ;; esac
+  done <<END
+$rows
+END
+  while [ "$more" = 1 ] && [ "$n" -lt 16 ]; do
+    more=0 n=$((n + 1))
+    while read -r p pp g; do
+      case $in in *" $p "*) continue ;; esac
+      case $in in *" $pp "*) ;; *) continue ;; esac
+      [ "$p" = "$me" ] && continue
+      in="$in$p " esc="$esc $p" more=1
+    done <<END
+$rows
+END
+  done
+}
+
+# now: c := the time since boot in centiseconds (/proc/uptime); with TABLE
+# ps (no clock finer than date's seconds in POSIX sh), the time slept so
+# far (nap counts it), which lags the clock by what the checks cost, so
+# the KILL never comes before the grace.
+now() {
+  if [ "$tab" = ps ]; then
+    c=$slept
+    return
+  fi
+  read -r u _ </proc/uptime
+  c=${u%.*}${u#*.} c=${c#"${c%%[!0]*}"} c=${c:-0}
+}
+slept=0
+
+# nap SECONDS CENTISECONDS: sleep, and count it (see now).
+nap() { sleep "$1"; slept=$((slept + $2)); }
+
+# over: true once the grace has passed by the wall clock, to the second
+# (TABLE ps: now lags it).
+over() { [ "$tab" = ps ] && [ "$(date +%s)" -ge "$dl" ]; }
 
 # The grace runs from EOF: the deadline is fixed first, so that the TERM
 # round and the polls count against it and KILL fires at the grace.
-# Signal first: the registered groups get TERM before the sweep, which
-# reads the environment of every process (slow with many, and it blocks on
-# a process stuck in the kernel); the escapees it finds get TERM after.
+# With TABLE proc, signal first: the registered groups get TERM before the
+# sweep, which reads the environment of every process (slow with many, and
+# it blocks on a process stuck in the kernel); the escapees it finds get
+# TERM after. With TABLE ps the sweep is one read of the table, and comes
+# first.
 now
 start=$c end=$((c + (grace + 9) / 10))
+[ "$tab" = ps ] && dl=$(($(date +%s) + (grace + 999) / 1000 + 1))
 pending=${ids# } esc=''
-hit TERM
-sweep
-for p in $esc; do kill -s TERM "$p" 2>/dev/null; done
+if [ "$tab" = ps ]; then
+  # The escapees are found by their parents: read before the TERM, which
+  # ends the parents and sends their children to init.
+  sweep
+  hit TERM
+else
+  hit TERM
+  sweep
+  for p in $esc; do kill -s TERM "$p" 2>/dev/null; done
+fi
 check
 while [ "$left" = 1 ]; do
   now
   [ "$c" -lt "$end" ] || break
+  over && break
   # Poll every 10 ms at first (TERM-obeying groups go at once) and near
   # the deadline; in between every 50 ms, to spare the CPU.
-  if [ $((c - start)) -gt 10 ] && [ $((end - c)) -gt 6 ]; then sleep 0.05; else sleep 0.01; fi
+  if [ $((c - start)) -gt 10 ] && [ $((end - c)) -gt 6 ]; then nap 0.05 5; else nap 0.01 1; fi
   check
 done
 if [ "$left" = 1 ]; then
@@ -217,7 +355,7 @@ if [ "$left" = 1 ]; then
   hit KILL
   n=0
   while [ "$left" = 1 ] && [ $n -lt 100 ]; do
-    sleep 0.01
+    nap 0.01 1
     check
     n=$((n + 1))
   done

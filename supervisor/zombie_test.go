@@ -37,7 +37,7 @@ func TestZombieIsGone(t *testing.T) {
 	t.Run("script", func(t *testing.T) {
 		g, cmd := zombieGroup(t)
 		g2, cmd2 := zombieGroup(t)
-		p, err := startShell(grace, syscall.Getpgrp(), "", "")
+		p, err := startShell(grace, syscall.Getpgrp(), "", "", "")
 		if err != nil {
 			t.Fatal(err)
 		}
