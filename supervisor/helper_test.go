@@ -34,6 +34,7 @@ const (
 	envOwn      = "SUPERVISOR_TEST_OWN"     // pid of an external group leader to adopt
 	envPause    = "SUPERVISOR_TEST_PAUSE"   // stop between spawn and registration
 	envGraceMS  = "SUPERVISOR_TEST_GRACE_MS"
+	envBackend  = "SUPERVISOR_TEST_BACKEND"
 )
 
 func TestMain(m *testing.M) {
@@ -88,6 +89,7 @@ func sub(kind string, attr *syscall.SysProcAttr, stdin *os.File) *exec.Cmd {
 func playChild(kind string) {
 	switch kind {
 	case "simple":
+	case "daemon": // a double fork's daemon: as simple, told apart by its kind
 	case "ignore-term":
 		signal.Ignore(syscall.SIGTERM)
 	case "tree": // two more processes in the same group
@@ -101,7 +103,7 @@ func playChild(kind string) {
 		sub("simple", &syscall.SysProcAttr{Setsid: true}, nil)
 		sub("double-fork", nil, nil)
 	case "double-fork": // not counted: starts a setsid daemon and exits
-		sub("simple", &syscall.SysProcAttr{Setsid: true}, nil)
+		sub("daemon", &syscall.SysProcAttr{Setsid: true}, nil)
 		os.Exit(0)
 	default:
 		fmt.Fprintln(os.Stderr, "unknown child kind", kind)
@@ -114,13 +116,15 @@ func playChild(kind string) {
 // playOwner is an owner process: it spawns N children of envKind (their
 // trees print envLines ready lines each), optionally releases them or
 // adopts an external group, prints "ready", then answers "status" lines on
-// stdin ("PID GROUPS") until EOF, when it closes the owner cleanly.
+// stdin ("PID GROUPS ESCAPEES": the supervisor's pid, the groups registered,
+// the escapee groups found under them) until EOF, when it closes the owner
+// cleanly.
 func playOwner() int {
 	n, _ := strconv.Atoi(os.Getenv(envN))
 	lines, _ := strconv.Atoi(os.Getenv(envLines))
 	graceMS, _ := strconv.Atoi(os.Getenv(envGraceMS))
 	o, err := New(Options{StateDir: os.Getenv(envState), Role: "worker", Mode: Mode(os.Getenv(envMode)),
-		Grace: time.Duration(graceMS) * time.Millisecond})
+		Backend: Backend(os.Getenv(envBackend)), Grace: time.Duration(graceMS) * time.Millisecond})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "owner:", err)
 		return 3
@@ -174,7 +178,13 @@ func playOwner() int {
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		st := o.Status()
-		fmt.Printf("%d %d\n", st.PID, st.Groups)
+		o.mu.Lock()
+		esc := 0
+		for _, r := range o.regs {
+			esc += len(r.esc)
+		}
+		o.mu.Unlock()
+		fmt.Printf("%d %d %d\n", st.PID, st.Groups, esc)
 	}
 	if err := o.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "owner: close:", err)
