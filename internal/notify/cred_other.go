@@ -33,3 +33,21 @@ func credentials(oob []byte) (Message, bool) {
 	closeRights(oob)
 	return Message{}, false
 }
+
+// closeRights closes the descriptors an SCM_RIGHTS message passed in oob.
+func closeRights(oob []byte) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return
+	}
+	for _, m := range msgs {
+		if m.Header.Level != unix.SOL_SOCKET || m.Header.Type != unix.SCM_RIGHTS {
+			continue
+		}
+		if fds, err := unix.ParseUnixRights(&m); err == nil {
+			for _, fd := range fds {
+				unix.Close(fd)
+			}
+		}
+	}
+}

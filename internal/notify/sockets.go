@@ -272,21 +272,3 @@ func readUnit(path string, conn *net.UnixConn, sv *serving) {
 		}
 	}
 }
-
-// closeRights closes the descriptors an SCM_RIGHTS message passed in oob.
-func closeRights(oob []byte) {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return
-	}
-	for _, m := range msgs {
-		if m.Header.Level != unix.SOL_SOCKET || m.Header.Type != unix.SCM_RIGHTS {
-			continue
-		}
-		if fds, err := unix.ParseUnixRights(&m); err == nil {
-			for _, fd := range fds {
-				unix.Close(fd)
-			}
-		}
-	}
-}
