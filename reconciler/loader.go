@@ -54,7 +54,7 @@ func (r *Reconciler) reload(ctx context.Context, dryRun bool) (control.Plan, err
 		}
 		return control.Plan{}, err
 	}
-	l.hashAll(r.specHash) // here, not on Run's goroutine
+	r.hashLoaded(&l) // here, not on Run's goroutine
 	var p control.Plan
 	if e := r.do(ctx, func(ctx context.Context) {
 		if r.shutting {

@@ -209,6 +209,10 @@ type Reconciler struct {
 	specHash func(units.Spec) string // hash; tests replace it before Run
 	rss      rssCache                // Status's, on its callers' goroutines
 	pub      publisher               // what was published (events.go); Run's
+
+	// lastHashed is the last load's specs and their hashes, by name
+	// (hashmemo.go). Guarded by loadMu.
+	lastHashed map[string]hashed
 }
 
 // New checks opts and returns a Reconciler ready to Run.
@@ -307,7 +311,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		r.loadMu.Unlock()
 		return fmt.Errorf("load units: %w", err)
 	}
-	loaded.hashAll(r.specHash)
+	r.hashLoaded(&loaded)
 	r.readopt(ctx, loaded)
 	p := r.plan(&loaded)
 	r.apply(ctx, p, loaded)
