@@ -393,11 +393,9 @@ func (r *Reconciler) handle(ctx context.Context, ev any) {
 	case exitEvent:
 		r.onExit(ev)
 	case stopDoneEvent:
-		u := r.units[ev.name]
-		if u == nil || u.gen != ev.gen || u.state != Stopping {
-			return
-		}
-		r.stopped(ctx, u, ev.err)
+		r.onStopDone(ctx, ev)
+	case emptiedEvent:
+		r.onEmptied(ctx, ev)
 	case timerEvent:
 		r.onTimer(ev)
 	case readyEvent:

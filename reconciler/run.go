@@ -328,7 +328,7 @@ func (r *Reconciler) stop(u *unit, why stopReason, cause error) {
 	u.endRun()
 	u.state, u.ready, u.stopWhy, u.cause = Stopping, false, why, cause
 	u.gen = r.nextGen()
-	name, gen, g, main := u.spec.Name, u.gen, u.group, u.main
+	name, gen, g, main, p := u.spec.Name, u.gen, u.group, u.main, u.proc
 	sig := syscall.Signal(u.spec.StopSignal)
 	if sig == 0 {
 		sig = syscall.SIGTERM
@@ -340,6 +340,7 @@ func (r *Reconciler) stop(u *unit, why stopReason, cause error) {
 	r.log.Info("stopping unit", "unit", name, "pgid", g.PGID, "signal", sig, "grace", grace)
 	ctx := r.base
 	d, _ := r.opt.Spawner.(Daemons)
+	returned := make(chan struct{})
 	r.wg.Go(func() {
 		var err error
 		if d != nil && !main.IsZero() {
@@ -347,8 +348,10 @@ func (r *Reconciler) stop(u *unit, why stopReason, cause error) {
 		} else {
 			err = r.opt.Spawner.Stop(ctx, g, sig, grace)
 		}
+		close(returned)
 		r.post(stopDoneEvent{name, gen, err})
 	})
+	r.awaitEmptied(name, gen, g, p, main, returned) // the stop may be done before Stop returns (stop.go)
 }
 
 // stopped runs once u's group is empty (or Stop failed).
