@@ -135,12 +135,22 @@ func TestDescriptorHygiene(t *testing.T) {
 }
 
 // notifiedOwnSocket fails t unless pid was told a NOTIFY_SOCKET in dir.
+// The unit is ready as soon as it sent READY=1, just before its exec of
+// sleep, during which its environment reads empty: it is read again until
+// it is not.
 func notifiedOwnSocket(t *testing.T, pid int, dir string) {
 	t.Helper()
-	env, err := proc.Environ(pid)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var env []string
+	testkit.EventuallyOK(t, 10*time.Second, func() error {
+		var err error
+		if env, err = proc.Environ(pid); err != nil {
+			t.Fatal(err)
+		}
+		if len(env) == 0 {
+			return fmt.Errorf("the notify unit (pid %d) shows no environment yet", pid)
+		}
+		return nil
+	})
 	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "NOTIFY_SOCKET="); ok && filepath.Dir(v) == dir {
 			return
