@@ -13,14 +13,16 @@ import (
 // group's registration and waits for its ledger entry to be removed, a
 // ledger write with an fsync (most of a reload's stop, 20 ms and more on a
 // loaded disk, against 2 ms for a TERM-obeying process to exit). So while
-// Stop runs, the leader's exit, an event, is also awaited: if the group is
-// empty when the leader is gone (the common case, a leader alone), the
-// stop is done at once (emptiedEvent); otherwise (children or escapees
-// left) Stop's return says when. Stop's own result, the stopDoneEvent
+// Stop runs, the leader's exit, an event, is also awaited: if the group
+// has no member left then (Daemons.Members, which in pgroup mode looks for
+// escapees first, so a daemon that left the group is counted; the common
+// case is a leader alone), the stop is done at once (emptiedEvent);
+// otherwise Stop's return says when. Stop's own result, the stopDoneEvent
 // that follows, is then stale; an error it carries is logged.
 //
 // Shutdown does not take the early word: hermesd's clean stop ends when
-// every Stop has returned, its ledger writes included.
+// every Stop has returned, its ledger writes included; and its stops do
+// not look (a look per unit would only compete with the stops).
 
 // emptiedEvent: the group of a stopping unit was found empty at its
 // leader's exit, before Stop returned.
@@ -33,10 +35,10 @@ type emptiedEvent struct {
 // unit's process (nil for an adopted group: no exit event), main its
 // forking main process (non-zero: the leader is long gone and StopMain
 // says when the rest is), returned closed when Stop has returned. It
-// needs a spawner that tells an empty group (Daemons).
+// needs a spawner that lists a group's members (Daemons). Run's goroutine.
 func (r *Reconciler) awaitEmptied(name string, gen uint64, g supervisor.Group, p Process, main proc.Identity, returned <-chan struct{}) {
 	d, ok := r.opt.Spawner.(Daemons)
-	if !ok || p == nil || !main.IsZero() {
+	if !ok || p == nil || !main.IsZero() || r.shutting {
 		return
 	}
 	r.wg.Go(func() {
@@ -45,7 +47,7 @@ func (r *Reconciler) awaitEmptied(name string, gen uint64, g supervisor.Group, p
 		case <-returned:
 			return
 		}
-		if d.Empty(g) {
+		if len(d.Members(g)) == 0 {
 			r.post(emptiedEvent{name, gen})
 		}
 	})

@@ -15,14 +15,15 @@ import (
 
 // slowStopper is a fakeSpawner whose Stop makes the process exit, then
 // holds its return until release is closed (the bookkeeping after the
-// group emptied: the supervisor's ledger write); Empty says what left
-// says.
+// group emptied: the supervisor's ledger write); Members lists a process
+// while left is set, and counts its calls.
 type slowStopper struct {
 	fakeSpawner
 	mu      sync.Mutex
 	release chan struct{} // guarded by mu
 	left    bool          // a process of the group outlives the leader; guarded by mu
 	stopped int           // Stop calls returned; guarded by mu
+	looks   int           // Members calls; guarded by mu
 }
 
 func (s *slowStopper) Stop(ctx context.Context, g supervisor.Group, sig syscall.Signal, grace time.Duration) error {
@@ -41,13 +42,17 @@ func (s *slowStopper) Stop(ctx context.Context, g supervisor.Group, sig syscall.
 	return nil
 }
 
-func (s *slowStopper) Empty(supervisor.Group) bool {
+func (s *slowStopper) Empty(g supervisor.Group) bool { return len(s.Members(g)) == 0 }
+
+func (s *slowStopper) Members(supervisor.Group) []proc.Identity {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return !s.left
+	s.looks++
+	if s.left {
+		return []proc.Identity{{PID: 4_999_999, StartTime: 1}}
+	}
+	return nil
 }
-
-func (s *slowStopper) Members(supervisor.Group) []proc.Identity { return nil }
 
 func (s *slowStopper) StopMain(ctx context.Context, g supervisor.Group, _ proc.Identity, sig syscall.Signal, grace time.Duration) error {
 	return s.Stop(ctx, g, sig, grace)
@@ -100,6 +105,7 @@ func TestReloadStartsOnceGroupEmpty(t *testing.T) {
 				sp.mu.Lock()
 				sp.release = make(chan struct{})
 				release := sp.release
+				looks := sp.looks
 				sp.mu.Unlock()
 				ran := make(chan error, 1)
 				go func() { ran <- stop() }()
@@ -117,6 +123,9 @@ func TestReloadStartsOnceGroupEmpty(t *testing.T) {
 				defer sp.mu.Unlock()
 				if sp.stopped != 2 {
 					t.Errorf("Run returned after %d Stop calls returned, want 2 (the reload's and shutdown's)", sp.stopped)
+				}
+				if sp.looks != looks {
+					t.Errorf("shutdown looked at the group %d times, want 0", sp.looks-looks)
 				}
 			})
 		})
