@@ -40,10 +40,23 @@ import (
 // any descriptor of the file would drop them all. There the writers do not
 // queue (every ticket is the zero ticket) and contend for the flock as it
 // is: exclusion holds, the fairness above does not.
+//
+// EnvQueue=off in a process's environment makes its writers do the same on
+// Linux: that is how the test of the no-line path (TestNoLineWriters) and
+// make bench's ledger section, which compares the two, run it there.
 const (
 	QueueName  = "ledger.queue"
 	queueReset = 1 << 20
+	EnvQueue   = "HERMES_LEDGER_QUEUE"
 )
+
+// inLine: this process's writers queue. It is read once, when the package
+// is initialised, and never changes: every Ledger of a process takes the
+// same path. Only EnvQueue=off turns the line off; another value, or none,
+// leaves the platform's default. A process without the line among others
+// in it costs them fairness, not exclusion: it takes the zero ticket, so it
+// waits for no one and no one waits for it, and the flock still excludes.
+var inLine = ofdLocks && os.Getenv(EnvQueue) != "off"
 
 // ticket is a writer's place in line. The zero ticket (no file) is not in
 // line: it neither waits nor is waited for.
@@ -57,7 +70,7 @@ type ticket struct {
 // contends for the flock.
 func (l *Ledger) enqueue() *ticket {
 	t := &ticket{path: l.queue}
-	if !ofdLocks {
+	if !inLine {
 		return t
 	}
 	f, err := safefile.OpenFile(l.queue, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
