@@ -32,6 +32,8 @@ import (
 //     by its tags) live on cannot be re-adopted (no main process), and
 //     beside a new copy of its unit it would be a duplicate: what is left
 //     of it is ended as above, the unit's stop signal, timeout and KILL;
+//     so is what is left of an owned group whose leader exited as its
+//     owner and its supervisor were killed (a stop under way);
 //   - any other (a dead `hermesctl run`'s, a unit no longer declared) is
 //     left for `hermesctl adopt --orphans`, and counted in status.
 //
@@ -112,6 +114,15 @@ func (r *Reconciler) sortDead(rec Record, declared map[string]units.Spec) (endin
 	if err := r.trust(rec.Survivor); err != nil {
 		if !errors.Is(err, proc.ErrGone) {
 			r.log.Warn("group of a dead owner neither ended nor adopted: the kernel contradicts its ledger entry", "unit", rec.Unit, "pid", rec.Group.Leader.PID, "err", err)
+			return ending{}, false
+		}
+		// Its leader exited while the owner and its supervisor were
+		// being killed (a stop under way): what is left of the spawn
+		// would run beside the unit's new copy.
+		if rec.Role == units.RoleGateway || rec.Role == units.RoleWorker {
+			if spec, gs := r.remainsOf(rec, declared); len(gs) > 0 {
+				return ending{rec, spec, gs}, true
+			}
 		}
 		return ending{}, false
 	}
@@ -183,7 +194,8 @@ type unrecorder interface {
 	Unrecorded(ctx context.Context) ([]Record, error)
 }
 
-// remainsOf returns what is left of a survivor rec whose leader is gone
+// remainsOf returns what is left of a group rec (a survivor's, or an
+// owned one of a dead gateway or worker) whose leader is gone
 // (found by its spawn's tags), with its declared unit's spec, to be ended
 // before the unit starts; none when the leader lives (readopt adopts it),
 // when the kernel contradicts the entry otherwise, when the group was
@@ -195,8 +207,12 @@ func (r *Reconciler) remainsOf(rec Record, declared map[string]units.Spec) (unit
 		return units.Spec{}, nil
 	}
 	gs := sf.Remains(rec.Survivor)
-	if len(gs) > 0 {
+	switch {
+	case len(gs) == 0:
+	case rec.Ownership.Survivor():
 		r.log.Warn("survivor's leader is gone but processes of its spawn live on: ended, not re-adopted, so that its unit does not run twice", "unit", rec.Unit, "pid", rec.Group.Leader.PID, "pgid", rec.Group.PGID, "left", len(gs))
+	default:
+		r.log.Warn("owned group's leader is gone but processes of its spawn live on, their owner and its supervisor dead: ended, so that its unit does not run twice", "unit", rec.Unit, "pid", rec.Group.Leader.PID, "pgid", rec.Group.PGID, "left", len(gs))
 	}
 	return spec, gs
 }

@@ -135,6 +135,7 @@ var edgeRows = []edgeRow{
 	{"hermesd and supervisor killed together", "0 duplicates", deadOwnerRow},
 	{"released survivor declared again", "1 (adopted back)", releasedRow},
 	{"survivor's leader gone, its child left", "0 duplicates", remainsRow},
+	{"owned leader gone, its child left, hermesd and supervisor killed", "0 duplicates", ownedRemainsRow},
 }
 
 // escapeeRow (point 3): a unit's descendant leaves its group and erases

@@ -65,3 +65,41 @@ func identityOf(t *testing.T, pid int) proc.Identity {
 	}
 	return id
 }
+
+// ownedRemainsRow: hermesd and its supervisor are killed together while
+// an owned unit's leader is on its way out (a stop under way: the leader
+// got its signal, its child not yet). The next gateway ends what is left
+// of that spawn (found by its tags) before it starts the unit anew: no
+// duplicate.
+func ownedRemainsRow(t *testing.T, mode, dir string) string {
+	state := filepath.Join(dir, "state")
+	arg := uniqueSleep()
+	shellUnit(t, dir, "web", fmt.Sprintf("sleep %s & exec sleep 2000", arg), "owned")
+	d := startDaemonWith(t, dir, daemonOpts{role: "gateway", mode: mode})
+	leader := leaderOf(t, state, "web")
+	child := byArgv(t, []string{"sleep", arg}, proc.Identity{}, 10*time.Second)
+	killGroupAtEnd(t, leader)
+	d.killWithSupervisor()
+	if err := syscall.Kill(leader.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if !goneWithin(leader, 10*time.Second) {
+		t.Fatalf("web's leader %d still alive after SIGKILL", leader.PID)
+	}
+	if !child.Alive() {
+		t.Fatalf("web's child %d died with its leader: nothing left to test", child.PID)
+	}
+	d2 := startDaemonWith(t, dir, daemonOpts{role: "gateway", mode: mode})
+	if !goneWithin(child, 10*time.Second) {
+		t.Errorf("the remains of the dead hermesd's web (child %d) still run beside the new gateway's copy", child.PID)
+	}
+	u := d2.waitStatus("web running", func(_ control.Status, u map[string]control.Unit) bool { return runs(u, "web") })
+	killGroupAtEnd(t, identityOf(t, u["web"].PID))
+	if rec := d2.fullStatus().Recovery; rec == nil || len(rec.Ended) != 1 || rec.Ended[0].Unit != "web" || rec.Ended[0].Error != "" {
+		t.Errorf("status recovery %+v, want web's remains listed as ended", rec)
+	}
+	if !fileHas(filepath.Join(dir, "hermesd.log"), "owned group's leader is gone but processes of its spawn live on", 5*time.Second) {
+		t.Errorf("hermesd's log does not say why it ended web's remains")
+	}
+	return fmt.Sprintf("remains %s", aliveWord(child))
+}
