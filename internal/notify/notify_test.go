@@ -25,24 +25,7 @@ func serve(t *testing.T, path string) (*Server, <-chan Message) {
 	if err != nil {
 		t.Fatalf("Listen: %v", err)
 	}
-	msgs := make(chan Message, 16)
-	ctx, cancel := context.WithCancel(t.Context())
-	errc := make(chan error, 1)
-	go func() {
-		errc <- s.Run(ctx, func(m Message) {
-			select {
-			case msgs <- m:
-			case <-ctx.Done():
-			}
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-errc; err != nil {
-			t.Errorf("Run returned %v after cancel, want nil", err)
-		}
-	})
-	return s, msgs
+	return s, runUntilCleanup(t, s)
 }
 
 func TestSdNotifyFromChild(t *testing.T) {

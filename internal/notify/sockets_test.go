@@ -24,11 +24,20 @@ func serveDir(t *testing.T) (*Sockets, <-chan Message) {
 	if err != nil {
 		t.Fatalf("ListenDir: %v", err)
 	}
+	return s, runUntilCleanup(t, s)
+}
+
+// runUntilCleanup runs r (a Server or Sockets) and returns what it
+// delivers; Run is stopped and joined at the end of the test, and must
+// return nil then.
+func runUntilCleanup(t *testing.T, r interface {
+	Run(context.Context, func(Message)) error
+}) <-chan Message {
 	msgs := make(chan Message, 16)
 	ctx, cancel := context.WithCancel(t.Context())
 	errc := make(chan error, 1)
 	go func() {
-		errc <- s.Run(ctx, func(m Message) {
+		errc <- r.Run(ctx, func(m Message) {
 			select {
 			case msgs <- m:
 			case <-ctx.Done():
@@ -41,7 +50,7 @@ func serveDir(t *testing.T) (*Sockets, <-chan Message) {
 			t.Errorf("Run returned %v after cancel, want nil", err)
 		}
 	})
-	return s, msgs
+	return msgs
 }
 
 func openSocket(t *testing.T, s *Sockets) string {
