@@ -123,4 +123,15 @@ func TestStateRoundTrip(t *testing.T) {
 			t.Errorf("ParseState(%q) = %q, want an error", bad, got)
 		}
 	}
+	// A corrupt file's state is quoted in the error only in part, as every
+	// other word of the vocabulary is (units.ParseWord).
+	long := strings.Repeat("x", 4096)
+	_, err := ParseState(long)
+	if err == nil || len(err.Error()) > 200 || !strings.Contains(err.Error(), "want released, adopted or none") {
+		t.Errorf("ParseState(4096 bytes) = %v; want an error of at most 200 bytes naming the words", err)
+	}
+	var back State = Released
+	if err := back.UnmarshalText([]byte("gone")); err == nil || back != Released {
+		t.Errorf("UnmarshalText(gone) = %v and set %q; want an error and Released kept", err, back)
+	}
 }

@@ -1,6 +1,6 @@
 package ledger
 
-import "fmt"
+import "github.com/hermes-units/hermes/units"
 
 // State is what an owner did with an entry's group after its spawn. The
 // file holds it as "state" (omitted for Live); values this build does not
@@ -20,19 +20,8 @@ const (
 
 // ParseState parses an entry's state: "", released or adopted.
 func ParseState(s string) (State, error) {
-	switch st := State(s); st {
-	case Live, Released, Adopted:
-		return st, nil
-	}
-	return "", fmt.Errorf("unknown entry state %q: want released, adopted or none", s)
+	return units.ParseWord("entry state", "released, adopted or none", s, Live, Released, Adopted)
 }
 
 // UnmarshalText parses text with ParseState.
-func (s *State) UnmarshalText(text []byte) error {
-	v, err := ParseState(string(text))
-	if err != nil {
-		return err
-	}
-	*s = v
-	return nil
-}
+func (s *State) UnmarshalText(text []byte) error { return units.UnmarshalWord(s, text, ParseState) }

@@ -111,11 +111,7 @@ func (d *decoder) daemonKey(f field, dm *Daemon) bool {
 	case "socket":
 		dm.Socket = d.path(f)
 	case "role":
-		if r, err := ParseRole(d.str(f)); err != nil {
-			d.errf(f.val, "role: %v", err)
-		} else {
-			dm.Role = r
-		}
+		dm.Role = word(d, f, ParseRole, dm.Role)
 	default:
 		return false
 	}
@@ -235,7 +231,7 @@ func (d *decoder) defaults(f field, def *Defaults) {
 	for _, g := range d.mapping(f.val, f.path, defaultsKeys) {
 		switch g.name {
 		case "restart":
-			def.Restart = d.restart(g, def.Restart)
+			def.Restart = word(d, g, ParseRestart, def.Restart)
 		case "restart_sec":
 			def.RestartSec = d.duration(g, durEither, anyDelay)
 		case "restart_max_sec":

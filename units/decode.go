@@ -399,6 +399,18 @@ func (d *decoder) str(f field) string {
 	return f.val.Value
 }
 
+// word reads a word type's value with its parse (ParseType, ParseRole,
+// ...). A value parse refuses is recorded as an error under the key's
+// name, and def is kept.
+func word[T ~string](d *decoder, f field, parse func(string) (T, error), def T) T {
+	w, err := parse(d.str(f))
+	if err != nil {
+		d.errf(f.val, "%s: %v", f.name, err)
+		return def
+	}
+	return w
+}
+
 // nonEmpty reads a string that must not be empty.
 func (d *decoder) nonEmpty(f field) string {
 	s := d.str(f)

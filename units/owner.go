@@ -1,7 +1,5 @@
 package units
 
-import "fmt"
-
 // The words of ownership (SPEC §2, §3): what a unit file says of its group
 // (Ownership) and what its owner is (Role). They are the one vocabulary of
 // the project: the ledger records them (package ledger), the supervisor
@@ -25,11 +23,7 @@ const (
 
 // ParseOwnership parses an ownership mode; unknown values are an error.
 func ParseOwnership(s string) (Ownership, error) {
-	switch o := Ownership(s); o {
-	case Owned, Adoptable, PersistOnRelease:
-		return o, nil
-	}
-	return "", fmt.Errorf("unknown ownership %s: want owned, adoptable or persist_on_release", excerpt(s))
+	return ParseWord("ownership", "owned, adoptable or persist_on_release", s, Owned, Adoptable, PersistOnRelease)
 }
 
 // Survivor reports whether o may outlive its owner: adoptable or
@@ -45,12 +39,7 @@ func (o *Ownership) UnmarshalText(text []byte) error {
 		*o = ""
 		return nil
 	}
-	v, err := ParseOwnership(string(text))
-	if err != nil {
-		return err
-	}
-	*o = v
-	return nil
+	return UnmarshalWord(o, text, ParseOwnership)
 }
 
 // Role is the role of an owner (SPEC §2, §3). A daemon (hermesd, the
@@ -71,29 +60,14 @@ const (
 
 // ParseRole parses a daemon's role: gateway or worker.
 func ParseRole(s string) (Role, error) {
-	switch r := Role(s); r {
-	case RoleGateway, RoleWorker:
-		return r, nil
-	}
-	return "", fmt.Errorf("unknown role %s: want gateway or worker", excerpt(s))
+	return ParseWord("role", "gateway or worker", s, RoleGateway, RoleWorker)
 }
 
 // ParseOwnerRole parses the role of any owner, as the ledger records it:
 // gateway, worker, run, or empty (not set).
 func ParseOwnerRole(s string) (Role, error) {
-	switch r := Role(s); r {
-	case "", RoleGateway, RoleWorker, RoleRun:
-		return r, nil
-	}
-	return "", fmt.Errorf("unknown role %s: want gateway, worker or run", excerpt(s))
+	return ParseWord("role", "gateway, worker or run", s, "", RoleGateway, RoleWorker, RoleRun)
 }
 
 // UnmarshalText parses text with ParseOwnerRole.
-func (r *Role) UnmarshalText(text []byte) error {
-	v, err := ParseOwnerRole(string(text))
-	if err != nil {
-		return err
-	}
-	*r = v
-	return nil
-}
+func (r *Role) UnmarshalText(text []byte) error { return UnmarshalWord(r, text, ParseOwnerRole) }

@@ -157,13 +157,7 @@ var unitFields = []struct {
 	decode func(d *decoder, u *unitDecode, f field)
 }{
 	{"description", func(d *decoder, u *unitDecode, f field) { u.s.Description = d.str(f) }},
-	{"type", func(d *decoder, u *unitDecode, f field) {
-		if t, err := ParseType(d.str(f)); err != nil {
-			d.errf(f.val, "type: %v", err)
-		} else {
-			u.s.Type = t
-		}
-	}},
+	{"type", func(d *decoder, u *unitDecode, f field) { u.s.Type = word(d, f, ParseType, u.s.Type) }},
 	{"command", func(d *decoder, u *unitDecode, f field) {
 		u.s.Command = d.strings(f)
 		if f.val.Kind == yaml.SequenceNode && len(f.val.Content) == 0 || isNull(f.val) {
@@ -177,15 +171,9 @@ var unitFields = []struct {
 	{"remain_after_exit", func(d *decoder, u *unitDecode, f field) { u.s.RemainAfter = d.bool(f) }},
 	{"workdir", func(d *decoder, u *unitDecode, f field) { u.s.Workdir = d.path(f) }},
 	{"env", func(d *decoder, u *unitDecode, f field) { u.s.Env = d.env(f) }},
-	{"ownership", func(d *decoder, u *unitDecode, f field) {
-		if o, err := ParseOwnership(d.str(f)); err != nil {
-			d.errf(f.val, "ownership: %v", err)
-		} else {
-			u.s.Ownership = o
-		}
-	}},
+	{"ownership", func(d *decoder, u *unitDecode, f field) { u.s.Ownership = word(d, f, ParseOwnership, u.s.Ownership) }},
 	{"reason", func(d *decoder, u *unitDecode, f field) { u.s.Reason = d.str(f) }},
-	{"restart", func(d *decoder, u *unitDecode, f field) { u.s.Restart = d.restart(f, u.s.Restart) }},
+	{"restart", func(d *decoder, u *unitDecode, f field) { u.s.Restart = word(d, f, ParseRestart, u.s.Restart) }},
 	{"restart_sec", func(d *decoder, u *unitDecode, f field) { u.s.RestartSec = d.duration(f, durEither, anyDelay) }},
 	{"restart_max_sec", func(d *decoder, u *unitDecode, f field) { u.s.RestartMax = d.duration(f, durEither, someDelay) }},
 	{"start_limit", func(d *decoder, u *unitDecode, f field) { d.startLimit(f, &u.s.StartLimit) }},
@@ -307,15 +295,6 @@ func (d *decoder) checkType(s *Spec, typeF, pidF, remainF, restartF, readyF *fie
 	if s.Schedule != "" && s.Type != Simple && typeF != nil {
 		d.errf(typeF.val, "type: %s cannot go with schedule: (a job runs until it exits, as type: simple); remove one", s.Type)
 	}
-}
-
-func (d *decoder) restart(f field, def Restart) Restart {
-	r, err := ParseRestart(d.str(f))
-	if err != nil {
-		d.errf(f.val, "restart: %v", err)
-		return def
-	}
-	return r
 }
 
 func (d *decoder) signal(f field, def Signal) Signal {

@@ -13,20 +13,12 @@ import (
 
 // ParseType parses a unit type; unknown values are an error.
 func ParseType(s string) (Type, error) {
-	switch t := Type(s); t {
-	case Simple, Oneshot, Forking:
-		return t, nil
-	}
-	return "", fmt.Errorf("unknown type %s: want simple, oneshot or forking", excerpt(s))
+	return ParseWord("type", "simple, oneshot or forking", s, Simple, Oneshot, Forking)
 }
 
 // ParseRestart parses a restart policy; unknown values are an error.
 func ParseRestart(s string) (Restart, error) {
-	switch r := Restart(s); r {
-	case RestartNo, RestartOnFailure, RestartAlways:
-		return r, nil
-	}
-	return "", fmt.Errorf("unknown restart policy %s: want no, on-failure or always", excerpt(s))
+	return ParseWord("restart policy", "no, on-failure or always", s, RestartNo, RestartOnFailure, RestartAlways)
 }
 
 // maxSignal is SIGRTMAX on Linux.
