@@ -348,57 +348,54 @@ func (d *decoder) models(f field) map[string]ProviderModel {
 	})
 }
 
-func (d *decoder) list(f field, what string) []*yaml.Node {
+// items decodes f, a list of mappings that each hold every key of known,
+// each key through one; nil when f is empty or null. form is how an item
+// is written ("{slug: NAME, seconds: S}") and need what an item lacking a
+// key is told ("each floor needs slug: and seconds:"), for messages.
+func items[T any](d *decoder, f field, form, need string, known []string, one func(g field, it *T)) []T {
 	if isNull(f.val) {
 		return nil
 	}
 	if f.val.Kind != yaml.SequenceNode {
-		d.errf(f.val, "%s: want a list of %s, got %s", f.path, what, kindName(f.val))
+		d.errf(f.val, "%s: want a list of %s, got %s", f.path, form, kindName(f.val))
 		return nil
 	}
-	return f.val.Content
+	var out []T
+	for i, n := range f.val.Content {
+		var it T
+		path := fmt.Sprintf("%s[%d]", f.path, i)
+		fields := d.mapping(n, path, known)
+		for _, g := range fields {
+			one(g, &it)
+		}
+		if isMapping(resolve(n)) && len(fields) < len(known) {
+			d.errf(n, "%s: %s", path, need)
+		}
+		out = append(out, it)
+	}
+	return out
 }
 
 func (d *decoder) tiers(f field) []Tier {
-	var out []Tier
-	for i, it := range d.list(f, "{above_tokens: N, seconds: S}") {
-		var t Tier
-		fields := d.mapping(it, fmt.Sprintf("%s[%d]", f.path, i), tierKeys)
-		for _, g := range fields {
-			switch g.name {
-			case "above_tokens":
-				t.AboveTokens = d.count(g, 1, MaxTokens)
-			case "seconds":
-				t.Timeout = d.duration(g, durSeconds, someCallLimit)
-			}
+	return items(d, f, "{above_tokens: N, seconds: S}", "each tier needs above_tokens: and seconds:", tierKeys, func(g field, t *Tier) {
+		switch g.name {
+		case "above_tokens":
+			t.AboveTokens = d.count(g, 1, MaxTokens)
+		case "seconds":
+			t.Timeout = d.duration(g, durSeconds, someCallLimit)
 		}
-		if isMapping(resolve(it)) && len(fields) < len(tierKeys) {
-			d.errf(it, "%s[%d]: each tier needs above_tokens: and seconds:", f.path, i)
-		}
-		out = append(out, t)
-	}
-	return out
+	})
 }
 
 func (d *decoder) floors(f field) []Floor {
-	var out []Floor
-	for i, it := range d.list(f, "{slug: NAME, seconds: S}") {
-		var fl Floor
-		fields := d.mapping(it, fmt.Sprintf("%s[%d]", f.path, i), floorKeys)
-		for _, g := range fields {
-			switch g.name {
-			case "slug":
-				fl.Slug = strings.ToLower(d.nonEmpty(g))
-			case "seconds":
-				fl.Timeout = d.duration(g, durSeconds, someCallLimit)
-			}
+	return items(d, f, "{slug: NAME, seconds: S}", "each floor needs slug: and seconds:", floorKeys, func(g field, fl *Floor) {
+		switch g.name {
+		case "slug":
+			fl.Slug = strings.ToLower(d.nonEmpty(g))
+		case "seconds":
+			fl.Timeout = d.duration(g, durSeconds, someCallLimit)
 		}
-		if isMapping(resolve(it)) && len(fields) < len(floorKeys) {
-			d.errf(it, "%s[%d]: each floor needs slug: and seconds:", f.path, i)
-		}
-		out = append(out, fl)
-	}
-	return out
+	})
 }
 
 // readFile reads a unit or config file after the file checks: it must be
