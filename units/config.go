@@ -74,22 +74,15 @@ func parseConfig(file, dir string, data []byte) (*Config, error) {
 		}
 		switch f.name {
 		case "agent":
-			d.agent(f, &c.Agent)
+			agentFields.decode(d, f.val, f.path, &c.Agent)
 		case "providers":
 			c.Providers = d.providers(f)
 		case "gateway":
 			d.gateway(f, &c.Gateway)
 		case "metrics":
-			for _, g := range d.mapping(f.val, f.path, metricsKeys) {
-				switch g.name {
-				case "listen":
-					c.Metrics.Listen = d.listen(g)
-				case "token_file":
-					c.Metrics.TokenFile = d.path(g)
-				}
-			}
+			metricsFields.decode(d, f.val, f.path, &c.Metrics)
 		case "defaults":
-			d.defaults(f, &c.Defaults)
+			defaultsFields.decode(d, f.val, f.path, &c.Defaults)
 		default:
 			d.errf(f.key, "key %q is known but not handled (a bug: please report it)", f.path)
 		}
@@ -212,40 +205,30 @@ func (d *decoder) listen(f field) string {
 	return s
 }
 
-func (d *decoder) agent(f field, a *Agent) {
-	for _, g := range d.mapping(f.val, f.path, agentKeys) {
-		switch g.name {
-		case "run_budget_seconds":
-			a.RunBudget = d.duration(g, durSeconds, someRuntime)
-		case "local_stream_stale_timeout":
-			a.LocalStreamStaleTimeout = d.duration(g, durEither, someCallLimit)
-		case "stale_timeout_hard_cap":
-			a.StaleTimeoutHardCap = d.duration(g, durEither, someCallLimit)
-		case "stream_drain_timeout":
-			a.StreamDrainTimeout = d.duration(g, durEither, someCallLimit)
-		}
-	}
+var agentFields = keyed[*Agent]{
+	{"run_budget_seconds", func(d *decoder, a *Agent, f field) { a.RunBudget = d.duration(f, durSeconds, someRuntime) }},
+	{"local_stream_stale_timeout", func(d *decoder, a *Agent, f field) {
+		a.LocalStreamStaleTimeout = d.duration(f, durEither, someCallLimit)
+	}},
+	{"stale_timeout_hard_cap", func(d *decoder, a *Agent, f field) { a.StaleTimeoutHardCap = d.duration(f, durEither, someCallLimit) }},
+	{"stream_drain_timeout", func(d *decoder, a *Agent, f field) { a.StreamDrainTimeout = d.duration(f, durEither, someCallLimit) }},
 }
 
-func (d *decoder) defaults(f field, def *Defaults) {
-	for _, g := range d.mapping(f.val, f.path, defaultsKeys) {
-		switch g.name {
-		case "restart":
-			def.Restart = word(d, g, ParseRestart, def.Restart)
-		case "restart_sec":
-			def.RestartSec = d.duration(g, durEither, anyDelay)
-		case "restart_max_sec":
-			def.RestartMax = d.duration(g, durEither, someDelay)
-		case "start_limit":
-			d.startLimit(g, &def.StartLimit)
-		case "timeouts":
-			d.timeouts(g, &def.Timeouts)
-		case "stop_signal":
-			def.StopSignal = d.signal(g, def.StopSignal)
-		case "log":
-			d.log(g, &def.Log, defaultsLogKeys)
-		}
-	}
+var metricsFields = keyed[*Metrics]{
+	{"listen", func(d *decoder, m *Metrics, f field) { m.Listen = d.listen(f) }},
+	{"token_file", func(d *decoder, m *Metrics, f field) { m.TokenFile = d.path(f) }},
+}
+
+// defaultsFields are the unit keys hermes.yaml may give every unit a
+// default for; a unit's own key decodes the same way (unitFields).
+var defaultsFields = keyed[*Defaults]{
+	{"restart", func(d *decoder, def *Defaults, f field) { def.Restart = word(d, f, ParseRestart, def.Restart) }},
+	{"restart_sec", func(d *decoder, def *Defaults, f field) { def.RestartSec = d.duration(f, durEither, anyDelay) }},
+	{"restart_max_sec", func(d *decoder, def *Defaults, f field) { def.RestartMax = d.duration(f, durEither, someDelay) }},
+	{"start_limit", func(d *decoder, def *Defaults, f field) { startLimitFields.decode(d, f.val, f.path, &def.StartLimit) }},
+	{"timeouts", func(d *decoder, def *Defaults, f field) { timeoutsFields.decode(d, f.val, f.path, &def.Timeouts) }},
+	{"stop_signal", func(d *decoder, def *Defaults, f field) { def.StopSignal = d.signal(f, def.StopSignal) }},
+	{"log", func(d *decoder, def *Defaults, f field) { d.log(f, &def.Log, defaultsLogKeys) }},
 }
 
 func (d *decoder) providers(f field) map[string]Provider {

@@ -51,6 +51,40 @@ type field struct {
 	val  *yaml.Node
 }
 
+// keyed is the one list of a block's keys, in the order the canonical
+// rendering writes them, each with its decoder into the block's value v.
+// The keys the decoder accepts there (and the schema drift test compares
+// with the schema mirror, see keys.go) are derived from it, so a key
+// cannot be accepted without being decoded. Rules that join several keys
+// of a block run after decode, on the fields it returns.
+type keyed[V any] []struct {
+	key    string
+	decode func(d *decoder, v V, f field)
+}
+
+func (k keyed[V]) keys() []string {
+	ks := make([]string, len(k))
+	for i, e := range k {
+		ks[i] = e.key
+	}
+	return ks
+}
+
+// decode decodes the mapping n (the block at path block, "" for a file's
+// root) into v, each known key through its decoder in the file's order,
+// and returns the known fields n held.
+func (k keyed[V]) decode(d *decoder, n *yaml.Node, block string, v V) []field {
+	fields := d.mapping(n, block, k.keys())
+	for _, f := range fields {
+		for _, e := range k {
+			if e.key == f.name {
+				e.decode(d, v, f)
+			}
+		}
+	}
+	return fields
+}
+
 // yamlSyntax extracts the line from go.yaml.in/yaml/v3 syntax errors,
 // which are plain errors of the form "yaml: line N: message" (the package
 // exports no typed syntax error).

@@ -5,18 +5,12 @@ import "slices"
 // The keys each YAML block accepts, in the order the canonical rendering
 // writes them. The decoder rejects any other key; a test checks that the
 // schema mirror (shape.go) declares exactly these, so they cannot drift.
-// A unit file's own keys come from its decoder table (unitFields).
+// A block decoded through a table (keyed) has its keys from that table.
 var (
-	unitKeys = func() []string {
-		ks := make([]string, len(unitFields))
-		for i, f := range unitFields {
-			ks[i] = f.key
-		}
-		return ks
-	}()
-	startLimitKeys  = []string{"burst", "interval"}
+	unitKeys        = unitFields.keys()
+	startLimitKeys  = startLimitFields.keys()
 	readyKeys       = []string{"tcp", "http", "notify", "log"}
-	timeoutsKeys    = []string{"start", "stop", "runtime_max", "watchdog"}
+	timeoutsKeys    = timeoutsFields.keys()
 	logKeys         = []string{"path", "max_size", "keep"}
 	unitProvKeys    = []string{"id", "base_url", "api_key_env", "stale_timeout_seconds", "models", "tiers", "floors"}
 	providerKeys    = []string{"base_url", "api_key_env", "stale_timeout_seconds", "models", "tiers", "floors"}
@@ -24,10 +18,10 @@ var (
 	tierKeys        = []string{"above_tokens", "seconds"}
 	floorKeys       = []string{"slug", "seconds"}
 	configKeys      = []string{"units", "state", "socket", "role", "agent", "providers", "gateway", "metrics", "defaults"}
-	agentKeys       = []string{"run_budget_seconds", "local_stream_stale_timeout", "stale_timeout_hard_cap", "stream_drain_timeout"}
+	agentKeys       = agentFields.keys()
 	gatewayKeys     = []string{"listen", "allowed_origins", "max_connections", "max_request_body", "max_bodies_in_flight", "read_header_timeout", "body_read_timeout", "idle_timeout"}
-	metricsKeys     = []string{"listen", "token_file"}
-	defaultsKeys    = []string{"restart", "restart_sec", "restart_max_sec", "start_limit", "timeouts", "stop_signal", "log"}
+	metricsKeys     = metricsFields.keys()
+	defaultsKeys    = defaultsFields.keys()
 	defaultsLogKeys = []string{"max_size", "keep"}
 )
 

@@ -126,9 +126,8 @@ func parseUnit(file, dir string, data []byte, def Defaults) (*Spec, refs, Errors
 		Log: Log{MaxSize: def.Log.MaxSize, Keep: def.Log.Keep},
 	}
 	u := &unitDecode{s: s, r: r, seen: map[string]*field{}}
-	for _, f := range d.mapping(root, "", unitKeys) {
+	for _, f := range unitFields.decode(d, root, "", u) {
 		u.seen[f.name] = &f
-		unitFieldOf[f.name](d, u, f)
 	}
 	d.checkUnit(root, u)
 	if len(d.errs) > 0 {
@@ -147,15 +146,9 @@ type unitDecode struct {
 	seen map[string]*field
 }
 
-// unitFields is the one list of a unit file's keys, in the order the
-// canonical rendering writes them, each with its decoder. unitKeys (what
-// the decoder accepts, and what the schema drift test compares with the
-// schema mirror) is derived from it, so a key cannot be accepted without
-// being decoded. Rules that join several keys are in checkUnit.
-var unitFields = []struct {
-	key    string
-	decode func(d *decoder, u *unitDecode, f field)
-}{
+// unitFields are a unit file's keys and their decoders. Rules that join
+// several keys are in checkUnit.
+var unitFields = keyed[*unitDecode]{
 	{"description", func(d *decoder, u *unitDecode, f field) { u.s.Description = d.str(f) }},
 	{"type", func(d *decoder, u *unitDecode, f field) { u.s.Type = word(d, f, ParseType, u.s.Type) }},
 	{"command", func(d *decoder, u *unitDecode, f field) {
@@ -176,11 +169,11 @@ var unitFields = []struct {
 	{"restart", func(d *decoder, u *unitDecode, f field) { u.s.Restart = word(d, f, ParseRestart, u.s.Restart) }},
 	{"restart_sec", func(d *decoder, u *unitDecode, f field) { u.s.RestartSec = d.duration(f, durEither, anyDelay) }},
 	{"restart_max_sec", func(d *decoder, u *unitDecode, f field) { u.s.RestartMax = d.duration(f, durEither, someDelay) }},
-	{"start_limit", func(d *decoder, u *unitDecode, f field) { d.startLimit(f, &u.s.StartLimit) }},
+	{"start_limit", func(d *decoder, u *unitDecode, f field) { startLimitFields.decode(d, f.val, f.path, &u.s.StartLimit) }},
 	{"after", func(d *decoder, u *unitDecode, f field) { u.s.After = d.deps(f, u.s.Name, u.r) }},
 	{"requires", func(d *decoder, u *unitDecode, f field) { u.s.Requires = d.deps(f, u.s.Name, u.r) }},
 	{"ready", func(d *decoder, u *unitDecode, f field) { u.s.Ready = d.ready(f) }},
-	{"timeouts", func(d *decoder, u *unitDecode, f field) { d.timeouts(f, &u.s.Timeouts) }},
+	{"timeouts", func(d *decoder, u *unitDecode, f field) { timeoutsFields.decode(d, f.val, f.path, &u.s.Timeouts) }},
 	{"stop_signal", func(d *decoder, u *unitDecode, f field) { u.s.StopSignal = d.signal(f, u.s.StopSignal) }},
 	{"ports", func(d *decoder, u *unitDecode, f field) { u.s.Ports = d.ports(f, u.r) }},
 	{"log", func(d *decoder, u *unitDecode, f field) { d.log(f, &u.s.Log, logKeys) }},
@@ -195,15 +188,6 @@ var unitFields = []struct {
 	}},
 	{"proxy_env", func(d *decoder, u *unitDecode, f field) { u.s.ProxyEnv = d.bool(f) }},
 }
-
-// unitFieldOf is unitFields by key.
-var unitFieldOf = func() map[string]func(*decoder, *unitDecode, field) {
-	m := make(map[string]func(*decoder, *unitDecode, field), len(unitFields))
-	for _, f := range unitFields {
-		m[f.key] = f.decode
-	}
-	return m
-}()
 
 // schedule reads a job's 5-field cron expression and refuses one that
 // never fires.
@@ -352,30 +336,16 @@ func (d *decoder) env(f field) map[string]string {
 	return out
 }
 
-func (d *decoder) startLimit(f field, sl *StartLimit) {
-	for _, g := range d.mapping(f.val, f.path, startLimitKeys) {
-		switch g.name {
-		case "burst":
-			sl.Burst = d.count(g, 1, MaxBurst)
-		case "interval":
-			sl.Interval = d.duration(g, durText, someDelay)
-		}
-	}
+var startLimitFields = keyed[*StartLimit]{
+	{"burst", func(d *decoder, sl *StartLimit, f field) { sl.Burst = d.count(f, 1, MaxBurst) }},
+	{"interval", func(d *decoder, sl *StartLimit, f field) { sl.Interval = d.duration(f, durText, someDelay) }},
 }
 
-func (d *decoder) timeouts(f field, t *Timeouts) {
-	for _, g := range d.mapping(f.val, f.path, timeoutsKeys) {
-		switch g.name {
-		case "start":
-			t.Start = d.duration(g, durText, someDelay)
-		case "stop":
-			t.Stop = d.duration(g, durText, anyDelay)
-		case "runtime_max":
-			t.RuntimeMax = d.duration(g, durText, anyRuntime)
-		case "watchdog":
-			t.Watchdog = d.duration(g, durText, anyDelay)
-		}
-	}
+var timeoutsFields = keyed[*Timeouts]{
+	{"start", func(d *decoder, t *Timeouts, f field) { t.Start = d.duration(f, durText, someDelay) }},
+	{"stop", func(d *decoder, t *Timeouts, f field) { t.Stop = d.duration(f, durText, anyDelay) }},
+	{"runtime_max", func(d *decoder, t *Timeouts, f field) { t.RuntimeMax = d.duration(f, durText, anyRuntime) }},
+	{"watchdog", func(d *decoder, t *Timeouts, f field) { t.Watchdog = d.duration(f, durText, anyDelay) }},
 }
 
 func (d *decoder) log(f field, l *Log, known []string) {
