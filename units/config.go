@@ -69,7 +69,7 @@ func parseConfig(file, dir string, data []byte) (*Config, error) {
 		c.File = abs
 	}
 	for _, f := range d.mapping(root, "", configKeys) {
-		if d.daemonKey(f, &c.Daemon) {
+		if daemonFields.one(d, &c.Daemon, f) {
 			continue
 		}
 		switch f.name {
@@ -93,22 +93,13 @@ func parseConfig(file, dir string, data []byte) (*Config, error) {
 	return c, nil
 }
 
-// daemonKey decodes f into dm when it is one of the daemon's top-level
-// keys (units, state, socket, role), and reports whether it was.
-func (d *decoder) daemonKey(f field, dm *Daemon) bool {
-	switch f.name {
-	case "units":
-		dm.Units = d.path(f)
-	case "state":
-		dm.State = d.path(f)
-	case "socket":
-		dm.Socket = d.path(f)
-	case "role":
-		dm.Role = word(d, f, ParseRole, dm.Role)
-	default:
-		return false
-	}
-	return true
+// daemonFields are the daemon's top-level keys of hermes.yaml, which
+// LoadDaemon reads before the rest.
+var daemonFields = keyed[*Daemon]{
+	{"units", func(d *decoder, dm *Daemon, f field) { dm.Units = d.path(f) }},
+	{"state", func(d *decoder, dm *Daemon, f field) { dm.State = d.path(f) }},
+	{"socket", func(d *decoder, dm *Daemon, f field) { dm.Socket = d.path(f) }},
+	{"role", func(d *decoder, dm *Daemon, f field) { dm.Role = word(d, f, ParseRole, dm.Role) }},
 }
 
 // LoadDaemon reads the daemon keys of hermes.yaml (units, state, socket,
@@ -136,33 +127,34 @@ func LoadDaemon(path string) (Daemon, error) {
 	d.errs = nil // the other keys' errors are LoadConfig's to report
 	var dm Daemon
 	for _, f := range fields {
-		d.daemonKey(f, &dm)
+		daemonFields.one(d, &dm, f)
 	}
 	return dm, d.errs.err()
 }
 
+var gatewayFields = keyed[*Gateway]{
+	{"listen", func(d *decoder, gw *Gateway, f field) { gw.Listen = d.listen(f) }},
+	{"allowed_origins", func(d *decoder, gw *Gateway, f field) { gw.AllowedOrigins = d.origins(f) }},
+	{"max_connections", func(d *decoder, gw *Gateway, f field) {
+		gw.MaxConnections = d.count(f, 1, 1<<20) // more than any descriptor limit allows
+	}},
+	{"max_request_body", func(d *decoder, gw *Gateway, f field) { gw.MaxRequestBody = d.size(f) }},
+	{"max_bodies_in_flight", func(d *decoder, gw *Gateway, f field) { gw.MaxBodiesInFlight = d.size(f) }},
+	{"read_header_timeout", func(d *decoder, gw *Gateway, f field) { gw.ReadHeaderTimeout = d.duration(f, durEither, someCallLimit) }},
+	{"body_read_timeout", func(d *decoder, gw *Gateway, f field) { gw.BodyReadTimeout = d.duration(f, durEither, someCallLimit) }},
+	{"idle_timeout", func(d *decoder, gw *Gateway, f field) { gw.IdleTimeout = d.duration(f, durEither, someCallLimit) }},
+}
+
+// gateway decodes the gateway: block and checks that a body of the
+// largest allowed size fits in what may be in flight.
 func (d *decoder) gateway(f field, gw *Gateway) {
 	var bodyF, flightF *field
-	for _, g := range d.mapping(f.val, f.path, gatewayKeys) {
+	for _, g := range gatewayFields.decode(d, f.val, f.path, gw) {
 		switch g.name {
-		case "listen":
-			gw.Listen = d.listen(g)
-		case "allowed_origins":
-			gw.AllowedOrigins = d.origins(g)
-		case "max_connections":
-			gw.MaxConnections = d.count(g, 1, 1<<20) // more than any descriptor limit allows
 		case "max_request_body":
 			bodyF = &g
-			gw.MaxRequestBody = d.size(g)
 		case "max_bodies_in_flight":
 			flightF = &g
-			gw.MaxBodiesInFlight = d.size(g)
-		case "read_header_timeout":
-			gw.ReadHeaderTimeout = d.duration(g, durEither, someCallLimit)
-		case "body_read_timeout":
-			gw.BodyReadTimeout = d.duration(g, durEither, someCallLimit)
-		case "idle_timeout":
-			gw.IdleTimeout = d.duration(g, durEither, someCallLimit)
 		}
 	}
 	if gw.MaxRequestBody > 0 && gw.MaxBodiesInFlight > 0 && gw.MaxBodiesInFlight < gw.MaxRequestBody {

@@ -76,13 +76,21 @@ func (k keyed[V]) keys() []string {
 func (k keyed[V]) decode(d *decoder, n *yaml.Node, block string, v V) []field {
 	fields := d.mapping(n, block, k.keys())
 	for _, f := range fields {
-		for _, e := range k {
-			if e.key == f.name {
-				e.decode(d, v, f)
-			}
-		}
+		k.one(d, v, f)
 	}
 	return fields
+}
+
+// one decodes f into v when it is one of k's keys, and reports whether it
+// was: for a block whose other keys decode elsewhere.
+func (k keyed[V]) one(d *decoder, v V, f field) bool {
+	for _, e := range k {
+		if e.key == f.name {
+			e.decode(d, v, f)
+			return true
+		}
+	}
+	return false
 }
 
 // yamlSyntax extracts the line from go.yaml.in/yaml/v3 syntax errors,

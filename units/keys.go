@@ -19,7 +19,7 @@ var (
 	floorKeys       = []string{"slug", "seconds"}
 	configKeys      = []string{"units", "state", "socket", "role", "agent", "providers", "gateway", "metrics", "defaults"}
 	agentKeys       = agentFields.keys()
-	gatewayKeys     = []string{"listen", "allowed_origins", "max_connections", "max_request_body", "max_bodies_in_flight", "read_header_timeout", "body_read_timeout", "idle_timeout"}
+	gatewayKeys     = gatewayFields.keys()
 	metricsKeys     = metricsFields.keys()
 	defaultsKeys    = defaultsFields.keys()
 	defaultsLogKeys = []string{"max_size", "keep"}
