@@ -34,16 +34,7 @@ func TestBootIDOnce(t *testing.T) {
 	if !strings.Contains(string(b), `"boot_id":"another-boot"`) || !strings.Contains(string(b), `"boot_id":""`) {
 		t.Errorf("an identity of another boot (or of none) lost its boot id:\n%s", b)
 	}
-	for _, tc := range []struct {
-		name  string
-		parse func([]byte) ([]Entry, error)
-	}{
-		{"Parse", Parse},
-		{"canonical", func(b []byte) ([]Entry, error) {
-			s, err := parseCanonical(b, snapshot{})
-			return values(s.entries), err
-		}},
-	} {
+	for _, tc := range parsers {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := tc.parse(b)
 			if err != nil {

@@ -106,6 +106,19 @@ func normalize(es []Entry) []Entry {
 	return out
 }
 
+// parsers are the two readers of a ledger file, which agree: Parse, and
+// the canonical-layout parser a ledger reads its own writes with.
+var parsers = []struct {
+	name  string
+	parse func([]byte) ([]Entry, error)
+}{
+	{"Parse", Parse},
+	{"canonical", func(b []byte) ([]Entry, error) {
+		s, err := parseCanonical(b, snapshot{})
+		return values(s.entries), err
+	}},
+}
+
 func values(es []*Entry) []Entry {
 	out := make([]Entry, len(es))
 	for i, e := range es {

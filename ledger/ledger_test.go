@@ -190,6 +190,32 @@ func openTemp(t *testing.T) *Ledger {
 	return l
 }
 
+// entriesIn opens the ledger in dir afresh and reads its entries.
+func entriesIn(t *testing.T, dir string) []Entry {
+	t.Helper()
+	l, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := l.Entries(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
+
+// writersDone waits for each writer helper's last line, which must be
+// "done", and reaps it.
+func writersDone(t *testing.T, hs []*helper) {
+	t.Helper()
+	for i, h := range hs {
+		if got := h.line(t); got != "done" {
+			t.Errorf("writer %d: got %q, want done", i, got)
+		}
+		h.stop()
+	}
+}
+
 func unitNames(es []Entry) []string {
 	var out []string
 	for _, e := range es {
@@ -319,12 +345,7 @@ func TestConcurrentWriters(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for i, h := range hs {
-		if got := h.line(t); got != "done" {
-			t.Errorf("writer %d: %s", i, got)
-		}
-		h.stop()
-	}
+	writersDone(t, hs)
 	close(stop)
 	if err := <-readerDone; err != nil {
 		t.Errorf("a reader saw a broken file: %v", err)
@@ -332,14 +353,7 @@ func TestConcurrentWriters(t *testing.T) {
 	if aside, _ := filepath.Glob(filepath.Join(dir, FileName+".corrupt-*")); len(aside) != 0 {
 		t.Errorf("files moved aside during concurrent writes: %v", aside)
 	}
-	l, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := l.Entries(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := entriesIn(t, dir)
 	seen := map[string]bool{}
 	for _, e := range got {
 		seen[e.Unit] = true

@@ -38,16 +38,7 @@ func TestFileBeforeTypes(t *testing.T) {
 		{"make", units.RoleRun, units.Owned, Live},
 		{"lib", "", units.Owned, Live},
 	}
-	for _, tc := range []struct {
-		name  string
-		parse func([]byte) ([]Entry, error)
-	}{
-		{"Parse", Parse},
-		{"canonical", func(b []byte) ([]Entry, error) {
-			s, err := parseCanonical(b, snapshot{})
-			return values(s.entries), err
-		}},
-	} {
+	for _, tc := range parsers {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := tc.parse(old)
 			if err != nil {
@@ -92,11 +83,10 @@ func TestFileUnknownWords(t *testing.T) {
 			if bytes.Equal(b, old) {
 				t.Fatalf("%s is not in the file", tc.from)
 			}
-			if _, err := Parse(b); err == nil {
-				t.Errorf("Parse accepted %s", tc.to)
-			}
-			if _, err := parseCanonical(b, snapshot{}); err == nil {
-				t.Errorf("parseCanonical accepted %s", tc.to)
+			for _, p := range parsers {
+				if _, err := p.parse(b); err == nil {
+					t.Errorf("%s accepted %s", p.name, tc.to)
+				}
 			}
 		})
 	}

@@ -41,12 +41,7 @@ func TestNoLineWriters(t *testing.T) {
 				}
 			}
 			holder.stop()
-			for i, h := range hs {
-				if got := h.line(t); got != "done" {
-					t.Errorf("writer %d: got %q, want done", i, got)
-				}
-				h.stop()
-			}
+			writersDone(t, hs)
 			b, err := os.ReadFile(filepath.Join(dir, FileName))
 			if err != nil {
 				t.Fatal(err)

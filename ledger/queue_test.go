@@ -58,19 +58,8 @@ func TestQueueOrder(t *testing.T) {
 		want = append(want, name+"-0")
 	}
 	holder.stop()
-	for i, h := range hs {
-		if got := h.line(t); got != "done" {
-			t.Errorf("writer %d: %s", i, got)
-		}
-	}
-	l, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := l.Entries(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	writersDone(t, hs)
+	got := entriesIn(t, dir)
 	if !reflect.DeepEqual(unitNames(got), want) {
 		t.Errorf("entries in the order %v, want the order of the line %v", unitNames(got), want)
 	}
