@@ -1,6 +1,9 @@
 package watch
 
-import "strings"
+import (
+	"strings"
+	"sync"
+)
 
 // op is what happened to a name, as the event sources report it. Linux's
 // inotify source reports every op; the fsnotify source used elsewhere has
@@ -58,4 +61,63 @@ type source interface {
 	events() <-chan []event
 	errors() <-chan error
 	close() error
+}
+
+// relay is the half of a source that its one reader goroutine sends
+// through, alike on every platform: each read's events on evc and a read
+// error on errc, until quit; the reader closes evc, then done, when it
+// returns.
+type relay struct {
+	evc  chan []event
+	errc chan error
+	quit chan struct{} // closed by stop: the reader stops sending
+	done chan struct{} // closed when the reader returns
+	once sync.Once
+}
+
+// init makes the channels; it is called before the reader starts.
+func (r *relay) init() {
+	r.evc = make(chan []event)
+	r.errc = make(chan error)
+	r.quit = make(chan struct{})
+	r.done = make(chan struct{})
+}
+
+func (r *relay) events() <-chan []event { return r.evc }
+func (r *relay) errors() <-chan error   { return r.errc }
+
+// send hands evs to Run, unless stop comes first; it reports whether it
+// did. Called by the reader only.
+func (r *relay) send(evs []event) bool {
+	select {
+	case r.evc <- evs:
+		return true
+	case <-r.quit:
+		return false
+	}
+}
+
+// fail hands err to Run, unless stop comes first; it reports whether it
+// did. Called by the reader only.
+func (r *relay) fail(err error) bool {
+	select {
+	case r.errc <- err:
+		return true
+	case <-r.quit:
+		return false
+	}
+}
+
+// stop tells the reader to stop sending, closes the kernel's side with
+// closeSource (which ends the reader's read), and waits for the reader.
+// Events not yet taken are dropped. It may be called more than once; only
+// the first call closes, and returns closeSource's error.
+func (r *relay) stop(closeSource func() error) error {
+	var err error
+	r.once.Do(func() {
+		close(r.quit)
+		err = closeSource()
+	})
+	<-r.done
+	return err
 }

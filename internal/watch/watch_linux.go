@@ -23,12 +23,8 @@ const inotifyMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MODIFY | unix.IN_A
 // runtime's poller (the descriptor is non-blocking, so no thread waits on
 // it), by one reader goroutine that close joins.
 type inotify struct {
-	f    *os.File
-	evc  chan []event
-	errc chan error
-	quit chan struct{} // closed by close: the reader stops sending
-	done chan struct{} // closed when the reader returns
-	once sync.Once
+	f *os.File
+	relay
 
 	mu    sync.Mutex
 	wdOf  map[string]int   // watched path → its watch descriptor; guarded by mu
@@ -42,13 +38,10 @@ func newSource() (source, error) {
 	}
 	s := &inotify{
 		f:     os.NewFile(uintptr(fd), "inotify"),
-		evc:   make(chan []event),
-		errc:  make(chan error),
-		quit:  make(chan struct{}),
-		done:  make(chan struct{}),
 		wdOf:  make(map[string]int),
 		paths: make(map[int][]string),
 	}
+	s.relay.init()
 	go s.read()
 	return s, nil
 }
@@ -97,20 +90,8 @@ func (s *inotify) remove(dir string) error {
 	return nil
 }
 
-func (s *inotify) events() <-chan []event { return s.evc }
-func (s *inotify) errors() <-chan error   { return s.errc }
-
-// close ends the reader and waits for it. Events not yet taken are dropped.
-// It may be called more than once.
-func (s *inotify) close() error {
-	var err error
-	s.once.Do(func() {
-		close(s.quit)
-		err = s.f.Close()
-	})
-	<-s.done
-	return err
-}
+// close ends the reader and waits for it (relay.stop).
+func (s *inotify) close() error { return s.stop(s.f.Close) }
 
 // read reads the inotify descriptor and sends each read's events as one
 // batch. It ends when close closes the descriptor, or after sending a read
@@ -126,19 +107,12 @@ func (s *inotify) read() {
 		}
 		if err != nil {
 			if !errors.Is(err, os.ErrClosed) {
-				select {
-				case s.errc <- fmt.Errorf("read inotify: %w", err):
-				case <-s.quit:
-				}
+				s.fail(fmt.Errorf("read inotify: %w", err))
 			}
 			return
 		}
-		if evs := s.decode(buf[:n]); len(evs) > 0 {
-			select {
-			case s.evc <- evs:
-			case <-s.quit:
-				return
-			}
+		if evs := s.decode(buf[:n]); len(evs) > 0 && !s.send(evs) {
+			return
 		}
 	}
 }

@@ -4,7 +4,6 @@ package watch
 
 import (
 	"os"
-	"sync"
 	"syscall"
 
 	"github.com/fsnotify/fsnotify"
@@ -15,12 +14,8 @@ import (
 // as a create, so no event it sends marks a save complete: every change
 // waits out the quiet period (Options.Debounce).
 type fsnotifySource struct {
-	w    *fsnotify.Watcher
-	evc  chan []event
-	errc chan error
-	quit chan struct{}
-	done chan struct{}
-	once sync.Once
+	w *fsnotify.Watcher
+	relay
 }
 
 func newSource() (source, error) {
@@ -28,12 +23,15 @@ func newSource() (source, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &fsnotifySource{w: fw, evc: make(chan []event), errc: make(chan error), quit: make(chan struct{}), done: make(chan struct{})}
-	go s.relay()
+	s := &fsnotifySource{w: fw}
+	s.relay.init()
+	go s.read()
 	return s, nil
 }
 
-func (s *fsnotifySource) relay() {
+// read turns fsnotify's events into events, one a batch, until the
+// watcher is closed or stop is called.
+func (s *fsnotifySource) read() {
 	defer close(s.done)
 	defer close(s.evc)
 	for {
@@ -51,9 +49,7 @@ func (s *fsnotifySource) relay() {
 					o |= m.op
 				}
 			}
-			select {
-			case s.evc <- []event{{name: ev.Name, op: o}}:
-			case <-s.quit:
+			if !s.send([]event{{name: ev.Name, op: o}}) {
 				return
 			}
 		case err, ok := <-s.w.Errors:
@@ -61,16 +57,12 @@ func (s *fsnotifySource) relay() {
 				return
 			}
 			if err == fsnotify.ErrEventOverflow {
-				select {
-				case s.evc <- []event{{op: opOverflow}}:
-				case <-s.quit:
+				if !s.send([]event{{op: opOverflow}}) {
 					return
 				}
 				continue
 			}
-			select {
-			case s.errc <- err:
-			case <-s.quit:
+			if !s.fail(err) {
 				return
 			}
 		case <-s.quit:
@@ -81,18 +73,7 @@ func (s *fsnotifySource) relay() {
 
 func (s *fsnotifySource) add(dir string) error    { return s.w.Add(dir) }
 func (s *fsnotifySource) remove(dir string) error { return s.w.Remove(dir) }
-func (s *fsnotifySource) events() <-chan []event  { return s.evc }
-func (s *fsnotifySource) errors() <-chan error    { return s.errc }
-
-func (s *fsnotifySource) close() error {
-	var err error
-	s.once.Do(func() {
-		close(s.quit)
-		err = s.w.Close()
-	})
-	<-s.done
-	return err
-}
+func (s *fsnotifySource) close() error            { return s.stop(s.w.Close) }
 
 // dirID returns the identity of the directory at p, if p is one (following
 // symbolic links, as the watch does).
