@@ -38,6 +38,18 @@ func notifications(d *debouncer) int {
 	}
 }
 
+// after lets the bubble's clock run for dur, waits until the debouncer is
+// idle, and checks how many notifications are waiting then (consuming
+// them); when says when, for the message.
+func after(t *testing.T, d *debouncer, dur time.Duration, want int, when string) {
+	t.Helper()
+	time.Sleep(dur)
+	synctest.Wait()
+	if n := notifications(d); n != want {
+		t.Fatalf("got %d notifications %s, want %d", n, when, want)
+	}
+}
+
 func TestDebounceBurst(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -56,22 +68,10 @@ func TestDebounceBurst(t *testing.T) {
 				d := startDebouncer(t, quiet)
 				for range tt.events {
 					d.trigger()
-					time.Sleep(tt.spacing)
-					synctest.Wait()
-					if n := notifications(d); n != 0 {
-						t.Fatalf("%d notifications during the burst, want none", n)
-					}
+					after(t, d, tt.spacing, 0, "during the burst")
 				}
-				time.Sleep(quiet)
-				synctest.Wait()
-				if n := notifications(d); n != 1 {
-					t.Errorf("got %d notifications after the burst, want 1", n)
-				}
-				time.Sleep(10 * quiet)
-				synctest.Wait()
-				if n := notifications(d); n != 0 {
-					t.Errorf("got %d more notifications later, want 0", n)
-				}
+				after(t, d, quiet, 1, "after the burst")
+				after(t, d, 10*quiet, 0, "later")
 			})
 		})
 	}
@@ -82,23 +82,11 @@ func TestDebounceQuietEndsBurst(t *testing.T) {
 		const quiet = 50 * time.Millisecond
 		d := startDebouncer(t, quiet)
 		d.trigger()
-		time.Sleep(quiet - time.Millisecond)
-		synctest.Wait()
-		if n := notifications(d); n != 0 {
-			t.Fatalf("got %d notifications before the quiet time passed, want 0", n)
-		}
-		time.Sleep(time.Millisecond)
-		synctest.Wait()
-		if n := notifications(d); n != 1 {
-			t.Fatalf("got %d notifications when the quiet time passed, want 1", n)
-		}
+		after(t, d, quiet-time.Millisecond, 0, "before the quiet time passed")
+		after(t, d, time.Millisecond, 1, "when the quiet time passed")
 		// A second burst, after the first was reported, is reported too.
 		d.trigger()
-		time.Sleep(quiet)
-		synctest.Wait()
-		if n := notifications(d); n != 1 {
-			t.Errorf("got %d notifications for the second burst, want 1", n)
-		}
+		after(t, d, quiet, 1, "for the second burst")
 	})
 }
 
@@ -146,25 +134,11 @@ func TestDebounceNotifyEndsBurst(t *testing.T) {
 		d.trigger()
 		time.Sleep(quiet / 2)
 		d.notify()
-		synctest.Wait()
-		if n := notifications(d); n != 1 {
-			t.Fatalf("got %d notifications right after notify, want 1", n)
-		}
-		time.Sleep(10 * quiet)
-		synctest.Wait()
-		if n := notifications(d); n != 0 {
-			t.Fatalf("got %d notifications after the covered burst's quiet time, want 0", n)
-		}
+		after(t, d, 0, 1, "right after notify")
+		after(t, d, 10*quiet, 0, "after the covered burst's quiet time")
 		d.notify()
 		d.trigger()
-		synctest.Wait()
-		if n := notifications(d); n != 1 {
-			t.Fatalf("got %d notifications right after notify, want 1", n)
-		}
-		time.Sleep(quiet)
-		synctest.Wait()
-		if n := notifications(d); n != 1 {
-			t.Errorf("got %d notifications for the trigger after notify, want 1", n)
-		}
+		after(t, d, 0, 1, "right after notify")
+		after(t, d, quiet, 1, "for the trigger after notify")
 	})
 }
