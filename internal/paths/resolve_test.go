@@ -2,12 +2,13 @@ package paths
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 func TestResolve(t *testing.T) {
@@ -19,28 +20,19 @@ func TestResolve(t *testing.T) {
 	for _, k := range []string{"HERMES_CONFIG", "HERMES_UNITS", "HERMES_STATE", "HERMES_SOCKET", "HERMES_ROLE"} {
 		t.Setenv(k, "")
 	}
-	cfgDir := filepath.Join(home, "etc")
-	if err := os.MkdirAll(cfgDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	cfgDir := testkit.WriteUnits(t, filepath.Join(home, "etc"), map[string]string{
+		"hermes.yaml": "units: u\nstate: ~/fromfile\nrole: worker\nagent: {}\n",
+		"broken.yaml": "units: [unclosed\n",
+		// What else the file holds is checked where the whole
+		// configuration is loaded; its daemon keys, through the same
+		// decoder, count here.
+		"elsewhere.yaml": "units: u\nbogus: 1\ngateway: {listen: 0.0.0.0:1}\n",
+		"badrole.yaml":   "units: u\nrole: wokrer\n",
+	})
 	cfg := filepath.Join(cfgDir, "hermes.yaml")
-	if err := os.WriteFile(cfg, []byte("units: u\nstate: ~/fromfile\nrole: worker\nagent: {}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	broken := filepath.Join(cfgDir, "broken.yaml")
-	if err := os.WriteFile(broken, []byte("units: [unclosed\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	// What else the file holds is checked where the whole configuration
-	// is loaded; its daemon keys, through the same decoder, count here.
 	elsewhere := filepath.Join(cfgDir, "elsewhere.yaml")
-	if err := os.WriteFile(elsewhere, []byte("units: u\nbogus: 1\ngateway: {listen: 0.0.0.0:1}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	badRole := filepath.Join(cfgDir, "badrole.yaml")
-	if err := os.WriteFile(badRole, []byte("units: u\nrole: wokrer\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	tests := []struct {
 		name      string
 		env       map[string]string
