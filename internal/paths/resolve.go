@@ -98,22 +98,16 @@ func Resolve(fs *pflag.FlagSet) (Resolved, error) {
 	})
 
 	k := koanf.New(".")
-	for key, v := range map[string]string{KeyConfig: d.Config, KeyUnits: d.Units, KeyState: d.State, KeySocket: d.Socket} {
-		if err := k.Set(key, v); err != nil {
-			return Resolved{}, err
-		}
+	if _, err := set(k, map[string]string{KeyConfig: d.Config, KeyUnits: d.Units, KeyState: d.State, KeySocket: d.Socket}); err != nil {
+		return Resolved{}, err
 	}
 	// The config file's path first: flag > env > default.
 	pre := koanf.New(".")
-	if err := pre.Load(envP, nil); err != nil {
-		return Resolved{}, err
-	}
-	if err := pre.Load(flagP, nil); err != nil {
+	if err := load(pre, envP, flagP); err != nil {
 		return Resolved{}, err
 	}
 	cfg := d.Config
 	var fileErr error
-	fromFile := map[string]bool{}
 	if pre.Exists(KeyConfig) {
 		cfg = expand(pre.String(KeyConfig), "")
 	}
@@ -123,23 +117,15 @@ func Resolve(fs *pflag.FlagSet) (Resolved, error) {
 	if err != nil {
 		fileErr = fmt.Errorf("%w: %w; fix it (hermesctl validate shows where)", ErrConfig, err)
 	}
-	for key, v := range map[string]string{KeyUnits: dm.Units, KeyState: dm.State, KeySocket: dm.Socket, KeyRole: string(dm.Role)} {
-		if v == "" {
-			continue
-		}
-		if err := k.Set(key, v); err != nil {
-			return Resolved{}, err
-		}
-		fromFile[key] = true
+	fromFile, err := set(k, map[string]string{KeyUnits: dm.Units, KeyState: dm.State, KeySocket: dm.Socket, KeyRole: string(dm.Role)})
+	if err != nil {
+		return Resolved{}, err
 	}
-	if err := k.Load(envP, nil); err != nil {
+	if err := load(k, envP, flagP); err != nil {
 		return Resolved{}, err
 	}
 	envK := koanf.New(".")
-	if err := envK.Load(envP, nil); err != nil {
-		return Resolved{}, err
-	}
-	if err := k.Load(flagP, nil); err != nil {
+	if err := load(envK, envP); err != nil {
 		return Resolved{}, err
 	}
 	source := func(key string) Source {
@@ -168,6 +154,32 @@ func Resolve(fs *pflag.FlagSet) (Resolved, error) {
 		return r, err
 	}
 	return r, fileErr
+}
+
+// set sets in k each value of vals that is not empty (an empty one leaves
+// the lower layer's), and returns the keys it set.
+func set(k *koanf.Koanf, vals map[string]string) (map[string]bool, error) {
+	done := map[string]bool{}
+	for key, v := range vals {
+		if v == "" {
+			continue
+		}
+		if err := k.Set(key, v); err != nil {
+			return nil, err
+		}
+		done[key] = true
+	}
+	return done, nil
+}
+
+// load loads each provider into k in turn, a later one over an earlier.
+func load(k *koanf.Koanf, ps ...koanf.Provider) error {
+	for _, p := range ps {
+		if err := k.Load(p, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // absolute makes every path of r absolute against the working directory,
