@@ -16,6 +16,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/exitcode"
 	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proc"
 )
@@ -175,8 +176,8 @@ func TestSocketPathNotSocket(t *testing.T) {
 	code, stderr := runHermesd(t, "--units", filepath.Join(dir, "units"), "--state", filepath.Join(dir, "state"),
 		"--socket", sock, "--config", filepath.Join(dir, "none.yaml"))
 	want := "hermesd: " + sock + " exists and is not a socket; move it away or choose another --socket\n"
-	if code != exitSocket || stderr != want {
-		t.Errorf("hermesd: exit %d, stderr %q; want exit %d, %q", code, stderr, exitSocket, want)
+	if code != exitcode.HermesdSocket || stderr != want {
+		t.Errorf("hermesd: exit %d, stderr %q; want exit %d, %q", code, stderr, exitcode.HermesdSocket, want)
 	}
 	if fi, err := os.Lstat(sock); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
 		t.Errorf("the FIFO at the socket path was touched: %v %v", fi, err)
@@ -216,8 +217,8 @@ func TestSecondHermesdSocketDeleted(t *testing.T) {
 	lock := filepath.Join(dir, "state", "hermesd.lock")
 	want := "hermesd: state directory is locked by another hermesd: " + lock + " is held by pid " +
 		strconv.Itoa(first.cmd.Process.Pid) + "; stop that hermesd or pass another --state\n"
-	if code != exitLocked || stderr != want {
-		t.Errorf("second hermesd: exit %d, stderr %q; want exit %d, %q", code, stderr, exitLocked, want)
+	if code != exitcode.HermesdLocked || stderr != want {
+		t.Errorf("second hermesd: exit %d, stderr %q; want exit %d, %q", code, stderr, exitcode.HermesdLocked, want)
 	}
 	if !reached() {
 		t.Errorf("the first hermesd is not reachable at %s after the second was refused", first.socket)

@@ -17,6 +17,7 @@ import (
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/boolflag"
+	"github.com/hermes-units/hermes/internal/exitcode"
 	"github.com/hermes-units/hermes/internal/holds"
 	"github.com/hermes-units/hermes/internal/logfile"
 	"github.com/hermes-units/hermes/internal/notify"
@@ -32,16 +33,6 @@ import (
 	"github.com/hermes-units/hermes/units"
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
-)
-
-// Exit codes (see the package comment).
-const (
-	exitFailure = 1
-	exitUsage   = 2
-	exitLocked  = 3
-	exitSocket  = 4
-	exitProxy   = 5
-	exitMetrics = 6
 )
 
 // exitError carries an exit code out of run; main prints err once.
@@ -101,7 +92,7 @@ func parseFlags(args []string) (config, error) {
 	boolflag.Plain(fs)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), usage, fs.FlagUsages()) }
 	if err := fs.Parse(args); err != nil {
-		return config{}, exit(exitUsage, err)
+		return config{}, exit(exitcode.Usage, err)
 	}
 	if *help {
 		fs.SetOutput(os.Stdout) // asked for: the help is the output
@@ -112,22 +103,22 @@ func parseFlags(args []string) (config, error) {
 		return config{}, errVersion
 	}
 	if fs.NArg() > 0 {
-		return config{}, exit(exitUsage, fmt.Errorf("unexpected arguments %q; hermesd takes flags only", fs.Args()))
+		return config{}, exit(exitcode.Usage, fmt.Errorf("unexpected arguments %q; hermesd takes flags only", fs.Args()))
 	}
 	res, err := paths.Resolve(fs)
 	if err != nil {
-		return config{}, exit(exitUsage, err)
+		return config{}, exit(exitcode.Usage, err)
 	}
 	if res.Role == "" {
 		res.Role = string(units.RoleGateway)
 	}
 	role, err := reconciler.ParseRole(res.Role)
 	if err != nil {
-		return config{}, exit(exitUsage, err)
+		return config{}, exit(exitcode.Usage, err)
 	}
 	mode, err := resolveMode(fs)
 	if err != nil {
-		return config{}, exit(exitUsage, err)
+		return config{}, exit(exitcode.Usage, err)
 	}
 	return config{Paths: res.Paths, role: role, insecure: *insecure, mode: mode}, nil
 }
@@ -136,7 +127,7 @@ func run(args []string) error {
 	// Before anything is opened or started: what hermesd inherited must
 	// not pass on to the units and the death supervisor.
 	if err := cloexecInherited(); err != nil {
-		return exit(exitFailure, err)
+		return exit(exitcode.Failure, err)
 	}
 	cfg, err := parseFlags(args)
 	if errors.Is(err, pflag.ErrHelp) {
@@ -196,20 +187,20 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	lock, err := lockState(cfg.State)
 	if err != nil {
 		if errors.Is(err, ErrLocked) {
-			return exit(exitLocked, err)
+			return exit(exitcode.HermesdLocked, err)
 		}
-		return exit(exitFailure, err)
+		return exit(exitcode.Failure, err)
 	}
 	defer lock.Close()
 	if err := os.MkdirAll(cfg.Units, 0o700); err != nil {
-		return exit(exitUsage, fmt.Errorf("units directory: %w", err))
+		return exit(exitcode.Usage, fmt.Errorf("units directory: %w", err))
 	}
 	d := &instance{cfg: cfg, log: log}
 	if d.self, err = proc.Self(); err != nil {
-		return exit(exitFailure, err)
+		return exit(exitcode.Failure, err)
 	}
 	if d.led, err = ledger.Open(cfg.State); err != nil {
-		return exit(exitFailure, err)
+		return exit(exitcode.Failure, err)
 	}
 	// d.rec is set below, before anything reads status.
 	d.obs, err = startObserver(ctx, cfg, log, func(ctx context.Context) (control.Status, error) { return d.rec.Status(ctx) })
@@ -219,7 +210,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	defer d.obs.close()
 	d.led.ObserveWrites(d.obs.metrics.LedgerWrite)
 	if d.owner, err = d.newOwner(); err != nil {
-		return exit(exitFailure, err)
+		return exit(exitcode.Failure, err)
 	}
 	defer d.owner.Close()
 
@@ -236,7 +227,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		d.ln.Close()
 		d.closeNotify()
 		d.w.Close()
-		return exit(exitFailure, err)
+		return exit(exitcode.Failure, err)
 	}
 	log.Info("hermesd starting", "pid", os.Getpid(), "role", cfg.role, "units", cfg.Units, "state", cfg.State, "socket", cfg.Socket, "mode", d.owner.Status().Mode)
 	return d.run(ctx)
@@ -281,7 +272,7 @@ func (d *instance) controlLogf(f string, a ...any) {
 
 // listen opens the notify socket, the units watcher and the control
 // socket, in that order; on an error it closes those it opened. A control
-// socket in use, unsafe or at too long a path is exitSocket.
+// socket in use, unsafe or at too long a path is exitcode.HermesdSocket.
 func (d *instance) listen() error {
 	if err := d.listenNotify(); err != nil {
 		return err
@@ -289,16 +280,16 @@ func (d *instance) listen() error {
 	w, err := watch.New(watch.Options{Dir: d.cfg.Units, Config: d.cfg.Config})
 	if err != nil {
 		d.closeNotify()
-		return exit(exitFailure, err)
+		return exit(exitcode.Failure, err)
 	}
 	ln, err := control.ListenWith(d.cfg.Socket, d.controlLogf)
 	if err != nil {
 		d.closeNotify()
 		w.Close()
 		if errors.Is(err, control.ErrInUse) || errors.Is(err, control.ErrUnsafe) || errors.Is(err, control.ErrPathTooLong) {
-			return exit(exitSocket, err)
+			return exit(exitcode.HermesdSocket, err)
 		}
-		return exit(exitFailure, err)
+		return exit(exitcode.Failure, err)
 	}
 	d.w, d.ln = w, ln
 	return nil
@@ -314,11 +305,11 @@ func (d *instance) listen() error {
 func (d *instance) listenNotify() error {
 	mode, err := notify.ParseMode(os.Getenv(notify.ModeEnv))
 	if err != nil {
-		return exit(exitUsage, err)
+		return exit(exitcode.Usage, err)
 	}
 	if mode == notify.ModeUnit {
 		if d.nss, err = notify.ListenDir(filepath.Join(d.cfg.State, "notify")); err != nil {
-			return exit(exitFailure, err)
+			return exit(exitcode.Failure, err)
 		}
 		return nil
 	}
@@ -331,7 +322,7 @@ func (d *instance) listenNotify() error {
 		d.log.Warn("no shared notify socket: units cannot use sd_notify (readiness, watchdog); unset "+notify.ModeEnv+" for per-unit sockets", "err", err)
 		d.notifyPath, d.ns = "", nil
 	case err != nil:
-		return exit(exitFailure, err)
+		return exit(exitcode.Failure, err)
 	}
 	return nil
 }
@@ -402,7 +393,7 @@ func (d *instance) newReconciler() error {
 
 // run runs the reconciler until ctx ends and its clean stop is done, with
 // the helpers (startHelpers) beside it; then stops and joins the helpers
-// and closes the supervisor. A reconciler that fails is exitUsage.
+// and closes the supervisor. A reconciler that fails is exitcode.Usage.
 func (d *instance) run(ctx context.Context) error {
 	// Helpers live until the reconciler has finished its clean stop: the
 	// control API keeps answering status during it.
@@ -417,10 +408,10 @@ func (d *instance) run(ctx context.Context) error {
 	wg.Wait()
 	d.log.Info("closing the supervisor")
 	if err != nil {
-		return exit(exitUsage, err)
+		return exit(exitcode.Usage, err)
 	}
 	if err := d.owner.Close(); err != nil {
-		return exit(exitFailure, fmt.Errorf("close supervisor: %w", err))
+		return exit(exitcode.Failure, fmt.Errorf("close supervisor: %w", err))
 	}
 	d.log.Info("hermesd stopped")
 	return nil

@@ -19,6 +19,7 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/events"
+	"github.com/hermes-units/hermes/internal/exitcode"
 	"github.com/hermes-units/hermes/internal/metrics/metricstest"
 	"github.com/hermes-units/hermes/proxy"
 )
@@ -260,8 +261,8 @@ func TestMetricsRefusals(t *testing.T) {
 			cmd.Env = append(os.Environ(), roleEnv+"=hermesd")
 			out, err := cmd.CombinedOutput()
 			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != exitMetrics {
-				t.Fatalf("hermesd: %v, want exit %d\n%s", err, exitMetrics, out)
+			if !errors.As(err, &ee) || ee.ExitCode() != exitcode.HermesdMetrics {
+				t.Fatalf("hermesd: %v, want exit %d\n%s", err, exitcode.HermesdMetrics, out)
 			}
 			if !strings.Contains(string(out), tc.want) {
 				t.Errorf("hermesd said\n%s\nwant it to contain %q", out, tc.want)

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/exitcode"
 	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/providers"
 	"github.com/hermes-units/hermes/proxy"
@@ -225,8 +226,8 @@ func TestProxyPortInUse(t *testing.T) {
 	cmd.Env = append(os.Environ(), roleEnv+"=hermesd")
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != exitProxy {
-		t.Fatalf("hermesd: %v, want exit %d\n%s", err, exitProxy, out)
+	if !errors.As(err, &ee) || ee.ExitCode() != exitcode.HermesdProxy {
+		t.Fatalf("hermesd: %v, want exit %d\n%s", err, exitcode.HermesdProxy, out)
 	}
 	if !strings.Contains(string(out), "hermesd: provider proxy cannot listen") || !strings.Contains(string(out), ln.Addr().String()) {
 		t.Errorf("hermesd output lacks the proxy error naming %s:\n%s", ln.Addr(), out)

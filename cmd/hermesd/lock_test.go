@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/hermes-units/hermes/internal/exitcode"
 )
 
 // TestStateDirLocked: a second hermesd on the same state directory is
@@ -21,8 +23,8 @@ func TestStateDirLocked(t *testing.T) {
 	cmd.Stderr = &stderr
 	err := cmd.Run()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != exitLocked {
-		t.Fatalf("second hermesd: %v, want exit code %d; stderr:\n%s", err, exitLocked, stderr.String())
+	if !errors.As(err, &ee) || ee.ExitCode() != exitcode.HermesdLocked {
+		t.Fatalf("second hermesd: %v, want exit code %d; stderr:\n%s", err, exitcode.HermesdLocked, stderr.String())
 	}
 	if want := "held by pid " + strconv.Itoa(first.cmd.Process.Pid); !bytes.Contains(stderr.Bytes(), []byte(want)) {
 		t.Errorf("stderr %q does not name the holder (%q)", stderr.String(), want)
@@ -42,8 +44,8 @@ func TestUsageErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := parseFlags(tt.args)
 			var ee *exitError
-			if !errors.As(err, &ee) || ee.code != exitUsage {
-				t.Errorf("parseFlags(%q) = %v, want an exit code %d error", tt.args, err, exitUsage)
+			if !errors.As(err, &ee) || ee.code != exitcode.Usage {
+				t.Errorf("parseFlags(%q) = %v, want an exit code %d error", tt.args, err, exitcode.Usage)
 			}
 		})
 	}

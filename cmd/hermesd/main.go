@@ -12,7 +12,7 @@
 // forces the containment mode; by default it is cgroup where a writable
 // cgroup v2 hierarchy exists, else pgroup.
 //
-// Exit codes:
+// Exit codes (named in internal/exitcode):
 //
 //	0  clean stop (TERM or INT)
 //	1  runtime failure
@@ -27,6 +27,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/hermes-units/hermes/internal/exitcode"
 )
 
 func main() {
@@ -39,5 +41,5 @@ func main() {
 	if errors.As(err, &ee) {
 		os.Exit(ee.code)
 	}
-	os.Exit(1)
+	os.Exit(exitcode.Failure)
 }

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/hermes-units/hermes/internal/exitcode"
 	"go.uber.org/goleak"
 )
 
@@ -21,14 +22,14 @@ func TestMain(m *testing.M) {
 	case "hermesd":
 		err := run(os.Args[1:])
 		if err == nil {
-			os.Exit(0)
+			os.Exit(exitcode.Success)
 		}
 		fmt.Fprintln(os.Stderr, "hermesd:", err)
 		var ee *exitError
 		if errors.As(err, &ee) {
 			os.Exit(ee.code)
 		}
-		os.Exit(1)
+		os.Exit(exitcode.Failure)
 	case "unit":
 		playUnit()
 	}

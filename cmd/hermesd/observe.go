@@ -9,6 +9,7 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/events"
+	"github.com/hermes-units/hermes/internal/exitcode"
 	"github.com/hermes-units/hermes/internal/metrics"
 	"github.com/hermes-units/hermes/proxy"
 	"github.com/hermes-units/hermes/timeouts"
@@ -34,7 +35,7 @@ var ErrMetricsListen = errors.New("metrics cannot listen")
 // startObserver builds the bus and the metrics, and binds metrics.listen
 // when set. status is read at each scrape (the reconciler's, once it runs).
 // A metrics.listen that is not loopback, in use, or a token file that
-// cannot be used is exitMetrics.
+// cannot be used is exitcode.HermesdMetrics.
 func startObserver(ctx context.Context, cfg config, log *slog.Logger, status func(context.Context) (control.Status, error)) (*observer, error) {
 	o := &observer{log: log}
 	o.bus = events.New(events.Options{Observe: func(e events.Event) { o.metrics.Observe(e) }})
@@ -45,14 +46,14 @@ func startObserver(ctx context.Context, cfg config, log *slog.Logger, status fun
 	}
 	if c.Metrics.TokenFile != "" {
 		if o.token, err = metrics.ReadToken(c.Metrics.TokenFile); err != nil {
-			return nil, exit(exitMetrics, fmt.Errorf("%w: %w", ErrMetricsListen, err))
+			return nil, exit(exitcode.HermesdMetrics, fmt.Errorf("%w: %w", ErrMetricsListen, err))
 		}
 	}
 	if o.ln, err = metrics.Listen(ctx, c.Metrics.Listen); err != nil {
 		if errors.Is(err, metrics.ErrNotLoopback) { // the error says what to set
-			return nil, exit(exitMetrics, fmt.Errorf("%w: %w (in %s)", ErrMetricsListen, err, orNone(c.File)))
+			return nil, exit(exitcode.HermesdMetrics, fmt.Errorf("%w: %w (in %s)", ErrMetricsListen, err, orNone(c.File)))
 		}
-		return nil, exit(exitMetrics, fmt.Errorf("%w: %w; free the address, or set metrics.listen in %s to another loopback host:port",
+		return nil, exit(exitcode.HermesdMetrics, fmt.Errorf("%w: %w; free the address, or set metrics.listen in %s to another loopback host:port",
 			ErrMetricsListen, err, orNone(c.File)))
 	}
 	log.Info("metrics listening", "listen", o.ln.Addr().String(), "token", o.token != "")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/exitcode"
 	"github.com/hermes-units/hermes/providers"
 	"github.com/hermes-units/hermes/proxy"
 	"github.com/hermes-units/hermes/reconciler"
@@ -52,8 +53,8 @@ var ErrProxyListen = errors.New("provider proxy cannot listen")
 // declare a provider builds the proxy and binds gateway.listen. It returns
 // nil (off) when there is no provider. A config file or unit that does not
 // load counts as declaring nothing: the reconciler reports it. A duplicate
-// provider id is a configuration error (exitUsage); an address in use or
-// not on loopback is exitProxy.
+// provider id is a configuration error (exitcode.Usage); an address in use or
+// not on loopback is exitcode.HermesdProxy.
 func startProxy(ctx context.Context, cfg config, log *slog.Logger, obs *observer) (*gatewayProxy, error) {
 	c, err := units.LoadConfig(cfg.Config)
 	if err != nil {
@@ -68,14 +69,14 @@ func startProxy(ctx context.Context, cfg config, log *slog.Logger, obs *observer
 	}
 	set, err := providers.New(c, specs...)
 	if err != nil {
-		return nil, exit(exitUsage, fmt.Errorf("providers: %w", err))
+		return nil, exit(exitcode.Usage, fmt.Errorf("providers: %w", err))
 	}
 	if len(set.IDs()) == 0 {
 		return nil, nil // off; said nothing, so that a later startup error is hermesd's only line
 	}
 	token, err := proxy.LoadToken(cfg.State, true)
 	if err != nil {
-		return nil, exit(exitProxy, err)
+		return nil, exit(exitcode.HermesdProxy, err)
 	}
 	gw := c.Gateway
 	p, err := proxy.New(proxy.Options{
@@ -92,11 +93,11 @@ func startProxy(ctx context.Context, cfg config, log *slog.Logger, obs *observer
 		Report: obs.proxyCall,
 	})
 	if err != nil {
-		return nil, exit(exitFailure, err)
+		return nil, exit(exitcode.Failure, err)
 	}
 	ln, err := p.Listen(ctx)
 	if err != nil {
-		return nil, exit(exitProxy, fmt.Errorf("%w: %w; free the address, or set gateway.listen in %s to another loopback host:port",
+		return nil, exit(exitcode.HermesdProxy, fmt.Errorf("%w: %w; free the address, or set gateway.listen in %s to another loopback host:port",
 			ErrProxyListen, err, orNone(c.File)))
 	}
 	g := &gatewayProxy{p: p, ln: ln, listen: c.Gateway.Listen, log: log, state: cfg.State}
