@@ -45,6 +45,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hermes-units/hermes/units"
@@ -80,6 +81,20 @@ type Watcher struct {
 }
 
 type fileID struct{ dev, ino uint64 }
+
+// dirID returns the identity of the directory at p, if p is one (following
+// symbolic links, as the watch does).
+func dirID(p string) (fileID, bool) {
+	fi, err := os.Stat(p)
+	if err != nil || !fi.IsDir() {
+		return fileID{}, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, true
+	}
+	return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}, true
+}
 
 // New validates opts and starts watching. Dir is required.
 func New(opts Options) (*Watcher, error) {

@@ -2,12 +2,7 @@
 
 package watch
 
-import (
-	"os"
-	"syscall"
-
-	"github.com/fsnotify/fsnotify"
-)
+import "github.com/fsnotify/fsnotify"
 
 // fsnotifySource is the source on kernels other than Linux. fsnotify does
 // not report a close after a write, and reports a rename into a directory
@@ -74,17 +69,3 @@ func (s *fsnotifySource) read() {
 func (s *fsnotifySource) add(dir string) error    { return s.w.Add(dir) }
 func (s *fsnotifySource) remove(dir string) error { return s.w.Remove(dir) }
 func (s *fsnotifySource) close() error            { return s.stop(s.w.Close) }
-
-// dirID returns the identity of the directory at p, if p is one (following
-// symbolic links, as the watch does).
-func dirID(p string) (fileID, bool) {
-	fi, err := os.Stat(p)
-	if err != nil || !fi.IsDir() {
-		return fileID{}, false
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return fileID{}, true
-	}
-	return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}, true
-}
