@@ -11,7 +11,11 @@ import (
 	"github.com/hermes-units/hermes/internal/testkit"
 )
 
-func TestResolve(t *testing.T) {
+// freshHome points HOME at a new directory, with the XDG configuration
+// and state directories cfg and st in it, no runtime directory, and no
+// HERMES_* variable set; it returns that home.
+func freshHome(t *testing.T) string {
+	t.Helper()
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, "cfg"))
@@ -20,6 +24,11 @@ func TestResolve(t *testing.T) {
 	for _, k := range []string{"HERMES_CONFIG", "HERMES_UNITS", "HERMES_STATE", "HERMES_SOCKET", "HERMES_ROLE"} {
 		t.Setenv(k, "")
 	}
+	return home
+}
+
+func TestResolve(t *testing.T) {
+	home := freshHome(t)
 	cfgDir := testkit.WriteUnits(t, filepath.Join(home, "etc"), map[string]string{
 		"hermes.yaml": "units: u\nstate: ~/fromfile\nrole: worker\nagent: {}\n",
 		"broken.yaml": "units: [unclosed\n",
@@ -94,14 +103,7 @@ func TestResolve(t *testing.T) {
 // hands to a unit running elsewhere (HERMES_WRAPUP_FILE under --state,
 // NOTIFY_SOCKET, logs) names the same file there.
 func TestResolveRelative(t *testing.T) {
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, "cfg"))
-	t.Setenv("XDG_STATE_HOME", filepath.Join(home, "st"))
-	t.Setenv("XDG_RUNTIME_DIR", "")
-	for _, k := range []string{"HERMES_CONFIG", "HERMES_UNITS", "HERMES_STATE", "HERMES_SOCKET", "HERMES_ROLE"} {
-		t.Setenv(k, "")
-	}
+	freshHome(t)
 	wd := t.TempDir()
 	t.Chdir(wd)
 	t.Setenv("HERMES_UNITS", "./u/../units")
