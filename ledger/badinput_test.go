@@ -48,11 +48,9 @@ func TestBadLedgerKeptAside(t *testing.T) {
 		for _, first := range []string{"Entries", "Add"} {
 			t.Run(tt.name+"/"+first, func(t *testing.T) {
 				dir := t.TempDir()
-				l, err := Open(dir)
-				if err != nil {
-					t.Fatal(err)
-				}
+				l := openDir(t, dir)
 				tt.setup(t, l.Path())
+				var err error
 				if first == "Entries" {
 					_, err = l.Entries(t.Context())
 				} else {
@@ -80,10 +78,7 @@ func TestBadLedgerKeptAside(t *testing.T) {
 // is a directory", every spawn with them).
 func TestBadLockKeptAside(t *testing.T) {
 	dir := t.TempDir()
-	l, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := openDir(t, dir)
 	lock := filepath.Join(dir, LockName)
 	if err := os.MkdirAll(filepath.Join(lock, "inside"), 0o700); err != nil {
 		t.Fatal(err)

@@ -181,23 +181,22 @@ func selfEntry(t *testing.T, unit string) Entry {
 	}
 }
 
-func openTemp(t *testing.T) *Ledger {
+// openDir opens the ledger in dir.
+func openDir(t *testing.T, dir string) *Ledger {
 	t.Helper()
-	l, err := Open(t.TempDir())
+	l, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return l
 }
 
+func openTemp(t *testing.T) *Ledger { return openDir(t, t.TempDir()) }
+
 // entriesIn opens the ledger in dir afresh and reads its entries.
 func entriesIn(t *testing.T, dir string) []Entry {
 	t.Helper()
-	l, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	es, err := l.Entries(t.Context())
+	es, err := openDir(t, dir).Entries(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,11 +374,8 @@ func TestConcurrentWriters(t *testing.T) {
 func TestStuckWriter(t *testing.T) {
 	dir := t.TempDir()
 	h := startHelper(t, "holder", []string{"LEDGER_DIR=" + dir}, nil, "locked")
-	l, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = l.Add(t.Context(), selfEntry(t, "x"))
+	l := openDir(t, dir)
+	err := l.Add(t.Context(), selfEntry(t, "x"))
 	if !errors.Is(err, ErrLocked) {
 		t.Fatalf("Add with the lock held elsewhere: got %v, want ErrLocked", err)
 	}
@@ -392,10 +388,7 @@ func TestStuckWriter(t *testing.T) {
 func TestContextEndsWait(t *testing.T) {
 	dir := t.TempDir()
 	startHelper(t, "holder", []string{"LEDGER_DIR=" + dir}, nil, "locked")
-	l, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := openDir(t, dir)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if err := l.Add(ctx, selfEntry(t, "x")); !errors.Is(err, context.Canceled) {

@@ -70,10 +70,7 @@ func TestQueueOrder(t *testing.T) {
 func TestQueueStuckInLine(t *testing.T) {
 	dir := t.TempDir()
 	liner := startHelper(t, "liner", []string{"LEDGER_DIR=" + dir}, nil, "queued 0")
-	l, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := openDir(t, dir)
 	if err := l.Add(t.Context(), selfEntry(t, "behind")); err != nil {
 		t.Fatalf("Add behind a stopped writer: %v", err)
 	}

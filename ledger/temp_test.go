@@ -32,10 +32,7 @@ func TestStaleTemps(t *testing.T) {
 	if err := os.Chtimes(old, past, past); err != nil {
 		t.Fatal(err)
 	}
-	l, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := openDir(t, dir)
 	if err := l.Add(t.Context(), selfEntry(t, "a")); err != nil {
 		t.Fatal(err)
 	}
@@ -48,10 +45,7 @@ func TestStaleTemps(t *testing.T) {
 // wait goes when the Update does not write (fn failed, lock not taken).
 func TestFailedUpdateLeavesNoTemp(t *testing.T) {
 	dir := t.TempDir()
-	l, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := openDir(t, dir)
 	errBoom := errors.New("boom")
 	if err := l.Update(t.Context(), func([]Entry) ([]Entry, error) { return nil, errBoom }); !errors.Is(err, errBoom) {
 		t.Fatalf("got %v, want %v", err, errBoom)
