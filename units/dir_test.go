@@ -13,6 +13,17 @@ import (
 	"github.com/hermes-units/hermes/internal/testkit"
 )
 
+// loadDir loads the units directory dir, which must load (with or
+// without failed units).
+func loadDir(t *testing.T, dir string) *Dir {
+	t.Helper()
+	d, err := LoadDir(dir)
+	if err != nil {
+		t.Fatalf("LoadDir: %v", err)
+	}
+	return d
+}
+
 func TestLoadDir(t *testing.T) {
 	dir := testkit.UnitsDir(t, map[string]string{
 		"db.yaml":        "shell: sleep 100\nports: [5432]\n",
@@ -34,10 +45,7 @@ func TestLoadDir(t *testing.T) {
 		"cyc-c.yaml":     "command: [a]\nafter: [cyc-a]\n",
 		"after-cyc.yaml": "command: [a]\nafter: [cyc-a]\n",
 	})
-	d, err := LoadDir(dir)
-	if err != nil {
-		t.Fatalf("LoadDir: %v", err)
-	}
+	d := loadDir(t, dir)
 	loaded := sortedKeys(d.Units)
 	if want := []string{"after-cyc", "cache", "db", "uses-bad", "web"}; !reflect.DeepEqual(loaded, want) {
 		t.Errorf("loaded %v, want %v", loaded, want)
@@ -85,10 +93,7 @@ func TestLoadDir(t *testing.T) {
 
 func TestLoadDirDuplicateName(t *testing.T) {
 	dir := testkit.UnitsDir(t, map[string]string{"a.yaml": "command: [a]\n", "a.yml": "command: [b]\n"})
-	d, err := LoadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := loadDir(t, dir)
 	if _, ok := d.Units["a"]; ok {
 		t.Errorf("unit a loaded from one of two files, want it failed")
 	}
@@ -131,10 +136,7 @@ func TestLoadRefusals(t *testing.T) {
 	if s, err := Load(filepath.Join(dir, "link.yaml")); err != nil || s.Name != "link" {
 		t.Errorf("Load(symlink to a unit) = %v, %v; want unit link", s, err)
 	}
-	d, err := LoadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := loadDir(t, dir)
 	if _, ok := d.Units["ok"]; !ok {
 		t.Errorf("ok.yaml not loaded next to bad entries: %v", d.Errors())
 	}

@@ -107,10 +107,7 @@ func TestLoadDirPorts(t *testing.T) {
 		"cyc-2.yaml": "command: [a]\nafter: [cyc-1]\n",
 		"d.yaml":     "command: [a]\nports: [90]\n",
 	})
-	d, err := LoadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := loadDir(t, dir)
 	if got, want := sortedKeys(d.Units), []string{"a", "c", "d"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("loaded %v, want %v (failed %v)", got, want, d.Failed)
 	}
