@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 )
@@ -106,12 +105,7 @@ defaults:
 }
 
 func TestParseConfigRejects(t *testing.T) {
-	tests := []struct {
-		name      string
-		content   string
-		line, col int
-		msg       string
-	}{
+	tests := []rejection{
 		{"unknown top key", "agnet: {}\n", 1, 1, `unknown key "agnet"; did you mean "agent"?`},
 		{"unknown agent key", "agent:\n  run_budget: 5\n", 2, 3, `agent: unknown key "run_budget"; did you mean "run_budget_seconds"?`},
 		{"negative budget", "agent:\n  run_budget_seconds: -5\n", 2, 23, "must not be negative"},
@@ -145,12 +139,7 @@ func TestParseConfigRejects(t *testing.T) {
 			if !errors.As(err, &es) {
 				t.Fatalf("got %v, want Errors", err)
 			}
-			for _, e := range es {
-				if e.Line == tt.line && e.Column == tt.col && strings.Contains(e.Msg, tt.msg) && e.File == "/etc/hermes.yaml" {
-					return
-				}
-			}
-			t.Errorf("got errors:\n%v\nwant one at %d:%d containing %q", es, tt.line, tt.col, tt.msg)
+			tt.check(t, es, "/etc/hermes.yaml")
 		})
 	}
 }

@@ -33,13 +33,29 @@ func parse(t *testing.T, content string) (*Spec, Errors) {
 	return nil, es
 }
 
+// rejection is a file a parser must refuse, with where its error is and
+// what it says.
+type rejection struct {
+	name      string
+	content   string
+	line, col int
+	msg       string
+}
+
+// check reports a failure unless es holds an error of file at r's line
+// and column whose message contains r's.
+func (r rejection) check(t *testing.T, es Errors, file string) {
+	t.Helper()
+	for _, e := range es {
+		if e.Line == r.line && e.Column == r.col && strings.Contains(e.Msg, r.msg) && e.File == file {
+			return
+		}
+	}
+	t.Errorf("got errors:\n%v\nwant one of %s at %d:%d containing %q", es, file, r.line, r.col, r.msg)
+}
+
 func TestParseRejects(t *testing.T) {
-	tests := []struct {
-		name      string
-		content   string
-		line, col int
-		msg       string
-	}{
+	tests := []rejection{
 		{"unknown key with suggestion", "command: [a]\ncomand: [b]\n", 2, 1, `unknown key "comand"; did you mean "command"?`},
 		{"unknown key other case", "command: [a]\nStop_Signal: TERM\n", 2, 1, `did you mean "stop_signal"?`},
 		{"unknown key far from all", "command: [a]\nzzzzzz: 1\n", 2, 1, `unknown key "zzzzzz" (known keys: description, type, command`},
@@ -121,15 +137,7 @@ func TestParseRejects(t *testing.T) {
 			if s != nil {
 				t.Fatalf("Parse accepted %q, want an error %q", tt.content, tt.msg)
 			}
-			for _, e := range es {
-				if e.Line == tt.line && e.Column == tt.col && strings.Contains(e.Msg, tt.msg) {
-					if e.File != "/units/web.yaml" {
-						t.Errorf("error file %q, want /units/web.yaml", e.File)
-					}
-					return
-				}
-			}
-			t.Errorf("got errors:\n%v\nwant one at %d:%d containing %q", es, tt.line, tt.col, tt.msg)
+			tt.check(t, es, "/units/web.yaml")
 		})
 	}
 }
