@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -84,21 +85,9 @@ func TestRingIsBounded(t *testing.T) {
 	for _, e := range h {
 		seqs = append(seqs, e.Seq)
 	}
-	if want := []uint64{3, 4, 5}; !equal(seqs, want) {
+	if want := []uint64{3, 4, 5}; !slices.Equal(seqs, want) {
 		t.Errorf("history seqs: got %v, want %v", seqs, want)
 	}
-}
-
-func equal(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestSubscribeNoGapNoRepeat publishes from several goroutines while

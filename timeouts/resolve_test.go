@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -303,7 +304,7 @@ func TestResolve(t *testing.T) {
 				for _, st := range v.Chain {
 					kinds = append(kinds, st.Kind)
 				}
-				if !equalKinds(kinds, tt.chain) {
+				if !slices.Equal(kinds, tt.chain) {
 					t.Errorf("%s chain kinds = %v, want %v (chain: %s)", tt.layer, kinds, tt.chain, v.ChainString())
 				}
 			}
@@ -312,18 +313,6 @@ func TestResolve(t *testing.T) {
 			}
 		})
 	}
-}
-
-func equalKinds(a, b []StepKind) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestParity is the cron regression: a scheduled job's call and a gateway
