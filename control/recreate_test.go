@@ -17,22 +17,7 @@ import (
 // with "ok\n".
 func serveEcho(t *testing.T, ln net.Listener) {
 	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("ok\n"))
-			c.Close()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-	})
+	testkit.Serve(t, ln, func(c net.Conn) { c.Write([]byte("ok\n")) })
 }
 
 // answers reports whether a connect to path reaches a server that says ok.

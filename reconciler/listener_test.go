@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proc"
 )
 
@@ -19,19 +20,7 @@ func stranger(t *testing.T) (port int, stop func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	stop = func() { ln.Close(); <-done }
-	t.Cleanup(stop)
+	stop = testkit.Serve(t, ln, nil)
 	return ln.Addr().(*net.TCPAddr).Port, stop
 }
 

@@ -277,3 +277,29 @@ func TestWaitFile(t *testing.T) {
 		t.Errorf("WaitFile in a missing directory: no error")
 	}
 }
+
+func TestServe(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := Serve(t, ln, func(c net.Conn) { c.Write([]byte("hi")) })
+	for i := range 2 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, 8)
+		n, _ := c.Read(b)
+		c.Close()
+		if string(b[:n]) != "hi" {
+			t.Errorf("connection %d: got %q, want hi", i, b[:n])
+		}
+	}
+	stop()
+	stop() // and once more by the cleanup
+	if c, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+		c.Close()
+		t.Errorf("a connect after stop succeeded, want the listener closed")
+	}
+}
