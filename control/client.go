@@ -151,19 +151,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		}
 		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://hermesd"+path, body)
+	resp, err := c.send(ctx, method, path, body)
 	if err != nil {
 		return err
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return ctxErr
-		}
-		return dialError(c.path, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
@@ -174,16 +164,44 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		return fmt.Errorf("reading hermesd's answer on %s: %w", c.path, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		var eb ErrorBody
-		if json.Unmarshal(data, &eb) != nil || eb.Error == "" {
-			eb = ErrorBody{Error: fmt.Sprintf("hermesd answered %s: %s", resp.Status, bytes.TrimSpace(data)), Code: CodeInternal}
-		}
-		return &Error{Status: resp.StatusCode, Code: eb.Code, Message: eb.Error}
+		return answerError(resp, data, fmt.Sprintf("hermesd answered %s: %s", resp.Status, bytes.TrimSpace(data)))
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return fmt.Errorf("hermesd's answer to %s %s is not what this hermesctl understands (%w); are they the same version?", method, path, err)
 	}
 	return nil
+}
+
+// send sends one request to hermesd (a body is JSON) and returns the
+// answer, whatever its status; the caller closes its body. A failure to
+// reach the socket is worded by dialError, unless ctx ended first.
+func (c *Client) send(ctx context.Context, method, path string, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://hermesd"+path, body)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, ctxErr
+		}
+		return nil, dialError(c.path, err)
+	}
+	return resp, nil
+}
+
+// answerError is the *Error of an answer that is not 2xx, read from the
+// ErrorBody in data; an answer without one says otherwise, as an internal
+// error.
+func answerError(resp *http.Response, data []byte, otherwise string) *Error {
+	var eb ErrorBody
+	if json.Unmarshal(data, &eb) != nil || eb.Error == "" {
+		eb = ErrorBody{Error: otherwise, Code: CodeInternal}
+	}
+	return &Error{Status: resp.StatusCode, Code: eb.Code, Message: eb.Error}
 }
 
 // dialError words a failure to reach the socket for a human.

@@ -132,25 +132,14 @@ func (c *Client) Events(ctx context.Context, o EventOptions, fn func(events.Even
 	if len(q) > 0 {
 		p += "?" + q.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://hermesd"+p, nil)
+	resp, err := c.send(ctx, http.MethodGet, p, nil)
 	if err != nil {
 		return err
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return ctxErr
-		}
-		return dialError(c.path, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		var eb ErrorBody
-		if json.Unmarshal(data, &eb) != nil || eb.Error == "" {
-			eb = ErrorBody{Error: fmt.Sprintf("hermesd answered %s to the event stream; are hermesctl and hermesd the same version?", resp.Status), Code: CodeInternal}
-		}
-		return &Error{Status: resp.StatusCode, Code: eb.Code, Message: eb.Error}
+		return answerError(resp, data, fmt.Sprintf("hermesd answered %s to the event stream; are hermesctl and hermesd the same version?", resp.Status))
 	}
 	// The daemon subscribes before it sends the answer's header.
 	if o.Follow && o.Opened != nil {
