@@ -21,13 +21,8 @@ const ClockTicks = 100
 // holds for a process that has exited (its age is then that of its
 // start). An identity of another boot, or with no pid, has no age here.
 func (id Identity) Age() (time.Duration, error) {
-	if id.PID <= 0 {
-		return 0, fmt.Errorf("pid %d: no process, no age", id.PID)
-	}
-	if id.BootID != "" {
-		if boot, err := BootID(); err != nil || boot != id.BootID {
-			return 0, fmt.Errorf("process %s: started in another boot (%s), or this boot's id is unreadable", id, id.BootID)
-		}
+	if err := id.ageable(); err != nil {
+		return 0, err
 	}
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
