@@ -5,8 +5,9 @@ import (
 	"strconv"
 )
 
-// listDescriptors reads a directory of descriptor numbers.
-func listDescriptors(dir string) ([]int, error) {
+// numbers lists the entries of dir named by a number, as numbers: a
+// directory of descriptors (/proc/self/fd, /dev/fd), or /proc's pids.
+func numbers(dir string) ([]int, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err

@@ -117,24 +117,19 @@ var bootID = sync.OnceValues(func() (string, error) {
 func BootID() (string, error) { return bootID() }
 
 // Cmdline returns the argv of pid, or ErrGone.
-func Cmdline(pid int) ([]string, error) {
-	if pid <= 0 {
-		return nil, fmt.Errorf("pid %d: %w", pid, ErrGone)
-	}
-	b, err := os.ReadFile(Root + "/" + strconv.Itoa(pid) + "/cmdline")
-	if err != nil {
-		return nil, gone(pid, err)
-	}
-	return splitNUL(b), nil
-}
+func Cmdline(pid int) ([]string, error) { return nulList(pid, "cmdline") }
 
 // Environ returns the environment pid started with (KEY=VALUE entries).
 // Reading another user's environment needs privileges.
-func Environ(pid int) ([]string, error) {
+func Environ(pid int) ([]string, error) { return nulList(pid, "environ") }
+
+// nulList reads /proc/PID/name, a list of NUL-terminated strings, or
+// returns ErrGone.
+func nulList(pid int, name string) ([]string, error) {
 	if pid <= 0 {
 		return nil, fmt.Errorf("pid %d: %w", pid, ErrGone)
 	}
-	b, err := os.ReadFile(Root + "/" + strconv.Itoa(pid) + "/environ")
+	b, err := os.ReadFile(Root + "/" + strconv.Itoa(pid) + "/" + name)
 	if err != nil {
 		return nil, gone(pid, err)
 	}
@@ -142,19 +137,7 @@ func Environ(pid int) ([]string, error) {
 }
 
 // Pids lists every pid in /proc at the moment of the call.
-func Pids() ([]int, error) {
-	ents, err := os.ReadDir(Root)
-	if err != nil {
-		return nil, err
-	}
-	pids := make([]int, 0, len(ents))
-	for _, e := range ents {
-		if pid, err := strconv.Atoi(e.Name()); err == nil {
-			pids = append(pids, pid)
-		}
-	}
-	return pids, nil
-}
+func Pids() ([]int, error) { return numbers(Root) }
 
 // Find lists the live (non-zombie) processes whose stat satisfies keep.
 // Processes that vanish during the scan are skipped.

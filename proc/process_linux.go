@@ -35,4 +35,4 @@ func DescriptorFile(pid, fd int) (dev, ino uint64, err error) {
 
 // OwnDescriptors lists the descriptors the calling process has open
 // (/proc/self/fd), the listing's own included.
-func OwnDescriptors() ([]int, error) { return listDescriptors(Root + "/self/fd") }
+func OwnDescriptors() ([]int, error) { return numbers(Root + "/self/fd") }

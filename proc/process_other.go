@@ -18,4 +18,4 @@ func DescriptorFile(int, int) (dev, ino uint64, err error) {
 // OwnDescriptors lists the descriptors the calling process has open
 // (/dev/fd: on FreeBSD it lists them all only where fdescfs is mounted),
 // the listing's own included.
-func OwnDescriptors() ([]int, error) { return listDescriptors("/dev/fd") }
+func OwnDescriptors() ([]int, error) { return numbers("/dev/fd") }
