@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -224,4 +225,60 @@ func TestSlowClientsCut(t *testing.T) {
 		}
 	})
 	until(t, "every connection closed", func() bool { return h.proxy.Usage().Conns == 0 })
+}
+
+// readSizes records the size of every Read asked of it.
+type readSizes struct {
+	r     io.Reader
+	sizes []int
+}
+
+func (s *readSizes) Read(p []byte) (int, error) {
+	s.sizes = append(s.sizes, len(p))
+	return s.r.Read(p)
+}
+
+// TestReadBodyBuffers: readBody reads into the body's own room, and
+// through a small piece past it: a small request costs no large buffer,
+// however many are in flight.
+func TestReadBodyBuffers(t *testing.T) {
+	p, err := New(testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		size     int
+		declared bool
+	}{
+		{"small, declared", len(chatBody), true},
+		{"small, chunked", len(chatBody), false},
+		{"large, declared", 100 << 10, true},
+		{"large, chunked", 100 << 10, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := jsonOfLength(tt.size)
+			rs := &readSizes{r: strings.NewReader(body)}
+			r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", rs)
+			r.ContentLength = -1
+			if tt.declared {
+				r.ContentLength = int64(len(body))
+			}
+			raw, release, err := p.readBody(httptest.NewRecorder(), r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			release()
+			if string(raw) != body {
+				t.Fatalf("got %d bytes, want the %d of the body", len(raw), len(body))
+			}
+			limit := max(len(body), bodyPiece) // the body's room, or a piece
+			for i, n := range rs.sizes {
+				if n > limit {
+					t.Errorf("read %d asked for %d bytes, want at most %d", i+1, n, limit)
+				}
+			}
+		})
+	}
 }
