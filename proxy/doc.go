@@ -40,10 +40,14 @@
 // descriptor limit), request body bytes in flight across requests, and
 // the time a request's headers and body, or an idle connection, may take.
 //
-// Streaming calls go upstream through a small HTTP/1.1 client of this
-// package (see streamClient) that reads the answer in the handler's own
+// Streaming calls go upstream through a small client of this package (see
+// streamClient): HTTP/2 to a TLS provider that takes h2, many streams on
+// one connection, and otherwise HTTP/1.1 read in the handler's own
 // goroutine; non-streaming calls, and any call the environment routes
 // through an HTTP proxy, go through net/http's Transport. An idle relayed
 // stream thus holds one handler goroutine with a small stack, the server's
-// connection reader, and a few kilobytes of buffers.
+// connection reader, a few kilobytes of buffers, and over HTTP/2 a stream
+// of a shared connection (net/http's goroutine for it) instead of a
+// connection of its own. A timeout layer that cuts a stream resets that
+// stream alone.
 package proxy

@@ -59,7 +59,7 @@ type upstream struct {
 	exited chan struct{}    // one value per handler return
 }
 
-func newUpstream(t *testing.T, useTLS bool) *upstream {
+func newUpstream(t *testing.T, useTLS, h2 bool) *upstream {
 	t.Helper()
 	u := &upstream{exited: make(chan struct{}, 64)}
 	u.listModels(emptyList)
@@ -80,6 +80,7 @@ func newUpstream(t *testing.T, useTLS bool) *upstream {
 		(*u.script.Load())(w, r, body)
 	}))
 	if useTLS {
+		u.srv.EnableHTTP2 = h2
 		u.srv.StartTLS()
 	} else {
 		u.srv.Start()
@@ -133,8 +134,9 @@ type setup struct {
 	stale  time.Duration
 	agent  units.Agent
 	env    map[string]string
-	// tls serves the upstream over HTTPS (base URL https://...).
-	tls bool
+	// tls serves the upstream over HTTPS (base URL https://...); h2 has
+	// it offer HTTP/2 besides HTTP/1.1, as cloud providers do.
+	tls, h2 bool
 	// report is Options.Report.
 	report func(Report)
 	// scale replaces the default time scale: a test whose upstream must
@@ -157,7 +159,7 @@ type setup struct {
 
 func newHarness(t *testing.T, s setup) *harness {
 	t.Helper()
-	up := newUpstream(t, s.tls)
+	up := newUpstream(t, s.tls, s.h2)
 	if s.list != nil {
 		up.listModels(s.list)
 	}
