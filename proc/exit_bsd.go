@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,12 +30,7 @@ func ExitFile(pid int) (*os.File, error) {
 		unix.Close(kq)
 		return nil, fmt.Errorf("kqueue for %d: %w: %w", pid, ErrNotPollable, err)
 	}
-	f := os.NewFile(uintptr(kq), fmt.Sprintf("kqueue:%d", pid))
-	if err := f.SetReadDeadline(time.Time{}); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("kqueue for %d: %w", pid, ErrNotPollable)
-	}
-	return f, nil
+	return pollable(kq, fmt.Sprintf("kqueue:%d", pid), fmt.Sprintf("kqueue for %d", pid))
 }
 
 // Exited reports whether the exit file's kqueue fd holds the exit event

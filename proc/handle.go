@@ -1,6 +1,11 @@
 package proc
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+)
 
 // A Handle refers to one process: a signal sent through it reaches that
 // process or none, however soon its pid is reused. OpenHandle it first,
@@ -18,3 +23,16 @@ import "errors"
 // ErrNotPollable reports an exit file the runtime's netpoller does not
 // take: the caller waits another way (a blocking wait4) or not at all.
 var ErrNotPollable = errors.New("exit file is not pollable")
+
+// pollable wraps fd, made non-blocking by the caller, in a file named name
+// and checks that the runtime's netpoller took it: deadlines are supported
+// only on files it watches. When it did not, the file is closed and the
+// error, about what ("pidfd of 12"), wraps ErrNotPollable.
+func pollable(fd int, name, what string) (*os.File, error) {
+	f := os.NewFile(uintptr(fd), name)
+	if err := f.SetReadDeadline(time.Time{}); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", what, ErrNotPollable)
+	}
+	return f, nil
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -52,13 +51,7 @@ func ExitFile(pid int) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pidfd of %d: %w", pid, err)
 	}
-	f := os.NewFile(uintptr(fd), fmt.Sprintf("pidfd:%d", pid))
-	// Deadlines are supported only on files the netpoller watches.
-	if err := f.SetReadDeadline(time.Time{}); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("pidfd of %d: %w", pid, ErrNotPollable)
-	}
-	return f, nil
+	return pollable(fd, fmt.Sprintf("pidfd:%d", pid), fmt.Sprintf("pidfd of %d", pid))
 }
 
 // Exited reports whether the exit file's descriptor fd is readable now
