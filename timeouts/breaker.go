@@ -44,17 +44,9 @@ const (
 	ResetNewTurn                        // a new user turn started
 )
 
-func (r ResetReason) String() string {
-	switch r {
-	case ResetModelChange:
-		return "model change"
-	case ResetFallback:
-		return "fallback activation"
-	case ResetNewTurn:
-		return "new turn"
-	}
-	return fmt.Sprintf("ResetReason(%d)", int(r))
-}
+var resetWords = words[ResetReason]{kind: "ResetReason", what: "reset reason", names: []string{"model change", "fallback activation", "new turn"}}
+
+func (r ResetReason) String() string { return resetWords.name(r) }
 
 // Scope is which streak tripped a breaker.
 type Scope int
@@ -72,17 +64,9 @@ const (
 )
 
 // String returns "", "model" or "provider".
-func (s Scope) String() string {
-	switch s {
-	case ScopeNone:
-		return ""
-	case ScopeModel:
-		return "model"
-	case ScopeProvider:
-		return "provider"
-	}
-	return fmt.Sprintf("Scope(%d)", int(s))
-}
+func (s Scope) String() string { return scopeWords.name(s) }
+
+var scopeWords = words[Scope]{kind: "Scope", what: "scope", names: []string{"", "model", "provider"}}
 
 // Attempt is one try of a user's call, as the breaker sees it. An SDK
 // retries a call that failed (OpenAI's retry twice by default): the

@@ -35,46 +35,20 @@ const (
 	ThinkingOnly
 )
 
+var conditionWords = words[Condition]{kind: "Condition", what: "floor condition", names: []string{"always", "thinking"}}
+
 // String returns the name used in floors.json: "always" or "thinking".
-func (c Condition) String() string {
-	switch c {
-	case Always:
-		return "always"
-	case ThinkingOnly:
-		return "thinking"
-	}
-	return fmt.Sprintf("Condition(%d)", int(c))
-}
+func (c Condition) String() string { return conditionWords.name(c) }
 
 // MarshalText implements encoding.TextMarshaler.
-func (c Condition) MarshalText() ([]byte, error) {
-	if c != Always && c != ThinkingOnly {
-		return nil, fmt.Errorf("timeouts: invalid floor condition %d", int(c))
-	}
-	return []byte(c.String()), nil
-}
+func (c Condition) MarshalText() ([]byte, error) { return conditionWords.marshal(c) }
 
 // UnmarshalText implements encoding.TextUnmarshaler; see ParseCondition.
-func (c *Condition) UnmarshalText(b []byte) error {
-	v, err := ParseCondition(string(b))
-	if err != nil {
-		return err
-	}
-	*c = v
-	return nil
-}
+func (c *Condition) UnmarshalText(b []byte) error { return conditionWords.unmarshal(c, b) }
 
 // ParseCondition parses "always" or "thinking"; anything else is an error
 // wrapping ErrInvalid.
-func ParseCondition(s string) (Condition, error) {
-	switch s {
-	case "always":
-		return Always, nil
-	case "thinking":
-		return ThinkingOnly, nil
-	}
-	return 0, fmt.Errorf("%w: floor condition %q (want always or thinking)", ErrInvalid, s)
-}
+func ParseCondition(s string) (Condition, error) { return conditionWords.parse(s) }
 
 // covers reports whether a floor of condition c applies to a call.
 func (c Condition) covers(thinking bool) bool { return c == Always || thinking }

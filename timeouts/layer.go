@@ -1,10 +1,5 @@
 package timeouts
 
-import (
-	"fmt"
-	"strings"
-)
-
 // Layer is one detector of the timeout stack (SPEC §10). Each layer watches a
 // different kind of silence; a Plan gives every layer a value.
 type Layer int
@@ -34,15 +29,12 @@ var Layers = []Layer{SocketRead, StaleStream, StaleNonStream, FirstEvent, APICal
 
 var layerNames = [numLayers]string{"socket_read", "stale_stream", "stale_non_stream", "first_event", "api_call", "drain"}
 
+var layerWords = words[Layer]{kind: "Layer", what: "layer", names: layerNames[:]}
+
 var layerTitles = [numLayers]string{"socket read", "stale stream", "stale non-stream", "first event", "API call", "post-terminal drain"}
 
 // String returns the snake_case name used in JSON and flags.
-func (l Layer) String() string {
-	if l < 0 || l >= numLayers {
-		return fmt.Sprintf("Layer(%d)", int(l))
-	}
-	return layerNames[l]
-}
+func (l Layer) String() string { return layerWords.name(l) }
 
 // Title returns the human name used in tables and error messages.
 func (l Layer) Title() string {
@@ -53,33 +45,14 @@ func (l Layer) Title() string {
 }
 
 // MarshalText implements encoding.TextMarshaler.
-func (l Layer) MarshalText() ([]byte, error) {
-	if l < 0 || l >= numLayers {
-		return nil, fmt.Errorf("timeouts: invalid layer %d", int(l))
-	}
-	return []byte(l.String()), nil
-}
+func (l Layer) MarshalText() ([]byte, error) { return layerWords.marshal(l) }
 
 // UnmarshalText implements encoding.TextUnmarshaler; see ParseLayer.
-func (l *Layer) UnmarshalText(b []byte) error {
-	v, err := ParseLayer(string(b))
-	if err != nil {
-		return err
-	}
-	*l = v
-	return nil
-}
+func (l *Layer) UnmarshalText(b []byte) error { return layerWords.unmarshal(l, b) }
 
 // ParseLayer parses a layer name as printed by Layer.String. Unknown names
 // are an error wrapping ErrInvalid.
-func ParseLayer(s string) (Layer, error) {
-	for i, n := range layerNames {
-		if s == n {
-			return Layer(i), nil
-		}
-	}
-	return 0, fmt.Errorf("%w: layer %q (want one of %s)", ErrInvalid, s, strings.Join(layerNames[:], ", "))
-}
+func ParseLayer(s string) (Layer, error) { return layerWords.parse(s) }
 
 // API is the provider API a call speaks.
 type API int
@@ -91,43 +64,17 @@ const (
 	Responses
 )
 
+var apiWords = words[API]{kind: "API", what: "api", names: []string{"chat", "responses"}}
+
 // String returns "chat" or "responses".
-func (a API) String() string {
-	switch a {
-	case Chat:
-		return "chat"
-	case Responses:
-		return "responses"
-	}
-	return fmt.Sprintf("API(%d)", int(a))
-}
+func (a API) String() string { return apiWords.name(a) }
 
 // MarshalText implements encoding.TextMarshaler.
-func (a API) MarshalText() ([]byte, error) {
-	if a != Chat && a != Responses {
-		return nil, fmt.Errorf("timeouts: invalid API %d", int(a))
-	}
-	return []byte(a.String()), nil
-}
+func (a API) MarshalText() ([]byte, error) { return apiWords.marshal(a) }
 
 // UnmarshalText implements encoding.TextUnmarshaler; see ParseAPI.
-func (a *API) UnmarshalText(b []byte) error {
-	v, err := ParseAPI(string(b))
-	if err != nil {
-		return err
-	}
-	*a = v
-	return nil
-}
+func (a *API) UnmarshalText(b []byte) error { return apiWords.unmarshal(a, b) }
 
 // ParseAPI parses "chat" or "responses"; anything else is an error wrapping
 // ErrInvalid.
-func ParseAPI(s string) (API, error) {
-	switch s {
-	case "chat":
-		return Chat, nil
-	case "responses":
-		return Responses, nil
-	}
-	return 0, fmt.Errorf("%w: api %q (want chat or responses)", ErrInvalid, s)
-}
+func ParseAPI(s string) (API, error) { return apiWords.parse(s) }
