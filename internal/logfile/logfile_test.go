@@ -361,17 +361,7 @@ func TestLines(t *testing.T) {
 	}
 	expect := func(want string) {
 		t.Helper()
-		select {
-		case got, ok := <-lines:
-			if !ok {
-				t.Fatalf("channel closed, want %q", want)
-			}
-			if got != want {
-				t.Errorf("line = %q, want %q", got, want)
-			}
-		case <-time.After(patience):
-			t.Fatalf("no line within %v, want %q", patience, want)
-		}
+		nextLine(t, lines, want)
 	}
 	expect("starting")
 	appendTo(t, path, "listening on :8080\n")
@@ -406,14 +396,7 @@ func TestLinesWaitsForFile(t *testing.T) {
 	}
 	f.WriteString("ready\n")
 	f.Close()
-	select {
-	case got := <-lines:
-		if got != "ready" {
-			t.Errorf("line = %q, want %q", got, "ready")
-		}
-	case <-time.After(patience):
-		t.Fatalf("no line within %v after the file was created", patience)
-	}
+	nextLine(t, lines, "ready")
 }
 
 func TestLinesOffsetBeyondEnd(t *testing.T) {
@@ -425,14 +408,7 @@ func TestLinesOffsetBeyondEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case got := <-lines:
-		if got != "fresh" {
-			t.Errorf("line = %q, want %q", got, "fresh")
-		}
-	case <-time.After(patience):
-		t.Fatalf("no line within %v", patience)
-	}
+	nextLine(t, lines, "fresh")
 	if _, err := Lines(t.Context(), path, -1); err == nil {
 		t.Error("Lines with offset -1 succeeded, want an error")
 	}
@@ -475,6 +451,23 @@ func (c *collector) await(t *testing.T, want string) {
 		case <-deadline:
 			t.Fatalf("followed output = %q after %v, want %q", got, patience, want)
 		}
+	}
+}
+
+// nextLine waits at most patience for the next line on lines, which must
+// be want.
+func nextLine(t *testing.T, lines <-chan string, want string) {
+	t.Helper()
+	select {
+	case got, ok := <-lines:
+		if !ok {
+			t.Fatalf("channel closed, want %q", want)
+		}
+		if got != want {
+			t.Errorf("line = %q, want %q", got, want)
+		}
+	case <-time.After(patience):
+		t.Fatalf("no line within %v, want %q", patience, want)
 	}
 }
 
