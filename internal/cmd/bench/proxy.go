@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -303,7 +304,7 @@ func benchProxy(ctx context.Context) ([]Row, error) {
 		return nil, err
 	}
 	rows = append(rows, row)
-	row, err = proxyCPURow(ctx, c, direct, viaProxy, pcx.cmd.Process.Pid)
+	row, err = proxyCPURow(ctx, c, direct, viaProxy, pcx.cmd.Process.Pid, uc.cmd.Process.Pid)
 	if err != nil {
 		return rows, err
 	}
@@ -316,18 +317,21 @@ func benchProxy(ctx context.Context) ([]Row, error) {
 		return rows, err
 	}
 	defer pc.stop()
-	row, err = up.idleMemory(ctx, pc, c, "http://"+pc.addr, "m", "fresh proxy before any call")
+	row, err = up.idleMemory(ctx, pc, c, "http://"+pc.addr, "m", true, func() string { return "fresh proxy before any call" })
 	if err != nil {
 		return rows, err
 	}
 	row.Figure = fmt.Sprintf("proxy memory with %d idle streams", proxyIdleStreams)
 	rows = append(rows, row)
 
-	row, err = up.idleTLS(ctx, ln.Addr().String())
-	if err != nil {
-		return rows, err
+	for _, h2 := range []bool{true, false} {
+		row, err = up.idleTLS(ctx, ln.Addr().String(), h2)
+		if err != nil {
+			return rows, err
+		}
+		rows = append(rows, row)
 	}
-	return append(rows, row), nil
+	return rows, nil
 }
 
 // proxyLatencyRow measures the latency the proxy adds per event: both
@@ -360,37 +364,41 @@ func proxyLatencyRow(ctx context.Context, c *http.Client, direct, viaProxy strin
 }
 
 // proxyCPURow measures the CPU of the proxy process pid per event,
-// streaming as fast as the upstream sends, and the client's CPU per event
-// on the direct path beside it: proxyRateTrials alternating trials of rate
-// on each path.
-func proxyCPURow(ctx context.Context, c *http.Client, direct, viaProxy string, pid int) (Row, error) {
+// streaming as fast as the upstream sends, against a direct connection:
+// proxyRateTrials alternating trials of rate on each path, with the CPU
+// of the upstream process (upPid) and of the client (this process) per
+// event on both paths beside it.
+func proxyCPURow(ctx context.Context, c *http.Client, direct, viaProxy string, pid, upPid int) (Row, error) {
 	var events int
-	var proxyCPU, selfDirect, selfProxy time.Duration
+	var proxyCPU, selfDirect, selfProxy, upDirect, upProxy time.Duration
 	var wDirect, wProxy []float64
 	for range proxyRateTrials {
-		s0 := selfCPU()
+		s0, u0 := selfCPU(), loadCPU(upPid)
 		r, err := rate(ctx, c, direct)
 		if err != nil {
 			return Row{}, err
 		}
 		selfDirect += selfCPU() - s0
+		upDirect += loadCPU(upPid) - u0
 		wDirect = append(wDirect, r)
-		c0, s0 := loadCPU(pid), selfCPU()
+		c0, s0, u0 := loadCPU(pid), selfCPU(), loadCPU(upPid)
 		r, err = rate(ctx, c, viaProxy)
 		if err != nil {
 			return Row{}, err
 		}
 		proxyCPU += loadCPU(pid) - c0
 		selfProxy += selfCPU() - s0
+		upProxy += loadCPU(upPid) - u0
 		wProxy = append(wProxy, r)
 		events += proxyRateEvents
 	}
 	per := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) / float64(events) }
 	return Row{
-		Figure: "proxy CPU per SSE event",
-		Value: fmt.Sprintf("%.2f µs of the proxy process per event; client %.2f µs/event direct, %.2f via the proxy; throughput proxy %.0f/s, direct %.0f/s",
-			per(proxyCPU), per(selfDirect), per(selfProxy), median(wProxy), median(wDirect)),
-		Method: fmt.Sprintf("%d alternating trials of %d chat chunks of %d B per path, upstream (own process) flushing each, client reading to [DONE]; utime+stime of the proxy process over its trials (1/100 s ticks) / events relayed; throughput, a median, depends on how the proxy batches writes and is no efficiency figure",
+		Figure: "proxy CPU per SSE event, against a direct connection",
+		Value: fmt.Sprintf("%.2f µs of the proxy process per event; the whole path per event: direct %.2f µs (upstream %.2f + client %.2f), via the proxy %.2f µs (upstream %.2f + proxy %.2f + client %.2f); throughput proxy %.0f/s, direct %.0f/s",
+			per(proxyCPU), per(upDirect+selfDirect), per(upDirect), per(selfDirect),
+			per(upProxy+proxyCPU+selfProxy), per(upProxy), per(proxyCPU), per(selfProxy), median(wProxy), median(wDirect)),
+		Method: fmt.Sprintf("%d alternating trials of %d chat chunks of %d B per path, upstream, proxy and client in three processes, the upstream flushing each chunk, the client reading to [DONE]; utime+stime of each process over its path's trials (/proc/PID/stat in 1/100 s ticks for upstream and proxy, getrusage for the client) / events relayed; throughput, a median, depends on how the proxy batches writes and is no efficiency figure",
 			proxyRateTrials, proxyRateEvents, len(fmt.Sprintf("data: "+benchChunk+"\n\n", proxyRateEvents/2))),
 	}, nil
 }
@@ -453,8 +461,10 @@ func (pc *proxyProc) stop() {
 
 // idleMemory opens proxyIdleStreams idle streams for model through the
 // proxy child at viaProxy and returns the memory row, the caller to set its
-// Figure; idle says what state the baseline RSS was read in.
-func (up *benchUpstream) idleMemory(ctx context.Context, pc *proxyProc, c *http.Client, viaProxy, model, idle string) (Row, error) {
+// Figure; the value judges RSS against the 50 MB target when target is
+// set. idle, called once the streams are open, says what the streams go
+// through and what state the baseline RSS was read in.
+func (up *benchUpstream) idleMemory(ctx context.Context, pc *proxyProc, c *http.Client, viaProxy, model string, target bool, idle func() string) (Row, error) {
 	base, err := rss(pc.cmd.Process.Pid)
 	if err != nil {
 		return Row{}, err
@@ -482,6 +492,10 @@ func (up *benchUpstream) idleMemory(ctx context.Context, pc *proxyProc, c *http.
 	if err != nil {
 		return Row{}, err
 	}
+	pss, uss, err := rollup(pc.cmd.Process.Pid)
+	if err != nil {
+		return Row{}, err
+	}
 	if _, err := io.WriteString(pc.stdin, "mem\n"); err != nil {
 		return Row{}, err
 	}
@@ -490,20 +504,60 @@ func (up *benchUpstream) idleMemory(ctx context.Context, pc *proxyProc, c *http.
 	if _, serr := fmt.Sscanf(line, "mem %d %d %d %d", &heap, &stack, &sys, &gs); err != nil || serr != nil {
 		return Row{}, fmt.Errorf("proxy child: got %q, %v, %v, want mem figures", line, err, serr)
 	}
+	verdict := ""
+	if target {
+		verdict = atMost(float64(held)/1024, 50, " MB") + "; "
+	}
 	return Row{
-		Value: fmt.Sprintf("RSS %.1f MB (%s; %.1f MB above idle); Go heap in use %.1f MB, goroutine stacks %.1f MB",
-			float64(held)/1024, atMost(float64(held)/1024, 50, " MB"), float64(held-base)/1024, float64(heap)/1e6, float64(stack)/1e6),
-		Method: fmt.Sprintf("VmRSS of the proxy process (/proc/PID/status) with every stream open through it, first event relayed, upstream silent, read before the runtime figures (runtime.MemStats HeapInuse, StackInuse after runtime.GC); %d goroutines (%.1f per stream); %s: %.1f MB RSS",
-			gs, float64(gs)/proxyIdleStreams, idle, float64(base)/1024),
+		Value: fmt.Sprintf("RSS %.1f MB (%s%.1f MB above idle), PSS %.1f MB, USS %.1f MB; Go heap in use %.1f MB, goroutine stacks %.1f MB",
+			float64(held)/1024, verdict, float64(held-base)/1024, float64(pss)/1024, float64(uss)/1024, float64(heap)/1e6, float64(stack)/1e6),
+		Method: fmt.Sprintf("VmRSS of the proxy process (/proc/PID/status) with every stream open through it, first event relayed, upstream silent, then Pss and Private_* (USS) of /proc/PID/smaps_rollup (the binary's pages are shared with the bench's own process), read before the runtime figures (runtime.MemStats HeapInuse, StackInuse after runtime.GC); %d goroutines (%.1f per stream); %s: %.1f MB RSS",
+			gs, float64(gs)/proxyIdleStreams, idle(), float64(base)/1024),
 	}, nil
+}
+
+// rollup reads the PSS and the USS (Private_Clean + Private_Dirty), in
+// kB, of pid from /proc/PID/smaps_rollup.
+func rollup(pid int) (pss, uss int, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(l, ":")
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "Pss":
+			pss = n
+		case "Private_Clean", "Private_Dirty":
+			uss += n
+		}
+	}
+	if pss == 0 {
+		return 0, 0, errors.New("no Pss line in /proc/PID/smaps_rollup")
+	}
+	return pss, uss, nil
 }
 
 // idleTLS measures idle streams to a provider served over HTTPS in a fresh
 // proxy child, which trusts the upstream's certificate through
-// SSL_CERT_FILE.
-func (up *benchUpstream) idleTLS(ctx context.Context, httpAddr string) (Row, error) {
+// SSL_CERT_FILE. With h2 the provider offers h2 and http/1.1 by ALPN, as
+// cloud providers do (the target row); without, http/1.1 alone.
+func (up *benchUpstream) idleTLS(ctx context.Context, httpAddr string, h2 bool) (Row, error) {
 	srv := httptest.NewUnstartedServer(up)
-	srv.EnableHTTP2 = true // as cloud providers do
+	var conns atomic.Int32 // connections the provider accepted
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.EnableHTTP2 = h2
 	srv.StartTLS()
 	defer srv.Close()
 	dir, err := os.MkdirTemp("", "hermes-bench-")
@@ -523,12 +577,22 @@ func (up *benchUpstream) idleTLS(ctx context.Context, httpAddr string) (Row, err
 	defer pc.stop()
 	tr := &http.Transport{MaxIdleConnsPerHost: proxyIdleStreams, DisableCompression: true}
 	defer tr.CloseIdleConnections()
-	row, err := up.idleMemory(ctx, pc, &http.Client{Transport: tr}, "http://"+pc.addr, "t",
-		"provider over TLS offering h2 and http/1.1 (the proxy's stream client takes http/1.1, one connection per stream); fresh proxy before any call")
+	offers := "h2 and http/1.1 (as cloud providers do)"
+	if !h2 {
+		offers = "http/1.1 alone"
+	}
+	row, err := up.idleMemory(ctx, pc, &http.Client{Transport: tr}, "http://"+pc.addr, "t", h2, func() string {
+		return fmt.Sprintf("provider over TLS offering %s by ALPN: %d upstream connections for the %d streams; fresh proxy before any call", offers, conns.Load(), proxyIdleStreams)
+	})
 	if err != nil {
 		return Row{}, err
 	}
 	row.Figure = fmt.Sprintf("proxy memory with %d idle HTTPS streams", proxyIdleStreams)
+	if !h2 {
+		// Not the target row: a provider without h2 costs a TLS
+		// connection per stream.
+		row.Figure += ", provider without h2 (HTTP/1.1)"
+	}
 	return row, nil
 }
 
