@@ -267,44 +267,41 @@ func named[T any](d *decoder, f field, what string, one func(name string, g fiel
 	return out
 }
 
+// providerFields are a unit's provider: keys; a provider of hermes.yaml
+// has all but the first (id:, its key there).
+var providerFields = keyed[*Provider]{
+	{"id", func(d *decoder, p *Provider, f field) { p.ID = d.nonEmpty(f) }},
+	{"base_url", func(d *decoder, p *Provider, f field) { p.BaseURL = d.httpURL(f) }},
+	{"api_key_env", func(d *decoder, p *Provider, f field) {
+		p.APIKeyEnv = d.nonEmpty(f)
+		if strings.ContainsAny(p.APIKeyEnv, "= $") {
+			d.errf(f.val, "api_key_env: write the name of the variable holding the key (like OPENAI_API_KEY), not its value")
+		}
+	}},
+	{"stale_timeout_seconds", func(d *decoder, p *Provider, f field) { p.StaleTimeout = d.duration(f, durSeconds, someCallLimit) }},
+	{"models", func(d *decoder, p *Provider, f field) { p.Models = d.models(f) }},
+	{"tiers", func(d *decoder, p *Provider, f field) { p.Tiers = d.tiers(f) }},
+	{"floors", func(d *decoder, p *Provider, f field) { p.Floors = d.floors(f) }},
+}
+
 // provider decodes a provider block: providers.<id> in hermes.yaml
 // (inUnit false, the id is the key) or a unit's provider: (inUnit true,
 // id: and base_url: required).
 func (d *decoder) provider(f field, inUnit bool) Provider {
 	var p Provider
-	known := providerKeys
-	if inUnit {
-		known = unitProvKeys
+	if !inUnit {
+		providerFields[1:].decode(d, f.val, f.path, &p)
+		return p
 	}
-	var hasID, hasURL bool
-	for _, g := range d.mapping(f.val, f.path, known) {
-		switch g.name {
-		case "id":
-			hasID = true
-			p.ID = d.nonEmpty(g)
-		case "base_url":
-			hasURL = true
-			p.BaseURL = d.httpURL(g)
-		case "api_key_env":
-			p.APIKeyEnv = d.nonEmpty(g)
-			if strings.ContainsAny(p.APIKeyEnv, "= $") {
-				d.errf(g.val, "api_key_env: write the name of the variable holding the key (like OPENAI_API_KEY), not its value")
-			}
-		case "stale_timeout_seconds":
-			p.StaleTimeout = d.duration(g, durSeconds, someCallLimit)
-		case "models":
-			p.Models = d.models(g)
-		case "tiers":
-			p.Tiers = d.tiers(g)
-		case "floors":
-			p.Floors = d.floors(g)
-		}
+	seen := map[string]bool{}
+	for _, g := range providerFields.decode(d, f.val, f.path, &p) {
+		seen[g.name] = true
 	}
-	if inUnit && isMapping(f.val) {
-		if !hasID {
+	if isMapping(f.val) {
+		if !seen["id"] {
 			d.errf(f.val, "provider: id: is required (the provider id the proxy routes to)")
 		}
-		if !hasURL {
+		if !seen["base_url"] {
 			d.errf(f.val, "provider: base_url: is required (where this unit serves, like http://127.0.0.1:8080/v1)")
 		}
 	}

@@ -9,11 +9,11 @@ import "slices"
 var (
 	unitKeys        = unitFields.keys()
 	startLimitKeys  = startLimitFields.keys()
-	readyKeys       = []string{"tcp", "http", "notify", "log"}
+	readyKeys       = readyFields.keys()
 	timeoutsKeys    = timeoutsFields.keys()
 	logKeys         = []string{"path", "max_size", "keep"}
-	unitProvKeys    = []string{"id", "base_url", "api_key_env", "stale_timeout_seconds", "models", "tiers", "floors"}
-	providerKeys    = []string{"base_url", "api_key_env", "stale_timeout_seconds", "models", "tiers", "floors"}
+	unitProvKeys    = providerFields.keys()
+	providerKeys    = providerFields[1:].keys()
 	modelKeys       = []string{"stale_timeout_seconds"}
 	tierKeys        = []string{"above_tokens", "seconds"}
 	floorKeys       = []string{"slug", "seconds"}

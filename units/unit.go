@@ -439,28 +439,30 @@ func (d *decoder) ports(f field, r refs) []int {
 	return out
 }
 
+var readyFields = keyed[*Ready]{
+	{"tcp", func(d *decoder, rd *Ready, f field) { rd.TCP = d.hostPort(f) }},
+	{"http", func(d *decoder, rd *Ready, f field) { rd.HTTP = d.httpURL(f) }},
+	{"notify", func(d *decoder, rd *Ready, f field) { rd.Notify = d.bool(f) }},
+	{"log", func(d *decoder, rd *Ready, f field) {
+		rd.Log = d.nonEmpty(f)
+		if _, err := regexp.Compile(rd.Log); err != nil {
+			d.errf(f.val, "ready.log: %s is not a regular expression: %s", excerpt(rd.Log), cut(err.Error(), maxParserMsg))
+		}
+	}},
+}
+
+// ready decodes the ready: block, and refuses a second probe (notify:
+// false is none).
 func (d *decoder) ready(f field) Ready {
 	var rd Ready
 	var first *field
-	for _, g := range d.mapping(f.val, f.path, readyKeys) {
-		set := true
-		switch g.name {
-		case "tcp":
-			rd.TCP = d.hostPort(g)
-		case "http":
-			rd.HTTP = d.httpURL(g)
-		case "notify":
-			rd.Notify = d.bool(g)
-			set = rd.Notify
-		case "log":
-			rd.Log = d.nonEmpty(g)
-			if _, err := regexp.Compile(rd.Log); err != nil {
-				d.errf(g.val, "ready.log: %s is not a regular expression: %s", excerpt(rd.Log), cut(err.Error(), maxParserMsg))
-			}
+	for _, g := range readyFields.decode(d, f.val, f.path, &rd) {
+		if g.name == "notify" && !rd.Notify {
+			continue
 		}
-		if set && first != nil {
+		if first != nil {
 			d.errf(g.key, "ready: %s and %s are both set; a unit has at most one readiness probe", first.path, g.path)
-		} else if set {
+		} else {
 			first = &g
 		}
 	}
