@@ -220,7 +220,7 @@ var defaultsFields = keyed[*Defaults]{
 	{"start_limit", func(d *decoder, def *Defaults, f field) { startLimitFields.decode(d, f.val, f.path, &def.StartLimit) }},
 	{"timeouts", func(d *decoder, def *Defaults, f field) { timeoutsFields.decode(d, f.val, f.path, &def.Timeouts) }},
 	{"stop_signal", func(d *decoder, def *Defaults, f field) { def.StopSignal = d.signal(f, def.StopSignal) }},
-	{"log", func(d *decoder, def *Defaults, f field) { d.log(f, &def.Log, defaultsLogKeys) }},
+	{"log", func(d *decoder, def *Defaults, f field) { logFields[1:].decode(d, f.val, f.path, &def.Log) }},
 }
 
 func (d *decoder) providers(f field) map[string]Provider {

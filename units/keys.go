@@ -11,7 +11,7 @@ var (
 	startLimitKeys  = startLimitFields.keys()
 	readyKeys       = readyFields.keys()
 	timeoutsKeys    = timeoutsFields.keys()
-	logKeys         = []string{"path", "max_size", "keep"}
+	logKeys         = logFields.keys()
 	unitProvKeys    = providerFields.keys()
 	providerKeys    = providerFields[1:].keys()
 	modelKeys       = []string{"stale_timeout_seconds"}
@@ -22,7 +22,7 @@ var (
 	gatewayKeys     = gatewayFields.keys()
 	metricsKeys     = metricsFields.keys()
 	defaultsKeys    = defaultsFields.keys()
-	defaultsLogKeys = []string{"max_size", "keep"}
+	defaultsLogKeys = logFields[1:].keys()
 )
 
 // KnownKeys maps each YAML block to the keys the decoder accepts there, for

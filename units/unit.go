@@ -176,7 +176,7 @@ var unitFields = keyed[*unitDecode]{
 	{"timeouts", func(d *decoder, u *unitDecode, f field) { timeoutsFields.decode(d, f.val, f.path, &u.s.Timeouts) }},
 	{"stop_signal", func(d *decoder, u *unitDecode, f field) { u.s.StopSignal = d.signal(f, u.s.StopSignal) }},
 	{"ports", func(d *decoder, u *unitDecode, f field) { u.s.Ports = d.ports(f, u.r) }},
-	{"log", func(d *decoder, u *unitDecode, f field) { d.log(f, &u.s.Log, logKeys) }},
+	{"log", func(d *decoder, u *unitDecode, f field) { logFields.decode(d, f.val, f.path, &u.s.Log) }},
 	{"schedule", func(d *decoder, u *unitDecode, f field) { u.s.Schedule = d.schedule(f) }},
 	{"run_budget_seconds", func(d *decoder, u *unitDecode, f field) { u.s.RunBudget = d.duration(f, durSeconds, someRuntime) }},
 	{"wrapup_signal", func(d *decoder, u *unitDecode, f field) { u.s.WrapupSig = d.signal(f, 0) }},
@@ -348,20 +348,17 @@ var timeoutsFields = keyed[*Timeouts]{
 	{"watchdog", func(d *decoder, t *Timeouts, f field) { t.Watchdog = d.duration(f, durText, anyDelay) }},
 }
 
-func (d *decoder) log(f field, l *Log, known []string) {
-	for _, g := range d.mapping(f.val, f.path, known) {
-		switch g.name {
-		case "path":
-			l.Path = d.path(g)
-			if msg := checkLogDir(l.Path); l.Path != "" && msg != "" {
-				d.errf(g.val, "%s: %s", g.path, msg)
-			}
-		case "max_size":
-			l.MaxSize = d.size(g)
-		case "keep":
-			l.Keep = d.count(g, 0, MaxKeep)
+// logFields are a unit's log: keys; hermes.yaml's defaults.log has all
+// but the first (path:, a unit's own).
+var logFields = keyed[*Log]{
+	{"path", func(d *decoder, l *Log, f field) {
+		l.Path = d.path(f)
+		if msg := checkLogDir(l.Path); l.Path != "" && msg != "" {
+			d.errf(f.val, "%s: %s", f.path, msg)
 		}
-	}
+	}},
+	{"max_size", func(d *decoder, l *Log, f field) { l.MaxSize = d.size(f) }},
+	{"keep", func(d *decoder, l *Log, f field) { l.Keep = d.count(f, 0, MaxKeep) }},
 }
 
 func (d *decoder) size(f field) Size {
