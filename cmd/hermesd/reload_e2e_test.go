@@ -118,9 +118,7 @@ func TestHotReloadThroughWatcher(t *testing.T) {
 		a, ok := u["a"]
 		return running(a, ok) && a.PID != a0
 	})
-	if got := u["b"].PID; got != b0 {
-		t.Errorf("after editing a: b's pid = %d, want %d (unchanged unit restarted)", got, b0)
-	}
+	samePIDs(t, u, "after editing a", map[string]int{"b": b0})
 	if !goneWithin(aID, reloadDeadline) {
 		t.Errorf("a's old leader %d still alive after its restart", aID.PID)
 	}
@@ -144,12 +142,7 @@ func TestHotReloadThroughWatcher(t *testing.T) {
 		c, ok := u["c"]
 		return running(c, ok)
 	})
-	if got := u["a"].PID; got != a1 {
-		t.Errorf("after touching and reformatting a: pid = %d, want %d (same content must keep the pid)", got, a1)
-	}
-	if got := u["b"].PID; got != b0 {
-		t.Errorf("after touching and reformatting a: b's pid = %d, want %d", got, b0)
-	}
+	samePIDs(t, u, "after touching and reformatting a", map[string]int{"a": a1, "b": b0})
 	cID := leaderIdentity(t, u["c"])
 
 	// 3. An invalid version keeps the last good one running and shows the
@@ -179,9 +172,7 @@ func TestHotReloadThroughWatcher(t *testing.T) {
 	u = d.waitStatus("a's config error cleared", func(st control.Status, _ map[string]control.Unit) bool {
 		return len(st.ConfigErrors) == 0
 	})
-	if got := u["a"].PID; got != a1 {
-		t.Errorf("after restoring a: pid = %d, want %d", got, a1)
-	}
+	samePIDs(t, u, "after restoring a", map[string]int{"a": a1})
 
 	// 4. A deleted file stops its unit: its group is gone.
 	if err := os.Remove(path("c")); err != nil {
@@ -223,15 +214,21 @@ func TestHotReloadThroughWatcher(t *testing.T) {
 		e, ok := u["e"]
 		return running(e, ok)
 	})
-	if got := u["a"].PID; got != a1 {
-		t.Errorf("after the directory swap: a's pid = %d, want %d (same content)", got, a1)
-	}
-	if got := u["b2"].PID; got != b2 {
-		t.Errorf("after the directory swap: b2's pid = %d, want %d (same content)", got, b2)
-	}
+	samePIDs(t, u, "after the directory swap", map[string]int{"a": a1, "b2": b2})
 	// And the swapped-in directory is the one watched now.
 	if err := os.Remove(path("e")); err != nil {
 		t.Fatal(err)
 	}
 	d.waitStatus("e gone after its removal from the new directory", absent("e"))
+}
+
+// samePIDs checks that each unit of want runs the pid given there: its
+// content did not change, so a reload kept it.
+func samePIDs(t *testing.T, u map[string]control.Unit, when string, want map[string]int) {
+	t.Helper()
+	for name, pid := range want {
+		if got := u[name].PID; got != pid {
+			t.Errorf("%s: %s's pid = %d, want %d (its content did not change)", when, name, got, pid)
+		}
+	}
 }

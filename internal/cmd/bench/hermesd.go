@@ -24,13 +24,21 @@ import (
 const (
 	hermesdUnits       = 100
 	hermesdColdTrials  = 9
-	hermesdIdle        = 60 * time.Second
-	hermesdSettle      = 5 * time.Second // after all ready, before the idle window
+	hermesdIdle        = forceGCPeriod*3/2 + 10*time.Second // see forceGCPeriod
+	hermesdSettle      = 5 * time.Second                    // after all ready, before the idle window
 	hermesdEdits       = 100
 	hermesdEditPause   = 50 * time.Millisecond // between two reload edits
 	hermesdStopTimeout = 30 * time.Second
 	clkTck             = 100 // USER_HZ: the unit of utime/stime in /proc/PID/stat on Linux
 )
+
+// forceGCPeriod is the Go runtime's forcegcperiod: a Go process that has
+// not collected for this long is made to, idle or not (runtime/proc.go).
+// An idle process's sysmon looks every forceGCPeriod/2, so the forced
+// collection comes 2 to 3 minutes after the last one. The idle window is
+// longer than 3 minutes: every Go process it samples collects at least
+// once in it, and those wake-ups are counted.
+const forceGCPeriod = 2 * time.Minute
 
 // envHermesd names a hermesd binary to measure instead of building one.
 const envHermesd = "HERMES_BENCH_HERMESD"
@@ -400,6 +408,8 @@ type procSample struct {
 	threads  int
 	rssKB    uint64
 	hwmKB    uint64
+	anonKB   uint64 // RssAnon: heap, stacks, the runtime's own
+	fileKB   uint64 // RssFile: pages of the binary and libraries mapped (clean, shared with the page cache)
 }
 
 func sampleProc(pid int) (procSample, error) {
@@ -435,8 +445,8 @@ func sampleProc(pid int) (procSample, error) {
 		}
 		return out
 	}
-	m := status(fmt.Sprintf("/proc/%d/status", pid), "VmRSS", "VmHWM")
-	s.rssKB, s.hwmKB = m["VmRSS"], m["VmHWM"]
+	m := status(fmt.Sprintf("/proc/%d/status", pid), "VmRSS", "VmHWM", "RssAnon", "RssFile")
+	s.rssKB, s.hwmKB, s.anonKB, s.fileKB = m["VmRSS"], m["VmHWM"], m["RssAnon"], m["RssFile"]
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
 		return s, err
@@ -453,13 +463,16 @@ func sampleProc(pid int) (procSample, error) {
 // on: served on a free loopback port, which its log names.
 const metricsConfig = "metrics:\n  listen: 127.0.0.1:0\n"
 
-// scrapeMetrics finds the metrics address in d's log and reads /metrics
-// once, so that the figures with metrics on include what a scrape leaves
-// behind (the server's connection state, the encoder's buffers).
-func (d *benchDaemon) scrapeMetrics(ctx context.Context) error {
+// scrapeMetrics finds the metrics address in d's log, reads /metrics once
+// and returns the number of garbage collections hermesd has run
+// (go_gc_duration_seconds_count; -1 when absent). A scrape before the idle
+// window makes the figures with metrics on include what a scrape leaves
+// behind (the server's connection state, the encoder's buffers); one after
+// tells how many collections ran in the window.
+func (d *benchDaemon) scrapeMetrics(ctx context.Context) (int, error) {
 	b, err := os.ReadFile(d.log)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	var addr string
 	for _, l := range strings.Split(string(b), "\n") {
@@ -472,23 +485,31 @@ func (d *benchDaemon) scrapeMetrics(ctx context.Context) error {
 		}
 	}
 	if addr == "" {
-		return d.fail(errors.New("no \"metrics listening\" line with listen= in hermesd's log"))
+		return 0, d.fail(errors.New("no \"metrics listening\" line with listen= in hermesd's log"))
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return d.fail(fmt.Errorf("scrape %s: %w", addr, err))
+		return 0, d.fail(fmt.Errorf("scrape %s: %w", addr, err))
 	}
 	defer resp.Body.Close()
-	n, _ := io.Copy(io.Discard, resp.Body)
-	if resp.StatusCode != http.StatusOK || n == 0 {
-		return d.fail(fmt.Errorf("scrape %s: %s, %d bytes", addr, resp.Status, n))
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || len(body) == 0 {
+		return 0, d.fail(fmt.Errorf("scrape %s: %s, %d bytes", addr, resp.Status, len(body)))
 	}
 	http.DefaultClient.CloseIdleConnections()
-	return nil
+	gcs := -1
+	for _, l := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(l, "go_gc_duration_seconds_count "); ok {
+			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+				gcs = n
+			}
+		}
+	}
+	return gcs, nil
 }
 
 // idleWindow samples pids at its start and after hermesdIdle.
@@ -516,7 +537,10 @@ func idleWindow(ctx context.Context, pids []int) (before, after []procSample, er
 
 // measureIdle samples hermesd (metrics off), its supervisor, an idle Go
 // program and m, a hermesd with metrics on scraped once before, over the
-// same hermesdIdle window, after hermesdSettle.
+// same hermesdIdle window, after hermesdSettle. The window is longer than
+// forceGCPeriod, so the wake-ups of each Go process include at least one
+// collection (m's count in the window, from a scrape after it, is in the
+// rows).
 func (d *benchDaemon) measureIdle(ctx context.Context, m *benchDaemon) ([]Row, error) {
 	self, err := os.Executable()
 	if err != nil {
@@ -532,7 +556,8 @@ func (d *benchDaemon) measureIdle(ctx context.Context, m *benchDaemon) ([]Row, e
 	if l, _ := bufio.NewReader(out).ReadString('\n'); l != "ready\n" {
 		return nil, fmt.Errorf("idle Go baseline did not start: %q", l)
 	}
-	if err := m.scrapeMetrics(ctx); err != nil {
+	gc0, err := m.scrapeMetrics(ctx)
+	if err != nil {
 		return nil, err
 	}
 	select {
@@ -548,28 +573,48 @@ func (d *benchDaemon) measureIdle(ctx context.Context, m *benchDaemon) ([]Row, e
 	if err != nil {
 		return nil, d.fail(err)
 	}
-	return idleRows(before, after), nil
+	gc1, err := m.scrapeMetrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	gcs := -1
+	if gc0 >= 0 && gc1 >= 0 {
+		gcs = gc1 - gc0
+	}
+	return idleRows(before, after, gcs), nil
 }
 
 // idleRows are the rows of measureIdle's window: samples of hermesd,
-// its supervisor, the idle Go program and hermesd with metrics on.
-func idleRows(before, after []procSample) []Row {
+// its supervisor, the idle Go program and hermesd with metrics on, which
+// ran gcs collections in the window (-1: unknown).
+func idleRows(before, after []procSample, gcs int) []Row {
 	rate := func(i int) float64 {
 		return float64(after[i].switches-before[i].switches) / after[i].at.Sub(before[i].at).Seconds()
 	}
-	h0, h1, m1 := before[0], after[0], after[3]
+	h0, h1, g1, m1 := before[0], after[0], after[2], after[3]
 	wall := h1.at.Sub(h0.at)
 	cpu := float64(h1.ticks-h0.ticks) / clkTck / wall.Seconds() * 100
 	mb := func(kb uint64) float64 { return float64(kb) / 1024 }
 	rssMB, onMB := mb(h1.rssKB), mb(m1.rssKB)
+	split := func(s procSample) string { return fmt.Sprintf("%.1f anon + %.1f file", mb(s.anonKB), mb(s.fileKB)) }
+	gcNote := "unknown"
+	if gcs >= 0 {
+		gcNote = strconv.Itoa(gcs)
+	}
+	window := fmt.Sprintf("The window (%v) is longer than the %v to %v after which the Go runtime forces a collection in an idle process (forcegcperiod, looked at by sysmon every %v), so each Go process sampled collects at least once in it and those wake-ups are counted (the metrics-on hermesd ran %s collections in it, go_gc_duration_seconds_count)",
+		hermesdIdle, forceGCPeriod, forceGCPeriod*3/2, forceGCPeriod/2, gcNote)
 	return []Row{
 		{Figure: fmt.Sprintf("hermesd RSS, %d units, idle, metrics off", hermesdUnits),
-			Value:  fmt.Sprintf("%.1f MB RSS (%s; peak VmHWM %.1f MB; idle Go program %.1f MB RSS)", rssMB, atMost(rssMB, 12, " MB"), mb(h1.hwmKB), mb(after[2].rssKB)),
-			Method: fmt.Sprintf("VmRSS of /proc/PID/status of the hermesd process (no metrics.listen) at the end of a %v idle window, %d owned `sleep` units running, %v after all were ready; the idle Go program (this bench, waiting for TERM) read the same way at the same moment: the runtime's own floor", hermesdIdle, hermesdUnits, hermesdSettle)},
+			Value: fmt.Sprintf("%.1f MB RSS = %s (%s; peak VmHWM %.1f MB; idle Go program %.1f MB = %s)",
+				rssMB, split(h1), atMost(rssMB, 12, " MB"), mb(h1.hwmKB), mb(g1.rssKB), split(g1)),
+			Method: fmt.Sprintf("VmRSS = RssAnon + RssFile of /proc/PID/status of the hermesd process (no metrics.listen) at the end of a %v idle window, %d owned `sleep` units running, %v after all were ready. "+
+				"anon: heap, goroutine stacks and the runtime's own. file: the pages of the binary (text, rodata, pclntab) and of libc that the process has mapped, clean and shared with the page cache; "+
+				"the kernel maps them 64 KiB around each fault, so this part follows the binary's size more than what hermesd does. "+
+				"The idle Go program (this bench, waiting for TERM) is read the same way at the same moment: the runtime's own floor, its file part that of this bench's binary", hermesdIdle, hermesdUnits, hermesdSettle)},
 		{Figure: fmt.Sprintf("hermesd RSS, %d units, idle, metrics on", hermesdUnits),
-			Value: fmt.Sprintf("%.1f MB RSS, %+.1f MB against metrics off (peak VmHWM %.1f MB); wake-ups %.2f/s",
-				onMB, onMB-rssMB, mb(m1.hwmKB), rate(3)),
-			Method: fmt.Sprintf("a second hermesd with its own %d units and metrics.listen on a loopback port, scraped once (GET /metrics) before the window, sampled in the same window and the same way as the row above", hermesdUnits)},
+			Value: fmt.Sprintf("%.1f MB RSS = %s, %+.1f MB against metrics off (peak VmHWM %.1f MB); wake-ups %.2f/s",
+				onMB, split(m1), onMB-rssMB, mb(m1.hwmKB), rate(3)),
+			Method: fmt.Sprintf("a second hermesd with its own %d units and metrics.listen on a loopback port, scraped once (GET /metrics) before the window and once after it, sampled in the same window and the same way as the row above", hermesdUnits)},
 		{Figure: fmt.Sprintf("hermesd CPU, %d units, idle", hermesdUnits),
 			Value:  fmt.Sprintf("%.3f %% of one core (%s; %d ticks in %v)", cpu, atMost(cpu, 0.5, " %"), h1.ticks-h0.ticks, wall.Round(time.Second)),
 			Method: "utime+stime delta of /proc/PID/stat (1/100 s ticks) over the idle window / wall time; hermesd only (the units and the supervisor are other processes)"},
@@ -577,7 +622,7 @@ func idleRows(before, after []procSample) []Row {
 			Value: fmt.Sprintf("%.2f/s over %d threads (%s; idle Go program: %.2f/s; supervisor sh: %.2f/s)", rate(0), h1.threads, atMost(rate(0), 0.1, "/s"), rate(2), rate(1)),
 			Method: "voluntary+nonvoluntary context switches summed over /proc/PID/task/*/status, delta over the idle window / wall time. " +
 				"Counts the Go runtime's own switches (sysmon, netpoller, GC workers; an idle Go program with no timer shows the baseline in the same window) " +
-				"and those of hermesd's timers. A thread that exits in the window takes its count with it"},
+				"and those of hermesd's timers. A thread that exits in the window takes its count with it. " + window},
 	}
 }
 
