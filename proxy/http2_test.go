@@ -80,9 +80,10 @@ func TestStreamClientHTTP2(t *testing.T) {
 
 // TestStalledStreamCutAlone: over HTTP/2, streams share a connection, and
 // a timeout layer that cuts one stream resets that stream alone: the
-// other streams on the connection go on to their end. Each layer that
-// watches a stream is tried: stale stream (keep-alives only) and socket
-// read (no bytes at all).
+// other streams on the connection go on to their end, and the give-up
+// breaker counts the cut for the stalled stream's session only. Each
+// layer that watches a stream is tried: stale stream (keep-alives only)
+// and socket read (no bytes at all).
 func TestStalledStreamCutAlone(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -131,11 +132,11 @@ func TestStalledStreamCutAlone(t *testing.T) {
 
 			stalled := make(chan error, 1)
 			go func() {
-				_, err := stream(t, h.client("/v1/", option.WithHeader("X-Test", "stall")), "gpt-4o")
+				_, err := stream(t, h.client("/v1/", option.WithHeader("X-Test", "stall"), option.WithHeader(HeaderSession, "stalled")), "gpt-4o")
 				stalled <- err
 			}()
 			first := <-addrs // the stalled stream is open before the other starts
-			text, err := stream(t, h.client("/v1/"), "gpt-4o")
+			text, err := stream(t, h.client("/v1/", option.WithHeader(HeaderSession, "live")), "gpt-4o")
 			if err != nil {
 				t.Fatalf("the other stream: got %q and error %v, want it to end normally", text, errMessage(t, err))
 			}
@@ -152,6 +153,15 @@ func TestStalledStreamCutAlone(t *testing.T) {
 				}
 			case <-time.After(10 * time.Second):
 				t.Fatal("the stalled stream was not cut")
+			}
+			// The breaker counted the cut for the stalled stream's session
+			// alone.
+			streaks := map[string]int{}
+			for _, st := range h.proxy.Status() {
+				streaks[st.Session] = st.Streak
+			}
+			if streaks["stalled"] != 1 || streaks["live"] != 0 {
+				t.Errorf("got breaker streaks %v, want stalled 1 and live 0", streaks)
 			}
 		})
 	}
