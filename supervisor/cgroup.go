@@ -27,8 +27,9 @@ func ownCgroup() (string, error) {
 // cgroupTree is an owner's subtree: one directory per owner, one leaf per
 // group below it.
 type cgroupTree struct {
-	base string // absolute dir under which every owner's subtree lives
-	root string // absolute dir of this owner's subtree
+	base  string // absolute dir under which every owner's subtree lives
+	root  string // absolute dir of this owner's subtree
+	mount string // the v2 hierarchy's mount point, read once at open: a stop checks every member's cgroup against it
 }
 
 // openCgroupTree finds a writable cgroup v2 hierarchy and creates the
@@ -75,7 +76,7 @@ func openCgroupTree(name string) (*cgroupTree, error) {
 		os.Remove(root)
 		return nil, fmt.Errorf("cgroup %s has no cgroup.kill (kernel < 5.14?): %w", root, err)
 	}
-	return &cgroupTree{base: base, root: root}, nil
+	return &cgroupTree{base: base, root: root, mount: mnt}, nil
 }
 
 // baseOrEmpty is the base of t, "" for no tree (pgroup mode).
@@ -89,7 +90,7 @@ func (t *cgroupTree) baseOrEmpty() string {
 // populated reports whether a process lives in the cgroup dir or below. A
 // dir that is gone is not populated.
 func populated(dir string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
+	b, err := readCgroupFile(filepath.Join(dir, "cgroup.events"))
 	if err != nil {
 		return false
 	}
@@ -104,7 +105,7 @@ func populated(dir string) bool {
 
 // cgroupProcs lists the pids in the cgroup dir itself.
 func cgroupProcs(dir string) []int {
-	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	b, err := readCgroupFile(filepath.Join(dir, "cgroup.procs"))
 	if err != nil {
 		return nil
 	}
@@ -115,6 +116,32 @@ func cgroupProcs(dir string) []int {
 		}
 	}
 	return out
+}
+
+// readCgroupFile reads a cgroup interface file with plain system calls:
+// os.ReadFile would also register it with the netpoller (kernfs files can
+// be polled) and take it out again, four calls more for each of the groups
+// a stop signals.
+func readCgroupFile(path string) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	var out []byte
+	buf := make([]byte, 4096)
+	for {
+		n, err := unix.Read(fd, buf)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return nil, err
+		case n == 0:
+			return out, nil
+		}
+		out = append(out, buf[:n]...)
+	}
 }
 
 // killCgroup kills every process in dir and below (cgroup.kill).

@@ -17,3 +17,15 @@ func cgroupsAvailable() error {
 
 // intoCgroup is never reached without a cgroup tree; it says so if it is.
 func intoCgroup(*syscall.SysProcAttr, int) error { return cgroupsAvailable() }
+
+// cgroupEvents has no instance without cgroups: newCgroupEvents fails,
+// and a stop then polls (it never needs to: no group has a cgroup here).
+type cgroupEvents struct{}
+
+func newCgroupEvents() (*cgroupEvents, error) { return nil, cgroupsAvailable() }
+
+func (*cgroupEvents) watch(string) (<-chan struct{}, func(), error) {
+	return nil, nil, cgroupsAvailable()
+}
+
+func (*cgroupEvents) close() {}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"syscall"
 	"time"
 
@@ -247,34 +248,117 @@ func (o *Owner) ReleaseOnceEmpty(ctx context.Context, g Group) error {
 // (until ctx ends), then releases it as ReleaseOnceEmpty does. Escapee
 // groups found under g are stopped with it. A group that is empty when
 // Stop returns is a success (nil), whoever released it: Stop itself, or
-// the janitor when the leader's exit came first.
+// the janitor when the leader's exit came first. Stop is StopAll of one
+// group.
 func (o *Owner) Stop(ctx context.Context, g Group, sig syscall.Signal, grace time.Duration) error {
-	r, err := o.stopping(g)
-	if err != nil {
-		return err
-	}
-	o.signal(r, sig)
-	return o.finishStop(ctx, r, g, grace)
+	var err error
+	o.StopAll(ctx, []StopOrder{{Group: g, Signal: sig, Grace: grace}}, nil, func(_ int, e error) { err = e })
+	return err
 }
 
-// stopping is the registration Stop and StopMain act on: g's, or for a
-// group not registered here (a re-adopted survivor) one made for the stop,
-// in which a cgroup from outside our hierarchy is not trusted (the process
-// group is signalled only while its leader id is not a stranger's). In
-// pgroup mode the escapees found now are stopped with their spawn.
+// StopOrder is one group of a StopAll: Signal to every member of Group
+// (as Stop), or, when Main is not zero, to Main alone (as StopMain); KILL
+// to what is left once Grace is over.
+type StopOrder struct {
+	Group  Group
+	Main   proc.Identity
+	Signal syscall.Signal
+	Grace  time.Duration
+}
+
+// StopAll stops the groups of orders as Stop (or StopMain, for an order
+// with a Main) stops one, the whole batch at once, in this order:
+//  1. In pgroup mode, one look for escapees (not one per group): those
+//     found are registered under their spawn and signalled with it.
+//  2. Every group gets its signal, one after the other with no wait
+//     between (each identity-checked as Stop does), before any is waited
+//     for.
+//  3. Each group is waited for on its own, on events: its leader's
+//     reaping, and in cgroup mode its cgroup.events (inotify); only a
+//     process group some other member outlives its leader in is polled.
+//     Once its own grace is over it is KILLed; once empty it is released
+//     (unregistered, its ledger entry removed and its cgroup with it).
+//     The removals of the groups that empty together go to the ledger in
+//     one write: the owner's journal commits whatever is queued at once.
+//
+// signalled, when not nil, is called once every group has had its signal
+// and before any is waited for: what its caller has to do for the stop
+// (a log line for each, waking its own watchers) then does not delay the
+// signals. done(i, err) is called for orders[i] once its group is empty
+// and released (nil), or when its stop failed (an unsafe group, ctx
+// ended), from a goroutine of StopAll's: a group that ignores its signal
+// delays no other. StopAll returns once every done has returned.
+func (o *Owner) StopAll(ctx context.Context, orders []StopOrder, signalled func(), done func(i int, err error)) {
+	regs := make([]*reg, len(orders))
+	errs := make([]error, len(orders))
+	scan := false
+	for i, s := range orders {
+		regs[i], errs[i] = o.stopping(s.Group)
+		scan = scan || errs[i] == nil && o.mode == ModePGroup && regs[i].key != ""
+	}
+	if scan {
+		o.scan()
+	}
+	for i, s := range orders {
+		switch {
+		case errs[i] != nil:
+		case s.Main.IsZero():
+			o.signal(regs[i], s.Signal)
+		default:
+			signalIdentity(s.Main, s.Signal) // forking: the stop signal to the main process, KILL for the rest
+		}
+	}
+	if signalled != nil {
+		signalled()
+	}
+	ev := &lazyEvents{}
+	defer ev.close()
+	var wg sync.WaitGroup
+	for i, s := range orders {
+		if errs[i] != nil {
+			done(i, errs[i])
+			continue
+		}
+		wg.Go(func() { done(i, o.finishStop(ctx, regs[i], s.Group, s.Grace, ev)) })
+	}
+	wg.Wait()
+}
+
+// lazyEvents is a StopAll's cgroupEvents, opened by the first group that
+// needs one (a cgroup with members left after its leader, or with no
+// leader of ours to wait for): the usual batch, leaders alone, needs none.
+type lazyEvents struct {
+	once sync.Once
+	ev   *cgroupEvents // nil until get, and when it cannot be opened (the cgroups are polled)
+}
+
+func (l *lazyEvents) get() *cgroupEvents {
+	l.once.Do(func() { l.ev, _ = newCgroupEvents() })
+	return l.ev
+}
+
+// close closes the instance, if get opened one; called once every waiter
+// is done.
+func (l *lazyEvents) close() {
+	l.once.Do(func() {})
+	if l.ev != nil {
+		l.ev.close()
+	}
+}
+
+// stopping is the registration StopAll acts on: g's, or for a group not
+// registered here (a re-adopted survivor) one made for the stop, in which
+// a cgroup from outside our hierarchy is not trusted (the process group is
+// signalled only while its leader id is not a stranger's).
 func (o *Owner) stopping(g Group) (*reg, error) {
 	o.mu.Lock()
+	defer o.mu.Unlock()
 	r := o.findLocked(g)
 	if r == nil {
 		r = &reg{g: o.foreignCgroupLocked(g)}
 		if err := o.safeLocked(g); err != nil {
-			o.mu.Unlock()
 			return nil, err
 		}
-	}
-	o.mu.Unlock()
-	if o.mode == ModePGroup && r.key != "" {
-		o.scan()
 	}
 	return r, nil
 }
@@ -317,8 +401,13 @@ func groupEmpty(g Group) bool {
 		return true
 	}
 	if g.Leader.PID == g.PGID && g.Leader.StartTime != 0 {
-		if st, err := proc.ReadStat(g.PGID); err == nil && st.StartTime != g.Leader.StartTime {
-			return true
+		if st, err := proc.ReadStat(g.PGID); err == nil {
+			if st.StartTime != g.Leader.StartTime {
+				return true
+			}
+			if !st.Zombie() {
+				return false // the leader itself is a live member: no need to scan /proc
+			}
 		}
 	}
 	if errors.Is(syscall.Kill(-g.PGID, 0), syscall.ESRCH) {
@@ -334,20 +423,36 @@ func groupEmpty(g Group) bool {
 // signal sends sig to r's members: each process of its cgroup (KILL:
 // cgroup.kill), or its process group if the leader is not a stranger; and
 // likewise to its escapee groups.
+//
+// A cgroup member is signalled through a pidfd opened before its
+// membership is checked (signalMember), except the leader while it is
+// still to be reaped (r.waited open when looked at after the pidfd was
+// opened): the pid of an unreaped child of ours cannot name another
+// process, so the pidfd names the leader, and its cgroup needs no reading.
 func (o *Owner) signal(r *reg, sig syscall.Signal) {
 	o.mu.Lock()
 	gs := []Group{r.g}
 	for _, e := range r.esc {
 		gs = append(gs, e.g)
 	}
+	waited := r.waited
 	o.mu.Unlock()
+	mount := ""
+	if o.tree != nil {
+		mount = o.tree.mount
+	}
 	for _, g := range gs {
 		if g.Cgroup != "" {
 			if sig == syscall.SIGKILL && killCgroup(g.Cgroup) == nil {
 				continue
 			}
+			if mount == "" {
+				mount = proc.CgroupMount()
+			}
 			for _, pid := range cgroupProcs(g.Cgroup) {
-				signalMember(pid, g.Cgroup, sig)
+				if pid != g.Leader.PID || !signalUnreaped(pid, waited, sig) {
+					signalMember(pid, g.Cgroup, mount, sig)
+				}
 			}
 			continue
 		}
@@ -358,17 +463,58 @@ func (o *Owner) signal(r *reg, sig syscall.Signal) {
 	}
 }
 
-// emptyPollEvery is how often waitEmpty looks at a group whose end no
-// event reports.
-const emptyPollEvery = 5 * time.Millisecond
+// signalUnreaped sends sig to pid, a spawned leader whose waiter closes
+// waited once it has reaped it, and reports true, if it is still to be
+// reaped when looked at after its pidfd was opened; false (nothing sent)
+// otherwise, or when waited is nil (no waiter: not our child).
+func signalUnreaped(pid int, waited <-chan struct{}, sig syscall.Signal) bool {
+	if waited == nil {
+		return false
+	}
+	h, err := proc.OpenHandle(pid)
+	if err != nil {
+		return false
+	}
+	defer h.Close()
+	select {
+	case <-waited:
+		return false // reaped: the pid may be another process's now
+	default:
+	}
+	h.Signal(sig)
+	return true
+}
+
+// emptyPollEvery is how often waitEmpty looks at a process group whose
+// leader has been reaped but which is not empty yet; slowPollEvery while
+// its leader is still to be reaped (the reaping is the event, the look
+// only a safety net).
+const (
+	emptyPollEvery = 5 * time.Millisecond
+	slowPollEvery  = 100 * time.Millisecond
+)
 
 // waitEmpty waits until r is empty (true), or for d (d < 0: until ctx
-// ends). A spawned leader's reaping is an event (r.waited, closed by its
-// pidfd waiter): the group is looked at the moment it comes, which is when
-// the usual group, a leader alone, empties. What else may be left (a
-// leader's children, escapees, a cgroup's other members) gives no event
-// for a process group, so it is polled every emptyPoll.
+// ends), as waitEmptyOn does without cgroup events.
 func (o *Owner) waitEmpty(ctx context.Context, r *reg, d time.Duration) bool {
+	return o.waitEmptyOn(ctx, r, d, nil)
+}
+
+// waitEmptyOn waits until r is empty (true), or for d (d < 0: until ctx
+// ends). Each end of a group it can be told of is an event:
+//   - a spawned leader's reaping (r.waited, closed by its pidfd waiter):
+//     until it comes, the group is not looked at (its leader is in it, or
+//     a moment from being reaped), and with a leader alone, the usual
+//     group, the look that follows it finds the group empty;
+//   - with ev, each change of the cgroup.events of r's cgroup, which
+//     covers every member: watched only when the group is not empty at
+//     the leader's reaping (or there is no leader of ours to wait for).
+//
+// What else may be left of a process group (a leader's children,
+// escapees) gives no event, so it is polled: every emptyPoll once the
+// leader is reaped. Before, a look every slowPollEvery is the safety net
+// of a group its leader left (setpgid).
+func (o *Owner) waitEmptyOn(ctx context.Context, r *reg, d time.Duration, ev *lazyEvents) bool {
 	var deadline <-chan time.Time
 	if d >= 0 {
 		t := time.NewTimer(d)
@@ -376,13 +522,46 @@ func (o *Owner) waitEmpty(ctx context.Context, r *reg, d time.Duration) bool {
 		deadline = t.C
 	}
 	o.mu.Lock()
-	waited := r.waited
+	waited, g := r.waited, r.g
 	o.mu.Unlock()
-	tk := time.NewTicker(cmp.Or(o.emptyPoll, emptyPollEvery))
-	defer tk.Stop()
+	var changed <-chan struct{}
+	watched := false
+	var tk *time.Ticker
+	every := time.Duration(0)
+	defer func() {
+		if tk != nil {
+			tk.Stop()
+		}
+	}()
 	for {
-		if o.regEmpty(r) {
-			return true
+		if waited == nil {
+			if o.regEmpty(r) {
+				return true
+			}
+			if !watched && ev != nil && g.Cgroup != "" {
+				watched = true
+				if e := ev.get(); e != nil {
+					if ch, cancel, err := e.watch(g.Cgroup); err == nil {
+						changed = ch
+						defer cancel()
+						continue // a change before the watch was not seen: look again
+					}
+				}
+			}
+		}
+		var tick <-chan time.Time
+		if changed == nil {
+			want := cmp.Or(o.emptyPoll, emptyPollEvery)
+			if waited != nil {
+				want = max(want, slowPollEvery)
+			}
+			if want != every {
+				if tk != nil {
+					tk.Stop()
+				}
+				tk, every = time.NewTicker(want), want
+			}
+			tick = tk.C
 		}
 		select {
 		case <-ctx.Done():
@@ -391,7 +570,11 @@ func (o *Owner) waitEmpty(ctx context.Context, r *reg, d time.Duration) bool {
 			return o.regEmpty(r)
 		case <-waited:
 			waited = nil // once: a closed channel is always ready
-		case <-tk.C:
+		case <-changed:
+		case <-tick:
+			if waited != nil && o.regEmpty(r) {
+				return true
+			}
 		}
 	}
 }
@@ -399,24 +582,37 @@ func (o *Owner) waitEmpty(ctx context.Context, r *reg, d time.Duration) bool {
 // drop unregisters r, removes its ledger entry, and its cgroup if hermes
 // made it (its own subtree's, or a kept one re-adopted with Own).
 func (o *Owner) drop(ctx context.Context, r *reg) error {
+	return o.dropAll(ctx, []*reg{r})
+}
+
+// dropAll drops regs as drop does, with one ledger change for them all
+// (queued after the spawns' records, if those still trail: a record
+// removed before it was written is never written afterwards). A reg no
+// longer registered (dropped by another) is skipped.
+func (o *Owner) dropAll(ctx context.Context, regs []*reg) error {
+	var gone []Group
 	o.mu.Lock()
-	if o.regs[r.id] != r {
-		o.mu.Unlock()
-		return nil
+	for _, r := range regs {
+		if o.regs[r.id] != r {
+			continue
+		}
+		o.unregisterLocked(r)
+		gone = append(gone, r.g)
 	}
-	o.unregisterLocked(r)
 	o.mu.Unlock()
-	if o.tree.leaf(r.g.Cgroup) {
-		removeEmpty(r.g.Cgroup)
+	for _, g := range gone {
+		if o.tree.leaf(g.Cgroup) {
+			removeEmpty(g.Cgroup)
+		}
 	}
-	if o.jr == nil {
+	if o.jr == nil || len(gone) == 0 {
 		return nil
 	}
-	// Queued after the spawn's record, if that still trails: a record
-	// removed before it was written is never written afterwards.
 	return o.jr.do(ctx, func(es []ledger.Entry) []ledger.Entry {
 		return slices.DeleteFunc(es, func(e ledger.Entry) bool {
-			return e.Leader.PID == r.g.Leader.PID && e.Leader.StartTime == r.g.Leader.StartTime && e.PGID == r.g.PGID
+			return slices.ContainsFunc(gone, func(g Group) bool {
+				return e.Leader.PID == g.Leader.PID && e.Leader.StartTime == g.Leader.StartTime && e.PGID == g.PGID
+			})
 		})
 	})
 }
@@ -457,9 +653,7 @@ func (o *Owner) tidy(scan bool) {
 		o.scan()
 		empty = slices.DeleteFunc(empty, func(r *reg) bool { return !o.regEmpty(r) })
 	}
-	for _, r := range empty {
-		if err := o.drop(o.ctx, r); err != nil {
-			o.opts.Logf("supervisor: release %s group %d: %v", r.g.Unit, r.g.PGID, err)
-		}
+	if err := o.dropAll(o.ctx, empty); err != nil {
+		o.opts.Logf("supervisor: release of %d groups: %v", len(empty), err)
 	}
 }

@@ -41,16 +41,16 @@ func (o *Owner) foreignCgroupLocked(g Group) Group {
 }
 
 // signalMember sends sig to pid only if it is still a member of the cgroup
-// dir: the process handle (a pidfd) is opened first, then membership is
-// checked, so the signal reaches the process that was checked even if pid
-// is recycled meanwhile.
-func signalMember(pid int, dir string, sig syscall.Signal) {
+// dir of the hierarchy mounted at mount: the process handle (a pidfd) is
+// opened first, then membership is checked, so the signal reaches the
+// process that was checked even if pid is recycled meanwhile.
+func signalMember(pid int, dir, mount string, sig syscall.Signal) {
 	h, err := proc.OpenHandle(pid)
 	if err != nil {
 		return // gone
 	}
 	defer h.Close()
-	if !inCgroup(pid, dir) {
+	if !inCgroupAt(pid, dir, mount) {
 		return
 	}
 	h.Signal(sig)
@@ -58,10 +58,11 @@ func signalMember(pid int, dir string, sig syscall.Signal) {
 
 // inCgroup reports whether pid's v2 cgroup is dir.
 func inCgroup(pid int, dir string) bool {
+	return inCgroupAt(pid, dir, proc.CgroupMount())
+}
+
+// inCgroupAt is inCgroup with the hierarchy's mount point known.
+func inCgroupAt(pid int, dir, mount string) bool {
 	rel := proc.Cgroup(pid)
-	if rel == "" {
-		return false
-	}
-	mount := proc.CgroupMount()
-	return mount != "" && filepath.Join(mount, rel) == filepath.Clean(dir)
+	return rel != "" && mount != "" && filepath.Join(mount, rel) == filepath.Clean(dir)
 }

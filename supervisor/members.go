@@ -112,15 +112,9 @@ func (o *Owner) list(r *reg) []proc.Identity {
 // is empty (or ctx ends), then releases it as Stop does. A zero main is
 // Stop.
 func (o *Owner) StopMain(ctx context.Context, g Group, main proc.Identity, sig syscall.Signal, grace time.Duration) error {
-	if main.IsZero() {
-		return o.Stop(ctx, g, sig, grace)
-	}
-	r, err := o.stopping(g)
-	if err != nil {
-		return err
-	}
-	signalIdentity(main, sig)
-	return o.finishStop(ctx, r, g, grace)
+	var err error
+	o.StopAll(ctx, []StopOrder{{Group: g, Main: main, Signal: sig, Grace: grace}}, nil, func(_ int, e error) { err = e })
+	return err
 }
 
 // signalIdentity sends sig to id's process through a process handle (a
@@ -139,11 +133,12 @@ func signalIdentity(id proc.Identity, sig syscall.Signal) {
 }
 
 // finishStop waits up to grace for r to be empty, KILLs what is left, waits
-// for empty (until ctx ends) and releases r: the end of Stop and StopMain.
-func (o *Owner) finishStop(ctx context.Context, r *reg, g Group, grace time.Duration) error {
-	if !o.waitEmpty(ctx, r, grace) {
+// for empty (until ctx ends) and releases r: the end of each group's stop
+// in StopAll. ev, when not nil, reports changes of r's cgroup.
+func (o *Owner) finishStop(ctx context.Context, r *reg, g Group, grace time.Duration, ev *lazyEvents) error {
+	if !o.waitEmptyOn(ctx, r, grace, ev) {
 		o.signal(r, syscall.SIGKILL)
-		if !o.waitEmpty(ctx, r, -1) {
+		if !o.waitEmptyOn(ctx, r, -1, ev) {
 			return fmt.Errorf("stop group %d of %s: %w", g.PGID, g.Unit, ctx.Err())
 		}
 	}

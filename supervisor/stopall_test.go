@@ -1,0 +1,133 @@
+//go:build linux
+
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hermes-units/hermes/internal/testkit"
+	"github.com/hermes-units/hermes/proc"
+)
+
+// TestStopAllSignalsBeforeWaiting stops, in one StopAll, a group that
+// obeys its signal and heldGroups groups that cannot act on theirs yet: a
+// shell that traps the stop signal (USR1), held stopped (SIGSTOP) so that
+// the signal stays pending, which /proc shows. The obeying group is the
+// first of the batch; the moment its stop is done (its group empty and
+// released, the first wait to end), every held shell must have its signal
+// pending already: the batch signalled every group before it waited for
+// any. Only then are the held shells continued; they take their signal and
+// exit, and the rest of the batch is done. A held group (one that ignores
+// its signal, for now) does not delay the end of the obeying one either.
+func TestStopAllSignalsBeforeWaiting(t *testing.T) {
+	const heldGroups = 30
+	for _, mode := range modes(t) {
+		t.Run(string(mode), func(t *testing.T) {
+			o, err := New(Options{Mode: mode})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer o.Close()
+			env := []string{"PATH=" + os.Getenv("PATH")}
+			obeys, err := o.SpawnOwned(t.Context(), Spec{Unit: "obeys", Argv: []string{"sleep", "100000"}, Env: env})
+			if err != nil {
+				t.Fatal(err)
+			}
+			orders := []StopOrder{{Group: obeys.Group, Signal: syscall.SIGUSR1, Grace: time.Hour}}
+			var held []Group
+			for i := range heldGroups {
+				c, err := o.SpawnOwned(t.Context(), Spec{Unit: fmt.Sprintf("held%d", i),
+					Argv: []string{"/bin/sh", "-c", `trap "exit 0" USR1; sleep 100000 & wait`}, Env: env})
+				if err != nil {
+					t.Fatal(err)
+				}
+				held = append(held, c.Group)
+				orders = append(orders, StopOrder{Group: c.Group, Signal: syscall.SIGUSR1, Grace: time.Hour})
+			}
+			t.Cleanup(func() {
+				for _, g := range held {
+					syscall.Kill(-g.PGID, syscall.SIGKILL)
+				}
+			})
+			for _, g := range held {
+				pid := g.Leader.PID
+				testkit.Eventually(t, 10*time.Second, fmt.Sprintf("shell %d trapping USR1", pid), func() bool { return sigMask(pid, "SigCgt")&usr1 != 0 })
+				syscall.Kill(-g.PGID, syscall.SIGSTOP)
+				testkit.Eventually(t, 10*time.Second, fmt.Sprintf("shell %d stopped", pid), func() bool {
+					st, err := proc.ReadStat(pid)
+					return err == nil && st.State == 'T'
+				})
+			}
+
+			var mu sync.Mutex
+			signalled := 0
+			var order []string // "signalled", then each order's index as it is done
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			o.StopAll(ctx, orders, func() {
+				mu.Lock()
+				defer mu.Unlock()
+				signalled++
+				order = append(order, "signalled")
+			}, func(i int, err error) {
+				if err != nil {
+					t.Errorf("stop of %s: %v", orders[i].Group.Unit, err)
+				}
+				mu.Lock()
+				order = append(order, strconv.Itoa(i))
+				mu.Unlock()
+				if i != 0 {
+					return
+				}
+				for _, g := range held {
+					if (sigMask(g.Leader.PID, "ShdPnd")|sigMask(g.Leader.PID, "SigPnd"))&usr1 == 0 {
+						t.Errorf("the obeying group's stop was done before %s (shell %d) had its signal", g.Unit, g.Leader.PID)
+					}
+				}
+				for _, g := range held {
+					syscall.Kill(-g.PGID, syscall.SIGCONT)
+				}
+			})
+			if signalled != 1 || len(order) != heldGroups+2 || order[0] != "signalled" {
+				t.Fatalf("StopAll's calls: got %v, want signalled once, first, then one done for each of the %d orders", order, heldGroups+1)
+			}
+			if order[1] != "0" {
+				t.Errorf("first stop done: got order %s, want 0, the group that obeys (the others were held)", order[1])
+			}
+			for _, s := range orders {
+				if !o.Empty(s.Group) {
+					t.Errorf("%s not empty after StopAll", s.Group.Unit)
+				}
+			}
+			if n := o.Status().Groups; n != 0 {
+				t.Errorf("registered groups after StopAll: got %d, want 0", n)
+			}
+		})
+	}
+}
+
+const usr1 = 1 << (syscall.SIGUSR1 - 1)
+
+// sigMask reads the signal mask field (SigCgt, ShdPnd, SigPnd) of pid's
+// /proc status; 0 when unreadable.
+func sigMask(pid int, field string) uint64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for l := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
+			n, _ := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return n
+		}
+	}
+	return 0
+}
