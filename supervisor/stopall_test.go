@@ -131,3 +131,45 @@ func sigMask(pid int, field string) uint64 {
 	}
 	return 0
 }
+
+// TestStopEndsOnCgroupEvents (cgroup mode) stops a group whose leader
+// obeys TERM but leaves a child that ignores it, with the empty-group poll
+// and the grace stretched to an hour: once the test kills the child, Stop
+// returns on the change of the cgroup's cgroup.events, an event, not on a
+// poll or the grace.
+func TestStopEndsOnCgroupEvents(t *testing.T) {
+	if ok, why := cgroupAvailable(); !ok {
+		t.Skip(why)
+	}
+	o, err := New(Options{Mode: ModeCgroup})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	o.emptyPoll = time.Hour
+	c, err := o.SpawnOwned(t.Context(), Spec{Unit: "s", Env: []string{"PATH=" + os.Getenv("PATH")},
+		Argv: []string{"/bin/sh", "-c", `(trap "" TERM; exec sleep 100000) & echo started; wait`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 10*time.Second, "the leader's child started", func() bool { return len(cgroupProcs(c.Group.Cgroup)) == 2 })
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	stopped := make(chan error, 1)
+	go func() { stopped <- o.Stop(ctx, c.Group, syscall.SIGTERM, time.Hour) }()
+	<-c.Done() // the leader took its TERM; its child did not
+	left := cgroupProcs(c.Group.Cgroup)
+	if len(left) != 1 {
+		t.Fatalf("members after the leader's exit: got %v, want its child alone", left)
+	}
+	syscall.Kill(left[0], syscall.SIGKILL)
+	if err := <-stopped; err != nil {
+		t.Fatalf("Stop once the child was killed: got %v, want nil", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("Stop returned only once its context ended, want it to return on the cgroup's emptying")
+	}
+	if !o.Empty(c.Group) {
+		t.Error("group not empty after Stop")
+	}
+}
