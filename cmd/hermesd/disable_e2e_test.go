@@ -48,11 +48,7 @@ func TestDisableSurvivesRestarts(t *testing.T) {
 	dir := t.TempDir()
 	twoUnits(t, dir)
 	d := startDaemon(t, dir, "gateway")
-	both := func(_ control.Status, u map[string]control.Unit) bool {
-		a, aok := u["a"]
-		b, bok := u["b"]
-		return running(a, aok) && running(b, bok)
-	}
+	both := runningAll("a", "b")
 	d.waitStatus("a and b running", both)
 	c := d.client()
 	if err := c.Disable(t.Context(), "a"); err != nil {
@@ -77,7 +73,7 @@ func TestDisableSurvivesRestarts(t *testing.T) {
 	d.kill()
 	d = startDaemon(t, dir, "gateway")
 	wantKept(t, d, "a", "disabled", "after kill -9 of hermesd")
-	d.waitStatus("b running again", func(_ control.Status, u map[string]control.Unit) bool { b, ok := u["b"]; return running(b, ok) })
+	d.waitStatus("b running again", runningAll("b"))
 
 	if err := d.client().Enable(t.Context(), "a", true); err != nil {
 		t.Fatal(err)
@@ -98,7 +94,7 @@ func TestStopSurvivesCrash(t *testing.T) {
 	dir := t.TempDir()
 	twoUnits(t, dir)
 	d := startDaemon(t, dir, "gateway")
-	d.waitStatus("a running", func(_ control.Status, u map[string]control.Unit) bool { a, ok := u["a"]; return running(a, ok) })
+	d.waitStatus("a running", runningAll("a"))
 	if err := d.client().Stop(t.Context(), "a"); err != nil {
 		t.Fatal(err)
 	}
@@ -111,8 +107,8 @@ func TestStopSurvivesCrash(t *testing.T) {
 	if err := d.client().Start(t.Context(), "a"); err != nil {
 		t.Fatal(err)
 	}
-	d.waitStatus("a running after start", func(_ control.Status, u map[string]control.Unit) bool { a, ok := u["a"]; return running(a, ok) })
+	d.waitStatus("a running after start", runningAll("a"))
 	d.kill()
 	d = startDaemon(t, dir, "gateway")
-	d.waitStatus("a running after another kill -9", func(_ control.Status, u map[string]control.Unit) bool { a, ok := u["a"]; return running(a, ok) })
+	d.waitStatus("a running after another kill -9", runningAll("a"))
 }

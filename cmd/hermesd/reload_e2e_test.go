@@ -81,6 +81,18 @@ func absent(unit string) func(control.Status, map[string]control.Unit) bool {
 
 func running(u control.Unit, ok bool) bool { return ok && u.State == "running" && u.PID != 0 }
 
+// runningAll is a waitStatus condition: every unit of names is running.
+func runningAll(names ...string) func(control.Status, map[string]control.Unit) bool {
+	return func(_ control.Status, u map[string]control.Unit) bool {
+		for _, n := range names {
+			if !runs(u, n) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
 // leaderIdentity is the identity of a running unit's leader, read now.
 func leaderIdentity(t *testing.T, u control.Unit) proc.Identity {
 	t.Helper()
@@ -103,11 +115,7 @@ func TestHotReloadThroughWatcher(t *testing.T) {
 	ud := testkit.WriteUnits(t, filepath.Join(dir, "units"), map[string]string{"a.yaml": unitYAML(""), "b.yaml": unitYAML("")})
 	path := func(name string) string { return filepath.Join(ud, name+".yaml") }
 	d := startDaemon(t, dir, "gateway")
-	u := d.waitStatus("a and b running", func(_ control.Status, u map[string]control.Unit) bool {
-		a, aok := u["a"]
-		b, bok := u["b"]
-		return running(a, aok) && running(b, bok)
-	})
+	u := d.waitStatus("a and b running", runningAll("a", "b"))
 	a0, b0 := u["a"].PID, u["b"].PID
 	aID := leaderIdentity(t, u["a"])
 
@@ -138,10 +146,7 @@ func TestHotReloadThroughWatcher(t *testing.T) {
 	if err := os.WriteFile(path("c"), []byte(unitYAML("")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	u = d.waitStatus("c running after a's reformatting", func(_ control.Status, u map[string]control.Unit) bool {
-		c, ok := u["c"]
-		return running(c, ok)
-	})
+	u = d.waitStatus("c running after a's reformatting", runningAll("c"))
 	samePIDs(t, u, "after touching and reformatting a", map[string]int{"a": a1, "b": b0})
 	cID := leaderIdentity(t, u["c"])
 
@@ -210,10 +215,7 @@ func TestHotReloadThroughWatcher(t *testing.T) {
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	u = d.waitStatus("e running after the directory swap", func(_ control.Status, u map[string]control.Unit) bool {
-		e, ok := u["e"]
-		return running(e, ok)
-	})
+	u = d.waitStatus("e running after the directory swap", runningAll("e"))
 	samePIDs(t, u, "after the directory swap", map[string]int{"a": a1, "b2": b2})
 	// And the swapped-in directory is the one watched now.
 	if err := os.Remove(path("e")); err != nil {

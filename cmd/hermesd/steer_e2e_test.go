@@ -24,7 +24,7 @@ func TestStoppedUnitStaysStopped(t *testing.T) {
 	ud := testkit.WriteUnits(t, filepath.Join(dir, "units"), map[string]string{"a.yaml": unitYAML("")})
 	path := func(name string) string { return filepath.Join(ud, name+".yaml") }
 	d := startDaemon(t, dir, "gateway")
-	d.waitStatus("a running", func(_ control.Status, u map[string]control.Unit) bool { a, ok := u["a"]; return running(a, ok) })
+	d.waitStatus("a running", runningAll("a"))
 	c := d.client()
 	if err := c.Stop(t.Context(), "a"); err != nil {
 		t.Fatal(err)
@@ -35,14 +35,14 @@ func TestStoppedUnitStaysStopped(t *testing.T) {
 	if err := os.WriteFile(path("b"), []byte(unitYAML("")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	u := d.waitStatus("b running", func(_ control.Status, u map[string]control.Unit) bool { b, ok := u["b"]; return running(b, ok) })
+	u := d.waitStatus("b running", runningAll("b"))
 	if a := u["a"]; a.State != "stopped" || a.PID != 0 {
 		t.Errorf("a after an edit of its file: %s with pid %d, want stopped (by command)", a.State, a.PID)
 	}
 	if err := c.Start(t.Context(), "a"); err != nil {
 		t.Fatal(err)
 	}
-	u = d.waitStatus("a running again", func(_ control.Status, u map[string]control.Unit) bool { a, ok := u["a"]; return running(a, ok) })
+	u = d.waitStatus("a running again", runningAll("a"))
 	env, err := proc.Environ(u["a"].PID)
 	if err != nil {
 		t.Fatal(err)
