@@ -194,6 +194,7 @@ type Reconciler struct {
 	holdReleased map[string]bool
 	seq          uint64
 	shutting     bool
+	batch        []pendingStop   // stops begun by this pass, for dispatchStops (stop.go)
 	base         context.Context // runs' parent; ends after Run's shutdown
 	wg           sync.WaitGroup  // goroutines started by Run's goroutine
 	readyCalled  bool
@@ -316,6 +317,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	p := r.plan(&loaded)
 	r.apply(ctx, p, loaded)
 	r.reconcile(ctx)
+	r.dispatchStops()
 	r.publishChanges()
 	r.loadMu.Unlock()
 	r.wg.Go(func() { r.followChanges(base) })
@@ -330,6 +332,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		// but only after whatever input is already waiting (see pace.go).
 		r.step(ctx, &shut, !r.more)
 		r.reconcile(ctx)
+		r.dispatchStops() // before publishing: the signals first
 		r.publishChanges()
 	}
 }

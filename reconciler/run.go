@@ -189,7 +189,9 @@ func (r *Reconciler) watchExit(runCtx context.Context, u *unit, p Process) {
 		select {
 		case <-p.Done():
 			ev := exitEvent{name: name, gen: gen, err: p.Err()}
-			if daemons != nil && simple && ev.err == nil {
+			// A run whose stop has begun is not asked what it left: its
+			// exit is the stop's (and Run drops the event).
+			if daemons != nil && simple && ev.err == nil && runCtx.Err() == nil {
 				ev.left = daemons.Members(g) // off Run's goroutine: a /proc scan in pgroup mode
 			}
 			r.post(ev)
@@ -316,7 +318,9 @@ func (r *Reconciler) afterRun(u *unit, cause error) {
 }
 
 // stop begins stopping u's group: stop signal, grace, KILL, until empty.
-// What follows depends on why (see stopped).
+// The stop is queued in r.batch and begun with the other stops of the
+// same pass (dispatchStops, stop.go). What follows depends on why (see
+// stopped).
 func (r *Reconciler) stop(u *unit, why stopReason, cause error) {
 	if u.state == Stopping {
 		u.stopWhy = why
@@ -325,6 +329,10 @@ func (r *Reconciler) stop(u *unit, why stopReason, cause error) {
 	if !u.state.active() {
 		return
 	}
+	// The run ends (its timers now; its context, which wakes its
+	// watchers, once the batch is handed over: dispatchStops).
+	cancel := u.cancel
+	u.cancel = nil
 	u.endRun()
 	u.state, u.ready, u.stopWhy, u.cause = Stopping, false, why, cause
 	u.gen = r.nextGen()
@@ -337,21 +345,11 @@ func (r *Reconciler) stop(u *unit, why stopReason, cause error) {
 	if grace <= 0 {
 		grace = DefaultStopGrace
 	}
-	r.log.Info("stopping unit", "unit", name, "pgid", g.PGID, "signal", sig, "grace", grace)
-	ctx := r.base
-	d, _ := r.opt.Spawner.(Daemons)
-	returned := make(chan struct{})
-	r.wg.Go(func() {
-		var err error
-		if d != nil && !main.IsZero() {
-			err = d.StopMain(ctx, g, main, sig, grace) // forking: the stop signal to the main process, KILL for the rest
-		} else {
-			err = r.opt.Spawner.Stop(ctx, g, sig, grace)
-		}
-		close(returned)
-		r.post(stopDoneEvent{name, gen, err})
-	})
-	r.awaitEmptied(name, gen, g, p, main, returned) // the stop may be done before Stop returns (stop.go)
+	// Handed to the spawner with the other stops of this pass once the
+	// pass is over (dispatchStops, stop.go): every group of a batch gets
+	// its signal before any is waited for.
+	r.batch = append(r.batch, pendingStop{name: name, gen: gen, p: p, cancel: cancel,
+		order: supervisor.StopOrder{Group: g, Main: main, Signal: sig, Grace: grace}})
 }
 
 // stopped runs once u's group is empty (or Stop failed).

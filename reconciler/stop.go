@@ -24,6 +24,95 @@ import (
 // every Stop has returned, its ledger writes included; and its stops do
 // not look (a look per unit would only compete with the stops).
 
+// Stops are begun in batches. stop queues each stop a pass begins
+// (r.batch); once the pass is over, Run hands the whole batch to the
+// spawner at once (dispatchStops): with a StopBatcher (the supervisor's
+// StopAll) every group of the batch gets its signal before any is waited
+// for, so that hermesd's clean stop of a hundred units costs one round of
+// signals and the units' own exits, not a hundred signal-and-wait turns
+// competing for the machine. A unit's stop is still done on its own
+// (stopDoneEvent for each group as it empties): a unit that ignores its
+// signal holds back only the units below it in dependency order, which
+// stop in a later pass, once it is done.
+
+// StopBatcher is a Spawner that stops many groups at once
+// (supervisor.Owner.StopAll): signalled is called once every group has had
+// its signal, before any is waited for; done(i, err) is called for
+// orders[i] as Stop would return for it (its group empty and released, or
+// the error), from the batcher's goroutines; StopAll returns once every
+// done has returned.
+type StopBatcher interface {
+	StopAll(ctx context.Context, orders []supervisor.StopOrder, signalled func(), done func(i int, err error))
+}
+
+// pendingStop is a stop begun in this pass and not yet handed to the
+// spawner: the unit's name and gen, its process (nil for an adopted
+// group), and what to do (a forking unit's main process in order.Main).
+type pendingStop struct {
+	name   string
+	gen    uint64
+	p      Process
+	cancel context.CancelFunc // ends the run's context; nil when none
+	order  supervisor.StopOrder
+}
+
+// dispatchStops hands the stops queued by this pass to the spawner: in one
+// StopAll with a StopBatcher, else one Stop (StopMain, for a forking unit)
+// each, all in r.wg. What else a stop does, ending its run's context (which
+// wakes the goroutines that watch the run) and its log line, comes once the
+// batch's signals are sent (in StopAll's goroutine), so as not to delay
+// them. Run's goroutine, after each pass.
+func (r *Reconciler) dispatchStops() {
+	batch := r.batch
+	r.batch = nil
+	if len(batch) == 0 {
+		return
+	}
+	ctx := r.base
+	returned := make([]chan struct{}, len(batch))
+	for i, s := range batch {
+		returned[i] = make(chan struct{})
+		r.awaitEmptied(s.name, s.gen, s.order.Group, s.p, s.order.Main, returned[i]) // the stop may be done before Stop returns
+	}
+	begun := func() {
+		for _, s := range batch {
+			if s.cancel != nil {
+				s.cancel()
+			}
+			o := s.order
+			r.log.Info("stopping unit", "unit", s.name, "pgid", o.Group.PGID, "signal", o.Signal, "grace", o.Grace)
+		}
+	}
+	if b, ok := r.opt.Spawner.(StopBatcher); ok {
+		orders := make([]supervisor.StopOrder, len(batch))
+		for i, s := range batch {
+			orders[i] = s.order
+		}
+		r.wg.Go(func() {
+			b.StopAll(ctx, orders, begun, func(i int, err error) {
+				close(returned[i])
+				r.post(stopDoneEvent{batch[i].name, batch[i].gen, err})
+			})
+		})
+		return
+	}
+	d, _ := r.opt.Spawner.(Daemons)
+	for i, s := range batch {
+		r.wg.Go(func() {
+			var err error
+			o := s.order
+			if d != nil && !o.Main.IsZero() {
+				err = d.StopMain(ctx, o.Group, o.Main, o.Signal, o.Grace) // forking: the stop signal to the main process, KILL for the rest
+			} else {
+				err = r.opt.Spawner.Stop(ctx, o.Group, o.Signal, o.Grace)
+			}
+			close(returned[i])
+			r.post(stopDoneEvent{s.name, s.gen, err})
+		})
+	}
+	begun()
+}
+
 // emptiedEvent: the group of a stopping unit was found empty at its
 // leader's exit, before Stop returned.
 type emptiedEvent struct {
@@ -34,8 +123,9 @@ type emptiedEvent struct {
 // awaitEmptied starts, in r.wg, the watch of a stop's early end: p is the
 // unit's process (nil for an adopted group: no exit event), main its
 // forking main process (non-zero: the leader is long gone and StopMain
-// says when the rest is), returned closed when Stop has returned. It
-// needs a spawner that lists a group's members (Daemons). Run's goroutine.
+// says when the rest is), returned closed when Stop has returned (for a
+// batch, when its done was called for the group). It needs a spawner that
+// lists a group's members (Daemons). Run's goroutine.
 func (r *Reconciler) awaitEmptied(name string, gen uint64, g supervisor.Group, p Process, main proc.Identity, returned <-chan struct{}) {
 	d, ok := r.opt.Spawner.(Daemons)
 	if !ok || p == nil || !main.IsZero() || r.shutting {

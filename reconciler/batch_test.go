@@ -1,0 +1,94 @@
+package reconciler
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/hermes-units/hermes/supervisor"
+	"github.com/hermes-units/hermes/units"
+)
+
+// batchSpawner is a fakeSpawner that also stops in batches (StopBatcher):
+// it records each batch's units, says the batch is signalled, then makes
+// each process exit and reports its stop done.
+type batchSpawner struct {
+	*fakeSpawner
+	bmu     sync.Mutex
+	batches [][]string // guarded by bmu
+}
+
+func (b *batchSpawner) StopAll(ctx context.Context, orders []supervisor.StopOrder, signalled func(), done func(i int, err error)) {
+	var names []string
+	for _, o := range orders {
+		names = append(names, o.Group.Unit)
+	}
+	b.bmu.Lock()
+	b.batches = append(b.batches, names)
+	b.bmu.Unlock()
+	for _, o := range orders {
+		b.fakeSpawner.stopQuietly(o.Group)
+	}
+	signalled()
+	for i := range orders {
+		done(i, nil)
+	}
+}
+
+// stopQuietly makes g's process exit, as Stop does, without recording a
+// stop of its own.
+func (f *fakeSpawner) stopQuietly(g supervisor.Group) {
+	f.mu.Lock()
+	var p *fakeProc
+	for _, s := range f.spawns {
+		if s.proc.g.PGID == g.PGID {
+			p = s.proc
+		}
+	}
+	f.mu.Unlock()
+	if p != nil {
+		p.exit(errTerminated)
+	}
+}
+
+// TestShutdownStopsLevelsInBatches: at hermesd's clean stop, every owned
+// unit that nothing active depends on is handed to the spawner in one
+// batch (StopAll signals them all before it waits for any), and each
+// dependency level after it in a batch of its own, once the units above
+// it are stopped: five independent units and the top of a chain a ← b ←
+// c go together, then b, then a. Survivors are in no batch.
+func TestShutdownStopsLevelsInBatches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		specs := []units.Spec{
+			spec("a"),
+			spec("b", func(s *units.Spec) { s.Requires = []string{"a"} }),
+			spec("c", func(s *units.Spec) { s.After = []string{"b"} }),
+			spec("keep", func(s *units.Spec) { s.Ownership, s.Reason = units.PersistOnRelease, "cache" }),
+		}
+		for _, n := range []string{"x1", "x2", "x3", "x4", "x5"} {
+			specs = append(specs, spec(n))
+		}
+		h := newHarness(t, specs...)
+		bs := &batchSpawner{fakeSpawner: h.fs}
+		h.run(New(Options{Spawner: bs, StateDir: t.TempDir(), Env: []string{"PATH=/bin"}, Rand: func() float64 { return 0.5 }, Load: h.load}))
+		synctest.Wait()
+		if err := h.shutdown(); err != nil {
+			t.Fatalf("Run after shutdown: %v", err)
+		}
+		bs.bmu.Lock()
+		defer bs.bmu.Unlock()
+		want := [][]string{{"c", "x1", "x2", "x3", "x4", "x5"}, {"b"}, {"a"}}
+		got := make([][]string, len(bs.batches))
+		for i, b := range bs.batches {
+			got[i] = slices.Sorted(slices.Values(b))
+		}
+		if !slices.EqualFunc(got, want, slices.Equal) {
+			t.Errorf("shutdown's batches: got %v, want %v", got, want)
+		}
+		if n := len(h.fs.stopOrder()); n != 0 {
+			t.Errorf("Stop called %d times beside the batches, want 0", n)
+		}
+	})
+}
