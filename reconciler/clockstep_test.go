@@ -44,14 +44,9 @@ func (c *stepClock) watchSteps(ctx context.Context, stepped func()) error {
 func startClocked(t *testing.T, c *stepClock, specs ...units.Spec) *harness {
 	t.Helper()
 	h := newHarness(t, specs...)
-	h.run(New(Options{
-		Role: units.RoleGateway, Spawner: h.fs, StateDir: t.TempDir(),
-		Env:        []string{"PATH=/bin"},
-		Rand:       func() float64 { return 0.5 },
-		Load:       h.load,
-		WallClock:  c.now,
-		ClockSteps: c.watchSteps,
-	}))
+	o := h.options(units.RoleGateway)
+	o.WallClock, o.ClockSteps = c.now, c.watchSteps
+	h.run(New(o))
 	return h
 }
 

@@ -63,13 +63,9 @@ func startPublishing(t *testing.T, specs ...units.Spec) (*harness, *eventLog) {
 	t.Helper()
 	rec := &eventLog{}
 	h := newHarness(t, specs...)
-	h.run(New(Options{
-		Role: units.RoleGateway, Spawner: h.fs, StateDir: t.TempDir(),
-		Env:     []string{"PATH=/bin"},
-		Rand:    func() float64 { return 0.5 },
-		Load:    h.load,
-		Publish: rec.publish,
-	}))
+	o := h.options(units.RoleGateway)
+	o.Publish = rec.publish
+	h.run(New(o))
 	return h, rec
 }
 

@@ -95,6 +95,17 @@ func (f *fakeSpawner) last(t *testing.T, unit string) *fakeProc {
 	return nil
 }
 
+// lastArgv is the argv of the last spawn of any unit.
+func (f *fakeSpawner) lastArgv(t *testing.T) []string {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.spawns) == 0 {
+		t.Fatal("nothing was spawned")
+	}
+	return f.spawns[len(f.spawns)-1].spec.Argv
+}
+
 func (f *fakeSpawner) spawnTimes(unit string) []time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -177,19 +188,28 @@ func spec(name string, mod ...func(*units.Spec)) units.Spec {
 	return s
 }
 
+// options are what every run on h sets: role, h's fake spawner and
+// loader, a fresh state directory, PATH=/bin and a fixed jitter. A test
+// sets more before New.
+func (h *harness) options(role units.Role) Options {
+	return Options{
+		Role:     role,
+		Spawner:  h.fs,
+		StateDir: h.t.TempDir(),
+		Env:      []string{"PATH=/bin"},
+		Rand:     func() float64 { return 0.5 },
+		Load:     h.load,
+	}
+}
+
 // start builds and runs the harness; call it inside a synctest bubble.
 func start(t *testing.T, role units.Role, specs ...units.Spec) *harness {
 	t.Helper()
 	h := newHarness(t, specs...)
-	h.run(New(Options{
-		Role:         role,
-		Spawner:      h.fs,
-		StateDir:     t.TempDir(),
-		Env:          []string{"PATH=/bin", "NOTIFY_SOCKET=/run/systemd/notify"},
-		Rand:         func() float64 { return 0.5 },
-		Load:         h.load,
-		NotifySocket: "/tmp/hermes-test-notify",
-	}))
+	o := h.options(role)
+	o.Env = append(o.Env, "NOTIFY_SOCKET=/run/systemd/notify")
+	o.NotifySocket = "/tmp/hermes-test-notify"
+	h.run(New(o))
 	return h
 }
 

@@ -45,12 +45,9 @@ func TestRotationOffRunsGoroutine(t *testing.T) {
 			spec("web", func(s *units.Spec) { s.Log = units.Log{MaxSize: 1 << 20, Keep: 3} }),
 			spec("plain", func(*units.Spec) {}),
 		)
-		h.run(New(Options{
-			Role: units.RoleGateway, Spawner: h.fs, StateDir: state, Env: []string{"PATH=/bin"},
-			Rand: func() float64 { return 0.5 },
-			Load: h.load,
-			Logs: logs,
-		}))
+		o := h.options(units.RoleGateway)
+		o.StateDir, o.Logs = state, logs
+		h.run(New(o))
 		synctest.Wait()
 		want := map[string]logfile.Limits{filepath.Join(state, "logs", "web.log"): {MaxSize: 1 << 20, Keep: 3}}
 		if got := logs.last(); !reflect.DeepEqual(got, want) {
