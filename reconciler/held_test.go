@@ -72,9 +72,7 @@ func TestStoppedStaysStopped(t *testing.T) {
 					t.Fatal(err)
 				}
 				synctest.Wait()
-				sp.mu.Lock()
-				last := sp.spawns[len(sp.spawns)-1].spec.Argv
-				sp.mu.Unlock()
+				last := sp.lastArgv(t)
 				if !slices.Equal(last, []string{"/bin/sleep", "3"}) {
 					t.Errorf("start ran %q, want the file's last version", last)
 				}
@@ -112,9 +110,7 @@ func TestUserStopDuringReloadStop(t *testing.T) {
 		if err := r.Start(t.Context(), "a"); err != nil {
 			t.Fatal(err)
 		}
-		sp.mu.Lock()
-		last := sp.spawns[len(sp.spawns)-1].spec.Argv
-		sp.mu.Unlock()
+		last := sp.lastArgv(t)
 		if !slices.Equal(last, []string{"/bin/sleep", "2"}) {
 			t.Errorf("start ran %q, want the version the reload brought", last)
 		}

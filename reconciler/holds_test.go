@@ -114,9 +114,7 @@ func TestDisableKeepsStopped(t *testing.T) {
 		}
 		wantSpawns(t, sp, "a", 2, "after enable")
 		wantRow(t, d.r, "a", "running", false, false)
-		sp.mu.Lock()
-		last := sp.spawns[len(sp.spawns)-1].spec.Argv
-		sp.mu.Unlock()
+		last := sp.lastArgv(t)
 		if !slices.Equal(last, []string{"/bin/sleep", "3"}) {
 			t.Errorf("enable ran %q, want the file's last version", last)
 		}

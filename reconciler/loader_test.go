@@ -54,9 +54,7 @@ func TestStatusDuringLoad(t *testing.T) {
 		}
 		close(gate)
 		synctest.Wait()
-		fs.mu.Lock()
-		last := fs.spawns[len(fs.spawns)-1].spec.Argv
-		fs.mu.Unlock()
+		last := fs.lastArgv(t)
 		if !slices.Equal(last, []string{"/bin/sleep", "new"}) {
 			t.Errorf("got %q running after the reload, want the new version", last)
 		}

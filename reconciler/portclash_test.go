@@ -12,6 +12,22 @@ import (
 	"github.com/hermes-units/hermes/units"
 )
 
+// runDir runs a reconciler on the units directory dir, on a fake
+// spawner, until the test ends; it returns once the first pass is done.
+// Call it inside a synctest bubble.
+func runDir(t *testing.T, dir string) (*Reconciler, *fakeSpawner) {
+	t.Helper()
+	sp := &fakeSpawner{fail: map[string]error{}}
+	r, err := New(Options{Spawner: sp, StateDir: t.TempDir(), UnitsDir: dir, Env: []string{"PATH=/bin"},
+		Rand: func() float64 { return 0.5 }, Load: LoadDir(&units.Loader{}, dir)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runInTest(t, r)
+	synctest.Wait()
+	return r, sp
+}
+
 // TestPortClashFailsTheNewcomer: a unit added with a port a running unit
 // declares fails, naming the holder and both declarations, whatever the
 // names' order (LoadDir alone fails the later name); the holder runs on.
@@ -25,14 +41,7 @@ func TestPortClashFailsTheNewcomer(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				unit := func(port string) string { return "command: [/bin/sleep, \"100\"]\nports: [" + port + "]\n" }
 				dir := testkit.UnitsDir(t, map[string]string{tc.holder + ".yaml": unit("8080")})
-				sp := &fakeSpawner{fail: map[string]error{}}
-				r, err := New(Options{Spawner: sp, StateDir: t.TempDir(), UnitsDir: dir, Env: []string{"PATH=/bin"},
-					Rand: func() float64 { return 0.5 }, Load: LoadDir(&units.Loader{}, dir)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				runInTest(t, r)
-				synctest.Wait()
+				r, sp := runDir(t, dir)
 
 				testkit.WriteUnits(t, dir, map[string]string{tc.added + ".yaml": unit("8080")})
 				reloadNow(t, r)
@@ -78,14 +87,7 @@ func TestPortClashAtStart(t *testing.T) {
 			"web.yaml": "command: [/bin/sleep, \"100\"]\nports: [8080]\n",
 			"api.yaml": "command: [/bin/sleep, \"100\"]\nports: [8080]\n",
 		})
-		sp := &fakeSpawner{fail: map[string]error{}}
-		r, err := New(Options{Spawner: sp, StateDir: t.TempDir(), UnitsDir: dir, Env: []string{"PATH=/bin"},
-			Rand: func() float64 { return 0.5 }, Load: LoadDir(&units.Loader{}, dir)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		runInTest(t, r)
-		synctest.Wait()
+		r, sp := runDir(t, dir)
 		if a, w := len(sp.spawnTimes("api")), len(sp.spawnTimes("web")); a != 1 || w != 0 {
 			t.Errorf("api spawned %d times, web %d; want 1 and 0", a, w)
 		}

@@ -71,9 +71,7 @@ func TestReloadWhileStopping(t *testing.T) {
 				close(sp.gate)
 				synctest.Wait()
 				want := tc.edits[len(tc.edits)-1]
-				fs.mu.Lock()
-				last := fs.spawns[len(fs.spawns)-1].spec.Argv
-				fs.mu.Unlock()
+				last := fs.lastArgv(t)
 				if !slices.Equal(last, []string{"/bin/sleep", want}) {
 					t.Errorf("got %q running, want the last edit %q", last, want)
 				}
