@@ -69,44 +69,25 @@ func benchHermesd(ctx context.Context) ([]Row, error) {
 	}
 	var rows []Row
 
-	// Cold start, and the clean stop after it, over fresh state directories;
-	// each stop is paired with a floor trial just before it.
-	var starts, gone, exits, floors []time.Duration
-	for i := range hermesdColdTrials {
-		d, err := startBenchDaemon(ctx, bin, filepath.Join(tmp, fmt.Sprintf("cold%d", i)), sleepUnit, "")
-		if err != nil {
-			return rows, err
-		}
-		start, err := d.waitAllReady(ctx)
-		if err != nil {
-			d.stop()
-			return rows, err
-		}
-		starts = append(starts, start)
-		floor, err := stopFloor(hermesdUnits)
-		if err != nil {
-			d.stop()
-			return rows, err
-		}
-		floors = append(floors, floor)
-		g, exit, err := d.stopMeasured()
-		if err != nil {
-			return rows, err
-		}
-		gone, exits = append(gone, g), append(exits, exit)
+	// Cold start, and the clean stop after it, over fresh state
+	// directories, in the automatic mode (cgroup where a writable
+	// hierarchy exists), then in pgroup mode if that was cgroup.
+	cold, err := coldTrials(ctx, bin, tmp, "")
+	if err != nil {
+		return rows, err
 	}
-	medGone, medFloor := percentile(gone, 0.5), percentile(floors, 0.5)
-	ratio := float64(medGone) / float64(medFloor)
 	rows = append(rows,
-		Row{Figure: fmt.Sprintf("hermesd cold start, %d units → all running and ready", hermesdUnits),
-			Value:  fmt.Sprintf("median %v, max %v", roundDur(percentile(starts, 0.5)), roundDur(percentile(starts, 1))),
+		Row{Figure: fmt.Sprintf("hermesd cold start, %d units → all running and ready (%s mode)", hermesdUnits, cold.mode),
+			Value:  fmt.Sprintf("median %v, max %v", roundDur(percentile(cold.starts, 0.5)), roundDur(percentile(cold.starts, 1))),
 			Method: fmt.Sprintf("%d trials, fresh state dir each; clock from starting the hermesd process to the first status over the control socket (polled every 5 ms) with all %d units running and ready (owned `sleep`, no probe)", hermesdColdTrials, hermesdUnits)},
-		Row{Figure: fmt.Sprintf("hermesd clean stop, %d TERM-obeying units → every unit process exited", hermesdUnits),
-			Value: fmt.Sprintf("median %v (%s), max %v; floor median %v, ratio %.2f (%s)", roundDur(medGone), atMostDur(medGone, 15*time.Millisecond), roundDur(percentile(gone, 1)),
-				roundDur(medFloor), ratio, atMost(ratio, 2, "× floor")),
-			Method: fmt.Sprintf("same %d trials; clock from SIGTERM to hermesd to the last unit process's exit (a pidfd per unit process, opened before, polled with poll(2): the kernel's exit event, no sampling). "+
-				"Floor, measured just before each stop: this process sends TERM to %d `sleep` children of its own and waits on their pidfds the same way. hermesd itself exits %v after the TERM (median)", hermesdColdTrials, hermesdUnits, roundDur(percentile(exits, 0.5)))},
-	)
+		cold.stopRow())
+	if cold.mode != "pgroup" {
+		pg, err := coldTrials(ctx, bin, tmp, "pgroup")
+		if err != nil {
+			return rows, err
+		}
+		rows = append(rows, pg.stopRow())
+	}
 
 	// One daemon for the idle window and the reload edits, and one with
 	// metrics on beside it for the idle window.
@@ -142,6 +123,59 @@ func benchHermesd(ctx context.Context) ([]Row, error) {
 		return rows, err
 	}
 	return rows, nil
+}
+
+// coldRun is what coldTrials measured in one supervisor mode.
+type coldRun struct {
+	mode                        string // the mode hermesd reported (status), e.g. cgroup
+	starts, gone, exits, floors []time.Duration
+}
+
+// coldTrials starts hermesdColdTrials daemons on fresh state directories
+// under tmp, with --supervisor-mode mode ("" for the automatic choice),
+// each until all its units are ready, and stops each with TERM, the stop
+// paired with a floor trial just before it.
+func coldTrials(ctx context.Context, bin, tmp, mode string) (coldRun, error) {
+	var c coldRun
+	var args []string
+	if mode != "" {
+		args = []string{"--supervisor-mode", mode}
+	}
+	for i := range hermesdColdTrials {
+		d, err := startBenchDaemon(ctx, bin, filepath.Join(tmp, fmt.Sprintf("cold%s%d", mode, i)), sleepUnit, "", args...)
+		if err != nil {
+			return c, err
+		}
+		start, err := d.waitAllReady(ctx)
+		if err != nil {
+			d.stop()
+			return c, err
+		}
+		c.mode = d.mode
+		floor, err := stopFloor(hermesdUnits)
+		if err != nil {
+			d.stop()
+			return c, err
+		}
+		g, exit, err := d.stopMeasured()
+		if err != nil {
+			return c, err
+		}
+		c.starts, c.floors = append(c.starts, start), append(c.floors, floor)
+		c.gone, c.exits = append(c.gone, g), append(c.exits, exit)
+	}
+	return c, nil
+}
+
+// stopRow is the clean stop's row of c.
+func (c coldRun) stopRow() Row {
+	medGone, medFloor := percentile(c.gone, 0.5), percentile(c.floors, 0.5)
+	ratio := float64(medGone) / float64(medFloor)
+	return Row{Figure: fmt.Sprintf("hermesd clean stop, %d TERM-obeying units → every unit process exited (%s mode)", hermesdUnits, c.mode),
+		Value: fmt.Sprintf("median %v (%s), max %v; floor median %v, ratio %.2f (%s)", roundDur(medGone), atMostDur(medGone, 15*time.Millisecond), roundDur(percentile(c.gone, 1)),
+			roundDur(medFloor), ratio, atMost(ratio, 2, "× floor")),
+		Method: fmt.Sprintf("%d trials, fresh state dir each, hermesd in %s mode (status); clock from SIGTERM to hermesd to the last unit process's exit (a pidfd per unit process, opened before, polled with poll(2): the kernel's exit event, no sampling). "+
+			"Floor, measured just before each stop: this process sends TERM to %d `sleep` children of its own and waits on their pidfds the same way. hermesd itself exits %v after the TERM (median)", hermesdColdTrials, c.mode, hermesdUnits, roundDur(percentile(c.exits, 0.5)))}
 }
 
 // hermesdBinary builds cmd/hermesd into dir, unless envHermesd names a
@@ -187,6 +221,7 @@ type benchDaemon struct {
 	done                    chan error // receives Wait's result once
 	stopped                 bool       // stop ran
 	pids                    []int      // unit pids last seen in status
+	mode                    string     // the supervisor's mode, from the status that found all units ready
 }
 
 // sleepUnit is the unit file of the hermesd section's units.
@@ -275,6 +310,7 @@ func (d *benchDaemon) waitAllReady(ctx context.Context) (time.Duration, error) {
 			}
 			if n == hermesdUnits {
 				took := time.Since(d.started)
+				d.mode = st.Supervisor.Mode
 				d.pids = d.pids[:0]
 				for _, u := range st.Units {
 					d.pids = append(d.pids, u.PID)
