@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/exitcode"
 	"github.com/spf13/cobra"
 )
 
@@ -81,7 +82,7 @@ func runAdopt(ctx context.Context, opts *adoptOptions) error {
 	if opts.pid != "" {
 		var err error
 		if req.PID, err = strconv.Atoi(opts.pid); err != nil || req.PID <= 0 {
-			return &exitError{code: 2, err: fmt.Errorf("adopt: %q is not a pid (a positive number)", opts.pid)}
+			return &exitError{code: exitcode.Usage, err: fmt.Errorf("adopt: %q is not a pid (a positive number)", opts.pid)}
 		}
 	}
 	c, err := dial(opts.g)

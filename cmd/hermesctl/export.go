@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/exitcode"
 	"github.com/hermes-units/hermes/internal/systemdunit"
 	"github.com/hermes-units/hermes/units"
 	"github.com/spf13/cobra"
@@ -99,7 +100,7 @@ func runExportSystemd(opts *exportOptions) error {
 	}
 	cfg, d, err := exportLoad(opts)
 	if err != nil {
-		return &exitError{code: 1, err: fmt.Errorf("export: %w", err)}
+		return &exitError{code: exitcode.Failure, err: fmt.Errorf("export: %w", err)}
 	}
 	res := exportResult{Dir: opts.dir, Files: []string{}, Errors: []exportError{}}
 	names := opts.names
@@ -111,7 +112,7 @@ func runExportSystemd(opts *exportOptions) error {
 	if opts.gateway {
 		gw, err := gatewayFile(opts.g, cfg, opts.hermesd, opts.watchdog)
 		if err != nil {
-			return &exitError{code: 1, err: fmt.Errorf("export: %w", err)}
+			return &exitError{code: exitcode.Failure, err: fmt.Errorf("export: %w", err)}
 		}
 		files = append(files, gw)
 	}
@@ -119,7 +120,7 @@ func runExportSystemd(opts *exportOptions) error {
 		if errors.Is(err, systemdunit.ErrExists) {
 			err = fmt.Errorf("%w (nothing was written)", err)
 		}
-		return &exitError{code: 1, err: fmt.Errorf("export: %w", err)}
+		return &exitError{code: exitcode.Failure, err: fmt.Errorf("export: %w", err)}
 	}
 	for _, f := range files {
 		res.Files = append(res.Files, filepath.Join(opts.dir, f.Name))
@@ -128,7 +129,7 @@ func runExportSystemd(opts *exportOptions) error {
 		return err
 	}
 	if n := len(res.Errors); n > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("export: %d %s not exported (listed above)", n, plural(n, "unit", "units"))}
+		return &exitError{code: exitcode.Failure, err: fmt.Errorf("export: %d %s not exported (listed above)", n, plural(n, "unit", "units"))}
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/exitcode"
 	"github.com/hermes-units/hermes/internal/launchd"
 	"github.com/hermes-units/hermes/internal/systemdunit"
 	"github.com/hermes-units/hermes/units"
@@ -94,14 +95,14 @@ func runExportLaunchd(opts *launchdOptions) error {
 	}
 	doc, err := launchd.Plist(gw)
 	if err != nil {
-		return &exitError{code: exitUsage, err: fmt.Errorf("export launchd: %w", err)}
+		return &exitError{code: exitcode.Usage, err: fmt.Errorf("export launchd: %w", err)}
 	}
 	name := launchd.FileName(gw.Label)
 	if err := systemdunit.Write(opts.dir, []systemdunit.File{{Name: name, Content: doc}}, opts.force); err != nil {
 		if errors.Is(err, systemdunit.ErrExists) {
 			err = fmt.Errorf("%w (nothing was written)", err)
 		}
-		return &exitError{code: exitFailure, err: fmt.Errorf("export launchd: %w", err)}
+		return &exitError{code: exitcode.Failure, err: fmt.Errorf("export launchd: %w", err)}
 	}
 	file := filepath.Join(opts.dir, name)
 	if asJSON {
@@ -120,18 +121,18 @@ func launchdGateway(opts *launchdOptions) (launchd.Gateway, error) {
 	g := opts.g
 	cfg, err := units.LoadConfig(g.Config)
 	if err != nil {
-		return launchd.Gateway{}, &exitError{code: exitFailure, err: fmt.Errorf("export launchd: %w", err)}
+		return launchd.Gateway{}, &exitError{code: exitcode.Failure, err: fmt.Errorf("export launchd: %w", err)}
 	}
 	hermesd := opts.hermesd
 	if hermesd == "" {
 		hermesd = findHermesd()
 	}
 	if hermesd == "" {
-		return launchd.Gateway{}, &exitError{code: exitFailure, err: errors.New("export launchd: cannot find the hermesd binary next to hermesctl or in PATH; pass --hermesd PATH")}
+		return launchd.Gateway{}, &exitError{code: exitcode.Failure, err: errors.New("export launchd: cannot find the hermesd binary next to hermesctl or in PATH; pass --hermesd PATH")}
 	}
 	env, err := launchdEnv(opts.env)
 	if err != nil {
-		return launchd.Gateway{}, &exitError{code: exitUsage, err: fmt.Errorf("export launchd: %w", err)}
+		return launchd.Gateway{}, &exitError{code: exitcode.Usage, err: fmt.Errorf("export launchd: %w", err)}
 	}
 	gw := launchd.Gateway{
 		Label:       opts.label,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/exitcode"
 	"github.com/spf13/cobra"
 )
 
@@ -131,13 +132,13 @@ func statusExit(st control.Status, named bool) int {
 			continue
 		}
 		if named && activityOf(u.State) != actActive || !named && !rest(u) {
-			return exitNotRunning
+			return exitcode.HermesctlNotRunning
 		}
 	}
 	if !named && len(st.ConfigErrors) > 0 {
-		return exitFailure
+		return exitcode.Failure
 	}
-	return 0
+	return exitcode.Success
 }
 
 func newIsActiveCmd(g *globals) *cobra.Command {
@@ -240,7 +241,7 @@ type isUnit struct {
 
 // print prints the words of the units named (in order, one a line) or
 // their isReport, nothing when quiet, and returns the exit status of
-// answer: nil for yes, an exitError of exitFailure for no.
+// answer: nil for yes, an exitError of exitcode.Failure for no.
 func (o *isOptions) print(answer bool, words []string) error {
 	switch {
 	case o.quiet:
@@ -258,7 +259,7 @@ func (o *isOptions) print(answer bool, words []string) error {
 		}
 	}
 	if !answer {
-		return &exitError{code: exitFailure}
+		return &exitError{code: exitcode.Failure}
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/exitcode"
 	"github.com/hermes-units/hermes/internal/logfile"
 	"github.com/hermes-units/hermes/internal/paths"
 	"github.com/hermes-units/hermes/ledger"
@@ -73,7 +74,7 @@ first dated line after them.`,
 // (printLogs). -f follows until ctx ends or an interrupt (exit 0 then).
 func runLogs(ctx context.Context, opts *logsOptions) error {
 	if opts.since < 0 {
-		return &exitError{code: 2, err: fmt.Errorf("logs: --since %v is negative; give how far back, e.g. --since 10m", opts.since)}
+		return &exitError{code: exitcode.Usage, err: fmt.Errorf("logs: --since %v is negative; give how far back, e.g. --since 10m", opts.since)}
 	}
 	files, err := logFiles(ctx, opts)
 	if err != nil {

@@ -1,7 +1,7 @@
 // Command hermesctl steers hermesd and runs the offline commands (run,
 // validate, who, timeouts explain) that need no daemon.
 //
-// Exit codes (named in root.go):
+// Exit codes (named in internal/exitcode):
 //
 //	0    done; status: every unit named is active (none named: every unit
 //	     is active or at rest on purpose, and every unit file loaded)
@@ -23,6 +23,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/hermes-units/hermes/internal/exitcode"
 )
 
 func main() {
@@ -30,11 +32,11 @@ func main() {
 }
 
 // report prints err on w once, as one "hermesctl: …" line, and returns the
-// status to exit with: 0 for nil, an exitError's code, else exitFailure. A
+// status to exit with: 0 for nil, an exitError's code, else exitcode.Failure. A
 // bare exit status (an exitError with no message) prints nothing.
 func report(err error, w io.Writer) int {
 	if err == nil {
-		return 0
+		return exitcode.Success
 	}
 	if ee, ok := err.(*exitError); ok && ee.err == nil {
 		return ee.code
@@ -44,5 +46,5 @@ func report(err error, w io.Writer) int {
 	if errors.As(err, &ee) {
 		return ee.code
 	}
-	return exitFailure
+	return exitcode.Failure
 }

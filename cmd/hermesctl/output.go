@@ -10,7 +10,7 @@ import (
 // -o/--output is a global flag, and which command writes which format is
 // known here alone. checkOutput runs before every command (the root's
 // PersistentPreRunE): a command with no JSON form refuses -o json before it
-// does anything, with exit 2 (exitUsage), so that a script never takes text
+// does anything, with exit 2 (exitcode.Usage), so that a script never takes text
 // for JSON; every other command writes JSON (g.jsonOutput tells it).
 
 // jsonForms maps every runnable command, by its path below hermesctl, to

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/hermes-units/hermes/internal/boolflag"
+	"github.com/hermes-units/hermes/internal/exitcode"
 	"github.com/hermes-units/hermes/internal/paths"
 	"github.com/spf13/cobra"
 )
@@ -15,21 +16,6 @@ type globals struct {
 	from   paths.Sources // where each path came from
 	output string        // "" (human) or "json"
 }
-
-// Exit codes (the package comment lists them). Those of status are LSB's
-// for an init script's status action (0 running or OK, 3 not running, 4
-// status unknown: Linux Standard Base Core, "Init Script Actions"), which
-// systemctl status follows; those of run past its child's own are the
-// shell's for a command that could not be run (POSIX, "Command Search and
-// Execution").
-const (
-	exitFailure       = 1   // a command failed; is-active: some unit is not active; is-failed: none is failed; is-enabled: some unit is disabled
-	exitUsage         = 2   // a bad flag, argument or path setting
-	exitNotRunning    = 3   // LSB "program is not running": status found a unit not active (or not settled)
-	exitUnknownUnit   = 4   // LSB "program or service status is unknown": status named a unit hermesd does not know
-	exitNotExecutable = 126 // run: the program was found but could not be executed
-	exitNotFound      = 127 // run: no such program
-)
 
 // exitError carries a specific exit status out of a command. main prints
 // its message once; one with no message (err nil) is printed not at all:
@@ -65,10 +51,10 @@ func newRoot() *cobra.Command {
 	// other layers in force: the commands that read it report its errors.
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if err := checkOutput(cmd, g.output); err != nil {
-			return &exitError{code: exitUsage, err: err}
+			return &exitError{code: exitcode.Usage, err: err}
 		}
 		if err := g.resolve(cmd); err != nil {
-			return &exitError{code: exitUsage, err: err}
+			return &exitError{code: exitcode.Usage, err: err}
 		}
 		return nil
 	}

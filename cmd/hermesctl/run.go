@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/exitcode"
 	"github.com/hermes-units/hermes/supervisor"
 	"github.com/hermes-units/hermes/units"
 	"github.com/spf13/cobra"
@@ -27,8 +28,8 @@ import (
 // proxy, CMD gets OPENAI_BASE_URL and OPENAI_API_KEY (the proxy token)
 // unless its environment names an OPENAI_BASE_URL already (runProxyEnv).
 // With --run-budget the run has a job's budget rules (runbudget.go): at
-// 100 % CMD's group is stopped and hermesctl exits exitBudget with one
-// line of error.
+// 100 % CMD's group is stopped and hermesctl exits
+// exitcode.HermesctlBudget with one line of error.
 func newRunCmd(g *globals) *cobra.Command {
 	var mode, wrapSig string
 	var grace time.Duration
@@ -140,24 +141,24 @@ func runOwned(cmd *cobra.Command, g *globals, args []string, mode supervisor.Mod
 }
 
 // execFailure is the error of a program that could not be run, with the
-// shell's exit status: exitNotFound (no such program: not in PATH, or no
-// such file) or exitNotExecutable (found, but execve refused it: not
-// executable, a directory, no #! line, a #! interpreter missing, text
-// busy). It is nil for any other failure of the spawn (the supervisor, a
-// cgroup), which stays exitFailure.
+// shell's exit status: exitcode.HermesctlNotFound (no such program: not in
+// PATH, or no such file) or exitcode.HermesctlNotExecutable (found, but
+// execve refused it: not executable, a directory, no #! line, a #!
+// interpreter missing, text busy). It is nil for any other failure of the
+// spawn (the supervisor, a cgroup), which stays exitcode.Failure.
 func execFailure(name string, err error) *exitError {
 	var nf *supervisor.NotFoundError
 	if errors.As(err, &nf) {
-		return &exitError{code: exitNotFound, err: fmt.Errorf("run: %w", nf)}
+		return &exitError{code: exitcode.HermesctlNotFound, err: fmt.Errorf("run: %w", nf)}
 	}
 	var errno syscall.Errno
 	errors.As(err, &errno)
 	// The program was named by its path: exec.LookPath stats it first.
 	var xe *exec.Error
 	if errors.As(err, &xe) {
-		code := exitNotExecutable
+		code := exitcode.HermesctlNotExecutable
 		if errors.Is(xe.Err, fs.ErrNotExist) {
-			code = exitNotFound
+			code = exitcode.HermesctlNotFound
 		}
 		return &exitError{code: code, err: execError(name, errno, xe.Err, false)}
 	}
@@ -171,7 +172,7 @@ func execFailure(name string, err error) *exitError {
 	switch errno {
 	case syscall.EACCES, syscall.ENOEXEC, syscall.ETXTBSY, syscall.ENOENT, syscall.ENOTDIR,
 		syscall.EISDIR, syscall.ELOOP, syscall.ENAMETOOLONG, syscall.E2BIG:
-		return &exitError{code: exitNotExecutable, err: execError(name, errno, pe.Err, true)}
+		return &exitError{code: exitcode.HermesctlNotExecutable, err: execError(name, errno, pe.Err, true)}
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/exitcode"
 	"github.com/hermes-units/hermes/internal/safefile"
 	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/reconciler"
@@ -27,14 +28,11 @@ import (
 // notice is written to that file and --wrapup-signal (none by default, as
 // a job's wrapup_signal) is sent to the child; at 100 % the child's group
 // is stopped (TERM, then KILL after --grace) and hermesctl exits
-// exitBudget. When hermesd serves the provider proxy the run is
-// registered with it for as long as it lasts (control.RunRegistrar), so
-// that the child's calls, through its own OPENAI_BASE_URL, are budgeted and
-// get the same notice; without hermesd, or with its proxy off, the local
-// rules apply alone.
-
-// exitBudget is run's status when the budget ran out: timeout(1)'s.
-const exitBudget = 124
+// exitcode.HermesctlBudget (timeout(1)'s status). When hermesd serves the
+// provider proxy the run is registered with it for as long as it lasts
+// (control.RunRegistrar), so that the child's calls, through its own
+// OPENAI_BASE_URL, are budgeted and get the same notice; without hermesd,
+// or with its proxy off, the local rules apply alone.
 
 // maxRunBudget is the largest --run-budget a time.Duration holds.
 const maxRunBudget = math.MaxInt64 / float64(time.Second)
@@ -53,7 +51,7 @@ func parseRunBudget(seconds float64, given bool, signal string) (runBudget, erro
 	var rb runBudget
 	if given {
 		if !(seconds > 0) || seconds > maxRunBudget {
-			return rb, &exitError{code: exitUsage, err: fmt.Errorf("run: --run-budget %v: give a positive number of seconds", seconds)}
+			return rb, &exitError{code: exitcode.Usage, err: fmt.Errorf("run: --run-budget %v: give a positive number of seconds", seconds)}
 		}
 		rb.total = time.Duration(seconds * float64(time.Second))
 	}
@@ -61,11 +59,11 @@ func parseRunBudget(seconds float64, given bool, signal string) (runBudget, erro
 		return rb, nil
 	}
 	if !given {
-		return rb, &exitError{code: exitUsage, err: errors.New("run: --wrapup-signal is sent at 80% of --run-budget, which is not set: set both, or drop it")}
+		return rb, &exitError{code: exitcode.Usage, err: errors.New("run: --wrapup-signal is sent at 80% of --run-budget, which is not set: set both, or drop it")}
 	}
 	sig, err := units.ParseSignal(signal)
 	if err != nil {
-		return rb, &exitError{code: exitUsage, err: fmt.Errorf("run: --wrapup-signal: %w", err)}
+		return rb, &exitError{code: exitcode.Usage, err: fmt.Errorf("run: --wrapup-signal: %w", err)}
 	}
 	rb.signal = sig
 	return rb, nil
@@ -233,7 +231,7 @@ func signalLeader(child *supervisor.Child, sig syscall.Signal) error {
 
 // exceeded is the error of a run stopped at its deadline.
 func (r *budgetedRun) exceeded(argv []string, grace time.Duration) error {
-	return &exitError{code: exitBudget, err: fmt.Errorf("run: %w: %s (run %s) used its whole run budget of %s and was stopped (TERM, then KILL after %s); give it a larger --run-budget if it needs longer",
+	return &exitError{code: exitcode.HermesctlBudget, err: fmt.Errorf("run: %w: %s (run %s) used its whole run budget of %s and was stopped (TERM, then KILL after %s); give it a larger --run-budget if it needs longer",
 		reconciler.ErrBudgetExceeded, filepath.Base(argv[0]), r.id, r.budget.Total(), grace)}
 }
 

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/exitcode"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
@@ -224,8 +225,8 @@ func TestRunBudgetThroughProxy(t *testing.T) {
 			err := run.Run()
 			ended := time.Now()
 			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != exitBudget {
-				t.Fatalf("hermesctl run: %v, want exit status %d; stderr:\n%s", err, exitBudget, stderr.String())
+			if !errors.As(err, &ee) || ee.ExitCode() != exitcode.HermesctlBudget {
+				t.Fatalf("hermesctl run: %v, want exit status %d; stderr:\n%s", err, exitcode.HermesctlBudget, stderr.String())
 			}
 			if want := "hermesctl: run: budget exceeded: env (run run-"; !strings.HasPrefix(stderr.String(), want) || strings.Count(stderr.String(), "\n") != 1 {
 				t.Errorf("stderr %q, want one line starting %q", stderr.String(), want)

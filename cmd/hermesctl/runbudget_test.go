@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/exitcode"
 	"github.com/hermes-units/hermes/timeouts"
 	"github.com/hermes-units/hermes/units"
 )
@@ -96,7 +97,7 @@ func TestParseRunBudget(t *testing.T) {
 				return
 			}
 			var ee *exitError
-			if !errors.As(err, &ee) || ee.code != exitUsage || !strings.Contains(err.Error(), tt.err) {
+			if !errors.As(err, &ee) || ee.code != exitcode.Usage || !strings.Contains(err.Error(), tt.err) {
 				t.Errorf("got %v, want a usage error saying %q", err, tt.err)
 			}
 		})

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/exitcode"
 	"github.com/hermes-units/hermes/units"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -78,7 +79,7 @@ func runStatus(ctx context.Context, opts *statusOptions) error {
 	defer c.Close()
 	st, err := c.Status(ctx, opts.units...)
 	if errors.Is(err, control.ErrUnknownUnit) {
-		return &exitError{code: exitUnknownUnit, err: fmt.Errorf("status: %w", err)}
+		return &exitError{code: exitcode.HermesctlUnknownUnit, err: fmt.Errorf("status: %w", err)}
 	}
 	if err != nil {
 		return fmt.Errorf("status: %w", err)

@@ -17,6 +17,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/events"
+	"github.com/hermes-units/hermes/internal/exitcode"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 )
@@ -45,7 +46,7 @@ func newTopCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			in, out := cmd.InOrStdin(), cmd.OutOrStdout()
 			if !isTerminal(in) || !isTerminal(out) {
-				return &exitError{code: 2, err: fmt.Errorf("%w (stdin and stdout must be one); for a table redrawn on each change run `hermesctl status --watch`, for a stream of changes `hermesctl events -f`", ErrNoTerminal)}
+				return &exitError{code: exitcode.Usage, err: fmt.Errorf("%w (stdin and stdout must be one); for a table redrawn on each change run `hermesctl status --watch`, for a stream of changes `hermesctl events -f`", ErrNoTerminal)}
 			}
 			return runTop(cmd.Context(), g, in, out)
 		},

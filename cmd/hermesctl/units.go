@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/exitcode"
 	"github.com/spf13/cobra"
 )
 
@@ -227,7 +228,7 @@ func runReload(ctx context.Context, opts *reloadOptions) error {
 		writePlan(opts.out, plan, opts.dryRun)
 	}
 	if n := len(plan.Errors); n > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("reload: %d %s did not load (listed above); fix and save, or run hermesctl validate", n, plural(n, "file", "files"))}
+		return &exitError{code: exitcode.Failure, err: fmt.Errorf("reload: %d %s did not load (listed above); fix and save, or run hermesctl validate", n, plural(n, "file", "files"))}
 	}
 	return nil
 }

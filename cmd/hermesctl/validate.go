@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/exitcode"
 	"github.com/hermes-units/hermes/units"
 	"github.com/spf13/cobra"
 )
@@ -122,7 +123,7 @@ func (v *validator) print(out io.Writer, asJSON bool) error {
 		for _, e := range v.errs {
 			bad[e.File] = true
 		}
-		return &exitError{code: exitFailure, err: fmt.Errorf("validate: %d error(s) in %d file(s)", len(v.errs), len(bad))}
+		return &exitError{code: exitcode.Failure, err: fmt.Errorf("validate: %d error(s) in %d file(s)", len(v.errs), len(bad))}
 	}
 	if !asJSON {
 		fmt.Fprintf(out, "ok: %s\n", v.summary())

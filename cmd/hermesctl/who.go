@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/exitcode"
 	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/proc"
 	"github.com/spf13/cobra"
@@ -41,12 +42,12 @@ was lost).`,
 			}
 			pid, err := strconv.Atoi(args[0])
 			if err != nil || pid <= 0 {
-				return &exitError{code: 2, err: fmt.Errorf("who: %q is not a pid; pass a positive process id", args[0])}
+				return &exitError{code: exitcode.Usage, err: fmt.Errorf("who: %q is not a pid; pass a positive process id", args[0])}
 			}
 			g.daemonPaths(cmd.Context()) // the ledger of the running hermesd, if any
 			r, err := who(cmd, g.State, pid)
 			if err != nil {
-				return &exitError{code: 1, err: err}
+				return &exitError{code: exitcode.Failure, err: err}
 			}
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), r)
