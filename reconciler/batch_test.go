@@ -37,22 +37,6 @@ func (b *batchSpawner) StopAll(ctx context.Context, orders []supervisor.StopOrde
 	}
 }
 
-// stopQuietly makes g's process exit, as Stop does, without recording a
-// stop of its own.
-func (f *fakeSpawner) stopQuietly(g supervisor.Group) {
-	f.mu.Lock()
-	var p *fakeProc
-	for _, s := range f.spawns {
-		if s.proc.g.PGID == g.PGID {
-			p = s.proc
-		}
-	}
-	f.mu.Unlock()
-	if p != nil {
-		p.exit(errTerminated)
-	}
-}
-
 // TestShutdownStopsLevelsInBatches: at hermesd's clean stop, every owned
 // unit that nothing active depends on is handed to the spawner in one
 // batch (StopAll signals them all before it waits for any), and each

@@ -64,6 +64,15 @@ func (f *fakeSpawner) Spawn(_ context.Context, s supervisor.Spec) (Process, erro
 func (f *fakeSpawner) Stop(_ context.Context, g supervisor.Group, sig syscall.Signal, _ time.Duration) error {
 	f.mu.Lock()
 	f.stops = append(f.stops, stopRec{g.Unit, sig})
+	f.mu.Unlock()
+	f.stopQuietly(g)
+	return nil
+}
+
+// stopQuietly makes g's process exit, as Stop does, without recording a
+// stop of its own.
+func (f *fakeSpawner) stopQuietly(g supervisor.Group) {
+	f.mu.Lock()
 	var p *fakeProc
 	for _, s := range f.spawns {
 		if s.proc.g.PGID == g.PGID {
@@ -74,7 +83,6 @@ func (f *fakeSpawner) Stop(_ context.Context, g supervisor.Group, sig syscall.Si
 	if p != nil {
 		p.exit(errTerminated)
 	}
-	return nil
 }
 
 func (f *fakeSpawner) WatchExit(context.Context, supervisor.Group) (<-chan struct{}, error) {
