@@ -47,11 +47,18 @@ func load(t *testing.T) *units.Config {
 	return cfg
 }
 
-func TestRoute(t *testing.T) {
-	set, err := New(load(t))
+// newSet is the Set of the test config and specs, which must build.
+func newSet(t *testing.T, specs ...*units.Spec) *Set {
+	t.Helper()
+	set, err := New(load(t), specs...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return set
+}
+
+func TestRoute(t *testing.T) {
+	set := newSet(t)
 	tests := []struct {
 		model   string
 		want    Route
@@ -104,10 +111,7 @@ func TestRouteSingleProviderAndAmbiguity(t *testing.T) {
 }
 
 func TestAPIKey(t *testing.T) {
-	set, err := New(load(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := newSet(t)
 	envs := map[string]string{"TEST_OPENAI_KEY": " sk-test \n", "TEST_OPENROUTER_KEY": ""}
 	lookup := func(k string) (string, bool) { v, ok := envs[k]; return v, ok }
 	tests := []struct {
@@ -128,7 +132,7 @@ func TestAPIKey(t *testing.T) {
 			}
 		})
 	}
-	_, err = set.APIKey("openrouter", nil)
+	_, err := set.APIKey("openrouter", nil)
 	var mk *MissingKeyError
 	if !errors.As(err, &mk) || mk.Env != "TEST_OPENROUTER_KEY" || mk.Source != "providers.openrouter" {
 		t.Errorf("APIKey error = %#v, want a MissingKeyError naming TEST_OPENROUTER_KEY", err)
@@ -136,11 +140,8 @@ func TestAPIKey(t *testing.T) {
 }
 
 func TestUnknownProvider(t *testing.T) {
-	set, err := New(load(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = set.Inputs("anthropic", Call{Model: "x"})
+	set := newSet(t)
+	_, err := set.Inputs("anthropic", Call{Model: "x"})
 	var up *UnknownProviderError
 	if !errors.As(err, &up) {
 		t.Fatalf("Inputs(anthropic) error = %v, want *UnknownProviderError", err)
@@ -155,10 +156,7 @@ func TestUnknownProvider(t *testing.T) {
 func TestPlans(t *testing.T) {
 	tokens30k := 30_000
 	spec := &units.Spec{Name: "llama", File: "/u/llama.yaml", Provider: &units.Provider{ID: "unit-llama", BaseURL: "http://127.0.0.1:9000/v1", StaleTimeout: 600 * time.Second}}
-	set, err := New(load(t), spec, &units.Spec{Name: "web"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := newSet(t, spec, &units.Spec{Name: "web"})
 	tests := []struct {
 		name      string
 		id        string
@@ -207,10 +205,7 @@ func TestDuplicateUnitProvider(t *testing.T) {
 }
 
 func TestWith(t *testing.T) {
-	set, err := New(load(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := newSet(t)
 	local := set.With(units.Provider{ID: "openai", BaseURL: "http://127.0.0.1:1/v1"}, "ignored")
 	p, _ := local.Plan("openai", Call{Model: "gpt-4o", Stream: true})
 	if !p.Local || p.Stale().Timeout != 300*time.Second { // local 900, hard cap 300
