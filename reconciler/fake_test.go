@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/supervisor"
 	"github.com/hermes-units/hermes/units"
@@ -175,17 +176,7 @@ func (h *harness) run(r *Reconciler, err error) {
 // called or the test ends (its cleanup calls stop); stop cancels Run's
 // context, waits for Run to return and returns its error, the same at
 // every call.
-func runInTest(t *testing.T, r *Reconciler) (stop func() error) {
-	ctx, cancel := context.WithCancel(t.Context())
-	errc := make(chan error, 1)
-	go func() { errc <- r.Run(ctx) }()
-	stop = sync.OnceValue(func() error {
-		cancel()
-		return <-errc
-	})
-	t.Cleanup(func() { stop() })
-	return stop
-}
+func runInTest(t *testing.T, r *Reconciler) (stop func() error) { return testkit.Run(t, r.Run) }
 
 func spec(name string, mod ...func(*units.Spec)) units.Spec {
 	s := units.Spec{Name: name, Command: []string{"/bin/true"}, Ownership: units.Owned, Restart: units.RestartNo,

@@ -1,7 +1,6 @@
 package logfile
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -203,12 +202,9 @@ func TestLogsDirectRotatesOnGrowth(t *testing.T) {
 // runLogs runs l until the test ends.
 func runLogs(t *testing.T, l *Logs) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- l.Run(ctx) }()
+	stop := testkit.Run(t, l.Run)
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("Logs.Run: %v", err)
 		}
 	})

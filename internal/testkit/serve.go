@@ -1,7 +1,9 @@
 package testkit
 
 import (
+	"context"
 	"net"
+	"sync"
 	"testing"
 )
 
@@ -30,5 +32,22 @@ func Serve(t testing.TB, ln net.Listener, handle func(net.Conn)) (stop func()) {
 		<-done
 	}
 	t.Cleanup(stop)
+	return stop
+}
+
+// Run runs run on a goroutine of its own until the returned stop is called
+// or the test ends (its cleanup calls stop). stop cancels run's context,
+// waits for run to return and returns its error, the same at every call;
+// a test that minds the error calls stop itself, or checks it in a cleanup
+// of its own (cleanups run last registered first).
+func Run(t testing.TB, run func(context.Context) error) (stop func() error) {
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() { errc <- run(ctx) }()
+	stop = sync.OnceValue(func() error {
+		cancel()
+		return <-errc
+	})
+	t.Cleanup(func() { stop() })
 	return stop
 }

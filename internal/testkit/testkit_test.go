@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -301,5 +302,21 @@ func TestServe(t *testing.T) {
 	if c, err := net.Dial("tcp", ln.Addr().String()); err == nil {
 		c.Close()
 		t.Errorf("a connect after stop succeeded, want the listener closed")
+	}
+}
+
+func TestRun(t *testing.T) {
+	errEnd := fmt.Errorf("ended")
+	started := make(chan struct{})
+	stop := Run(t, func(ctx context.Context) error {
+		close(started)
+		<-ctx.Done()
+		return errEnd
+	})
+	<-started
+	for i := range 2 {
+		if err := stop(); err != errEnd {
+			t.Errorf("stop call %d = %v, want run's error %v", i+1, err, errEnd)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/units"
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
@@ -61,12 +62,9 @@ func start(t *testing.T, opts Options) *harness {
 		close(h.changed)
 		h.changed = make(chan struct{})
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	errc := make(chan error, 1)
-	go func() { errc <- w.Run(ctx) }()
+	stop := testkit.Run(t, w.Run)
 	t.Cleanup(func() {
-		cancel()
-		if err := <-errc; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("Run returned %v after cancel, want nil", err)
 		}
 	})
