@@ -14,18 +14,17 @@ import (
 
 // adoptOptions are the flags and argument of adopt, and where it prints.
 type adoptOptions struct {
-	g       *globals
+	clientOptions
 	pid     string // the PID argument, as given; "" with --pgid or --orphans
 	pgid    int    // --pgid
 	as      string // --as
 	orphans bool   // --orphans
 	yes     bool   // --yes
-	streams
 }
 
 func newAdoptCmd(g *globals) *cobra.Command {
-	opts := &adoptOptions{g: g}
-	cmd := &cobra.Command{
+	opts := &adoptOptions{clientOptions: clientOptions{g: g}}
+	cmd := opts.command(&cobra.Command{
 		Use:   "adopt PID | --pgid N [--as NAME] | --orphans [--yes]",
 		Short: "Make hermesd own a process group something else started: it then dies with hermesd",
 		Long: "adopt PID and adopt --pgid N make hermesd own that process group: it is\n" +
@@ -41,13 +40,12 @@ func newAdoptCmd(g *globals) *cobra.Command {
 		Args: func(_ *cobra.Command, args []string) error {
 			return opts.check(args)
 		},
-		RunE: runE(g, &opts.streams, func(ctx context.Context, args []string) error {
-			if len(args) == 1 {
-				opts.pid = args[0]
-			}
-			return runAdopt(ctx, opts)
-		}),
-	}
+	}, func(ctx context.Context, args []string) error {
+		if len(args) == 1 {
+			opts.pid = args[0]
+		}
+		return runAdopt(ctx, opts)
+	})
 	f := cmd.Flags()
 	f.IntVar(&opts.pgid, "pgid", 0, "adopt this process group")
 	f.StringVar(&opts.as, "as", "", "unit name of the adopted group (default: the leader's command and the pgid)")
@@ -85,33 +83,22 @@ func runAdopt(ctx context.Context, opts *adoptOptions) error {
 			return &exitError{code: exitcode.Usage, err: fmt.Errorf("adopt: %q is not a pid (a positive number)", opts.pid)}
 		}
 	}
-	c, err := dial(opts.g)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if opts.orphans {
-		rep, err := c.Orphans(ctx, control.OrphansRequest{Adopt: opts.yes})
+	return withClient(opts.g, func(c *control.Client) error {
+		if opts.orphans {
+			rep, err := c.Orphans(ctx, control.OrphansRequest{Adopt: opts.yes})
+			if err != nil {
+				return fmt.Errorf("adopt --orphans: %w", err)
+			}
+			return show(opts.streams, rep, func(w io.Writer, rep control.OrphanReport) { writeOrphans(w, rep, opts.yes) })
+		}
+		a, err := c.Adopt(ctx, req)
 		if err != nil {
-			return fmt.Errorf("adopt --orphans: %w", err)
+			return fmt.Errorf("adopt: %w", err)
 		}
-		if opts.json {
-			return writeJSON(opts.out, rep)
-		}
-		inertAll(&rep)
-		writeOrphans(opts.out, rep, opts.yes)
-		return nil
-	}
-	a, err := c.Adopt(ctx, req)
-	if err != nil {
-		return fmt.Errorf("adopt: %w", err)
-	}
-	if opts.json {
-		return writeJSON(opts.out, a)
-	}
-	inertAll(&a)
-	fmt.Fprintf(opts.out, "adopted %s: %s; it now dies with hermesd (stop it with `hermesctl stop %s`)\n", a.Unit, groupText(a), a.Unit)
-	return nil
+		return show(opts.streams, a, func(w io.Writer, a control.Adopted) {
+			fmt.Fprintf(w, "adopted %s: %s; it now dies with hermesd (stop it with `hermesctl stop %s`)\n", a.Unit, groupText(a), a.Unit)
+		})
+	})
 }
 
 // groupText describes an adopted group in one phrase.

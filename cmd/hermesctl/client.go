@@ -18,36 +18,69 @@ import (
 // enable) follows the daemon's events on the same connection (conn.follow)
 // before its first action.
 
-// streams are where a command prints, and in which form: the
-// command's output, its notes and progress, and whether -o json was asked
-// for. A command's RunE takes them from cobra (streamsOf); a test calls
-// the command's run function with buffers.
+// streams are where a command reads and prints, and in which form: its
+// input (what top reads keys from), the command's output, its notes and
+// progress, and whether -o json was asked for. A command's RunE takes
+// them from cobra (streamsOf); a test calls the command's run function
+// with buffers.
 type streams struct {
+	in          io.Reader
 	out, errOut io.Writer
 	json        bool // -o json
 }
 
-// streamsOf is cmd's output and error streams, and -o from g.
+// streamsOf is cmd's input, output and error streams, and -o from g.
 func streamsOf(cmd *cobra.Command, g *globals) (streams, error) {
 	asJSON, err := g.jsonOutput()
 	if err != nil {
 		return streams{}, err
 	}
-	return streams{out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), json: asJSON}, nil
+	return streams{in: cmd.InOrStdin(), out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), json: asJSON}, nil
 }
 
-// runE is the RunE of a command with a run function: it takes cmd's
-// streams into s (-o from g), then calls run with cmd's context and
-// arguments. run sets the arguments into its options and calls the
-// command's run function, which is all that cobra does not do.
-func runE(g *globals, s *streams, run func(ctx context.Context, args []string) error) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, args []string) error {
+// clientOptions are what the options of every command embed: the paths
+// and socket every command shares (the globals), and where it prints. A
+// test fills them in and calls the command's run function.
+type clientOptions struct {
+	g *globals
+	streams
+}
+
+// command is cmd, with the RunE of a command with a run function: it
+// takes cmd's streams into o (-o from o.g), then calls run with cmd's
+// context and arguments. run sets the arguments into its options and
+// calls the command's run function, which is all that cobra does not do.
+func (o *clientOptions) command(cmd *cobra.Command, run func(ctx context.Context, args []string) error) *cobra.Command {
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		var err error
-		if *s, err = streamsOf(cmd, g); err != nil {
+		if o.streams, err = streamsOf(cmd, o.g); err != nil {
 			return err
 		}
 		return run(cmd.Context(), args)
 	}
+	return cmd
+}
+
+// unitsCommand is command for a command whose arguments are unit names:
+// they complete from the units directory (completeUnits) and are set into
+// *units before run is called.
+func (o *clientOptions) unitsCommand(cmd *cobra.Command, units *[]string, run func(context.Context) error) *cobra.Command {
+	cmd.ValidArgsFunction = completeUnits(o.g)
+	return o.command(cmd, func(ctx context.Context, args []string) error {
+		*units = args
+		return run(ctx)
+	})
+}
+
+// show prints v on s: as JSON with -o json, else made inert (inertAll)
+// and written for a human by text.
+func show[T any](s streams, v T, text func(io.Writer, T)) error {
+	if s.json {
+		return writeJSON(s.out, v)
+	}
+	inertAll(&v)
+	text(s.out, v)
+	return nil
 }
 
 // progress is where a wait shows its progress: the error stream, and
@@ -63,6 +96,18 @@ func (s streams) progress() io.Writer {
 // the error matches control.ErrNotRunning and says how to start one.
 func dial(g *globals) (*control.Client, error) {
 	return control.Dial(g.Socket)
+}
+
+// withClient dials hermesd at g's socket (dial), calls f with the client,
+// and closes it once f has returned. The dial's error is returned as it
+// is: control.ErrNotRunning when no daemon answers.
+func withClient(g *globals, f func(*control.Client) error) error {
+	c, err := dial(g)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return f(c)
 }
 
 // conn is one command's connection to hermesd and, once follow has

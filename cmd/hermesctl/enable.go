@@ -19,7 +19,7 @@ import (
 type disableOptions struct{ unitsOptions }
 
 func newDisableCmd(g *globals) *cobra.Command {
-	opts := &disableOptions{unitsOptions{g: g, verb: "disable", done: "disabled"}}
+	opts := &disableOptions{unitsOptions{clientOptions: clientOptions{g: g}, verb: "disable", done: "disabled"}}
 	return opts.command("disable UNIT...", "Stop units and keep them stopped, across restarts of hermesd and reboots, until enable", disableHelp,
 		func(ctx context.Context) error { return runDisable(ctx, opts) })
 }
@@ -45,7 +45,7 @@ type enableOptions struct {
 }
 
 func newEnableCmd(g *globals) *cobra.Command {
-	opts := &enableOptions{unitsOptions: unitsOptions{g: g, verb: "enable", done: "enabled"}}
+	opts := &enableOptions{unitsOptions: unitsOptions{clientOptions: clientOptions{g: g}, verb: "enable", done: "enabled"}}
 	cmd := opts.command("enable [--no-start] UNIT...", "Undo disable, and start the units as start does", enableHelp,
 		func(ctx context.Context) error { return runEnable(ctx, opts) })
 	cmd.Flags().BoolVar(&opts.noStart, "no-start", false, "only enable: leave the units stopped until start")

@@ -16,14 +16,13 @@ import (
 
 // eventsOptions are the flags of events, and where it prints.
 type eventsOptions struct {
-	g      *globals
+	clientOptions
 	follow bool // -f
-	streams
 }
 
 func newEventsCmd(g *globals) *cobra.Command {
-	opts := &eventsOptions{g: g}
-	cmd := &cobra.Command{
+	opts := &eventsOptions{clientOptions: clientOptions{g: g}}
+	cmd := opts.command(&cobra.Command{
 		Use:   "events",
 		Short: "Show what hermesd did recently; -f follows as it happens",
 		Long: "Print hermesd's recent events (a bounded history it keeps): unit state changes\n" +
@@ -33,10 +32,9 @@ func newEventsCmd(g *globals) *cobra.Command {
 			"happen until interrupted. -o json prints one JSON object per line, with the\n" +
 			"schema documented in the README (fields are added, never renamed).",
 		Args: cobra.NoArgs,
-		RunE: runE(g, &opts.streams, func(ctx context.Context, _ []string) error {
-			return runEvents(ctx, opts)
-		}),
-	}
+	}, func(ctx context.Context, _ []string) error {
+		return runEvents(ctx, opts)
+	})
 	cmd.Flags().BoolVarP(&opts.follow, "follow", "f", false, "go on printing events as they happen")
 	return cmd
 }
@@ -44,23 +42,20 @@ func newEventsCmd(g *globals) *cobra.Command {
 // runEvents prints hermesd's history of events and, with -f, the events
 // as they happen until ctx ends (an interrupt: no error then).
 func runEvents(ctx context.Context, opts *eventsOptions) error {
-	c, err := dial(opts.g)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	enc := json.NewEncoder(opts.out)
-	err = c.Events(ctx, control.EventOptions{Follow: opts.follow}, func(e events.Event) error {
-		if opts.json {
-			return enc.Encode(e)
+	return withClient(opts.g, func(c *control.Client) error {
+		enc := json.NewEncoder(opts.out)
+		err := c.Events(ctx, control.EventOptions{Follow: opts.follow}, func(e events.Event) error {
+			if opts.json {
+				return enc.Encode(e)
+			}
+			_, err := fmt.Fprintln(opts.out, eventLine(e))
+			return err
+		})
+		if err != nil && !(opts.follow && errors.Is(err, context.Canceled)) {
+			return fmt.Errorf("events: %w", err)
 		}
-		_, err := fmt.Fprintln(opts.out, eventLine(e))
-		return err
+		return nil
 	})
-	if err != nil && !(opts.follow && errors.Is(err, context.Canceled)) {
-		return fmt.Errorf("events: %w", err)
-	}
-	return nil
 }
 
 // eventLine is one event for a human: time, kind, subject, what.

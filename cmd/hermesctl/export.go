@@ -1,9 +1,9 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,7 +42,7 @@ type exportError struct {
 // exportOptions are the flags and arguments of export systemd, and where
 // it prints.
 type exportOptions struct {
-	g        *globals
+	clientOptions
 	names    []string // the units to export; none: every unit of --units
 	dir      string   // --dir
 	force    bool     // --force
@@ -50,14 +50,12 @@ type exportOptions struct {
 	gateway  bool     // --gateway
 	insecure bool     // --insecure-units
 	watchdog time.Duration
-	out      io.Writer // the files written, or the JSON result
-	errOut   io.Writer // the units not exported
 }
 
 // newExportSystemdCmd is export systemd; runExportSystemd does the work.
 func newExportSystemdCmd(g *globals) *cobra.Command {
-	opts := &exportOptions{g: g}
-	cmd := &cobra.Command{
+	opts := &exportOptions{clientOptions: clientOptions{g: g}}
+	cmd := opts.command(&cobra.Command{
 		Use:   "systemd [UNIT...] --dir DIR",
 		Short: "Write systemd user units with the same semantics, and hermesd.service",
 		Long: `Write a systemd user unit (NAME.service, and NAME.timer for a job) for each
@@ -72,12 +70,10 @@ Files are written atomically into DIR (created if missing), for example
 ~/.config/systemd/user; existing files are overwritten only with --force.
 Then: systemctl --user daemon-reload.`,
 		ValidArgsFunction: completeUnits(g),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.names = args
-			opts.out, opts.errOut = cmd.OutOrStdout(), cmd.ErrOrStderr()
-			return runExportSystemd(opts)
-		},
-	}
+	}, func(_ context.Context, args []string) error {
+		opts.names = args
+		return runExportSystemd(opts)
+	})
 	f := cmd.Flags()
 	f.StringVar(&opts.dir, "dir", "", "directory to write the unit files to, e.g. ~/.config/systemd/user (required)")
 	f.BoolVar(&opts.force, "force", false, "overwrite files that exist")
@@ -94,10 +90,6 @@ Then: systemctl --user daemon-reload.`,
 // reported and the others written; exit 1 then. A file that exists is
 // overwritten only with --force; otherwise nothing is written.
 func runExportSystemd(opts *exportOptions) error {
-	asJSON, err := opts.g.jsonOutput()
-	if err != nil {
-		return err
-	}
 	cfg, d, err := exportLoad(opts)
 	if err != nil {
 		return &exitError{code: exitcode.Failure, err: fmt.Errorf("export: %w", err)}
@@ -125,7 +117,7 @@ func runExportSystemd(opts *exportOptions) error {
 	for _, f := range files {
 		res.Files = append(res.Files, filepath.Join(opts.dir, f.Name))
 	}
-	if err := printExport(opts, res, asJSON); err != nil {
+	if err := printExport(opts, res); err != nil {
 		return err
 	}
 	if n := len(res.Errors); n > 0 {
@@ -195,8 +187,8 @@ func exportUnits(d *units.Dir, names []string, opts systemdunit.Options) ([]syst
 
 // printExport prints res: as JSON, or the files written on out, the units
 // not exported on errOut, then the next step.
-func printExport(opts *exportOptions, res exportResult, asJSON bool) error {
-	if asJSON {
+func printExport(opts *exportOptions, res exportResult) error {
+	if opts.json {
 		return writeJSON(opts.out, res)
 	}
 	for _, f := range res.Files {

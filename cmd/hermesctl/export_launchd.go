@@ -1,9 +1,9 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,7 +24,7 @@ const launchdThrottle = 5 * time.Second
 
 // launchdOptions are the flags of export launchd, and where it prints.
 type launchdOptions struct {
-	g           *globals
+	clientOptions
 	dir         string   // --dir
 	force       bool     // --force
 	hermesd     string   // --hermesd
@@ -33,14 +33,13 @@ type launchdOptions struct {
 	env         []string // --env KEY=VALUE, in order; a later one wins
 	workDir     string   // --workdir
 	exitTimeout time.Duration
-	out         io.Writer // the file written and the next step, or the JSON result
 }
 
 // newExportLaunchdCmd is export launchd; runExportLaunchd does the work.
 func newExportLaunchdCmd(g *globals) *cobra.Command {
-	opts := &launchdOptions{g: g}
+	opts := &launchdOptions{clientOptions: clientOptions{g: g}}
 	home, _ := os.UserHomeDir()
-	cmd := &cobra.Command{
+	cmd := opts.command(&cobra.Command{
 		Use:   "launchd --dir DIR",
 		Short: "Write the launchd LaunchAgent that runs hermesd on macOS",
 		Long: `Write LABEL.plist (default ` + launchd.FileName(launchd.DefaultLabel) + `), a launchd user agent
@@ -63,11 +62,7 @@ Then create the log directory and load it:
   launchctl bootstrap gui/$(id -u) DIR/LABEL.plist
 (launchctl bootout gui/$(id -u)/LABEL first, if an older one is loaded).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts.out = cmd.OutOrStdout()
-			return runExportLaunchd(opts)
-		},
-	}
+	}, func(context.Context, []string) error { return runExportLaunchd(opts) })
 	f := cmd.Flags()
 	f.StringVar(&opts.dir, "dir", "", "directory to write the plist to, e.g. ~/Library/LaunchAgents (required)")
 	f.BoolVar(&opts.force, "force", false, "overwrite the file if it exists")
@@ -85,10 +80,6 @@ Then create the log directory and load it:
 // wrong (exit 2), hermes.yaml does not load, or the file exists without
 // --force (exit 1).
 func runExportLaunchd(opts *launchdOptions) error {
-	asJSON, err := opts.g.jsonOutput()
-	if err != nil {
-		return err
-	}
 	gw, err := launchdGateway(opts)
 	if err != nil {
 		return err
@@ -105,7 +96,7 @@ func runExportLaunchd(opts *launchdOptions) error {
 		return &exitError{code: exitcode.Failure, err: fmt.Errorf("export launchd: %w", err)}
 	}
 	file := filepath.Join(opts.dir, name)
-	if asJSON {
+	if opts.json {
 		return writeJSON(opts.out, exportResult{Dir: opts.dir, Files: []string{file}, Errors: []exportError{}})
 	}
 	fmt.Fprintf(opts.out, "wrote %s\n", file)

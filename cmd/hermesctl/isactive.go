@@ -175,11 +175,10 @@ func newIsFailedCmd(g *globals) *cobra.Command {
 // isOptions are the flags and arguments of is-active, is-failed and
 // is-enabled, and where they print.
 type isOptions struct {
-	g     *globals
+	clientOptions
 	name  string // the command: "is-active"
 	units []string
 	quiet bool // --quiet
-	streams
 }
 
 // newIsCmd is is-active or is-failed: the states of the units named, and
@@ -193,18 +192,13 @@ func newIsCmd(g *globals, name, short, long string, answer func([]activity) bool
 
 // newIsCmdOf is the command of an is-* question, whose run is run.
 func newIsCmdOf(g *globals, name, short, long string, run func(context.Context, *isOptions) error) *cobra.Command {
-	opts := &isOptions{g: g, name: name}
-	c := &cobra.Command{
+	opts := &isOptions{clientOptions: clientOptions{g: g}, name: name}
+	c := opts.unitsCommand(&cobra.Command{
 		Use:   name + " UNIT...",
 		Short: short,
 		Long:  long + "\n\n" + isHelp,
 		Args:  cobra.MinimumNArgs(1),
-		RunE: runE(g, &opts.streams, func(ctx context.Context, args []string) error {
-			opts.units = args
-			return run(ctx, opts)
-		}),
-		ValidArgsFunction: completeUnits(g),
-	}
+	}, &opts.units, func(ctx context.Context) error { return run(ctx, opts) })
 	c.Flags().BoolVarP(&opts.quiet, "quiet", "q", false, "print nothing; answer with the exit status only")
 	return c
 }
@@ -291,14 +285,14 @@ func activities(ctx context.Context, g *globals, names []string) ([]activity, er
 // unknown, hermesd refuses the call as a whole, and statusOf asks for
 // every unit instead, so that the caller tells which.
 func statusOf(ctx context.Context, g *globals, names []string) (control.Status, error) {
-	c, err := dial(g)
-	if err != nil {
-		return control.Status{}, err
-	}
-	defer c.Close()
-	st, err := c.Status(ctx, names...)
-	if errors.Is(err, control.ErrUnknownUnit) {
-		st, err = c.Status(ctx)
-	}
+	var st control.Status
+	err := withClient(g, func(c *control.Client) error {
+		var err error
+		st, err = c.Status(ctx, names...)
+		if errors.Is(err, control.ErrUnknownUnit) {
+			st, err = c.Status(ctx)
+		}
+		return err
+	})
 	return st, err
 }

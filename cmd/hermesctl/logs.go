@@ -22,17 +22,16 @@ import (
 
 // logsOptions are the flags and arguments of logs, and where it prints.
 type logsOptions struct {
-	g              *globals
+	clientOptions
 	units          []string
 	follow, stamps bool          // -f, -t
 	lines          int           // -n
 	since          time.Duration // --since; 0: no bound
-	streams
 }
 
 func newLogsCmd(g *globals) *cobra.Command {
-	opts := &logsOptions{g: g}
-	cmd := &cobra.Command{
+	opts := &logsOptions{clientOptions: clientOptions{g: g}}
+	cmd := opts.unitsCommand(&cobra.Command{
 		Use:   "logs UNIT...",
 		Short: "Print units' logs (-f to follow them); works without hermesd",
 		Long: `Print the last lines of a unit's log. hermesd says where the log is and
@@ -56,12 +55,7 @@ first dated line of a file have no known time: -t shows "-", --since keeps
 them only when the file was written to since then, and they sort with the
 first dated line after them.`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: runE(g, &opts.streams, func(ctx context.Context, args []string) error {
-			opts.units = args
-			return runLogs(ctx, opts)
-		}),
-		ValidArgsFunction: completeUnits(g),
-	}
+	}, &opts.units, func(ctx context.Context) error { return runLogs(ctx, opts) })
 	cmd.Flags().BoolVarP(&opts.follow, "follow", "f", false, "keep printing what is appended")
 	cmd.Flags().IntVarP(&opts.lines, "lines", "n", 10, "print the last N lines (-1: all)")
 	cmd.Flags().BoolVarP(&opts.stamps, "timestamps", "t", false, "put each line's time before it")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/spf13/cobra"
@@ -11,47 +12,40 @@ import (
 
 // releaseOptions are the argument of release, and where it prints.
 type releaseOptions struct {
-	g    *globals
+	clientOptions
 	unit string
-	streams
 }
 
 func newReleaseCmd(g *globals) *cobra.Command {
-	opts := &releaseOptions{g: g}
-	return &cobra.Command{
+	opts := &releaseOptions{clientOptions: clientOptions{g: g}}
+	return opts.command(&cobra.Command{
 		Use:   "release UNIT",
 		Short: "Give a unit's group up: it will outlive hermesd",
 		Long: "release UNIT unregisters the unit's process group from the death supervisor,\n" +
 			"so that it outlives hermesd, and marks it released in the ledger. hermesd stops\n" +
 			"managing it: no restart, and `hermesctl start UNIT` is refused while the released\n" +
 			"group still runs. Take it back with `hermesctl adopt --pgid N`.",
-		Args: cobra.ExactArgs(1),
-		RunE: runE(g, &opts.streams, func(ctx context.Context, args []string) error {
-			opts.unit = args[0]
-			return runRelease(ctx, opts)
-		}),
+		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeUnits(g),
-	}
+	}, func(ctx context.Context, args []string) error {
+		opts.unit = args[0]
+		return runRelease(ctx, opts)
+	})
 }
 
 // runRelease asks hermesd to release the unit's group, and prints the
 // group released.
 func runRelease(ctx context.Context, opts *releaseOptions) error {
-	c, err := dial(opts.g)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	r, err := c.Release(ctx, opts.unit)
-	if err != nil {
-		if errors.Is(err, control.ErrUnknownUnit) {
-			return fmt.Errorf("release %s: %w; `hermesctl status` lists the units hermesd knows", opts.unit, err)
+	return withClient(opts.g, func(c *control.Client) error {
+		r, err := c.Release(ctx, opts.unit)
+		if err != nil {
+			if errors.Is(err, control.ErrUnknownUnit) {
+				return fmt.Errorf("release %s: %w; `hermesctl status` lists the units hermesd knows", opts.unit, err)
+			}
+			return fmt.Errorf("release %s: %w", opts.unit, err)
 		}
-		return fmt.Errorf("release %s: %w", opts.unit, err)
-	}
-	if opts.json {
-		return writeJSON(opts.out, r)
-	}
-	fmt.Fprintf(opts.out, "released %s: group %d (pid %d) will outlive hermesd\n", inert(r.Unit), r.PGID, r.PID)
-	return nil
+		return show(opts.streams, r, func(w io.Writer, r control.Released) {
+			fmt.Fprintf(w, "released %s: group %d (pid %d) will outlive hermesd\n", r.Unit, r.PGID, r.PID)
+		})
+	})
 }

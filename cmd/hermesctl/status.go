@@ -22,15 +22,14 @@ import (
 // statusOptions are the flags and arguments of status, and where it
 // prints.
 type statusOptions struct {
-	g     *globals
+	clientOptions
 	units []string // none: every unit
 	watch bool     // --watch
-	streams
 }
 
 func newStatusCmd(g *globals) *cobra.Command {
-	opts := &statusOptions{g: g}
-	cmd := &cobra.Command{
+	opts := &statusOptions{clientOptions: clientOptions{g: g}}
+	cmd := opts.unitsCommand(&cobra.Command{
 		Use:   "status [UNIT...]",
 		Short: "Show units, the supervisor, config errors, released and adopted groups",
 		Long: "Show every unit (or the named ones): state, pid, pgid, ownership, readiness,\n" +
@@ -51,12 +50,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			"     named); a job whose last run failed is failed\n" +
 			"  4  a unit named is unknown to hermesd (one whose file did not load is\n" +
 			"     known: its state is error, with the file's file:line:col error)",
-		RunE: runE(g, &opts.streams, func(ctx context.Context, args []string) error {
-			opts.units = args
-			return runStatus(ctx, opts)
-		}),
-		ValidArgsFunction: completeUnits(g),
-	}
+	}, &opts.units, func(ctx context.Context) error { return runStatus(ctx, opts) })
 	cmd.Flags().BoolVarP(&opts.watch, "watch", "w", false, "redraw the table on each event (a unit changes, a reload, a cut…) until interrupted")
 	return cmd
 }
@@ -66,38 +60,31 @@ func newStatusCmd(g *globals) *cobra.Command {
 // redraws the table until ctx ends (watchStatus).
 func runStatus(ctx context.Context, opts *statusOptions) error {
 	if opts.watch {
-		err := watchStatus(ctx, opts.g, opts.out, opts.errOut, opts.units)
+		err := watchStatus(ctx, opts)
 		if errors.Is(err, context.Canceled) {
 			return nil
 		}
 		return err
 	}
-	c, err := dial(opts.g)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	st, err := c.Status(ctx, opts.units...)
-	if errors.Is(err, control.ErrUnknownUnit) {
-		return &exitError{code: exitcode.HermesctlUnknownUnit, err: fmt.Errorf("status: %w", err)}
-	}
-	if err != nil {
-		return fmt.Errorf("status: %w", err)
-	}
-	if opts.json {
-		if err := writeJSON(opts.out, st); err != nil {
+	return withClient(opts.g, func(c *control.Client) error {
+		st, err := c.Status(ctx, opts.units...)
+		if errors.Is(err, control.ErrUnknownUnit) {
+			return &exitError{code: exitcode.HermesctlUnknownUnit, err: fmt.Errorf("status: %w", err)}
+		}
+		if err != nil {
+			return fmt.Errorf("status: %w", err)
+		}
+		color := colorFor(opts.out)
+		if err := show(opts.streams, st, func(w io.Writer, st control.Status) { writeStatus(w, st, color, time.Now()) }); err != nil {
 			return err
 		}
-	} else {
-		inertAll(&st)
-		writeStatus(opts.out, st, colorFor(opts.out), time.Now())
-	}
-	// The table (or JSON) has said what is wrong: the verdict is the exit
-	// status alone, with nothing on stderr.
-	if code := statusExit(st, len(opts.units) > 0); code != 0 {
-		return &exitError{code: code}
-	}
-	return nil
+		// The table (or JSON) has said what is wrong: the verdict is the
+		// exit status alone, with nothing on stderr.
+		if code := statusExit(st, len(opts.units) > 0); code != exitcode.Success {
+			return &exitError{code: code}
+		}
+		return nil
+	})
 }
 
 // colorFor says whether w is a terminal that wants colour: NO_COLOR and

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/hermes-units/hermes/events"
@@ -16,8 +15,11 @@ const clearScreen = "\x1b[H\x1b[2J"
 // of events (the events of one burst are drawn once: a reload that
 // restarts ten units is one redraw, not ten). On a terminal each drawing
 // replaces the last; otherwise drawings follow each other, separated by a
-// blank line. It returns when ctx ends, or with the first error of status.
-func watchStatus(ctx context.Context, g *globals, out, errw io.Writer, units []string) error {
+// blank line. It draws the units of opts (all when none are named) on
+// opts.out, and says on opts.errOut when it follows the events again. It
+// returns when ctx ends, or with the first error of status.
+func watchStatus(ctx context.Context, opts *statusOptions) error {
+	g, out, units := opts.g, opts.out, opts.units
 	c, err := dial(g)
 	if err != nil {
 		return err
@@ -35,7 +37,7 @@ func watchStatus(ctx context.Context, g *globals, out, errw io.Writer, units []s
 			default:
 			}
 			return nil
-		}, errw)
+		}, opts.errOut)
 	}()
 	// followed holds one value; whoever takes it (the loop below, when the
 	// stream ends first) leaves nothing for a second receive, so the wait

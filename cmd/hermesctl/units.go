@@ -41,7 +41,7 @@ type actionOptions struct {
 }
 
 func newActionCmd(g *globals, a control.Action, done, short string) *cobra.Command {
-	opts := &actionOptions{unitsOptions: unitsOptions{g: g, verb: string(a), done: done}, action: a}
+	opts := &actionOptions{unitsOptions: unitsOptions{clientOptions: clientOptions{g: g}, verb: string(a), done: done}, action: a}
 	cmd := opts.command(opts.verb+" UNIT...", short, "", func(ctx context.Context) error { return runAction(ctx, opts) })
 	if a != control.ActionStop {
 		cmd.Flags().BoolVar(&opts.noBlock, "no-block", false, "return once hermesd has begun the "+opts.verb+", without waiting for the outcome")
@@ -62,27 +62,16 @@ func runAction(ctx context.Context, opts *actionOptions) error {
 // other share (start, stop, restart, enable, disable): the units named,
 // --timeout, and where they print.
 type unitsOptions struct {
-	g          *globals
+	clientOptions
 	verb, done string // "start", and the word of a unit done: "started"
 	units      []string
 	timeout    time.Duration // --timeout: the bound of each unit's action and wait; 0: none
-	streams
 }
 
 // command is the command of o: one or more units named, completed from
 // hermesd's, and --timeout; run is called with the units and streams set.
 func (o *unitsOptions) command(use, short, long string, run func(context.Context) error) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   use,
-		Short: short,
-		Long:  long,
-		Args:  cobra.MinimumNArgs(1),
-		RunE: runE(o.g, &o.streams, func(ctx context.Context, args []string) error {
-			o.units = args
-			return run(ctx)
-		}),
-		ValidArgsFunction: completeUnits(o.g),
-	}
+	cmd := o.unitsCommand(&cobra.Command{Use: use, Short: short, Long: long, Args: cobra.MinimumNArgs(1)}, &o.units, run)
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 0, "give up waiting after this long per unit (0: wait as long as it takes)")
 	return cmd
 }
@@ -185,24 +174,22 @@ func tookDown(names []string) string {
 
 // reloadOptions are the flags of reload, and where it prints.
 type reloadOptions struct {
-	g      *globals
+	clientOptions
 	dryRun bool // --dry-run
-	streams
 }
 
 func newReloadCmd(g *globals) *cobra.Command {
-	opts := &reloadOptions{g: g}
-	cmd := &cobra.Command{
+	opts := &reloadOptions{clientOptions: clientOptions{g: g}}
+	cmd := opts.command(&cobra.Command{
 		Use:   "reload",
 		Short: "Re-read the unit files now and print the plan",
 		Long: "Re-read the unit files now and print what changed: units started, stopped,\n" +
 			"restarted and kept, and files that did not load (their last good version\n" +
 			"keeps running). With --dry-run nothing is changed. Exits 1 when a file did not load.",
 		Args: cobra.NoArgs,
-		RunE: runE(g, &opts.streams, func(ctx context.Context, _ []string) error {
-			return runReload(ctx, opts)
-		}),
-	}
+	}, func(ctx context.Context, _ []string) error {
+		return runReload(ctx, opts)
+	})
 	cmd.Flags().BoolVar(&opts.dryRun, "dry-run", false, "only print what a reload would do")
 	return cmd
 }
@@ -210,27 +197,19 @@ func newReloadCmd(g *globals) *cobra.Command {
 // runReload asks hermesd to re-read its units (or only to say what it
 // would do) and prints the plan; exit 1 when a file did not load.
 func runReload(ctx context.Context, opts *reloadOptions) error {
-	c, err := dial(opts.g)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	plan, err := c.Reload(ctx, opts.dryRun)
-	if err != nil {
-		return fmt.Errorf("reload: %w", err)
-	}
-	if opts.json {
-		if err := writeJSON(opts.out, plan); err != nil {
+	return withClient(opts.g, func(c *control.Client) error {
+		plan, err := c.Reload(ctx, opts.dryRun)
+		if err != nil {
+			return fmt.Errorf("reload: %w", err)
+		}
+		if err := show(opts.streams, plan, func(w io.Writer, p control.Plan) { writePlan(w, p, opts.dryRun) }); err != nil {
 			return err
 		}
-	} else {
-		inertAll(&plan)
-		writePlan(opts.out, plan, opts.dryRun)
-	}
-	if n := len(plan.Errors); n > 0 {
-		return &exitError{code: exitcode.Failure, err: fmt.Errorf("reload: %d %s did not load (listed above); fix and save, or run hermesctl validate", n, plural(n, "file", "files"))}
-	}
-	return nil
+		if n := len(plan.Errors); n > 0 {
+			return &exitError{code: exitcode.Failure, err: fmt.Errorf("reload: %d %s did not load (listed above); fix and save, or run hermesctl validate", n, plural(n, "file", "files"))}
+		}
+		return nil
+	})
 }
 
 func writePlan(w io.Writer, p control.Plan, dryRun bool) {

@@ -45,7 +45,7 @@ func TestRunUnits(t *testing.T) {
 			if tc.wantErr != "" {
 				unit = "nosuch"
 			}
-			o := unitsOptions{g: &globals{}, units: []string{unit}, streams: streams{out: &out, errOut: &errOut, json: tc.json}}
+			o := unitsOptions{clientOptions: clientOptions{g: &globals{}, streams: streams{out: &out, errOut: &errOut, json: tc.json}}, units: []string{unit}}
 			o.g.Socket = socket
 			err := tc.run(t.Context(), o)
 			if tc.wantErr != "" {
