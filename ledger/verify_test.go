@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proc"
 )
 
@@ -100,15 +101,7 @@ func TestCheck(t *testing.T) {
 			defer other.Close()
 			cmd.Stdout = other
 		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		id, err := proc.Read(cmd.Process.Pid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e := entry(id)
+		e := entry(testkit.StartIdentified(t, cmd))
 		e.Log = log
 		return e
 	}

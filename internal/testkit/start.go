@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/hermes-units/hermes/proc"
 )
 
 // StartOutput starts cmd with a pipe on its stdout and returns the pipe's
@@ -23,6 +25,24 @@ func StartOutput(t testing.TB, cmd *exec.Cmd) *bufio.Reader {
 		t.Fatal(err)
 	}
 	return bufio.NewReader(out)
+}
+
+// StartIdentified starts cmd and returns the identity of its process,
+// read at once; the test's end kills and reaps it (os.Process.Kill is
+// safe there even once the test has reaped it itself: no stray signal to
+// a recycled pid). It fails t at once when cmd does not start or its
+// identity cannot be read.
+func StartIdentified(t testing.TB, cmd *exec.Cmd) proc.Identity {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	id, err := proc.Read(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
 
 // StartPiped is StartOutput with a pipe on cmd's stdin as well; it returns

@@ -320,3 +320,11 @@ func TestRun(t *testing.T) {
 		}
 	}
 }
+
+func TestStartIdentified(t *testing.T) {
+	cmd := exec.Command("sleep", "100")
+	id := StartIdentified(t, cmd)
+	if id.PID != cmd.Process.Pid || id.StartTime == 0 {
+		t.Errorf("identity %+v, want pid %d with its start time", id, cmd.Process.Pid)
+	}
+}
