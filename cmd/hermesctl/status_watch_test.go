@@ -13,8 +13,8 @@ import (
 	"github.com/hermes-units/hermes/events"
 )
 
-// serveFake serves a fakeDaemon answering sc, with an event bus, on a
-// socket of the test's; it returns the socket.
+// serveFake serves a fakeDaemon answering sc (its version too), with an
+// event bus, on a socket of the test's; it returns the socket.
 func serveFake(t *testing.T, sc fakeScript) (string, *fakeDaemon) {
 	t.Helper()
 	dir := t.TempDir()
@@ -27,7 +27,7 @@ func serveFake(t *testing.T, sc fakeScript) (string, *fakeDaemon) {
 	d := &fakeDaemon{script: sc, work: dir, calls: filepath.Join(dir, "calls"), bus: bus}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- control.NewServer(d, control.Options{Events: bus}).Serve(ctx, ln) }()
+	go func() { done <- control.NewServer(d, control.Options{Events: bus, Version: sc.Version}).Serve(ctx, ln) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return socket, d
 }
@@ -85,11 +85,31 @@ func waitLine(t *testing.T, ch <-chan string, what string, match func(string) bo
 
 // TestStatusWatch: status --watch draws the table, then draws it again
 // when an event says something changed.
-func TestStatusWatch(t *testing.T) {
+func TestStatusWatch(t *testing.T) { watchRedraws(t, runWatch) }
+
+// TestRunStatusWatch: status's run function with --watch, called without
+// cobra, does the same.
+func TestRunStatusWatch(t *testing.T) { watchRedraws(t, runWatchOptions) }
+
+// runWatchOptions is runWatch without cobra: runStatus with --watch over
+// clientOptions of socket.
+func runWatchOptions(t *testing.T, socket string) (<-chan string, context.CancelFunc, <-chan error) {
+	o, _, _ := testClient(t, socket, false)
+	w, ch := lines(t)
+	o.out = w
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- runStatus(ctx, &statusOptions{clientOptions: o, watch: true}) }()
+	return ch, cancel, done
+}
+
+// watchRedraws checks status --watch started by start: the table, drawn
+// again after an event, and nil once interrupted.
+func watchRedraws(t *testing.T, start func(*testing.T, string) (<-chan string, context.CancelFunc, <-chan error)) {
 	socket, d := serveFake(t, fakeScript{Status: control.Status{Units: []control.Unit{
 		{Name: "web", State: "running", PID: 4242, PGID: 4242, Ownership: "owned", Ready: true},
 	}}})
-	ch, cancel, done := runWatch(t, socket)
+	ch, cancel, done := start(t, socket)
 	waitLine(t, ch, "web running", func(l string) bool { return strings.HasPrefix(l, "web ") && strings.Contains(l, "running") })
 	if err := d.Stop(t.Context(), "web"); err != nil {
 		t.Fatal(err)
@@ -98,8 +118,13 @@ func TestStatusWatch(t *testing.T) {
 		return strings.HasPrefix(l, "web ") && strings.Contains(l, "inactive")
 	})
 	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("status --watch after interrupt: %v, want nil", err)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("status --watch after interrupt: %v, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("status --watch still running 10s after the interrupt")
 	}
 }
 

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 
@@ -23,18 +25,22 @@ func newTimeoutsCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-type explainFlags struct {
+// explainOptions are the flags of timeouts explain, and where it prints.
+type explainOptions struct {
+	clientOptions
 	provider, model, baseURL, api, budget string
 	tokens                                int
 	stream, noStream, thinking            bool
+	streamGiven                           bool // --stream was on the command line
 }
 
 // newTimeoutsExplainCmd prints, offline, every layer's timeout for one call
 // and the chain of rules that produced it, computed by the same code the
 // provider proxy uses (package providers, then timeouts.Resolve).
 func newTimeoutsExplainCmd(g *globals) *cobra.Command {
-	var f explainFlags
-	cmd := &cobra.Command{
+	opts := &explainOptions{clientOptions: clientOptions{g: g}}
+	var cmd *cobra.Command
+	cmd = opts.command(&cobra.Command{
 		Use:   "explain --model M [--provider ID] [flags]",
 		Short: "Show each timeout layer of a provider call and where its value came from",
 		Long: `Show each layer of the timeout stack (socket read, stale stream, stale
@@ -51,42 +57,45 @@ the model is routed as the proxy would (a provider listing it, or
 PROVIDER/MODEL). With --base-url, a provider that is not configured can be
 explored (or a configured one's URL overridden).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := g.jsonOutput()
-			if err != nil {
-				return err
-			}
-			plan, err := explain(cmd, g, f)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(plan)
-			}
-			_, err = fmt.Fprint(out, plan.String())
-			return err
-		},
-	}
+	}, func(context.Context, []string) error {
+		opts.streamGiven = cmd.Flags().Changed("stream")
+		return runExplain(opts)
+	})
 	fl := cmd.Flags()
-	fl.StringVar(&f.provider, "provider", "", "provider id (providers.<id> in hermes.yaml, or a unit's provider: id)")
-	fl.StringVar(&f.model, "model", "", "model name as a client sends it, e.g. openai/o3 (required)")
-	fl.IntVar(&f.tokens, "tokens", 0, "estimated context tokens (characters of messages+tools / 4)")
-	fl.BoolVar(&f.stream, "stream", true, "a streaming call (the default)")
-	fl.BoolVar(&f.noStream, "no-stream", false, "a non-streaming call")
-	fl.BoolVar(&f.thinking, "thinking", false, "a call whose request enables thinking (thinking, reasoning_effort or reasoning); a model id naming a thinking variant is one anyway")
-	fl.StringVar(&f.api, "api", "chat", "provider API: chat or responses")
-	fl.StringVar(&f.budget, "budget-remaining", "", "run budget left, in seconds or as 5m; 0 is a spent budget (default: agent.run_budget_seconds, nothing spent)")
-	fl.StringVar(&f.baseURL, "base-url", "", "base URL of the provider, to explore one that is not configured")
+	fl.StringVar(&opts.provider, "provider", "", "provider id (providers.<id> in hermes.yaml, or a unit's provider: id)")
+	fl.StringVar(&opts.model, "model", "", "model name as a client sends it, e.g. openai/o3 (required)")
+	fl.IntVar(&opts.tokens, "tokens", 0, "estimated context tokens (characters of messages+tools / 4)")
+	fl.BoolVar(&opts.stream, "stream", true, "a streaming call (the default)")
+	fl.BoolVar(&opts.noStream, "no-stream", false, "a non-streaming call")
+	fl.BoolVar(&opts.thinking, "thinking", false, "a call whose request enables thinking (thinking, reasoning_effort or reasoning); a model id naming a thinking variant is one anyway")
+	fl.StringVar(&opts.api, "api", "chat", "provider API: chat or responses")
+	fl.StringVar(&opts.budget, "budget-remaining", "", "run budget left, in seconds or as 5m; 0 is a spent budget (default: agent.run_budget_seconds, nothing spent)")
+	fl.StringVar(&opts.baseURL, "base-url", "", "base URL of the provider, to explore one that is not configured")
 	_ = cmd.MarkFlagRequired("model")
 	return cmd
 }
 
-func explain(cmd *cobra.Command, g *globals, f explainFlags) (timeouts.Plan, error) {
+// runExplain prints the plan of the call f describes (explain): each
+// layer's value and where it came from, or the plan as JSON.
+func runExplain(f *explainOptions) error {
+	plan, err := explain(f)
+	if err != nil {
+		return err
+	}
+	if f.json {
+		enc := json.NewEncoder(f.out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(plan)
+	}
+	_, err = fmt.Fprint(f.out, plan.String())
+	return err
+}
+
+// explain is the plan of the call f describes, computed as the provider
+// proxy computes it (package providers, then timeouts.Resolve).
+func explain(f *explainOptions) (timeouts.Plan, error) {
 	var zero timeouts.Plan
-	if cmd.Flags().Changed("stream") && f.noStream {
+	if f.streamGiven && f.noStream {
 		return zero, errors.New("--stream and --no-stream contradict each other: give one")
 	}
 	api, err := timeouts.ParseAPI(f.api)
@@ -105,7 +114,7 @@ func explain(cmd *cobra.Command, g *globals, f explainFlags) (timeouts.Plan, err
 		call.Run = timeouts.Left(d)
 	}
 
-	set, err := loadProviders(cmd, g)
+	set, err := loadProviders(f.g, f.errOut)
 	if err != nil {
 		return zero, err
 	}
@@ -141,7 +150,7 @@ func explain(cmd *cobra.Command, g *globals, f explainFlags) (timeouts.Plan, err
 // directory is fine (nothing configured); a broken config is an error; a
 // broken unit file is skipped with a warning, since explain is about
 // providers and `hermesctl validate` is the tool for unit errors.
-func loadProviders(cmd *cobra.Command, g *globals) (*providers.Set, error) {
+func loadProviders(g *globals, errOut io.Writer) (*providers.Set, error) {
 	cfg, err := units.LoadConfig(g.Config)
 	if err != nil {
 		return nil, err
@@ -155,10 +164,10 @@ func loadProviders(cmd *cobra.Command, g *globals) (*providers.Set, error) {
 					specs = append(specs, s)
 				}
 				if n := len(dir.Failed); n > 0 {
-					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %d unit file(s) in %s skipped (see hermesctl validate)\n", n, g.Units)
+					fmt.Fprintf(errOut, "warning: %d unit file(s) in %s skipped (see hermesctl validate)\n", n, g.Units)
 				}
 			} else if err != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "warning: units directory %s not read: %v\n", g.Units, err)
+				fmt.Fprintf(errOut, "warning: units directory %s not read: %v\n", g.Units, err)
 			}
 		} else if !errors.Is(statErr, fs.ErrNotExist) {
 			return nil, fmt.Errorf("units directory: %w", statErr)

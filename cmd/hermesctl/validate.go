@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,12 +15,18 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// newValidateCmd checks unit files and hermes.yaml offline, with the same
-// loader (and so the same errors) as hermesd. Exit status: 0 when every
-// file is valid, 1 on any error.
+// validateOptions are the flags and arguments of validate, and where it
+// prints.
+type validateOptions struct {
+	clientOptions
+	paths    []string // the PATH arguments; none: the config and the units directory
+	insecure bool     // --insecure-units
+}
+
+// newValidateCmd is validate; runValidate does the work.
 func newValidateCmd(g *globals) *cobra.Command {
-	var insecure bool
-	cmd := &cobra.Command{
+	opts := &validateOptions{clientOptions: clientOptions{g: g}}
+	cmd := opts.command(&cobra.Command{
 		Use:   "validate [PATH...]",
 		Short: "Check unit files and hermes.yaml offline, no daemon needed",
 		Long: `Check unit files and the main config without a daemon, with the errors
@@ -44,29 +51,33 @@ says so.
 -o json prints {"valid": ..., "errors": [{"file", "line", "column",
 "message"}], "units": N, "config": ..., "units_dir": ...}. Exits 1 on any
 error.`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := g.jsonOutput()
-			if err != nil {
-				return err
-			}
-			v := &validator{loader: units.Loader{Insecure: insecure}, note: cmd.ErrOrStderr()}
-			if len(args) == 0 {
-				v.defaultPaths(g, g.daemonPaths(cmd.Context()))
-			}
-			var files []string
-			for _, p := range args {
-				if f := v.path(p, g); f != "" {
-					files = append(files, f)
-				}
-			}
-			if len(files) > 0 {
-				v.overlay(g, g.daemonPaths(cmd.Context()), files)
-			}
-			return v.print(cmd.OutOrStdout(), asJSON)
-		},
-	}
-	cmd.Flags().BoolVar(&insecure, "insecure-units", false, "load unit files and directories that other users can write (unsafe)")
+	}, func(ctx context.Context, args []string) error {
+		opts.paths = args
+		return runValidate(ctx, opts)
+	})
+	cmd.Flags().BoolVar(&opts.insecure, "insecure-units", false, "load unit files and directories that other users can write (unsafe)")
 	return cmd
+}
+
+// runValidate checks unit files and hermes.yaml offline, with the same
+// loader (and so the same errors) as hermesd, and prints the errors found
+// and a summary. Exit status: 0 when every file is valid, 1 on any error.
+func runValidate(ctx context.Context, opts *validateOptions) error {
+	g := opts.g
+	v := &validator{loader: units.Loader{Insecure: opts.insecure}, note: opts.errOut}
+	if len(opts.paths) == 0 {
+		v.defaultPaths(g, g.daemonPaths(ctx))
+	}
+	var files []string
+	for _, p := range opts.paths {
+		if f := v.path(p, g); f != "" {
+			files = append(files, f)
+		}
+	}
+	if len(files) > 0 {
+		v.overlay(g, g.daemonPaths(ctx), files)
+	}
+	return v.print(opts.out, opts.json)
 }
 
 type validator struct {

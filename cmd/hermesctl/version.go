@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -9,59 +10,65 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// newVersionCmd is `hermesctl version`: this hermesctl's build, then the
-// running hermesd's (asked over the control socket). With no hermesd it
-// prints the client's and says so, exiting 1.
+// versionOptions are where version prints; it takes no flags.
+type versionOptions struct{ clientOptions }
+
+// newVersionCmd is `hermesctl version`; runVersion does the work.
 func newVersionCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	opts := &versionOptions{clientOptions{g: g}}
+	return opts.command(&cobra.Command{
 		Use:   "version",
 		Short: "Print the version of hermesctl and of the running hermesd",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := g.jsonOutput()
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			client := version.Read()
-			d, derr := daemonVersion(cmd, g)
-			if asJSON {
-				v := struct {
-					Client control.VersionInfo  `json:"client"`
-					Daemon *control.VersionInfo `json:"daemon,omitempty"`
-				}{Client: wireVersion(client)}
-				if derr == nil {
-					v.Daemon = &d
-				}
-				if err := writeJSON(out, v); err != nil {
-					return err
-				}
-			} else {
-				fmt.Fprintln(out, "hermesctl", client)
-				if derr == nil {
-					fmt.Fprintln(out, "hermesd  ", fromWire(d))
-				}
-			}
-			if derr != nil {
-				return fmt.Errorf("version of hermesd: %w", derr)
-			}
-			return nil
-		},
+	}, func(ctx context.Context, _ []string) error {
+		return runVersion(ctx, opts)
+	})
+}
+
+// versionReport is version's -o json output.
+type versionReport struct {
+	Client control.VersionInfo  `json:"client"`
+	Daemon *control.VersionInfo `json:"daemon,omitempty"`
+}
+
+// runVersion prints this hermesctl's build, then the running hermesd's
+// (asked over the control socket). With no hermesd it prints the
+// client's, then fails saying why.
+func runVersion(ctx context.Context, opts *versionOptions) error {
+	client := version.Read()
+	d, derr := daemonVersion(ctx, opts.g)
+	if opts.json {
+		v := versionReport{Client: wireVersion(client)}
+		if derr == nil {
+			v.Daemon = &d
+		}
+		if err := writeJSON(opts.out, v); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(opts.out, "hermesctl", client)
+		if derr == nil {
+			fmt.Fprintln(opts.out, "hermesd  ", fromWire(d))
+		}
 	}
+	if derr != nil {
+		return fmt.Errorf("version of hermesd: %w", derr)
+	}
+	return nil
 }
 
 // daemonVersion asks the running hermesd for its build.
-func daemonVersion(cmd *cobra.Command, g *globals) (control.VersionInfo, error) {
-	c, err := dial(g)
-	if err != nil {
-		return control.VersionInfo{}, err
-	}
-	defer c.Close()
-	v, err := c.Version(cmd.Context())
-	var ce *control.Error
-	if errors.As(err, &ce) && ce.Code == control.CodeNoRoute {
-		return v, errors.New("hermesd does not report its version: it is older than this hermesctl")
-	}
+func daemonVersion(ctx context.Context, g *globals) (control.VersionInfo, error) {
+	var v control.VersionInfo
+	err := withClient(g, func(c *control.Client) error {
+		var err error
+		v, err = c.Version(ctx)
+		var ce *control.Error
+		if errors.As(err, &ce) && ce.Code == control.CodeNoRoute {
+			return errors.New("hermesd does not report its version: it is older than this hermesctl")
+		}
+		return err
+	})
 	return v, err
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,11 +19,17 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// whoOptions are the argument of who, and where it prints.
+type whoOptions struct {
+	clientOptions
+	pid string // the PID argument, as given
+}
+
 // newWhoCmd answers, offline, "who started this process?" from the spawn
-// ledger of --state. Exit status: 0 with an answer (started by hermes or
-// not), 1 when the pid does not exist or the ledger cannot be read.
+// ledger of --state; runWho does the work.
 func newWhoCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	opts := &whoOptions{clientOptions: clientOptions{g: g}}
+	return opts.command(&cobra.Command{
 		Use:   "who PID",
 		Short: "Say which unit and owner started a process (from the ledger, offline)",
 		Long: `Say which unit and which owner (alive or dead) started a process, from the
@@ -35,28 +42,27 @@ start, who says so and shows its parent, group, session, command line and
 whether it carries hermes's environment tags (a spawn whose ledger entry
 was lost).`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := g.jsonOutput()
-			if err != nil {
-				return err
-			}
-			pid, err := strconv.Atoi(args[0])
-			if err != nil || pid <= 0 {
-				return &exitError{code: exitcode.Usage, err: fmt.Errorf("who: %q is not a pid; pass a positive process id", args[0])}
-			}
-			g.daemonPaths(cmd.Context()) // the ledger of the running hermesd, if any
-			r, err := who(cmd, g.State, pid)
-			if err != nil {
-				return &exitError{code: exitcode.Failure, err: err}
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), r)
-			}
-			inertAll(r)
-			r.write(cmd.OutOrStdout(), time.Now())
-			return nil
-		},
+	}, func(ctx context.Context, args []string) error {
+		opts.pid = args[0]
+		return runWho(ctx, opts)
+	})
+}
+
+// runWho prints who started the process opts.pid. Exit status: 0 with an
+// answer (started by hermes or not), exitcode.Usage for a pid that is not
+// one, exitcode.Failure when the pid does not exist or the ledger cannot
+// be read.
+func runWho(ctx context.Context, opts *whoOptions) error {
+	pid, err := strconv.Atoi(opts.pid)
+	if err != nil || pid <= 0 {
+		return &exitError{code: exitcode.Usage, err: fmt.Errorf("who: %q is not a pid; pass a positive process id", opts.pid)}
 	}
+	opts.g.daemonPaths(ctx) // the ledger of the running hermesd, if any
+	r, err := who(ctx, opts.g.State, pid)
+	if err != nil {
+		return &exitError{code: exitcode.Failure, err: err}
+	}
+	return show(opts.streams, r, func(w io.Writer, r *whoReport) { r.write(w, time.Now()) })
 }
 
 // Match kinds: how a process belongs to a ledger entry.
@@ -94,7 +100,7 @@ type whoProcess struct {
 // who reads the process and the ledger of state, and finds the entry
 // that claims pid. A state directory that does not exist has no entries
 // (and is not created).
-func who(cmd *cobra.Command, state string, pid int) (*whoReport, error) {
+func who(ctx context.Context, state string, pid int) (*whoReport, error) {
 	st, err := proc.ReadStat(pid)
 	if errors.Is(err, proc.ErrGone) {
 		return nil, fmt.Errorf("who: pid %d: no such process", pid)
@@ -115,7 +121,7 @@ func who(cmd *cobra.Command, state string, pid int) (*whoReport, error) {
 		if err != nil {
 			return nil, fmt.Errorf("who: %w", err)
 		}
-		if entries, err = l.Entries(cmd.Context()); err != nil {
+		if entries, err = l.Entries(ctx); err != nil {
 			return nil, fmt.Errorf("who: %w", err)
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {

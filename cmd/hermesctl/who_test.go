@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/exitcode"
 	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/proc"
@@ -120,6 +121,31 @@ func TestMatchEntry(t *testing.T) {
 			if got := matchEntry(tt.e, st, tt.cg, mount, boot); got != tt.want {
 				t.Errorf("matchEntry = %q, want %q", got, tt.want)
 			}
+		})
+	}
+}
+
+// TestRunWho calls who's run function without cobra, on processes of the
+// test's: this one, which hermes did not start, and a pid that is none.
+func TestRunWho(t *testing.T) {
+	self := strconv.Itoa(os.Getpid())
+	for _, tc := range []struct {
+		name     string
+		pid      string
+		json     bool
+		out      string // a regexp of the output
+		err      string // a regexp of the error; "": none
+		wantCode int
+	}{
+		{name: "not started by hermes", pid: self, out: `^pid ` + self + ` was not started by hermes units \(no ledger entry in .*\)\nppid: +\d+\n`},
+		{name: "-o json", pid: self, json: true, out: `(?s)^\{\n  "pid": ` + self + `,\n  "found": false,.*\n\}\n$`},
+		{name: "not a pid", pid: "web", out: `^$`, err: `who: "web" is not a pid; pass a positive process id`, wantCode: exitcode.Usage},
+		{name: "no such process", pid: strconv.Itoa(1 << 30), out: `^$`, err: "no such process", wantCode: exitcode.Failure},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, out, _ := testClient(t, "", tc.json)
+			err := runWho(t.Context(), &whoOptions{clientOptions: o, pid: tc.pid})
+			checkRun(t, err, tc.wantCode, tc.err, out.Bytes(), tc.out)
 		})
 	}
 }
