@@ -83,19 +83,69 @@ done
 exec >/dev/null
 
 # The process table is read one of two ways (TABLE):
-#   proc: each process's /proc/PID/stat, as it is needed (Linux);
+#   proc: /proc/PID/stat, of the processes a look needs (Linux);
 #   ps:   one run of ps -A -o pid=,ppid=,pgid=,stat=,lstart= per look at
 #         the groups (snap), the options procps and the BSDs' ps share.
+# A read builtin reads a byte per system call (it must not read past its
+# line): some 300 for one stat file, so a look at many groups reads their
+# files with one cat (stats), and scans of the whole table use grep.
+nl='
+'
 
 # fields FILE: st, pg, t0 := the state, process group and start time in the
 # stat file FILE (/proc/PID/stat); false, with st empty, when it is gone.
 fields() {
   st='' s=''
   read -r s 2>/dev/null <"$1" || return 1
-  # shellcheck disable=SC2086 # the fields after the command name
-  set -- ${s##*) }
-  st=$1 pg=$3 t0=${20}
+  record "$s"
 }
+
+# record RECORD: st, pg, t0 := the state, process group and start time in
+# RECORD, one process's /proc/PID/stat. The fields follow the last ") ":
+# the command name before it may hold any byte, ") " and newlines too.
+# shellcheck disable=SC2086 # the fields after the command name
+record() {
+  x=${1#*) }
+  while :; do case $x in *") "*) x=${x#*) } ;; *) break ;; esac; done
+  set -- $x
+  st=${1-} pg=${3-} t0=${20-}
+}
+
+# stats PID...: the stat files of PID... in one run of cat: s_PID := "ST PG
+# T0" for each that is alive (see leader), asked := " PID... ". A command
+# name with a newline splits its record over lines: a record is whole once
+# 20 fields follow its last ") " (a name has at most 15 bytes).
+stats() {
+  forget
+  fs=''
+  for p; do
+    asked="$asked$p " fs="$fs /proc/$p/stat"
+  done
+  [ -n "$fs" ] || return 0
+  # shellcheck disable=SC2086 # a list of /proc paths: plain words
+  t=$(cat $fs 2>/dev/null)
+  r='' IFS=$nl
+  for l in $t; do
+    unset IFS
+    r=$r$l
+    record "$r"
+    if [ -n "$t0" ]; then
+      p=${r%% *}
+      num "$p" && eval "s_$p=\"\$st \$pg \$t0\""
+      r=''
+    else
+      r=$r$nl
+    fi
+  done
+  unset IFS
+}
+
+# forget: drop what stats read (a look reads the table afresh).
+forget() {
+  for p in $asked; do unset "s_$p"; done
+  asked=' '
+}
+asked=' '
 
 # snap ID...: one read of the table by ps, for the registrations ID... and
 # the escapees in $esc: alive := " PG ... ", those of their groups that
@@ -127,10 +177,22 @@ END
 
 # leader PID: st, pg, t0 := the state, process group and start time of PID
 # (its lstart with TABLE ps); false, with st empty, when it is gone.
+# With TABLE proc, from what stats read when it was asked for PID, else
+# from PID's stat file alone.
 leader() {
   if [ "$tab" = proc ]; then
-    fields "/proc/$1/stat"
-    return
+    case $asked in *" $1 "*) ;; *)
+      fields "/proc/$1/stat"
+      return
+      ;;
+    esac
+    eval "s=\${s_$1-}"
+    st=''
+    [ -n "$s" ] || return 1
+    # shellcheck disable=SC2086 # ST PG T0
+    set -- $s
+    st=$1 pg=$2 t0=$3
+    return 0
   fi
   st=''
   case $seen in *" $1 "*) ;; *) return 1 ;; esac
@@ -142,21 +204,21 @@ leader() {
 
 # reg ID: $1..$4 := PGID LEADER START KEY of registration ID, cg := its
 # cgroup dir (- for none).
-# look ID: ok=1 when group ID may have members and may be signalled; then
-# live=1 when a live member is known, else pm=its pgid (pgroup mode: only
-# zombies may be left, to be confirmed by members). kill -0 of a process
+# look ID: live=1 when a live member of group ID is known, else pm=its
+# pgid when it may hold zombies only (pgroup mode: to be confirmed by
+# members); neither when it is empty or not ours. kill -0 of a process
 # group succeeds while a zombie member remains, and orphaned zombies stay
 # forever where init does not reap them: a zombie is not a member.
 # A leader alive with another start time (recycled pid) means the group id
-# is a stranger's: never signalled, not counted. With TABLE ps the start
-# compared is the lstart read at registration (snap must have run).
+# is a stranger's: never signalled (hit), not counted. With TABLE ps the
+# start compared is the lstart read at registration (snap must have run).
 look() {
-  ok=0 live=0 pm=''
+  live=0 pm=''
   eval "set -- \$g_$1; cg=\$c_$1; w0=\${l_$1-}"
   if [ "$cg" != - ]; then
     e=''
     while read -r k v; do [ "$k" = populated ] && e=$v; done 2>/dev/null <"$cg/cgroup.events"
-    [ "$e" = 1 ] && ok=1 live=1
+    [ "$e" = 1 ] && live=1
     return 0
   fi
   kill -s 0 -- "-$1" 2>/dev/null || return 0
@@ -165,47 +227,88 @@ look() {
     [ "$3" = 0 ] || [ "$t0" = "$w0" ] || return 0
     case $st in Z | X) ;; *) [ "$pg" = "$1" ] && live=1 ;; esac
   fi
-  ok=1
   [ "$live" = 1 ] || pm=$1
 }
 
+# table ID...: read what looks at the registrations ID... and at the
+# escapees in $esc need: with TABLE ps, one run of ps (snap); with TABLE
+# proc, the stat files of their leaders and of the escapees, with one cat
+# (stats).
+table() {
+  if [ "$tab" = ps ]; then
+    snap "$@"
+    return
+  fi
+  lp=''
+  for tid; do
+    eval "set -- \$g_$tid; cg=\$c_$tid"
+    [ "$cg" = - ] && lp="$lp $2"
+  done
+  # shellcheck disable=SC2086 # a list of pids: splitting is the point
+  stats $lp $esc
+}
+
 # hit SIG: send SIG to every group of $pending that may have members, and to
-# the escapees found by the last sweep.
+# the escapees found by the last sweep: one look at the table for all of
+# them, and one kill for every group and process (a cgroup gets KILL by
+# cgroup.kill, and TERM to each member listed in its cgroup.procs, all read
+# with one cat).
 hit() {
-  sig=$1
+  sig=$1 to=''
   # shellcheck disable=SC2086 # a list of ids: splitting is the point
-  [ "$tab" = ps ] && snap $pending
+  table $pending
   for id in $pending; do
-    look "$id"
-    [ "$ok" = 1 ] || continue
-    eval "set -- \$g_$id"
+    eval "set -- \$g_$id; cg=\$c_$id; w0=\${l_$id-}"
+    [ "$cg" = - ] || continue
+    # No look: a group that is gone fails the kill alone. A leader alive
+    # with another start time means the group id is a stranger's (look).
+    [ "$tab" = proc ] && w0=$3
+    if [ "$3" != 0 ] && leader "$2" && [ "$t0" != "$w0" ]; then continue; fi
+    to="$to -$1"
+  done
+  set --
+  for id in $pending; do
+    eval "cg=\$c_$id"
     if [ "$cg" = - ]; then
-      kill -s "$sig" -- "-$1" 2>/dev/null
+      continue
     elif [ "$sig" = KILL ]; then
       echo 1 2>/dev/null >"$cg/cgroup.kill"
     else
-      # A cgroup whose members are exiting may read as 0: kill 0 would
-      # signal this script's own group. Only pids above 1 are signalled.
-      while read -r p; do num "$p" && [ "$p" -gt 1 ] && kill -s "$sig" "$p" 2>/dev/null; done 2>/dev/null <"$cg/cgroup.procs"
+      set -- "$@" "$cg/cgroup.procs"
     fi
   done
-  for p in $esc; do kill -s "$sig" "$p" 2>/dev/null; done
+  # A cgroup whose members are exiting may read as 0: kill 0 would signal
+  # this script's own group. Only pids above 1 are signalled.
+  if [ $# -gt 0 ]; then
+    # shellcheck disable=SC2013 # cgroup.procs holds one pid a line: plain words
+    for p in $(cat -- "$@" 2>/dev/null); do
+      num "$p" && [ "$p" -gt 1 ] && to="$to $p"
+    done
+  fi
+  # shellcheck disable=SC2086 # a list of targets: splitting is the point
+  [ -z "$to$esc" ] || kill -s "$sig" -- $to $esc 2>/dev/null
 }
 
 # members PGID...: alive := those of the given groups that have a live
-# (non-zombie) member, as " PG PG ... ", from one scan of /proc. With
-# TABLE ps, snap has set alive already, from the same read as the look.
+# (non-zombie) member, as " PG PG ... ", from one scan of /proc by grep
+# (the lines it picks are read again here: it only narrows them down).
+# With TABLE ps, snap has set alive already, from the same read as the
+# look.
 members() {
   [ "$tab" = proc ] || return 0
-  want=" $* " alive=' '
+  want=" $* " alive=' ' pgs=''
+  for g; do pgs="$pgs|$g"; done
   set +f
-  set -- /proc/[0-9]*/stat
+  t=$(grep -hE "\) [^ZX] [0-9]+ (${pgs#|}) " /proc/[0-9]*/stat 2>/dev/null)
   set -f
-  for f; do
-    fields "$f" || continue
-    case $st in Z | X) continue ;; esac
+  IFS=$nl
+  for l in $t; do
+    unset IFS
+    record "$l"
+    case $st in '' | Z | X) continue ;; esac
     case $want in *" $pg "*) case $alive in *" $pg "*) ;; *) alive="$alive$pg " ;; esac ;; esac
   done
+  unset IFS
 }
 
 # pgof ID: pgid := the process group of registration ID.
@@ -213,21 +316,33 @@ pgof() { eval "set -- \$g_$1"; pgid=$1; }
 
 # check: left=1 when anything may still be alive. Groups seen empty are
 # dropped from the front of $pending, and the check stops at the first
-# live one, so a poll costs little however many groups wait; groups that
+# live one, so a poll costs little however many groups wait: with TABLE
+# proc the first group's leader is read alone (while anything lives, it
+# mostly does), and the others' with one cat once it is not. Groups that
 # may hold only zombies are confirmed by one scan of /proc, only when
 # nothing else is known alive. Escapees that are gone or zombies are
-# dropped from $esc. With TABLE ps, one run of ps serves the whole check.
+# dropped from $esc; with TABLE proc they are looked at only once no group
+# is known alive (the KILL round sweeps anew). With TABLE ps, one run of
+# ps serves the whole check.
 check() {
-  left=0 keep='' rest=$pending maybe=''
+  left=0 keep='' rest=$pending maybe='' looked=0
   # shellcheck disable=SC2086 # a list of ids: splitting is the point
-  [ "$tab" = ps ] && snap $pending
+  if [ "$tab" = ps ]; then snap $pending; else forget; fi
   for id in $pending; do
+    # shellcheck disable=SC2086 # a list of ids: splitting is the point
+    [ "$looked" = 1 ] && [ "$tab" = proc ] && table $rest
+    looked=$((looked + 1))
     look "$id"
     if [ "$live" = 1 ]; then left=1; break; fi
     rest=${rest#"$id" }
     [ -n "$pm" ] && keep="$keep$id " maybe="$maybe $pm"
   done
   pending=$keep$rest
+  if [ "$tab" = proc ]; then
+    [ "$left" = 0 ] || return 0
+    # shellcheck disable=SC2086 # a list of pids: splitting is the point
+    [ "$looked" -gt 1 ] || stats $esc
+  fi
   e=$esc esc=''
   for p in $e; do
     leader "$p" || continue
@@ -246,18 +361,15 @@ check() {
 # sweep: esc=pids of live processes that escaped a registered group without
 # a cgroup (their own session or group; the owner never saw them). With
 # TABLE proc: those that carry the spawn key of such a group in their
-# environment. With TABLE ps (no portable way to read another process's
-# environment): the descendants of the members of such groups, by the
-# parent links of one read of the table; an escapee whose parent exited
-# before (re-parented to init) is out of its reach, and dies with the
-# owner only if the owner registered its group. The escapees of the last
-# sweep that still live are kept.
+# environment (tagged, then found). With TABLE ps (no portable way to read
+# another process's environment): the descendants of the members of such
+# groups, by the parent links of one read of the table; an escapee whose
+# parent exited before (re-parented to init) is out of its reach, and dies
+# with the owner only if the owner registered its group. The escapees of
+# the last sweep that still live are kept.
 sweep() {
-  keys='' e0=$esc esc='' regs=' '
-  for id in $ids; do
-    eval "set -- \$g_$id; cg=\$c_$id"
-    [ "$cg" = - ] && [ "$4" != - ] && keys="$keys|$4" regs="$regs$1 "
-  done
+  e0=$esc esc=''
+  keyed
   [ -n "$keys" ] || return 0
   if [ "$tab" = ps ]; then
     # Those found before stay: the TERM may have ended their parents.
@@ -265,13 +377,36 @@ sweep() {
     esc="$esc$e0"
     return
   fi
+  # shellcheck disable=SC2046 # /proc/PID/environ paths: plain words
+  found $(tagged)
+}
+
+# keyed: keys := "|KEY|KEY..." the spawn keys of the registrations without
+# a cgroup, regs := " PGID... " their groups.
+keyed() {
+  keys='' regs=' '
+  for id in $ids; do
+    # g_ID: "PGID LEADER START KEY"
+    eval "x=\$g_$id cg=\$c_$id"
+    [ "$cg" = - ] && [ "${x##* }" != - ] && keys="$keys|${x##* }" regs="$regs${x%% *} "
+  done
+}
+
+# tagged: print the /proc/PID/environ paths of the processes whose
+# environment carries one of $keys, one a line (grep reads every one).
+tagged() {
   set +f
-  # shellcheck disable=SC2013 # grep prints /proc/PID/environ paths: plain words
-  for f in $(grep -lzE "^HERMES_SPAWN=(${keys#|})\$" /proc/[0-9]*/environ 2>/dev/null); do
+  grep -lzE "^HERMES_SPAWN=(${keys#|})\$" /proc/[0-9]*/environ 2>/dev/null
+  set -f
+}
+
+# found PATH...: add to esc the pid of each /proc/PID/environ PATH, but
+# this script's.
+found() {
+  for f; do
     p=${f#/proc/} p=${p%/environ}
     [ "$p" = "$me" ] || esc="$esc $p"
   done
-  set -f
 }
 
 # ancestry: esc := the live processes outside the groups in $regs that
@@ -319,53 +454,69 @@ nap() { sleep "$1"; slept=$((slept + $2)); }
 # (TABLE ps: now lags it).
 over() { [ "$tab" = ps ] && [ "$(date +%s)" -ge "$dl" ]; }
 
+# finish: wait for the groups and escapees to be gone, polling, up to the
+# grace; KILL what is left; remove the cgroups.
+finish() {
+  check
+  while [ "$left" = 1 ]; do
+    now
+    [ "$c" -lt "$end" ] || break
+    over && break
+    # Poll every 10 ms at first (TERM-obeying groups go at once) and near
+    # the deadline; in between every 50 ms, to spare the CPU.
+    if [ $((c - start)) -gt 10 ] && [ $((end - c)) -gt 6 ]; then nap 0.05 5; else nap 0.01 1; fi
+    check
+  done
+  if [ "$left" = 1 ]; then
+    sweep
+    hit KILL
+    n=0
+    while [ "$left" = 1 ] && [ $n -lt 100 ]; do
+      nap 0.01 1
+      check
+      n=$((n + 1))
+    done
+  fi
+  # The cgroups of the groups registered, and the owner's subtree unless
+  # the owner closed the pipe only because it was idle: the subtree lives
+  # as long as its owner, not as long as one supervisor.
+  for id in $ids; do
+    eval "cg=\$c_$id"
+    [ "$cg" = - ] || rmdir "$cg" 2>/dev/null
+  done
+  [ "$own" = - ] || [ "$idle" = 1 ] || rmdir "$own" 2>/dev/null
+}
+
 # The grace runs from EOF: the deadline is fixed first, so that the TERM
 # round and the polls count against it and KILL fires at the grace.
-# With TABLE proc, signal first: the registered groups get TERM before the
-# sweep, which reads the environment of every process (slow with many, and
-# it blocks on a process stuck in the kernel); the escapees it finds get
-# TERM after. With TABLE ps the sweep is one read of the table, and comes
-# first.
+# With TABLE proc, the registered groups get TERM at once, while the sweep
+# runs beside them (a grep at the left of a pipe): it reads the environment
+# of every process, which is slow with many (and blocks on a process stuck
+# in the kernel), and the escapees it finds get TERM once the registered
+# groups have theirs. With TABLE ps the sweep is one read of the table, and
+# comes first.
 now
 start=$c end=$((c + (grace + 9) / 10))
 [ "$tab" = ps ] && dl=$(($(date +%s) + (grace + 999) / 1000 + 1))
 pending=${ids# } esc=''
+keyed
 if [ "$tab" = ps ]; then
   # The escapees are found by their parents: read before the TERM, which
   # ends the parents and sends their children to init.
   sweep
   hit TERM
-else
+  finish
+elif [ -z "$keys" ]; then
   hit TERM
-  sweep
-  for p in $esc; do kill -s TERM "$p" 2>/dev/null; done
+  finish
+else
+  tagged | {
+    hit TERM
+    # shellcheck disable=SC2046 # /proc/PID/environ paths: plain words
+    found $(cat)
+    # shellcheck disable=SC2086 # a list of pids: splitting is the point
+    [ -z "$esc" ] || kill -s TERM $esc 2>/dev/null
+    finish
+  }
 fi
-check
-while [ "$left" = 1 ]; do
-  now
-  [ "$c" -lt "$end" ] || break
-  over && break
-  # Poll every 10 ms at first (TERM-obeying groups go at once) and near
-  # the deadline; in between every 50 ms, to spare the CPU.
-  if [ $((c - start)) -gt 10 ] && [ $((end - c)) -gt 6 ]; then nap 0.05 5; else nap 0.01 1; fi
-  check
-done
-if [ "$left" = 1 ]; then
-  sweep
-  hit KILL
-  n=0
-  while [ "$left" = 1 ] && [ $n -lt 100 ]; do
-    nap 0.01 1
-    check
-    n=$((n + 1))
-  done
-fi
-# The cgroups of the groups registered, and the owner's subtree unless the
-# owner closed the pipe only because it was idle: the subtree lives as long
-# as its owner, not as long as one supervisor.
-for id in $ids; do
-  eval "cg=\$c_$id"
-  [ "$cg" = - ] || rmdir "$cg" 2>/dev/null
-done
-[ "$own" = - ] || [ "$idle" = 1 ] || rmdir "$own" 2>/dev/null
 exit 0
