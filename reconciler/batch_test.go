@@ -20,7 +20,7 @@ type batchSpawner struct {
 	batches [][]string // guarded by bmu
 }
 
-func (b *batchSpawner) StopAll(ctx context.Context, orders []supervisor.StopOrder, signalled func(), done func(i int, err error)) {
+func (b *batchSpawner) StopAll(ctx context.Context, orders []supervisor.StopOrder, signalled func(), done func(i int, err error)) error {
 	var names []string
 	for _, o := range orders {
 		names = append(names, o.Group.Unit)
@@ -35,6 +35,7 @@ func (b *batchSpawner) StopAll(ctx context.Context, orders []supervisor.StopOrde
 	for i := range orders {
 		done(i, nil)
 	}
+	return nil
 }
 
 // TestShutdownStopsLevelsInBatches: at hermesd's clean stop, every owned

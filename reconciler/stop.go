@@ -38,11 +38,12 @@ import (
 // StopBatcher is a Spawner that stops many groups at once
 // (supervisor.Owner.StopAll): signalled is called once every group has had
 // its signal, before any is waited for; done(i, err) is called for
-// orders[i] as Stop would return for it (its group empty and released, or
-// the error), from the batcher's goroutines; StopAll returns once every
-// done has returned.
+// orders[i] once its group is empty (nil) or its stop failed, from the
+// batcher's goroutines; StopAll returns once every done has returned and
+// the batch's groups are released, with the release's error (the ledger
+// write of them all).
 type StopBatcher interface {
-	StopAll(ctx context.Context, orders []supervisor.StopOrder, signalled func(), done func(i int, err error))
+	StopAll(ctx context.Context, orders []supervisor.StopOrder, signalled func(), done func(i int, err error)) error
 }
 
 // pendingStop is a stop begun in this pass and not yet handed to the
@@ -89,10 +90,15 @@ func (r *Reconciler) dispatchStops() {
 			orders[i] = s.order
 		}
 		r.wg.Go(func() {
-			b.StopAll(ctx, orders, begun, func(i int, err error) {
+			err := b.StopAll(ctx, orders, begun, func(i int, err error) {
 				close(returned[i])
 				r.post(stopDoneEvent{batch[i].name, batch[i].gen, err})
 			})
+			if err != nil {
+				// The units are stopped (their groups are empty): only the
+				// bookkeeping that follows failed.
+				r.log.Warn("units stopped; the release of their groups failed", "units", len(orders), "err", err)
+			}
 		})
 		return
 	}

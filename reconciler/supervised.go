@@ -38,8 +38,8 @@ func (s ownerSpawner) Stop(ctx context.Context, g supervisor.Group, sig syscall.
 	return s.o.Stop(ctx, g, sig, grace)
 }
 
-func (s ownerSpawner) StopAll(ctx context.Context, orders []supervisor.StopOrder, signalled func(), done func(i int, err error)) {
-	s.o.StopAll(ctx, orders, signalled, done)
+func (s ownerSpawner) StopAll(ctx context.Context, orders []supervisor.StopOrder, signalled func(), done func(i int, err error)) error {
+	return s.o.StopAll(ctx, orders, signalled, done)
 }
 
 func (s ownerSpawner) Members(g supervisor.Group) []proc.Identity {

@@ -252,8 +252,8 @@ func (o *Owner) ReleaseOnceEmpty(ctx context.Context, g Group) error {
 // group.
 func (o *Owner) Stop(ctx context.Context, g Group, sig syscall.Signal, grace time.Duration) error {
 	var err error
-	o.StopAll(ctx, []StopOrder{{Group: g, Signal: sig, Grace: grace}}, nil, func(_ int, e error) { err = e })
-	return err
+	rerr := o.StopAll(ctx, []StopOrder{{Group: g, Signal: sig, Grace: grace}}, nil, func(_ int, e error) { err = e })
+	return cmp.Or(err, rerr)
 }
 
 // StopOrder is one group of a StopAll: Signal to every member of Group
@@ -276,19 +276,24 @@ type StopOrder struct {
 //  3. Each group is waited for on its own, on events: its leader's
 //     reaping, and in cgroup mode its cgroup.events (inotify); only a
 //     process group some other member outlives its leader in is polled.
-//     Once its own grace is over it is KILLed; once empty it is released
-//     (unregistered, its ledger entry removed and its cgroup with it).
-//     The removals of the groups that empty together go to the ledger in
-//     one write: the owner's journal commits whatever is queued at once.
+//     Once its own grace is over it is KILLed.
+//  4. Once every group is done, the bookkeeping of them all at once: the
+//     registered groups are released (unregistered, their cgroups
+//     removed, their ledger entries removed in one ledger write). Until
+//     then the janitor leaves them alone (a leader's exit does not have
+//     it release its group), so that no ledger write, a read of the
+//     ledger and of /proc, competes with the groups' exits.
 //
 // signalled, when not nil, is called once every group has had its signal
 // and before any is waited for: what its caller has to do for the stop
 // (a log line for each, waking its own watchers) then does not delay the
 // signals. done(i, err) is called for orders[i] once its group is empty
-// and released (nil), or when its stop failed (an unsafe group, ctx
-// ended), from a goroutine of StopAll's: a group that ignores its signal
-// delays no other. StopAll returns once every done has returned.
-func (o *Owner) StopAll(ctx context.Context, orders []StopOrder, signalled func(), done func(i int, err error)) {
+// (nil), or when its stop failed (an unsafe group, ctx ended), from a
+// goroutine of StopAll's: a group that ignores its signal delays no
+// other's done. StopAll returns once every done has returned and the
+// groups are released: the error is the release's (the ledger write);
+// a group whose stop failed stays registered, and the janitor's again.
+func (o *Owner) StopAll(ctx context.Context, orders []StopOrder, signalled func(), done func(i int, err error)) error {
 	regs := make([]*reg, len(orders))
 	errs := make([]error, len(orders))
 	scan := false
@@ -296,6 +301,7 @@ func (o *Owner) StopAll(ctx context.Context, orders []StopOrder, signalled func(
 		regs[i], errs[i] = o.stopping(s.Group)
 		scan = scan || errs[i] == nil && o.mode == ModePGroup && regs[i].key != ""
 	}
+	defer o.release(regs)
 	if scan {
 		o.scan()
 	}
@@ -312,16 +318,38 @@ func (o *Owner) StopAll(ctx context.Context, orders []StopOrder, signalled func(
 		signalled()
 	}
 	ev := &lazyEvents{}
-	defer ev.close()
 	var wg sync.WaitGroup
 	for i, s := range orders {
 		if errs[i] != nil {
 			done(i, errs[i])
 			continue
 		}
-		wg.Go(func() { done(i, o.finishStop(ctx, regs[i], s.Group, s.Grace, ev)) })
+		wg.Go(func() {
+			errs[i] = o.finishStop(ctx, regs[i], s.Group, s.Grace, ev)
+			done(i, errs[i])
+		})
 	}
 	wg.Wait()
+	ev.close()
+	var empty []*reg
+	for i, r := range regs {
+		if errs[i] == nil && r.id != "" {
+			empty = append(empty, r)
+		}
+	}
+	return o.dropAll(ctx, empty)
+}
+
+// release ends StopAll's hold on regs: those it did not drop (their stop
+// failed) go back to the janitor.
+func (o *Owner) release(regs []*reg) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, r := range regs {
+		if r != nil {
+			r.stopping = false
+		}
+	}
 }
 
 // lazyEvents is a StopAll's cgroupEvents, opened by the first group that
@@ -354,7 +382,9 @@ func (o *Owner) stopping(g Group) (*reg, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	r := o.findLocked(g)
-	if r == nil {
+	if r != nil {
+		r.stopping = true
+	} else {
 		r = &reg{g: o.foreignCgroupLocked(g)}
 		if err := o.safeLocked(g); err != nil {
 			return nil, err
@@ -626,7 +656,7 @@ func (o *Owner) tidy(scan bool) {
 	var pending []*reg
 	spawned := false
 	for _, r := range o.regs {
-		if r.leaderGone || r.onceEmpty {
+		if (r.leaderGone || r.onceEmpty) && !r.stopping {
 			pending = append(pending, r)
 		}
 		spawned = spawned || r.key != ""

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -113,8 +114,8 @@ func (o *Owner) list(r *reg) []proc.Identity {
 // Stop.
 func (o *Owner) StopMain(ctx context.Context, g Group, main proc.Identity, sig syscall.Signal, grace time.Duration) error {
 	var err error
-	o.StopAll(ctx, []StopOrder{{Group: g, Main: main, Signal: sig, Grace: grace}}, nil, func(_ int, e error) { err = e })
-	return err
+	rerr := o.StopAll(ctx, []StopOrder{{Group: g, Main: main, Signal: sig, Grace: grace}}, nil, func(_ int, e error) { err = e })
+	return cmp.Or(err, rerr)
 }
 
 // signalIdentity sends sig to id's process through a process handle (a
@@ -132,9 +133,10 @@ func signalIdentity(id proc.Identity, sig syscall.Signal) {
 	h.Signal(sig)
 }
 
-// finishStop waits up to grace for r to be empty, KILLs what is left, waits
-// for empty (until ctx ends) and releases r: the end of each group's stop
-// in StopAll. ev, when not nil, reports changes of r's cgroup.
+// finishStop waits up to grace for r to be empty, KILLs what is left and
+// waits for empty (until ctx ends): the end of each group's stop in
+// StopAll, which releases the registered groups of the batch once all are
+// done. ev, when not nil, reports changes of r's cgroup.
 func (o *Owner) finishStop(ctx context.Context, r *reg, g Group, grace time.Duration, ev *lazyEvents) error {
 	if !o.waitEmptyOn(ctx, r, grace, ev) {
 		o.signal(r, syscall.SIGKILL)
@@ -145,13 +147,10 @@ func (o *Owner) finishStop(ctx context.Context, r *reg, g Group, grace time.Dura
 	if o.emptied != nil {
 		o.emptied()
 	}
-	if r.id == "" {
+	if r.id == "" && o.tree.leaf(r.g.Cgroup) {
 		// A survivor's kept cgroup (or a released group's) has no
 		// registration to drop: the one who saw it empty removes it.
-		if o.tree.leaf(r.g.Cgroup) {
-			removeEmpty(r.g.Cgroup)
-		}
-		return nil
+		removeEmpty(r.g.Cgroup)
 	}
-	return o.drop(ctx, r) // nil, too, when the janitor dropped it already
+	return nil
 }

@@ -72,7 +72,7 @@ func TestStopAllSignalsBeforeWaiting(t *testing.T) {
 			var order []string // "signalled", then each order's index as it is done
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
-			o.StopAll(ctx, orders, func() {
+			err = o.StopAll(ctx, orders, func() {
 				mu.Lock()
 				defer mu.Unlock()
 				signalled++
@@ -96,6 +96,9 @@ func TestStopAllSignalsBeforeWaiting(t *testing.T) {
 					syscall.Kill(-g.PGID, syscall.SIGCONT)
 				}
 			})
+			if err != nil {
+				t.Errorf("StopAll: got %v, want nil", err)
+			}
 			if signalled != 1 || len(order) != heldGroups+2 || order[0] != "signalled" {
 				t.Fatalf("StopAll's calls: got %v, want signalled once, first, then one done for each of the %d orders", order, heldGroups+1)
 			}

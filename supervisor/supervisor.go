@@ -193,6 +193,7 @@ type reg struct {
 	spawned    bool     // started by SpawnOwned: its ledger entry goes when it is empty
 	leaderGone bool     // the leader exited: release once empty
 	onceEmpty  bool     // ReleaseOnceEmpty asked
+	stopping   bool     // a StopAll is stopping it and releases it: the janitor leaves it alone
 	esc        []*reg   // escapee groups found under this spawn (pgroup mode)
 	goneSeen   bool     // a scan saw leaderGone: a process re-parented later is not blamed on it first
 	files      []fileID // the spawn's stdin, stdout, stderr (its log): an orphan holding one is its
