@@ -371,8 +371,16 @@ func (sp *spawning) commit(ctx context.Context) (*Child, error) {
 		o.mu.Lock()
 		r.waited = c.done
 		o.mu.Unlock()
-		if err := sp.register(ctx); err != nil {
-			return c, err
+		// In cgroup mode the cgroup is what the supervisor kills, and it
+		// was registered (and accepted) before the child started into it:
+		// the leader's pgid and identity, set above, are carried by any
+		// replay, and the script has no use for them. In pgroup mode this
+		// is the registration, and the gate opens only once it is
+		// accepted.
+		if o.tree == nil {
+			if err := sp.register(ctx); err != nil {
+				return c, err
+			}
 		}
 	}
 	if err := sp.record(ctx, id); err != nil {
