@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -10,12 +11,24 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// completionOptions are the shell of completion, the command tree it
+// completes, and where it prints.
+type completionOptions struct {
+	clientOptions
+	shell string         // bash, zsh or fish
+	root  *cobra.Command // hermesctl's root command
+}
+
+// shells are the shells completion writes a script for.
+var shells = []string{"bash", "zsh", "fish"}
+
 // newCompletionCmd prints cobra's completion script for a shell. It
 // replaces cobra's default completion command, so that the shells are
 // exactly bash, zsh and fish, and an unknown shell is one clear error.
-func newCompletionCmd() *cobra.Command {
-	shells := []string{"bash", "zsh", "fish"}
-	return &cobra.Command{
+func newCompletionCmd(g *globals) *cobra.Command {
+	opts := &completionOptions{clientOptions: clientOptions{g: g}}
+	var cmd *cobra.Command
+	cmd = opts.command(&cobra.Command{
 		Use:   "completion bash|zsh|fish",
 		Short: "Print the shell completion script",
 		Long: `Print the completion script for a shell. For example:
@@ -31,22 +44,32 @@ Unit names complete from the units directory, offline.`,
 				return fmt.Errorf("completion takes one shell: %s", strings.Join(shells, ", "))
 			}
 			if !slices.Contains(shells, args[0]) {
-				return fmt.Errorf("completion: unknown shell %q; use one of %s", args[0], strings.Join(shells, ", "))
+				return unknownShell(args[0])
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			root, out := cmd.Root(), cmd.OutOrStdout()
-			switch args[0] {
-			case "bash":
-				return root.GenBashCompletionV2(out, true)
-			case "zsh":
-				return root.GenZshCompletion(out)
-			default:
-				return root.GenFishCompletion(out, true)
-			}
-		},
+	}, func(_ context.Context, args []string) error {
+		opts.shell, opts.root = args[0], cmd.Root()
+		return runCompletion(opts)
+	})
+	return cmd
+}
+
+// runCompletion prints the completion script of opts.root for opts.shell.
+func runCompletion(opts *completionOptions) error {
+	switch opts.shell {
+	case "bash":
+		return opts.root.GenBashCompletionV2(opts.out, true)
+	case "zsh":
+		return opts.root.GenZshCompletion(opts.out)
+	case "fish":
+		return opts.root.GenFishCompletion(opts.out, true)
 	}
+	return unknownShell(opts.shell)
+}
+
+func unknownShell(shell string) error {
+	return fmt.Errorf("completion: unknown shell %q; use one of %s", shell, strings.Join(shells, ", "))
 }
 
 // completeUnits completes unit names from the units directory: the --units

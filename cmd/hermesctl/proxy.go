@@ -14,6 +14,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// proxyOptions are where proxy env and proxy rotate-token print; they
+// take no flags.
+type proxyOptions struct{ clientOptions }
+
 // newProxyCmd is "hermesctl proxy": the provider proxy's credentials. The
 // proxy serves only clients that present its token as their API key
 // (proxy.LoadToken); these commands hand it to a shell and replace it.
@@ -22,37 +26,39 @@ func newProxyCmd(g *globals) *cobra.Command {
 		Use:   "proxy",
 		Short: "The provider proxy's address and token for clients",
 	}
-	c.AddCommand(&cobra.Command{
+	env := &proxyOptions{clientOptions{g: g}}
+	c.AddCommand(env.command(&cobra.Command{
 		Use:   "env",
 		Short: `Print OPENAI_BASE_URL and OPENAI_API_KEY for a shell: eval "$(hermesctl proxy env)"`,
 		Long: `Print OPENAI_BASE_URL and OPENAI_API_KEY for a shell: eval "$(hermesctl proxy env)".
 With -o json, the two variables as one object: {"OPENAI_BASE_URL": ..., "OPENAI_API_KEY": ...}.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := g.jsonOutput()
-			if err != nil {
-				return err
-			}
-			base, tok, err := proxyEnv(cmd.Context(), g)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), map[string]string{"OPENAI_BASE_URL": base, "OPENAI_API_KEY": tok})
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "export OPENAI_BASE_URL=%s\nexport OPENAI_API_KEY=%s\n", shellQuote(base), shellQuote(tok))
-			return nil
-		},
-	})
-	c.AddCommand(&cobra.Command{
+	}, func(ctx context.Context, _ []string) error {
+		return runProxyEnv(ctx, env)
+	}))
+	rotate := &proxyOptions{clientOptions{g: g}}
+	c.AddCommand(rotate.command(&cobra.Command{
 		Use:   "rotate-token",
 		Short: "Replace the proxy token; the old one is honoured for 10 minutes, or until hermesd restarts",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return rotateToken(cmd, g)
-		},
-	})
+	}, func(ctx context.Context, _ []string) error {
+		return runRotateToken(ctx, rotate)
+	}))
 	return c
+}
+
+// runProxyEnv prints the proxy's base URL and token (proxyEnv) as a
+// shell's exports, or as one JSON object.
+func runProxyEnv(ctx context.Context, opts *proxyOptions) error {
+	base, tok, err := proxyEnv(ctx, opts.g)
+	if err != nil {
+		return err
+	}
+	if opts.json {
+		return writeJSON(opts.out, map[string]string{"OPENAI_BASE_URL": base, "OPENAI_API_KEY": tok})
+	}
+	fmt.Fprintf(opts.out, "export OPENAI_BASE_URL=%s\nexport OPENAI_API_KEY=%s\n", shellQuote(base), shellQuote(tok))
+	return nil
 }
 
 // proxyEnv is the proxy's base URL and token: the address from the running
@@ -87,18 +93,14 @@ func proxyEnv(ctx context.Context, g *globals) (base, token string, err error) {
 	return "http://" + listen + "/v1", token, nil
 }
 
-// rotateToken asks the running hermesd for a new token; with hermesd not
-// running it replaces the file itself (no old token is honoured then).
-func rotateToken(cmd *cobra.Command, g *globals) error {
-	asJSON, err := g.jsonOutput()
-	if err != nil {
-		return err
-	}
-	out := cmd.OutOrStdout()
+// runRotateToken asks the running hermesd for a new token; with hermesd
+// not running it replaces the file itself (no old token is honoured then).
+func runRotateToken(ctx context.Context, opts *proxyOptions) error {
+	g, out, asJSON := opts.g, opts.out, opts.json
 	c, err := dial(g)
 	if err == nil {
 		defer c.Close()
-		rot, err := c.RotateProxyToken(cmd.Context())
+		rot, err := c.RotateProxyToken(ctx)
 		if err == nil {
 			switch {
 			case asJSON:
@@ -131,12 +133,12 @@ func rotateToken(cmd *cobra.Command, g *globals) error {
 	return nil
 }
 
-// runProxyEnv is the proxy's part of a `hermesctl run` child's
+// childProxyEnv is the proxy's part of a `hermesctl run` child's
 // environment: OPENAI_BASE_URL and OPENAI_API_KEY when hermesd serves the
 // proxy and env sets no non-empty OPENAI_BASE_URL (a base URL already chosen is kept,
 // with its key). Nothing when hermesd is not running or its proxy is off;
 // a token that cannot be read is said on stderr.
-func runProxyEnv(ctx context.Context, g *globals, env []string) []string {
+func childProxyEnv(ctx context.Context, g *globals, env []string) []string {
 	if ownBaseURL(env) {
 		return nil
 	}

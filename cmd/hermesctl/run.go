@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -26,40 +27,59 @@ import (
 // Whatever CMD started dies with hermesctl, by any death of hermesctl
 // (kill -9 included), within the grace. When hermesd serves the provider
 // proxy, CMD gets OPENAI_BASE_URL and OPENAI_API_KEY (the proxy token)
-// unless its environment names an OPENAI_BASE_URL already (runProxyEnv).
+// unless its environment names an OPENAI_BASE_URL already (childProxyEnv).
 // With --run-budget the run has a job's budget rules (runbudget.go): at
 // 100 % CMD's group is stopped and hermesctl exits
 // exitcode.HermesctlBudget with one line of error.
 func newRunCmd(g *globals) *cobra.Command {
-	var mode, wrapSig string
-	var grace time.Duration
-	var budget float64
-	c := &cobra.Command{
+	opts := &runOptions{clientOptions: clientOptions{g: g}, stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
+	var c *cobra.Command
+	c = opts.command(&cobra.Command{
 		Use:   "run [--] CMD [ARG...]",
 		Short: "Run a command as an owned child: its whole tree dies with hermesctl",
 		Args:  cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			m, err := supervisor.ParseMode(mode)
-			if err != nil {
-				return err
-			}
-			rb, err := parseRunBudget(budget, cmd.Flags().Changed("run-budget"), wrapSig)
-			if err != nil {
-				return err
-			}
-			return runOwned(cmd, g, args, m, grace, rb)
-		},
-	}
+	}, func(ctx context.Context, args []string) error {
+		opts.argv, opts.budgetGiven = args, c.Flags().Changed("run-budget")
+		return runRun(ctx, opts)
+	})
 	c.Flags().SetInterspersed(false)
-	c.Flags().StringVar(&mode, "mode", "", "containment: cgroup or pgroup (default: cgroup where a writable cgroup v2 hierarchy exists)")
-	c.Flags().DurationVar(&grace, "grace", supervisor.DefaultGrace, "TERM→KILL grace for CMD's tree when hermesctl dies, or when --run-budget runs out")
-	c.Flags().Float64Var(&budget, "run-budget", 0, "a job's run budget, in `SECONDS`: a wrap-up notice at 80% ($HERMES_WRAPUP_FILE, --wrapup-signal, and through the proxy), CMD's group stopped at 100% (exit 124)")
-	c.Flags().StringVar(&wrapSig, "wrapup-signal", "", "`SIGNAL` sent to CMD at 80% of --run-budget, as a job's wrapup_signal (default: none)")
+	c.Flags().StringVar(&opts.mode, "mode", "", "containment: cgroup or pgroup (default: cgroup where a writable cgroup v2 hierarchy exists)")
+	c.Flags().DurationVar(&opts.grace, "grace", supervisor.DefaultGrace, "TERM→KILL grace for CMD's tree when hermesctl dies, or when --run-budget runs out")
+	c.Flags().Float64Var(&opts.budget, "run-budget", 0, "a job's run budget, in `SECONDS`: a wrap-up notice at 80% ($HERMES_WRAPUP_FILE, --wrapup-signal, and through the proxy), CMD's group stopped at 100% (exit 124)")
+	c.Flags().StringVar(&opts.wrapSig, "wrapup-signal", "", "`SIGNAL` sent to CMD at 80% of --run-budget, as a job's wrapup_signal (default: none)")
 	return c
 }
 
-func runOwned(cmd *cobra.Command, g *globals, args []string, mode supervisor.Mode, grace time.Duration, rb runBudget) error {
-	ctx := cmd.Context()
+// runOptions are the flags and the command of run, and the standard
+// streams CMD gets (hermesctl's own). hermesctl's notes go to errOut.
+type runOptions struct {
+	clientOptions
+	argv                  []string      // CMD and its arguments
+	mode                  string        // --mode
+	grace                 time.Duration // --grace
+	budget                float64       // --run-budget, in seconds
+	budgetGiven           bool          // --run-budget was on the command line
+	wrapSig               string        // --wrapup-signal
+	stdin, stdout, stderr *os.File      // CMD's; a terminal on stdin makes CMD its foreground group
+}
+
+// runRun checks the flags, then runs CMD as an owned child (runOwned).
+func runRun(ctx context.Context, opts *runOptions) error {
+	m, err := supervisor.ParseMode(opts.mode)
+	if err != nil {
+		return err
+	}
+	rb, err := parseRunBudget(opts.budget, opts.budgetGiven, opts.wrapSig)
+	if err != nil {
+		return err
+	}
+	return runOwned(ctx, opts, m, rb)
+}
+
+// runOwned runs CMD in the foreground until it exits, and returns its exit
+// status as an exitError (run's doc above).
+func runOwned(ctx context.Context, opts *runOptions, mode supervisor.Mode, rb runBudget) error {
+	g, args, grace := opts.g, opts.argv, opts.grace
 	o, err := supervisor.New(supervisor.Options{StateDir: g.State, Role: units.RoleRun, Grace: grace, Mode: mode})
 	if err != nil {
 		return err
@@ -70,7 +90,7 @@ func runOwned(cmd *cobra.Command, g *globals, args []string, mode supervisor.Mod
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	_, terr := unix.IoctlGetTermios(int(os.Stdin.Fd()), ioctlGetTermios)
+	_, terr := unix.IoctlGetTermios(int(opts.stdin.Fd()), ioctlGetTermios)
 	fg := terr == nil // stdin is a terminal: CMD becomes its foreground group
 	if fg {
 		// Taking the terminal back after CMD ends is done from the
@@ -86,11 +106,11 @@ func runOwned(cmd *cobra.Command, g *globals, args []string, mode supervisor.Mod
 		defer run.end()
 		env = append(env, run.env...)
 	} else {
-		env = append(env, runProxyEnv(ctx, g, env)...)
+		env = append(env, childProxyEnv(ctx, g, env)...)
 	}
 	child, err := o.SpawnOwned(ctx, supervisor.Spec{
 		Unit: "run", Argv: args, Env: env,
-		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+		Stdin: opts.stdin, Stdout: opts.stdout, Stderr: opts.stderr,
 		Ownership: units.Owned, Foreground: fg,
 	})
 	if err != nil {
@@ -107,7 +127,7 @@ func runOwned(cmd *cobra.Command, g *globals, args []string, mode supervisor.Mod
 		go func() {
 			stopped <- watchBudget(run.budget, child.Done(), func() { run.wrapUp(child) }, func() {
 				if err := o.Stop(ctx, child.Group, syscall.SIGTERM, grace); err != nil {
-					fmt.Fprintln(os.Stderr, "hermesctl run: stopping at the run budget:", err)
+					fmt.Fprintln(opts.errOut, "hermesctl run: stopping at the run budget:", err)
 				}
 			})
 		}()
@@ -125,10 +145,10 @@ func runOwned(cmd *cobra.Command, g *globals, args []string, mode supervisor.Mod
 	}
 	exceeded := stopped != nil && <-stopped
 	if fg {
-		unix.IoctlSetPointerInt(int(os.Stdin.Fd()), unix.TIOCSPGRP, syscall.Getpgrp())
+		unix.IoctlSetPointerInt(int(opts.stdin.Fd()), unix.TIOCSPGRP, syscall.Getpgrp())
 	}
 	if err := o.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, "hermesctl run:", err)
+		fmt.Fprintln(opts.errOut, "hermesctl run:", err)
 	}
 	if exceeded {
 		return run.exceeded(args, grace)

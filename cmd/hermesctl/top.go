@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -31,8 +30,13 @@ import (
 // ErrNoTerminal: top was run without a terminal.
 var ErrNoTerminal = errors.New("hermesctl top needs a terminal")
 
+// topOptions are the terminal top draws on (out) and reads keys from
+// (in); it takes no flags.
+type topOptions struct{ clientOptions }
+
 func newTopCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	opts := &topOptions{clientOptions{g: g}}
+	return opts.command(&cobra.Command{
 		Use:   "top",
 		Short: "Full-screen view of units, their logs and the provider proxy, with keys to steer them",
 		Long: "A full-screen view that follows hermesd's events: every unit with its state,\n" +
@@ -43,14 +47,9 @@ func newTopCmd(g *globals) *cobra.Command {
 			"$PAGER, ? help, q quit. Without a terminal, use `hermesctl status --watch` or\n" +
 			"`hermesctl events -f`.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			in, out := cmd.InOrStdin(), cmd.OutOrStdout()
-			if !isTerminal(in) || !isTerminal(out) {
-				return &exitError{code: exitcode.Usage, err: fmt.Errorf("%w (stdin and stdout must be one); for a table redrawn on each change run `hermesctl status --watch`, for a stream of changes `hermesctl events -f`", ErrNoTerminal)}
-			}
-			return runTop(cmd.Context(), g, in, out)
-		},
-	}
+	}, func(ctx context.Context, _ []string) error {
+		return runTop(ctx, opts)
+	})
 }
 
 func isTerminal(v any) bool {
@@ -63,8 +62,13 @@ func isTerminal(v any) bool {
 }
 
 // runTop runs the view until q, ctrl+c or ctx's end. It owns the event
-// follower and the log follower, and joins them before it returns.
-func runTop(ctx context.Context, g *globals, in io.Reader, out io.Writer) error {
+// follower and the log follower, and joins them before it returns. Without
+// a terminal it fails at once, a usage error, before it dials hermesd.
+func runTop(ctx context.Context, opts *topOptions) error {
+	g, in, out := opts.g, opts.in, opts.out
+	if !isTerminal(in) || !isTerminal(out) {
+		return &exitError{code: exitcode.Usage, err: fmt.Errorf("%w (stdin and stdout must be one); for a table redrawn on each change run `hermesctl status --watch`, for a stream of changes `hermesctl events -f`", ErrNoTerminal)}
+	}
 	c, err := dial(g)
 	if err != nil {
 		return err

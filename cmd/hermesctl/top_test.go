@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/creack/pty"
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/exitcode"
 	"golang.org/x/sys/unix"
 )
 
@@ -199,5 +202,20 @@ func TestDependents(t *testing.T) {
 				t.Errorf("got %s, want %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestRunTopNoTerminal calls top's run function without cobra on streams
+// that are no terminal: a usage error, before it dials hermesd (none
+// serves the socket), with nothing drawn.
+func TestRunTopNoTerminal(t *testing.T) {
+	o, out, _ := testClient(t, "", false)
+	o.in = strings.NewReader("q")
+	err := runTop(t.Context(), &topOptions{o})
+	if got := report(err, io.Discard); got != exitcode.Usage || !errors.Is(err, ErrNoTerminal) {
+		t.Errorf("got %v, exit status %d; want ErrNoTerminal, exit status %d", err, got, exitcode.Usage)
+	}
+	if out.Len() > 0 {
+		t.Errorf("got output %q, want none", out.String())
 	}
 }
