@@ -14,6 +14,7 @@ import (
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/ledger"
+	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/supervisor"
 )
 
@@ -76,12 +77,7 @@ func TestForkingPIDFile(t *testing.T) {
 			if daemon.Alive() {
 				t.Errorf("killed daemon %d still alive", pid)
 			}
-			if err := l.r.Stop(t.Context(), "d"); err != nil {
-				t.Fatal(err)
-			}
-			if again.Alive() {
-				t.Errorf("after stop: daemon %d still alive, want none left", again.PID)
-			}
+			stopLeavesNone(t, l, "d", again)
 		})
 	}
 }
@@ -164,12 +160,7 @@ func TestSimpleDaemonized(t *testing.T) {
 			if !daemon.Alive() {
 				t.Fatalf("the daemon %d was stopped with its leader", daemon.PID)
 			}
-			if err := l.r.Stop(t.Context(), "d"); err != nil {
-				t.Fatal(err)
-			}
-			if daemon.Alive() {
-				t.Errorf("after stop: the daemon %d is still alive", daemon.PID)
-			}
+			stopLeavesNone(t, l, "d", daemon)
 		})
 	}
 }
@@ -211,5 +202,19 @@ func TestForkingSurvivor(t *testing.T) {
 				return len(es) == 1 && es[0].Leader.PID == daemon && es[0].PGID == daemon && led.Check(es[0]) == nil
 			})
 		})
+	}
+}
+
+// stopLeavesNone stops unit through the reconciler and checks that none
+// of procs is alive once Stop returned.
+func stopLeavesNone(t *testing.T, l *live, unit string, procs ...proc.Identity) {
+	t.Helper()
+	if err := l.r.Stop(t.Context(), unit); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range procs {
+		if p.Alive() {
+			t.Errorf("after stopping %s: process %d is still alive, want none left", unit, p.PID)
+		}
 	}
 }
