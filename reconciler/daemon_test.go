@@ -63,7 +63,7 @@ func TestForkingPIDFile(t *testing.T) {
 			if m["d"].PGID != pid { // it called setsid: the launcher's group is gone
 				t.Errorf("status pgid %d, want the daemon's own group %d", m["d"].PGID, pid)
 			}
-			daemon := identity(t, pid)
+			daemon := testkit.Identity(t, pid)
 			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +73,7 @@ func TestForkingPIDFile(t *testing.T) {
 			if !strings.Contains(m["d"].Error, "main process") && m["d"].Error != "" {
 				t.Logf("error after the restart: %s", m["d"].Error)
 			}
-			again := identity(t, m["d"].PID)
+			again := testkit.Identity(t, m["d"].PID)
 			if daemon.Alive() {
 				t.Errorf("killed daemon %d still alive", pid)
 			}
@@ -151,7 +151,7 @@ func TestSimpleDaemonized(t *testing.T) {
 		t.Run(string(mode), func(t *testing.T) {
 			pidf := filepath.Join(t.TempDir(), "d.pid")
 			l := startLiveMode(t, mode, map[string]string{"d.yaml": daemonize(pidf, true)})
-			daemon := identity(t, readPID(t, pidf))
+			daemon := testkit.Identity(t, readPID(t, pidf))
 			m := l.waitFor("d daemonized", func(m map[string]control.Unit) bool { return m["d"].Daemonized > 0 })
 			want := "the program daemonized (1 processes left): declare `type: forking` (and `pid_file`), or run it in the foreground (nginx: `-g 'daemon off;'`, redis: `--daemonize no`)"
 			if u := m["d"]; u.State != "running" || u.PID != 0 || u.Daemonized != 1 || u.Error != want {

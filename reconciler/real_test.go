@@ -197,15 +197,6 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-func identity(t *testing.T, pid int) proc.Identity {
-	t.Helper()
-	id, err := proc.Read(pid)
-	if err != nil {
-		t.Fatalf("pid %d: %v", pid, err)
-	}
-	return id
-}
-
 func TestHotReload(t *testing.T) {
 	l := startLive(t, map[string]string{
 		"a.yaml": unitYAML("sleep", "description: touched later\n"),
@@ -215,7 +206,7 @@ func TestHotReload(t *testing.T) {
 	m := l.waitFor("a, b, c running", running("a", "b", "c"))
 	ids := map[string]proc.Identity{}
 	for _, n := range []string{"a", "b", "c"} {
-		ids[n] = identity(t, m[n].PID)
+		ids[n] = testkit.Identity(t, m[n].PID)
 	}
 	reload := func(dry bool) control.Plan {
 		t.Helper()
@@ -264,7 +255,7 @@ func TestHotReload(t *testing.T) {
 		if ids["c"].Alive() {
 			t.Errorf("old c (pid %d) still alive after the restart", ids["c"].PID)
 		}
-		ids["c"] = identity(t, m["c"].PID)
+		ids["c"] = testkit.Identity(t, m["c"].PID)
 	})
 	t.Run("invalid file keeps the last good version", func(t *testing.T) {
 		writeUnit(t, l.dir, "a.yaml", unitYAML("sleep", "restrat: always\n"))

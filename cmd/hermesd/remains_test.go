@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proc"
 )
 
@@ -69,7 +70,7 @@ func leftRemains(t *testing.T, mode, dir, name, ownership string) (proc.Identity
 	if u[name].PID == leader.PID || u[name].Adopted {
 		t.Errorf("%s: pid %d adopted %v, want a fresh copy", name, u[name].PID, u[name].Adopted)
 	}
-	killGroupAtEnd(t, identityOf(t, u[name].PID))
+	killGroupAtEnd(t, testkit.Identity(t, u[name].PID))
 	if cs := copies(t, state, name); len(cs) != 1 || cs[0].PID != u[name].PID {
 		t.Errorf("copies of %s: %v, want one, pid %d", name, cs, u[name].PID)
 	}
@@ -80,14 +81,4 @@ func leftRemains(t *testing.T, mode, dir, name, ownership string) (proc.Identity
 		t.Errorf("hermesd's log does not say why it ended %s's remains", name)
 	}
 	return child, len(copies(t, state, name))
-}
-
-// identityOf reads a live process's identity.
-func identityOf(t *testing.T, pid int) proc.Identity {
-	t.Helper()
-	id, err := proc.Read(pid)
-	if err != nil {
-		t.Fatalf("pid %d: %v", pid, err)
-	}
-	return id
 }

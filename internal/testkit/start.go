@@ -38,9 +38,16 @@ func StartIdentified(t testing.TB, cmd *exec.Cmd) proc.Identity {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	id, err := proc.Read(cmd.Process.Pid)
+	return Identity(t, cmd.Process.Pid)
+}
+
+// Identity is the identity of the live process pid, read now; t fails at
+// once when it cannot be read.
+func Identity(t testing.TB, pid int) proc.Identity {
+	t.Helper()
+	id, err := proc.Read(pid)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("pid %d: %v", pid, err)
 	}
 	return id
 }
