@@ -23,6 +23,11 @@ import (
 // Shutdown does not take the early word: hermesd's clean stop ends when
 // every Stop has returned, its ledger writes included; and its stops do
 // not look (a look per unit would only compete with the stops).
+//
+// A StopBatcher's done for a group comes once the group is empty (its
+// release, with the ledger write, comes once the whole batch is done,
+// before StopAll returns, which Run's end waits for): the early word
+// matters only with a plain Stop.
 
 // Stops are begun in batches. stop queues each stop a pass begins
 // (r.batch); once the pass is over, Run hands the whole batch to the
