@@ -45,9 +45,7 @@ func TestSocketInodesRefused(t *testing.T) {
 		if _, err := SocketInodes(0); !errors.Is(err, ErrGone) {
 			t.Errorf("pid 0: got %v, want ErrGone", err)
 		}
-		c := start(t, nil, nil)
-		pid := c.cmd.Process.Pid
-		c.stop()
+		pid := reapedPID(t)
 		if _, err := SocketInodes(pid); !errors.Is(err, ErrGone) {
 			t.Errorf("exited pid %d: got %v, want ErrGone", pid, err)
 		}

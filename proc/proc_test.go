@@ -128,15 +128,22 @@ func TestReadStatSelf(t *testing.T) {
 	}
 }
 
+// reapedPID is the pid of a helper child that has exited and been reaped:
+// a pid that names no process (until the kernel hands it out again).
+func reapedPID(t *testing.T) int {
+	t.Helper()
+	c := start(t, nil, nil)
+	c.stop()
+	return c.cmd.Process.Pid
+}
+
 func TestReadStatGone(t *testing.T) {
 	for _, pid := range []int{0, -1} {
 		if _, err := ReadStat(pid); !errors.Is(err, ErrGone) {
 			t.Errorf("ReadStat(%d): got %v, want ErrGone", pid, err)
 		}
 	}
-	c := start(t, nil, nil)
-	pid := c.cmd.Process.Pid
-	c.stop()
+	pid := reapedPID(t)
 	if _, err := ReadStat(pid); !errors.Is(err, ErrGone) {
 		t.Errorf("ReadStat of a reaped child: got %v, want ErrGone", err)
 	}

@@ -19,9 +19,7 @@ func TestUIDAndRSS(t *testing.T) {
 	if _, err := UID(0); !errors.Is(err, ErrGone) {
 		t.Errorf("UID(0): got %v, want ErrGone", err)
 	}
-	c := start(t, nil, nil)
-	pid := c.cmd.Process.Pid
-	c.stop()
+	pid := reapedPID(t)
 	if _, err := RSS(pid); !errors.Is(err, ErrGone) {
 		t.Errorf("RSS of exited pid %d: got %v, want ErrGone", pid, err)
 	}
