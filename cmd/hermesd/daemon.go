@@ -140,6 +140,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	setGCPercent()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -252,6 +253,7 @@ type instance struct {
 	ln         *control.Listener
 	logs       *logfile.Logs
 	rec        *reconciler.Reconciler
+	started    chan struct{} // closed by the reconciler's OnReady (once): the start burst is over
 }
 
 // newOwner starts the supervisor of the units' processes, in cfg's role
@@ -351,6 +353,7 @@ func (d *instance) notifySockets() reconciler.NotifySockets {
 func (d *instance) newReconciler() error {
 	cfg, log, owner, px := d.cfg, d.log, d.owner, d.px
 	started := time.Now()
+	d.started = make(chan struct{})
 	d.logs = logfile.NewLogs(func(path string, err error) {
 		log.Warn("unit log", "path", path, "err", err)
 	})
@@ -382,6 +385,7 @@ func (d *instance) newReconciler() error {
 		ClockSteps: wallclock.Watch,
 		OnReady: func(n int) {
 			sdNotify(log, "READY=1\nSTATUS="+strconv.Itoa(n)+" units running")
+			close(d.started)
 		},
 	})
 	if err != nil {
@@ -419,8 +423,8 @@ func (d *instance) run(ctx context.Context) error {
 
 // startHelpers starts, in wg, the goroutines that serve the reconciler
 // until ctx ends: the control API, the notify socket, the units watcher,
-// the systemd watchdog, log rotation, the proxy and the metrics. Each logs
-// its own failure.
+// the systemd watchdog, log rotation, the proxy, the metrics, and the return
+// of the start burst's memory. Each logs its own failure.
 func (d *instance) startHelpers(ctx context.Context, wg *sync.WaitGroup) {
 	log, rec := d.log, d.rec
 	wg.Go(func() {
@@ -448,6 +452,7 @@ func (d *instance) startHelpers(ctx context.Context, wg *sync.WaitGroup) {
 		}
 	})
 	wg.Go(func() { watchdog(ctx, log) })
+	wg.Go(func() { returnMemory(ctx, d.started) })
 	wg.Go(func() {
 		if err := d.logs.Run(ctx); err != nil {
 			log.Error("log rotation stopped", "err", err)
