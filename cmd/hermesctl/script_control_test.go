@@ -157,24 +157,33 @@ func (d *fakeDaemon) Restart(_ context.Context, unit string) error {
 	return d.act("restart", unit, "running")
 }
 
-func (d *fakeDaemon) act(verb, unit, state string) error {
+// onUnit records the call (format and args, one line of $WORK/calls),
+// then calls f with unit's row, under d.mu. A unit the script does not
+// have is control.ErrUnknownUnit, and f is not called.
+func (d *fakeDaemon) onUnit(unit string, f func(u *control.Unit) error, format string, args ...any) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.recordLocked("%s %s", verb, unit)
+	d.recordLocked(format, args...)
 	u, err := d.unitLocked(unit)
 	if err != nil {
 		return err
 	}
-	if why, ok := d.script.Fail[unit]; ok && verb != "stop" {
-		return fmt.Errorf("%s cannot %s: %s: %w", unit, verb, why, control.ErrConflict)
-	}
-	from := string(u.State)
-	u.State = control.UnitState(state)
-	if state == "inactive" {
-		u.PID, u.PGID, u.Ready, u.Uptime, u.RSS, u.Ports = 0, 0, false, 0, 0, nil
-	}
-	d.bus.Publish(events.Event{Kind: events.UnitState, Unit: unit, From: from, State: state, Reason: verb + " by command"})
-	return nil
+	return f(u)
+}
+
+func (d *fakeDaemon) act(verb, unit, state string) error {
+	return d.onUnit(unit, func(u *control.Unit) error {
+		if why, ok := d.script.Fail[unit]; ok && verb != "stop" {
+			return fmt.Errorf("%s cannot %s: %s: %w", unit, verb, why, control.ErrConflict)
+		}
+		from := string(u.State)
+		u.State = control.UnitState(state)
+		if state == "inactive" {
+			u.PID, u.PGID, u.Ready, u.Uptime, u.RSS, u.Ports = 0, 0, false, 0, 0, nil
+		}
+		d.bus.Publish(events.Event{Kind: events.UnitState, Unit: unit, From: from, State: state, Reason: verb + " by command"})
+		return nil
+	}, "%s %s", verb, unit)
 }
 
 func (d *fakeDaemon) Reload(_ context.Context, dryRun bool) (control.Plan, error) {
@@ -185,15 +194,14 @@ func (d *fakeDaemon) Reload(_ context.Context, dryRun bool) (control.Plan, error
 }
 
 func (d *fakeDaemon) LogPath(_ context.Context, unit string) (string, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.recordLocked("log %s", unit)
-	if _, err := d.unitLocked(unit); err != nil {
-		return "", err
-	}
-	p, ok := d.script.Logs[unit]
-	if !ok {
-		return "", fmt.Errorf("%s has no log file: %w", unit, control.ErrConflict)
-	}
-	return filepath.Join(d.work, p), nil
+	var path string
+	err := d.onUnit(unit, func(*control.Unit) error {
+		p, ok := d.script.Logs[unit]
+		if !ok {
+			return fmt.Errorf("%s has no log file: %w", unit, control.ErrConflict)
+		}
+		path = filepath.Join(d.work, p)
+		return nil
+	}, "log %s", unit)
+	return path, err
 }

@@ -15,40 +15,30 @@ import (
 var _ control.Enabler = (*fakeDaemon)(nil)
 
 func (d *fakeDaemon) Disable(_ context.Context, unit string) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.recordLocked("disable %s", unit)
-	u, err := d.unitLocked(unit)
-	if err != nil {
-		return err
-	}
-	from := u.State
-	u.State, u.Disabled, u.Stopped = "disabled", true, false
-	u.PID, u.PGID, u.Ready, u.Uptime, u.RSS, u.Ports = 0, 0, false, 0, 0, nil
-	d.bus.Publish(events.Event{Kind: events.UnitState, Unit: unit, From: string(from), State: string(u.State), Reason: "disabled by command"})
-	return nil
+	return d.onUnit(unit, func(u *control.Unit) error {
+		from := u.State
+		u.State, u.Disabled, u.Stopped = "disabled", true, false
+		u.PID, u.PGID, u.Ready, u.Uptime, u.RSS, u.Ports = 0, 0, false, 0, 0, nil
+		d.bus.Publish(events.Event{Kind: events.UnitState, Unit: unit, From: string(from), State: string(u.State), Reason: "disabled by command"})
+		return nil
+	}, "disable %s", unit)
 }
 
 func (d *fakeDaemon) Enable(_ context.Context, unit string, start bool) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.recordLocked("enable %s start=%v", unit, start)
-	u, err := d.unitLocked(unit)
-	if err != nil {
-		return err
-	}
-	from := u.State
-	if u.Disabled {
-		u.State, u.Disabled, u.Stopped = "stopped", false, true
-	}
-	if start {
-		if why, ok := d.script.Fail[unit]; ok {
-			return fmt.Errorf("%s cannot start: %s: %w", unit, why, control.ErrConflict)
+	return d.onUnit(unit, func(u *control.Unit) error {
+		from := u.State
+		if u.Disabled {
+			u.State, u.Disabled, u.Stopped = "stopped", false, true
 		}
-		u.State, u.Stopped = "running", false
-	}
-	if u.State != from {
-		d.bus.Publish(events.Event{Kind: events.UnitState, Unit: unit, From: string(from), State: string(u.State), Reason: "enabled by command"})
-	}
-	return nil
+		if start {
+			if why, ok := d.script.Fail[unit]; ok {
+				return fmt.Errorf("%s cannot start: %s: %w", unit, why, control.ErrConflict)
+			}
+			u.State, u.Stopped = "running", false
+		}
+		if u.State != from {
+			d.bus.Publish(events.Event{Kind: events.UnitState, Unit: unit, From: string(from), State: string(u.State), Reason: "enabled by command"})
+		}
+		return nil
+	}, "enable %s start=%v", unit, start)
 }
