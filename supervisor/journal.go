@@ -23,7 +23,15 @@ import (
 //
 // Callers choose whether to wait: do waits for the Update that carries the
 // op and returns its error; post does not (an owned spawn's record, see
-// SpawnOwned). A post op whose Update failed (a full disk, a stuck lock) is
+// SpawnOwned). An op that waits is written at once (after the write in
+// progress, if any). Ops that nobody waits for are written at once too when
+// the journal was idle; after a write, they wait until as long as that
+// write took (at least postWindow, at most maxGather) has passed since it
+// ended, gathering what comes meanwhile. Each write reads, prunes (a look
+// at every entry's processes) and rewrites the whole ledger: in a burst of
+// spawns, writes back to back kept a core busy beside the spawns; now the
+// writer works at most about half the time. A post op whose Update failed
+// (a full disk, a stuck lock) is
 // kept, in memory, and retried with backoff until the ledger can be
 // written again: a record is never dropped while its owner lives. The
 // backlog is bounded: past maxBacklog ops, full reports it, and SpawnOwned
@@ -48,9 +56,15 @@ type journal struct {
 	// before it writes it. Guarded by mu.
 	held func()
 
-	wake chan struct{} // buffered(1): ops were queued
-	stop chan struct{} // closed by close: drain and return
-	done chan struct{} // closed when run returned
+	waiters int // guarded by mu; queued ops whose caller waits (do)
+
+	wake   chan struct{} // buffered(1): ops were queued
+	urgent chan struct{} // buffered(1): an op whose caller waits was queued
+	stop   chan struct{} // closed by close: drain and return
+	done   chan struct{} // closed when run returned
+	// next is when ops nobody waits for may be written again (see gather);
+	// only the writer (run) uses it.
+	next time.Time
 }
 
 // jop is one queued ledger change.
@@ -62,6 +76,8 @@ type jop struct {
 
 const (
 	maxBacklog   = 4096
+	postWindow   = 10 * time.Millisecond  // see journal: the least gathering of ops nobody waits for
+	maxGather    = 100 * time.Millisecond // and the most (a write that waited for the lock took long, not worked long)
 	journalRetry = 200 * time.Millisecond // first retry; doubles up to maxRetry
 	maxRetry     = 2 * time.Second
 	closeDrain   = 5 * time.Second
@@ -77,7 +93,7 @@ func newJournal(ctx context.Context, led *ledger.Ledger, logf func(string, ...an
 // makeJournal makes a journal whose writer is not started yet.
 func makeJournal(ctx context.Context, led *ledger.Ledger, logf func(string, ...any)) *journal {
 	return &journal{led: led, logf: logf, ctx: context.WithoutCancel(ctx), update: led.Update,
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		wake: make(chan struct{}, 1), urgent: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 // post queues apply and returns at once.
@@ -116,10 +132,19 @@ func (j *journal) enqueue(op *jop) bool {
 	default:
 	}
 	j.queue = append(j.queue, op)
+	if op.result != nil {
+		j.waiters++
+	}
 	j.mu.Unlock()
 	select {
 	case j.wake <- struct{}{}:
 	default:
+	}
+	if op.result != nil {
+		select {
+		case j.urgent <- struct{}{}:
+		default:
+		}
 	}
 	return true
 }
@@ -169,6 +194,7 @@ func (j *journal) run() {
 	for {
 		select {
 		case <-j.wake:
+			j.gather()
 			if j.flush() {
 				if !j.pause() {
 					j.drain()
@@ -179,6 +205,25 @@ func (j *journal) run() {
 			j.drain()
 			return
 		}
+	}
+}
+
+// gather waits, before a write of ops nobody waits for, until next (see
+// journal); an op whose caller waits, or close, ends the wait at once.
+func (j *journal) gather() {
+	d := time.Until(j.next)
+	j.mu.Lock()
+	waiters := j.waiters
+	j.mu.Unlock()
+	if d <= 0 || waiters > 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-j.urgent:
+	case <-j.stop:
 	}
 }
 
@@ -225,11 +270,13 @@ func (j *journal) pause() bool {
 func (j *journal) flush() (retry bool) {
 	j.mu.Lock()
 	ops, held := j.queue, j.held
-	j.queue = nil
+	j.queue, j.waiters = nil, 0
 	j.mu.Unlock()
 	if len(ops) == 0 {
 		return false
 	}
+	began := time.Now()
+	defer func() { j.next = time.Now().Add(min(max(time.Since(began), postWindow), maxGather)) }()
 	if held != nil {
 		held()
 	}

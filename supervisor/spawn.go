@@ -109,7 +109,8 @@ const gate = `IFS= read -r g <&3 && [ "$g" = go ] && exec 3<&- && exec "$@"; exi
 //   - An owned child (not Survive) is registered with the death supervisor
 //     before its program runs; that, not the ledger, is what makes it die
 //     with the owner. So SpawnOwned only queues its record and returns: the
-//     record may trail by at most one write in progress. Close writes what
+//     record may trail by one write in progress and the journal's gathering
+//     after it (as long as that write took, at most maxGather). Close writes what
 //     is queued before it returns. If the owner dies before the write, the
 //     child dies too, and the missing record names nothing alive. While the
 //     ledger cannot be written (a full disk), records wait in memory and
