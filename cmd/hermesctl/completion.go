@@ -22,13 +22,13 @@ type completionOptions struct {
 // shells are the shells completion writes a script for.
 var shells = []string{"bash", "zsh", "fish"}
 
-// newCompletionCmd prints cobra's completion script for a shell. It
-// replaces cobra's default completion command, so that the shells are
-// exactly bash, zsh and fish, and an unknown shell is one clear error.
-func newCompletionCmd(g *globals) *cobra.Command {
-	opts := &completionOptions{clientOptions: clientOptions{g: g}}
-	var cmd *cobra.Command
-	cmd = opts.command(&cobra.Command{
+// newCompletionCmd prints cobra's completion script for a shell, for the
+// command tree of root. It replaces cobra's default completion command,
+// so that the shells are exactly bash, zsh and fish, and an unknown shell
+// is one clear error.
+func newCompletionCmd(g *globals, root *cobra.Command) *cobra.Command {
+	opts := &completionOptions{clientOptions: clientOptions{g: g}, root: root}
+	return opts.command(&cobra.Command{
 		Use:   "completion bash|zsh|fish",
 		Short: "Print the shell completion script",
 		Long: `Print the completion script for a shell. For example:
@@ -49,10 +49,9 @@ Unit names complete from the units directory, offline.`,
 			return nil
 		},
 	}, func(_ context.Context, args []string) error {
-		opts.shell, opts.root = args[0], cmd.Root()
+		opts.shell = args[0]
 		return runCompletion(opts)
 	})
-	return cmd
 }
 
 // runCompletion prints the completion script of opts.root for opts.shell.

@@ -82,7 +82,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newEventsCmd(g))
 	root.AddCommand(newTopCmd(g))
 	root.AddCommand(newVersionCmd(g))
-	root.AddCommand(newCompletionCmd(g))
+	root.AddCommand(newCompletionCmd(g, root))
 	plainBools(root)
 	return root
 }

@@ -33,21 +33,21 @@ import (
 // exitcode.HermesctlBudget with one line of error.
 func newRunCmd(g *globals) *cobra.Command {
 	opts := &runOptions{clientOptions: clientOptions{g: g}, stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
-	var c *cobra.Command
-	c = opts.command(&cobra.Command{
+	c := &cobra.Command{
 		Use:   "run [--] CMD [ARG...]",
 		Short: "Run a command as an owned child: its whole tree dies with hermesctl",
 		Args:  cobra.MinimumNArgs(1),
-	}, func(ctx context.Context, args []string) error {
-		opts.argv, opts.budgetGiven = args, c.Flags().Changed("run-budget")
+	}
+	f := c.Flags()
+	f.SetInterspersed(false)
+	f.StringVar(&opts.mode, "mode", "", "containment: cgroup or pgroup (default: cgroup where a writable cgroup v2 hierarchy exists)")
+	f.DurationVar(&opts.grace, "grace", supervisor.DefaultGrace, "TERM→KILL grace for CMD's tree when hermesctl dies, or when --run-budget runs out")
+	f.Float64Var(&opts.budget, "run-budget", 0, "a job's run budget, in `SECONDS`: a wrap-up notice at 80% ($HERMES_WRAPUP_FILE, --wrapup-signal, and through the proxy), CMD's group stopped at 100% (exit 124)")
+	f.StringVar(&opts.wrapSig, "wrapup-signal", "", "`SIGNAL` sent to CMD at 80% of --run-budget, as a job's wrapup_signal (default: none)")
+	return opts.command(c, func(ctx context.Context, args []string) error {
+		opts.argv, opts.budgetGiven = args, f.Changed("run-budget")
 		return runRun(ctx, opts)
 	})
-	c.Flags().SetInterspersed(false)
-	c.Flags().StringVar(&opts.mode, "mode", "", "containment: cgroup or pgroup (default: cgroup where a writable cgroup v2 hierarchy exists)")
-	c.Flags().DurationVar(&opts.grace, "grace", supervisor.DefaultGrace, "TERM→KILL grace for CMD's tree when hermesctl dies, or when --run-budget runs out")
-	c.Flags().Float64Var(&opts.budget, "run-budget", 0, "a job's run budget, in `SECONDS`: a wrap-up notice at 80% ($HERMES_WRAPUP_FILE, --wrapup-signal, and through the proxy), CMD's group stopped at 100% (exit 124)")
-	c.Flags().StringVar(&opts.wrapSig, "wrapup-signal", "", "`SIGNAL` sent to CMD at 80% of --run-budget, as a job's wrapup_signal (default: none)")
-	return c
 }
 
 // runOptions are the flags and the command of run, and the standard

@@ -39,8 +39,7 @@ type explainOptions struct {
 // provider proxy uses (package providers, then timeouts.Resolve).
 func newTimeoutsExplainCmd(g *globals) *cobra.Command {
 	opts := &explainOptions{clientOptions: clientOptions{g: g}}
-	var cmd *cobra.Command
-	cmd = opts.command(&cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "explain --model M [--provider ID] [flags]",
 		Short: "Show each timeout layer of a provider call and where its value came from",
 		Long: `Show each layer of the timeout stack (socket read, stale stream, stale
@@ -57,10 +56,7 @@ the model is routed as the proxy would (a provider listing it, or
 PROVIDER/MODEL). With --base-url, a provider that is not configured can be
 explored (or a configured one's URL overridden).`,
 		Args: cobra.NoArgs,
-	}, func(context.Context, []string) error {
-		opts.streamGiven = cmd.Flags().Changed("stream")
-		return runExplain(opts)
-	})
+	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.provider, "provider", "", "provider id (providers.<id> in hermes.yaml, or a unit's provider: id)")
 	fl.StringVar(&opts.model, "model", "", "model name as a client sends it, e.g. openai/o3 (required)")
@@ -72,7 +68,10 @@ explored (or a configured one's URL overridden).`,
 	fl.StringVar(&opts.budget, "budget-remaining", "", "run budget left, in seconds or as 5m; 0 is a spent budget (default: agent.run_budget_seconds, nothing spent)")
 	fl.StringVar(&opts.baseURL, "base-url", "", "base URL of the provider, to explore one that is not configured")
 	_ = cmd.MarkFlagRequired("model")
-	return cmd
+	return opts.command(cmd, func(context.Context, []string) error {
+		opts.streamGiven = fl.Changed("stream")
+		return runExplain(opts)
+	})
 }
 
 // runExplain prints the plan of the call f describes (explain): each
