@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/supervisor"
 )
 
 // The peers section's drivers: one per manager, each on its trial's
@@ -109,24 +110,62 @@ func (c *childProc) wait(log string) error {
 	return nil
 }
 
-// hermesPeer is hermesd, with hermesctl as its client.
+// hermesPeer is hermesd in one containment mode, with hermesctl as its
+// client.
 type hermesPeer struct {
 	hermesd, hermesctl string
+	mode               supervisor.Mode
 	t                  *peerTrial
 	c                  *childProc
 }
 
-func newHermesPeer(ctx context.Context, dir string) (*hermesPeer, error) {
-	h := &hermesPeer{}
+// newHermesPeers are hermesd in cgroup mode where this machine offers it,
+// and in pgroup mode.
+func newHermesPeers(ctx context.Context, dir string) ([]*hermesPeer, error) {
+	h := &hermesPeer{mode: supervisor.ModePGroup}
 	var err error
 	if h.hermesd, err = hermesdBinary(ctx, dir); err != nil {
 		return nil, err
 	}
-	h.hermesctl, err = buildCommand(ctx, dir, "hermesctl")
-	return h, err
+	if h.hermesctl, err = buildCommand(ctx, dir, "hermesctl"); err != nil {
+		return nil, err
+	}
+	hs := []*hermesPeer{h}
+	if o, err := supervisor.New(supervisor.Options{}); err == nil {
+		if o.Mode() == supervisor.ModeCgroup {
+			c := *h
+			c.mode = supervisor.ModeCgroup
+			hs = []*hermesPeer{&c, h}
+		}
+		o.Close()
+	}
+	return hs, nil
 }
 
-func (h *hermesPeer) Name() string { return "hermesd" }
+func (h *hermesPeer) Name() string { return fmt.Sprintf("hermesd (%s)", h.mode) }
+
+// SupervisorPid finds hermesd's death supervisor: its child running the
+// embedded script, whose $0 is hermes-supervisor.
+func (h *hermesPeer) SupervisorPid() (int, error) {
+	owner, err := h.Owner()
+	if err != nil {
+		return 0, err
+	}
+	pids, err := proc.Pids()
+	if err != nil {
+		return 0, err
+	}
+	for _, pid := range pids {
+		st, err := proc.ReadStat(pid)
+		if err != nil || st.PPID != owner {
+			continue
+		}
+		if argv, err := proc.Cmdline(pid); err == nil && len(argv) > 3 && argv[3] == "hermes-supervisor" {
+			return pid, nil
+		}
+	}
+	return 0, fmt.Errorf("no death supervisor among the children of hermesd %d", owner)
+}
 
 func (h *hermesPeer) unit(i, gen int) []byte {
 	argv, _ := json.Marshal(h.t.unitArgv(i))
@@ -145,7 +184,7 @@ func (h *hermesPeer) Start(_ context.Context, t *peerTrial) error {
 		}
 	}
 	var err error
-	h.c, err = startChildProc(peerEnv(t), filepath.Join(t.dir, "hermesd.log"), h.hermesd, "--units", units,
+	h.c, err = startChildProc(peerEnv(t, "HERMES_SUPERVISOR_MODE="+string(h.mode)), filepath.Join(t.dir, "hermesd.log"), h.hermesd, "--units", units,
 		"--state", filepath.Join(t.dir, "state"), "--socket", h.socket(), "--config", filepath.Join(t.dir, "hermes.yaml"))
 	return err
 }

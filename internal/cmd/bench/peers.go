@@ -17,21 +17,26 @@ import (
 	"github.com/hermes-units/hermes/proc"
 )
 
-// The peers section (make bench-peers, not in CI) runs the same five
-// operations against hermesd and against each other process manager found
-// on PATH, in the same run, interleaved round by round (the order rotates
-// each round), and prints each peer's medians beside hermesd's with their
-// ratio. Every manager runs peerUnits idle units on configuration written
-// into a fresh temporary directory, and every unit is `sleep 100000 TAG`
-// (unit 0 reaches it through `sh -c`, after writing its generation to a
-// FIFO), so that one /proc scan finds the units of any manager by TAG.
+// The peers section (make bench-peers, not in CI) and the scale section
+// (make bench) run the same operations against hermesd, in each
+// containment mode, against the floor (one sh that starts every unit), and
+// with -peers against each other process manager found on PATH, in the
+// same run, interleaved round by round (the order rotates each round), at
+// each number of units of -sizes in turn. They print each manager's
+// medians with their cost per unit: hermesd's with their ratio to
+// process-compose and to the floor, the others' with their ratio to
+// hermesd. Every manager runs its units on configuration written into a
+// fresh temporary directory, and every unit is `sleep 100000 TAG` (unit 0
+// reaches it through `sh -c`, after writing its generation to a FIFO), so
+// that one /proc scan finds the units of any manager by TAG.
 //
-// A manager's trial: start, status peerStatusN times, edit unit 0
-// peerEditN times, a clean stop; then a second start and SIGKILL of the
-// process that owns the units. After each, nothing of the trial may be
-// left: a process carrying the trial's environment tag or unit tags is
-// killed and reported as an error (survivors of the SIGKILL row are its
-// figure, and are killed after it is read).
+// A manager's trial: start, its memory, status peerStatusN times, edit
+// unit 0 peerEditN times, a clean stop and the manager's exit; then a
+// second start and SIGKILL of the process that owns the units. After
+// each, nothing of the trial may be left: a process carrying the trial's
+// environment tag or unit tags is killed and reported as an error
+// (survivors of the SIGKILL row are its figure, and are killed after it
+// is read).
 
 var (
 	peersOnly  = flag.Bool("peers", false, "run only the peers section: hermesd against supervisord, pm2 and process-compose where on PATH (make bench-peers)")
@@ -39,16 +44,31 @@ var (
 )
 
 const (
-	peerUnits   = 100
 	peerStatusN = 5
 	peerEditN   = 5
-	peerWait    = 60 * time.Second     // for units to run, a stop, an edit
-	peerKilled  = 2 * time.Second      // how long the units may take to go after their owner's SIGKILL
-	peerPoll    = 2 * time.Millisecond // /proc scans while waiting for units
-	envPeerTag  = "BENCH_PEER"         // in every manager's environment: finds what a trial leaves
-	peerSleepS  = "100000"             // every unit's first sleep argument
-	peerMarkGen = "BENCH_PEER_GEN"     // unit 0's generation, in its environment
+	envPeerTag  = "BENCH_PEER"     // in every manager's environment: finds what a trial leaves
+	peerSleepS  = "100000"         // every unit's first sleep argument
+	peerMarkGen = "BENCH_PEER_GEN" // unit 0's generation, in its environment
 )
+
+// The waits of one size of trial, set by setPeerSize: a manager that
+// starts 5000 units needs longer than one that starts 100, and scanning
+// /proc for 5000 units every 2 ms would take the CPU the managers need.
+var (
+	peerUnits  = 100
+	peerWait   = 60 * time.Second     // for units to run, a stop, an edit
+	peerKilled = 2 * time.Second      // how long the units may take to go after their owner's SIGKILL
+	peerPoll   = 2 * time.Millisecond // /proc scans while waiting for units
+)
+
+// setPeerSize sets the number of units of the next trials and the waits
+// that grow with it.
+func setPeerSize(n int) {
+	peerUnits = n
+	peerWait = 60*time.Second + time.Duration(n)*30*time.Millisecond
+	peerKilled = 2*time.Second + time.Duration(n)*time.Millisecond
+	peerPoll = 2*time.Millisecond + time.Duration(n)*20*time.Microsecond
+}
 
 // peer drives one process manager through a trial. Methods are called in
 // order: Start, then any of Owner, Status, Edit, then Stop or a SIGKILL of
@@ -260,27 +280,56 @@ func (m *markerFIFO) close() {
 	<-m.done
 }
 
-// peerFigures are one manager's samples over the run.
+// peerFigures are one manager's samples at one size.
 type peerFigures struct {
-	start, stop, status, edit, kill []time.Duration
-	survivors                       []int // units still running peerKilled after each SIGKILL of their owner
+	start, stop, exit, status, edit, kill []time.Duration
+	survivors                             []int // units still running peerKilled after each SIGKILL of their owner
+	rssKB, supPssKB                       []int // the manager's RSS, its supervisor's PSS, with every unit running
 }
 
-// peerOps name the rows, in the table's order.
-var peerOps = []string{"start", "clean stop", "status", "edit → restart", "owner SIGKILL"}
+// peerOps name the timed rows, in the table's order.
+var peerOps = []string{"start", "clean stop", "SIGTERM → manager exited", "status", "edit → restart", "owner SIGKILL"}
 
 func (f *peerFigures) samples(op string) []time.Duration {
-	return map[string][]time.Duration{"start": f.start, "clean stop": f.stop, "status": f.status, "edit → restart": f.edit, "owner SIGKILL": f.kill}[op]
+	return map[string][]time.Duration{"start": f.start, "clean stop": f.stop, "SIGTERM → manager exited": f.exit,
+		"status": f.status, "edit → restart": f.edit, "owner SIGKILL": f.kill}[op]
 }
 
-// availablePeers are hermesd first, then the managers found on PATH; the
+// partial is a peer that plays only some operations: the floor has no
+// status, no edit and no owner whose death means anything.
+type partial interface{ Plays(op string) bool }
+
+func plays(p peer, op string) bool {
+	if l, ok := p.(partial); ok {
+		return l.Plays(op)
+	}
+	return true
+}
+
+// supervised is a peer with a death supervisor of its own, whose PSS is
+// a row of its own.
+type supervised interface{ SupervisorPid() (int, error) }
+
+// availablePeers are hermesd (in each containment mode this machine
+// offers) and the floor, then, with all, the managers found on PATH; the
 // names of those not found are returned apart.
-func availablePeers(ctx context.Context, dir string) (peers []peer, missing []string, err error) {
-	h, err := newHermesPeer(ctx, dir)
+func availablePeers(ctx context.Context, dir string, all bool) (peers []peer, missing []string, err error) {
+	hs, err := newHermesPeers(ctx, dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	peers = append(peers, h)
+	for _, h := range hs {
+		peers = append(peers, h)
+	}
+	peers = append(peers, &floorPeer{})
+	if !all {
+		return peers, nil, nil
+	}
+	if p, err := newProcessComposePeer(); err == nil {
+		peers = append(peers, p)
+	} else {
+		missing = append(missing, "process-compose (not on PATH; internal/cmd/bench/build-process-compose.sh builds it from its source)")
+	}
 	if p, err := newSupervisordPeer(); err == nil {
 		peers = append(peers, p)
 	} else {
@@ -291,39 +340,87 @@ func availablePeers(ctx context.Context, dir string) (peers []peer, missing []st
 	} else {
 		missing = append(missing, "pm2")
 	}
-	missing = append(missing, "process-compose (no driver: it could not be installed where this section was written)")
 	return peers, missing, nil
 }
 
-func benchPeers(ctx context.Context) ([]Row, error) {
+// sizes parses -sizes, or returns def.
+func sizes(def string) ([]int, error) {
+	s := *peerSizes
+	if s == "" {
+		s = def
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-sizes: %q is not a number of units", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// roundsAt is the rounds of trials at n units: -peer-rounds up to 100
+// units, fewer above (a trial of 5000 units takes minutes), at least one.
+func roundsAt(n int) int {
+	return max(1, min(*peerRounds, *peerRounds*200/n))
+}
+
+func benchPeers(ctx context.Context) ([]Row, error) { return comparePeers(ctx, "100", true) }
+
+// benchScale is the scale table of make bench: hermesd and the floor at
+// 10 to 5000 units.
+func benchScale(ctx context.Context) ([]Row, error) {
+	return comparePeers(ctx, "10,100,1000,5000", false)
+}
+
+// comparePeers runs every size in turn: at each, rounds of trials of every
+// peer, interleaved, then that size's rows.
+func comparePeers(ctx context.Context, defSizes string, all bool) ([]Row, error) {
+	ns, err := sizes(defSizes)
+	if err != nil {
+		return nil, err
+	}
 	root, err := os.MkdirTemp("", "hermes-bench-peers-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(root)
-	peers, missing, err := availablePeers(ctx, root)
+	peers, missing, err := availablePeers(ctx, root, all)
 	if err != nil {
 		return nil, err
 	}
-	figs := make([]*peerFigures, len(peers))
-	for i := range figs {
-		figs[i] = &peerFigures{}
-	}
-	for r := range *peerRounds {
-		for k := range peers {
-			i := (k + r) % len(peers)
-			if err := peerRound(ctx, root, peers[i], figs[i]); err != nil {
-				return nil, fmt.Errorf("%s, round %d: %w", peers[i].Name(), r+1, err)
+	var rows []Row
+	for _, n := range ns {
+		setPeerSize(n)
+		figs := make([]*peerFigures, len(peers))
+		for i := range figs {
+			figs[i] = &peerFigures{}
+		}
+		for r := range roundsAt(n) {
+			for k := range peers {
+				i := (k + r) % len(peers)
+				if err := peerRound(ctx, root, peers[i], figs[i]); err != nil {
+					return rows, fmt.Errorf("%s, %d units, round %d: %w", peers[i].Name(), n, r+1, err)
+				}
 			}
 		}
+		rows = append(rows, peerRows(peers, figs)...)
 	}
-	return peerRows(peers, figs, missing), nil
+	for _, m := range missing {
+		rows = append(rows, Row{Figure: "peers: " + strings.Fields(m)[0], Value: "not measured", Method: "not on PATH: " + m})
+	}
+	return rows, nil
 }
 
 // peerRound is one trial of p: a start measured through status, edits and
 // a clean stop, then a start measured through the owner's SIGKILL.
 func peerRound(ctx context.Context, root string, p peer, f *peerFigures) error {
-	for _, life := range []func(context.Context, *peerTrial, peer, *peerFigures) error{peerLife, peerKill} {
+	lives := []func(context.Context, *peerTrial, peer, *peerFigures) error{peerLife}
+	if plays(p, "owner SIGKILL") {
+		lives = append(lives, peerKill)
+	}
+	for _, life := range lives {
 		t, err := newPeerTrial(root)
 		if err != nil {
 			return err
@@ -357,7 +454,8 @@ func startMeasured(ctx context.Context, t *peerTrial, p peer) (time.Duration, []
 	return time.Since(t0), pids, err
 }
 
-// peerLife measures start, status, edits and the clean stop of p on t.
+// peerLife measures start, memory, status, edits, the clean stop of p on
+// t and the manager's exit after it.
 func peerLife(ctx context.Context, t *peerTrial, p peer, f *peerFigures) error {
 	d, _, err := startMeasured(ctx, t, p)
 	if err != nil {
@@ -367,20 +465,32 @@ func peerLife(ctx context.Context, t *peerTrial, p peer, f *peerFigures) error {
 	if err := t.fifo.wait(ctx, 0); err != nil {
 		return err
 	}
+	if err := sampleMemory(p, f); err != nil {
+		return err
+	}
 	for range peerStatusN {
+		if !plays(p, "status") {
+			break
+		}
 		t0 := time.Now()
 		if err := p.Status(ctx); err != nil {
 			return fmt.Errorf("status: %w", err)
 		}
 		f.status = append(f.status, time.Since(t0))
 	}
-	for gen := 1; gen <= peerEditN; gen++ {
+	for gen := 1; gen <= peerEditN && plays(p, "edit"); gen++ {
 		d, err := async(ctx, func() error { return p.Edit(ctx, gen) }, func() error { return t.fifo.wait(ctx, gen) })
 		if err != nil {
 			return fmt.Errorf("edit %d: %w", gen, err)
 		}
 		f.edit = append(f.edit, d)
 	}
+	return stopMeasured(ctx, t, p, f)
+}
+
+// stopMeasured asks p for a clean stop and records the time until the
+// last unit exited, and until the manager itself exited.
+func stopMeasured(ctx context.Context, t *peerTrial, p peer, f *peerFigures) error {
 	pids, err := t.waitRunning(ctx)
 	if err != nil {
 		return err
@@ -390,7 +500,8 @@ func peerLife(ctx context.Context, t *peerTrial, p peer, f *peerFigures) error {
 		return err
 	}
 	defer ex.close()
-	d, err = async(ctx, func() error { return p.Stop(ctx) }, func() error {
+	t0 := time.Now()
+	d, err := async(ctx, func() error { return p.Stop(ctx) }, func() error {
 		if left, err := ex.wait(peerWait); err != nil || left > 0 {
 			return errors.Join(err, fmt.Errorf("%d units still running %v after the stop", left, peerWait))
 		}
@@ -400,7 +511,40 @@ func peerLife(ctx context.Context, t *peerTrial, p peer, f *peerFigures) error {
 		return fmt.Errorf("clean stop: %w", err)
 	}
 	f.stop = append(f.stop, d)
-	return p.Close()
+	if err := p.Close(); err != nil {
+		return err
+	}
+	f.exit = append(f.exit, time.Since(t0))
+	return nil
+}
+
+// sampleMemory reads the manager's RSS and its supervisor's PSS, with
+// every unit running.
+func sampleMemory(p peer, f *peerFigures) error {
+	if !plays(p, "memory") {
+		return nil
+	}
+	pid, err := p.Owner()
+	if err != nil {
+		return err
+	}
+	m, err := readMem(pid)
+	if err != nil {
+		return fmt.Errorf("memory of %s: %w", p.Name(), err)
+	}
+	f.rssKB = append(f.rssKB, m.rss)
+	if s, ok := p.(supervised); ok {
+		spid, err := s.SupervisorPid()
+		if err != nil {
+			return err
+		}
+		m, err := readMem(spid)
+		if err != nil {
+			return fmt.Errorf("memory of %s's supervisor: %w", p.Name(), err)
+		}
+		f.supPssKB = append(f.supPssKB, m.pss)
+	}
+	return nil
 }
 
 // async runs ask (a command that may outlast what it causes) beside the
@@ -451,62 +595,4 @@ func peerKill(ctx context.Context, t *peerTrial, p peer, f *peerFigures) error {
 		return errors.Join(err, fmt.Errorf("%d units still running 5s after their SIGKILL", n))
 	}
 	return p.Close()
-}
-
-// peerRows are the section's rows: per operation, hermesd's figure, then
-// each peer's with its ratio to hermesd's median.
-func peerRows(peers []peer, figs []*peerFigures, missing []string) []Row {
-	var rows []Row
-	for _, op := range peerOps {
-		base := figs[0].samples(op)
-		for i, p := range peers {
-			rows = append(rows, Row{
-				Figure: fmt.Sprintf("peers: %s, %s", op, p.Name()),
-				Value:  peerValue(op, figs[i], base, i == 0),
-				Method: peerMethod(op, p),
-			})
-		}
-	}
-	for _, m := range missing {
-		rows = append(rows, Row{Figure: "peers: " + strings.Fields(m)[0], Value: "not measured", Method: "not on PATH: " + m})
-	}
-	return rows
-}
-
-func peerValue(op string, f *peerFigures, base []time.Duration, isBase bool) string {
-	ds := f.samples(op)
-	var v string
-	if op == "owner SIGKILL" {
-		alive := 0
-		for _, n := range f.survivors {
-			alive += n
-		}
-		if alive > 0 {
-			v = fmt.Sprintf("units outlive it: %d of %d still running %v after the SIGKILL, over %d trials; ", alive, peerUnits*len(f.survivors), peerKilled, len(f.survivors))
-		}
-		if len(ds) == 0 {
-			return v + "no trial had every unit gone"
-		}
-	}
-	med := percentile(ds, 0.5)
-	tn, tv := tail(ds)
-	v += fmt.Sprintf("median %v, %s %v over %d trials", roundDur(med), tn, roundDur(tv), len(ds))
-	if !isBase && len(base) > 0 {
-		v += fmt.Sprintf("; %.2f× hermesd's median", float64(med)/float64(percentile(base, 0.5)))
-	}
-	return v
-}
-
-func peerMethod(op string, p peer) string {
-	switch op {
-	case "start":
-		return fmt.Sprintf("%d idle `sleep` units, fresh config dir; clock from starting %s to every unit's sleep seen running (/proc scanned every %v); two starts per round", peerUnits, p.Name(), peerPoll)
-	case "clean stop":
-		return fmt.Sprintf("%s; clock to the exit of the last of the %d units (pidfds, poll(2)), the manager's exit checked after", p.Describe("stop"), peerUnits)
-	case "status":
-		return fmt.Sprintf("%s with %d units running; clock from exec to exit, %d per round", p.Describe("status"), peerUnits, peerStatusN)
-	case "edit → restart":
-		return fmt.Sprintf("%s; clock to the new process's line on a FIFO, %d per round", p.Describe("edit"), peerEditN)
-	}
-	return fmt.Sprintf("kill(2) SIGKILL of %s (%s); clock to the exit of the last of the %d units (pidfds), given up after %v", p.Name(), p.Describe("owner"), peerUnits, peerKilled)
 }
