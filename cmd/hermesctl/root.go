@@ -79,6 +79,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newReleaseCmd(g))
 	root.AddCommand(newWhoCmd(g))
 	root.AddCommand(newExportCmd(g))
+	root.AddCommand(newImportCmd(g))
 	root.AddCommand(newEventsCmd(g))
 	root.AddCommand(newTopCmd(g))
 	root.AddCommand(newVersionCmd(g))

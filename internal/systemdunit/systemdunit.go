@@ -336,9 +336,15 @@ func restartOpts(b *builder, s *units.Spec) {
 func timeoutOpts(b *builder, s *units.Spec) {
 	t := s.Timeouts
 	if s.Type == units.Oneshot {
-		// hermes, like systemd, does not bound a oneshot's run by the
-		// start timeout (runtime_max does that).
-		b.add(secService, "TimeoutStartSec", "infinity")
+		// hermes bounds a oneshot's run by runtime_max, never by the start
+		// timeout. systemd bounds it by TimeoutStartSec= (RuntimeMaxSec=
+		// has no effect on Type=oneshot; systemd-analyze verify says so).
+		v := "infinity"
+		if t.RuntimeMax > 0 {
+			v = span(t.RuntimeMax)
+		}
+		b.add(secService, "TimeoutStartSec", v, "A oneshot's whole run: hermes's timeouts.runtime_max.")
+		t.RuntimeMax = 0
 	} else if t.Start > 0 {
 		b.add(secService, "TimeoutStartSec", span(t.Start))
 	} else {

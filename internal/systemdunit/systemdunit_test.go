@@ -195,6 +195,14 @@ func TestFiles(t *testing.T) {
 			},
 		},
 		{
+			name: "oneshot-runtime-max",
+			yaml: "type: oneshot\nshell: \"echo migrated\"\ntimeouts: {runtime_max: 5m}\n",
+			checks: []check{
+				{"Service", "TimeoutStartSec", []string{"300s"}},
+				{"Service", "RuntimeMaxSec", nil},
+			},
+		},
+		{
 			name: "forking",
 			yaml: "type: forking\npid_file: /run/user/1000/redis.pid\ncommand: [/usr/bin/redis-server, --daemonize, \"yes\"]\n",
 			checks: []check{
