@@ -7,11 +7,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Loader loads unit files. The zero value uses the built-in defaults and
-// the security checks; a Loader is not modified by loading and may be
-// shared.
+// the security checks; a Loader is not modified by loading (its Cache
+// is) and may be shared.
 type Loader struct {
 	// Defaults fill the fields a unit leaves unset; nil means
 	// BuiltinDefaults(). Pass a Config's Defaults to honour hermes.yaml.
@@ -20,6 +21,9 @@ type Loader struct {
 	// and the units directory (--insecure-units). The other file checks
 	// (directory, dangling symlink, size) still apply.
 	Insecure bool
+	// Cache, when set, keeps what each file gave, and a load reads again
+	// only the files that changed since (see Cache).
+	Cache *Cache
 }
 
 func (l *Loader) defaults() Defaults {
@@ -56,6 +60,23 @@ func (l *Loader) Load(path string) (*Spec, error) {
 // load reads one unit file; its relative paths resolve against base, or
 // against the file's directory when base is "".
 func (l *Loader) load(path, base string) (*Spec, refs, Errors) {
+	if l.Cache == nil {
+		return l.read(path, base)
+	}
+	s, r, errs, id, ok := l.Cache.get(l, path, base)
+	if ok {
+		return s, r, errs
+	}
+	readAt := time.Now()
+	s, r, errs = l.read(path, base)
+	if id != (fileID{}) {
+		l.Cache.put(l, path, base, id, readAt, s, r, errs)
+	}
+	return s, r, errs
+}
+
+// read reads and parses one unit file (see load).
+func (l *Loader) read(path, base string) (*Spec, refs, Errors) {
 	data, err := readFile(path, !l.Insecure)
 	if err != nil {
 		var es Errors
@@ -191,6 +212,9 @@ func (l *Loader) LoadDirWith(dir string, files ...string) (*Dir, error) {
 		if name, ok := NameOf(e.Name()); ok && !given[name] {
 			add(name, filepath.Join(dir, e.Name()))
 		}
+	}
+	if l.Cache != nil {
+		l.Cache.sweep()
 	}
 	d.checkDeps(paths, allRefs)
 	d.checkCycles(allRefs)

@@ -468,6 +468,7 @@ func (d *instance) startHelpers(ctx context.Context, wg *sync.WaitGroup) {
 // config in force and what was loaded (loadHook).
 func loader(cfg config, log *slog.Logger, seen func(units.Config, *reconciler.Loaded)) func(context.Context) (reconciler.Loaded, error) {
 	last := units.DefaultConfig()
+	cache := &units.Cache{} // a reload reads again only the files that changed
 	return func(ctx context.Context) (reconciler.Loaded, error) {
 		var cfgErrs []*units.Error
 		if c, err := units.LoadConfig(cfg.Config); err != nil {
@@ -476,7 +477,7 @@ func loader(cfg config, log *slog.Logger, seen func(units.Config, *reconciler.Lo
 		} else {
 			last = c
 		}
-		l := &units.Loader{Defaults: &last.Defaults, Insecure: cfg.insecure}
+		l := &units.Loader{Defaults: &last.Defaults, Insecure: cfg.insecure, Cache: cache}
 		out, err := reconciler.LoadDir(l, cfg.Units)(ctx)
 		if err != nil {
 			return out, err

@@ -1,0 +1,171 @@
+package units
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hermes-units/hermes/internal/testkit"
+)
+
+// parsedOnce reports whether two loads of unit name gave the same parse:
+// a cached spec is a copy of one parse, so its Command shares that
+// parse's backing array; a parse anew allocates another.
+func parsedOnce(a, b *Dir, name string) bool {
+	return &a.Units[name].Command[0] == &b.Units[name].Command[0]
+}
+
+func trustNow(t *testing.T) {
+	t.Helper()
+	old := cacheTrust
+	cacheTrust = -time.Hour // every file is old enough: the tests edit files within the same second
+	t.Cleanup(func() { cacheTrust = old })
+}
+
+func cachedLoader(t *testing.T) *Loader {
+	t.Helper()
+	return &Loader{Cache: &Cache{}}
+}
+
+func mustLoadDir(t *testing.T, l *Loader, dir string) *Dir {
+	t.Helper()
+	d, err := l.LoadDir(dir)
+	if err != nil {
+		t.Fatalf("LoadDir: %v", err)
+	}
+	return d
+}
+
+// atomicSave writes a file as editors do: a temporary file renamed onto it.
+func atomicSave(t *testing.T, path, content string) {
+	t.Helper()
+	tmp := filepath.Join(filepath.Dir(path), ".save.tmp")
+	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCacheParsesOnlyChangedFiles(t *testing.T) {
+	trustNow(t)
+	dir := testkit.UnitsDir(t, map[string]string{
+		"a.yaml": "command: [a]\n",
+		"b.yaml": "command: [b]\nafter: [a]\n",
+	})
+	l := cachedLoader(t)
+	d1 := mustLoadDir(t, l, dir)
+	d2 := mustLoadDir(t, l, dir)
+	if !parsedOnce(d1, d2, "a") || !parsedOnce(d1, d2, "b") {
+		t.Fatal("an unchanged file was parsed again")
+	}
+	atomicSave(t, filepath.Join(dir, "b.yaml"), "command: [b2]\nafter: [a]\n")
+	d3 := mustLoadDir(t, l, dir)
+	if got := d3.Units["b"].Command[0]; got != "b2" {
+		t.Fatalf("after the save, b runs %q, want b2", got)
+	}
+	if !parsedOnce(d2, d3, "a") {
+		t.Error("a was parsed again though only b changed")
+	}
+	// Without a cache every load parses anew: the observation above is
+	// the cache's doing.
+	var plain Loader
+	if parsedOnce(mustLoadDir(t, &plain, dir), mustLoadDir(t, &plain, dir), "a") {
+		t.Fatal("two loads without a cache shared a parse")
+	}
+}
+
+// An in-place rewrite of the same size in the same tick of the file
+// system's clock leaves every time as it was, so the identity of a file
+// changed that recently cannot vouch for its content: it is parsed again
+// at every load until it is older than cacheTrust.
+func TestCacheRereadsRecentFiles(t *testing.T) {
+	dir := testkit.UnitsDir(t, map[string]string{"a.yaml": "command: [x]\n"})
+	l := cachedLoader(t)
+	d1 := mustLoadDir(t, l, dir)
+	if parsedOnce(d1, mustLoadDir(t, l, dir), "a") {
+		t.Fatalf("a file changed under %v ago was taken from the cache", cacheTrust)
+	}
+	p := filepath.Join(dir, "a.yaml")
+	if err := os.WriteFile(p, []byte("command: [y]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustLoadDir(t, l, dir).Units["a"].Command[0]; got != "y" {
+		t.Fatalf("rewritten in place, a runs %q, want y", got)
+	}
+}
+
+func TestCacheFollowsSymlinkSwap(t *testing.T) {
+	trustNow(t)
+	root := t.TempDir()
+	dir := filepath.Join(root, "units")
+	for _, d := range []string{dir, filepath.Join(dir, "..v1"), filepath.Join(dir, "..v2")} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(p, s string) {
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(dir, "..v1", "web.yaml"), "command: [v1]\n")
+	write(filepath.Join(dir, "..v2", "web.yaml"), "command: [v2]\n")
+	if err := os.Symlink("..v1", filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("..data/web.yaml", filepath.Join(dir, "web.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	l := cachedLoader(t)
+	if got := mustLoadDir(t, l, dir).Units["web"].Command[0]; got != "v1" {
+		t.Fatalf("web runs %q, want v1", got)
+	}
+	if err := os.Symlink("..v2", filepath.Join(dir, "..data_tmp")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "..data_tmp"), filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustLoadDir(t, l, dir).Units["web"].Command[0]; got != "v2" {
+		t.Fatalf("after the swap of ..data, web runs %q, want v2", got)
+	}
+}
+
+func TestCacheForgetsOnNewDefaults(t *testing.T) {
+	trustNow(t)
+	dir := testkit.UnitsDir(t, map[string]string{"a.yaml": "command: [a]\n"})
+	cache := &Cache{}
+	d := BuiltinDefaults()
+	l1 := &Loader{Cache: cache, Defaults: &d}
+	s1 := mustLoadDir(t, l1, dir).Units["a"]
+	d2 := d
+	d2.Restart = RestartAlways
+	l2 := &Loader{Cache: cache, Defaults: &d2}
+	s2 := mustLoadDir(t, l2, dir).Units["a"]
+	if s2.Restart != RestartAlways || s1.Restart == RestartAlways {
+		t.Fatalf("restart: %v then %v, want the new default to apply", s1.Restart, s2.Restart)
+	}
+}
+
+// A file that fails keeps failing from the cache, and the errors a load
+// appends (a cross-unit rule) do not stick to the cached ones.
+func TestCacheKeepsErrorsApart(t *testing.T) {
+	trustNow(t)
+	dir := testkit.UnitsDir(t, map[string]string{
+		"bad.yaml": "command: [a]\nbogus: 1\n",
+		"dep.yaml": "command: [a]\nafter: [nosuch]\n",
+	})
+	l := cachedLoader(t)
+	first := mustLoadDir(t, l, dir)
+	for range 3 {
+		d := mustLoadDir(t, l, dir)
+		for _, n := range []string{"bad", "dep"} {
+			if len(d.Failed[n]) != len(first.Failed[n]) || len(d.Failed[n]) == 0 {
+				t.Fatalf("%s: %d errors, want %d as at first", n, len(d.Failed[n]), len(first.Failed[n]))
+			}
+		}
+	}
+}
