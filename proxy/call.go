@@ -235,8 +235,7 @@ func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, api timeouts.API
 	if runID != "" {
 		var ok bool
 		if rn, ok = p.attach(runID, cancel); !ok {
-			writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_run",
-				fmt.Sprintf("hermes proxy: run %q is not registered: it has ended, or this base URL belongs to another hermesd; start the job again through hermesd", runID))
+			p.refuseRun(w, runID)
 			return nil
 		}
 		defer func() {
@@ -487,6 +486,11 @@ func (p *Proxy) fail(ctx context.Context, r *http.Request, w http.ResponseWriter
 		}
 	case errors.Is(cause, ErrShuttingDown):
 		status, typ, code, msg = http.StatusServiceUnavailable, "server_error", "hermes_shutting_down", "hermes proxy: "+ErrShuttingDown.Error()+": retry once it is back"
+	case errors.Is(cause, timeouts.ErrBudgetSpent):
+		status, typ, code, msg = http.StatusGone, "hermes_budget_error", timeouts.BudgetErrorCode, "hermes proxy: "+cause.Error()+": this call is ended, not timed out; give the run a larger budget if it needs longer"
+		if !started {
+			w.Header().Set("X-Should-Retry", "false")
+		}
 	case errors.Is(cause, ErrRunEnded):
 		status, typ, code, msg = http.StatusGone, "invalid_request_error", "run_ended", "hermes proxy: "+ErrRunEnded.Error()+": its budget is spent or it was stopped"
 	case r.Context().Err() != nil:

@@ -82,8 +82,9 @@ type Proxy struct {
 	conns     connCap
 	bodies    *bodyBudget
 
-	mu   sync.Mutex
-	runs map[string]*run // guarded by mu
+	mu    sync.Mutex
+	runs  map[string]*run // guarded by mu
+	ended endedRuns       // guarded by mu
 
 	// The providers' own model lists (models.go); modelsTimeout bounds
 	// one provider's answer (tests shorten it).
@@ -96,14 +97,6 @@ type Proxy struct {
 	drainCancels map[*watchdog]context.CancelCauseFunc // guarded by drainMu
 	drainClosed  bool                                  // guarded by drainMu
 	drainWG      sync.WaitGroup
-}
-
-// run is a registered run: its budget clock, wrap-up notice, and the calls
-// it has in flight (cancelled when the run is unregistered).
-type run struct {
-	budget *timeouts.Budget
-	wrapup string
-	calls  map[*context.CancelCauseFunc]struct{} // guarded by Proxy.mu
 }
 
 // New returns a Proxy for opts. It fails when opts.Providers is nil or
@@ -136,7 +129,7 @@ func New(opts Options) (*Proxy, error) {
 			opts.Limits.MaxConns, fit, opts.FDLimit, ReservedFDs)
 		opts.Limits.MaxConns = fit
 	}
-	p := &Proxy{opts: opts, runs: map[string]*run{}, bodies: newBodyBudget(opts.Limits.MaxInFlight), drainCancels: map[*watchdog]context.CancelCauseFunc{},
+	p := &Proxy{opts: opts, runs: map[string]*run{}, ended: endedRuns{m: map[string]endedRun{}}, bodies: newBodyBudget(opts.Limits.MaxInFlight), drainCancels: map[*watchdog]context.CancelCauseFunc{},
 		modelsTimeout: defaultModelsTimeout}
 	p.conns = connCap{max: opts.Limits.MaxConns, logf: opts.Logf}
 	p.tokens.set(opts.Token, 0, opts.Now())
@@ -181,62 +174,6 @@ func (p *Proxy) SetProviders(s *providers.Set) {
 
 // Status returns every session's give-up breaker, sorted by session key.
 func (p *Proxy) Status() []BreakerStatus { return p.sessions.status() }
-
-// RegisterRun makes runID's requests (path prefix /run/<runID>/v1, or
-// header X-Hermes-Run-Id) resolve with budget's remaining time, and injects
-// wrapup (if not empty) once into the first model request after the
-// budget's wrap-up point. The caller (hermesd's job runner) owns budget:
-// it calls UnregisterRun when the run ends, then budget.Stop. A nil budget
-// registers a run without one (its calls resolve like any other). Registering
-// an id again replaces its budget and notice.
-func (p *Proxy) RegisterRun(runID string, budget *timeouts.Budget, wrapup string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	r := &run{budget: budget, wrapup: wrapup, calls: map[*context.CancelCauseFunc]struct{}{}}
-	if old, ok := p.runs[runID]; ok {
-		r.calls = old.calls
-	}
-	p.runs[runID] = r
-}
-
-// UnregisterRun forgets runID and cuts its calls in flight (cause
-// ErrRunEnded): the run is over, nobody reads their answers. Later requests
-// for it fail with HTTP 404.
-func (p *Proxy) UnregisterRun(runID string) {
-	p.mu.Lock()
-	r, ok := p.runs[runID]
-	delete(p.runs, runID)
-	p.mu.Unlock()
-	if !ok {
-		return
-	}
-	p.mu.Lock()
-	calls := make([]context.CancelCauseFunc, 0, len(r.calls))
-	for c := range r.calls {
-		calls = append(calls, *c)
-	}
-	p.mu.Unlock()
-	for _, c := range calls {
-		c(ErrRunEnded)
-	}
-}
-
-// attach records a call of run id; detach undoes it.
-func (p *Proxy) attach(id string, cancel *context.CancelCauseFunc) (*run, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	r, ok := p.runs[id]
-	if ok {
-		r.calls[cancel] = struct{}{}
-	}
-	return r, ok
-}
-
-func (p *Proxy) detach(r *run, cancel *context.CancelCauseFunc) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(r.calls, cancel)
-}
 
 // CheckLoopback returns an error wrapping ErrNotLoopback unless addr's host
 // is a loopback IP or "localhost".

@@ -332,8 +332,8 @@ func TestRunBudget(t *testing.T) {
 	h.proxy.UnregisterRun("job1")
 	_, err = c.Chat.Completions.New(t.Context(), chatParams("gpt-4o"))
 	var api *openai.Error
-	if !errors.As(err, &api) || api.StatusCode != http.StatusNotFound || api.Code != "unknown_run" {
-		t.Errorf("unregistered run: got %v, want 404 unknown_run", err)
+	if !errors.As(err, &api) || api.StatusCode != http.StatusGone || (api.Code != "run_ended" && api.Code != timeouts.BudgetErrorCode) {
+		t.Errorf("unregistered run: got %v, want 410 run_ended or %s (TestEndedRunRefused)", err, timeouts.BudgetErrorCode)
 	}
 }
 

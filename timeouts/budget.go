@@ -26,7 +26,10 @@ type Budget struct {
 	done    chan struct{}
 	timers  [2]*time.Timer
 	mu      sync.Mutex
-	noticed bool // guarded by mu: TakeWrapUp has returned true
+	noticed bool           // guarded by mu: TakeWrapUp has returned true
+	expired bool           // guarded by mu: done is closed
+	atDone  map[int]func() // guarded by mu: AtDeadline's functions still to run
+	nextAt  int            // guarded by mu
 }
 
 // NewBudget starts a budget of total now. total must be positive; now nil
@@ -45,8 +48,48 @@ func ResumeBudget(total, spent time.Duration, now func() time.Time) *Budget {
 	spent = min(max(spent, 0), total)
 	b := &Budget{total: total, start: now().Add(-spent), now: now, wrapUp: make(chan struct{}), done: make(chan struct{})}
 	b.timers[0] = time.AfterFunc(max(b.wrapPoint()-spent, 0), func() { close(b.wrapUp) })
-	b.timers[1] = time.AfterFunc(total-spent, func() { close(b.done) })
+	b.timers[1] = time.AfterFunc(total-spent, b.expire)
 	return b
+}
+
+// expire closes Done, then runs the functions AtDeadline was given.
+func (b *Budget) expire() {
+	b.mu.Lock()
+	close(b.done)
+	b.expired = true
+	fs := b.atDone
+	b.atDone = nil
+	b.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
+
+// AtDeadline arranges for f to run once the deadline has come: on the
+// timer's goroutine right after Done is closed, or on a goroutine of its
+// own at once when it has come already. No goroutine waits meanwhile.
+// cancel undoes it and reports whether f was still to run. A Budget
+// stopped before its deadline never runs f.
+func (b *Budget) AtDeadline(f func()) (cancel func() bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.expired {
+		go f()
+		return func() bool { return false }
+	}
+	if b.atDone == nil {
+		b.atDone = map[int]func(){}
+	}
+	id := b.nextAt
+	b.nextAt++
+	b.atDone[id] = f
+	return func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		_, ok := b.atDone[id]
+		delete(b.atDone, id)
+		return ok
+	}
 }
 
 // wrapPoint is when, into the budget, the wrap-up comes.

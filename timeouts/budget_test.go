@@ -209,3 +209,41 @@ func TestResumeBudget(t *testing.T) {
 		t.Error("a budget resumed with more than its total spent is not spent")
 	}
 }
+
+// TestBudgetAtDeadline: a function given to AtDeadline runs once the
+// deadline has come, after Done is closed, and not before; one cancelled
+// never runs; one given after the deadline runs at once.
+func TestBudgetAtDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := NewBudget(10*time.Second, nil)
+		defer b.Stop()
+		ran := make(chan bool, 3)
+		b.AtDeadline(func() {
+			select {
+			case <-b.Done():
+				ran <- true
+			default:
+				ran <- false
+			}
+		})
+		cancel := b.AtDeadline(func() { ran <- false })
+		time.Sleep(9 * time.Second)
+		synctest.Wait()
+		if len(ran) != 0 {
+			t.Fatal("ran before the deadline")
+		}
+		if !cancel() {
+			t.Error("cancel before the deadline reported the function already run")
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if len(ran) != 1 || !<-ran {
+			t.Fatal("at the deadline: want exactly the one function not cancelled to run, after Done is closed")
+		}
+		b.AtDeadline(func() { ran <- true })
+		synctest.Wait()
+		if len(ran) != 1 {
+			t.Error("a function given after the deadline did not run")
+		}
+	})
+}
