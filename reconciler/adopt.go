@@ -110,6 +110,7 @@ func (r *Reconciler) adoptRun(ctx context.Context, u *unit, s Survivor) error {
 	u.gen = r.nextGen()
 	runCtx, cancel := context.WithCancel(r.base)
 	u.cancel = cancel
+	r.resumeJobRun(runCtx, u, s.Group.Leader)
 	name, gen := u.spec.Name, u.gen
 	r.wg.Go(func() {
 		select {

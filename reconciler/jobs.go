@@ -146,6 +146,7 @@ type jobRun struct {
 	wrapFile string
 	runs     Runs // non-nil when registered with the proxy
 	once     sync.Once
+	unreg    sync.Once
 }
 
 // env is the run's part of the environment. proxyURL is the proxy's base
@@ -213,12 +214,21 @@ func (jr *jobRun) end() {
 		return
 	}
 	jr.once.Do(func() {
-		if jr.runs != nil {
-			jr.runs.UnregisterRun(jr.id)
-		}
+		jr.unregister()
 		if jr.budget != nil {
 			jr.budget.Stop()
 			os.Remove(jr.wrapFile)
+		}
+	})
+}
+
+// unregister ends the run's registration with the proxy, once, cutting
+// its calls in flight; the proxy refuses its later calls (410) for
+// proxy.RunMemory.
+func (jr *jobRun) unregister() {
+	jr.unreg.Do(func() {
+		if jr.runs != nil {
+			jr.runs.UnregisterRun(jr.id)
 		}
 	})
 }
@@ -386,6 +396,11 @@ func (r *Reconciler) onJob(ev jobEvent) {
 		r.wrapUp(u, jr)
 	case jobDeadline:
 		r.log.Warn("job run reached its budget; stopping it", "unit", u.spec.Name, "run", jr.id, "budget", jr.budget.Total())
+		// Its calls through the proxy end before the stop signal: a job
+		// blocked in one would otherwise wait in it past its grace. (The
+		// proxy cuts them by itself from the same clock; this makes the
+		// order certain.)
+		jr.unregister()
 		r.stop(u, stopFailure, fmt.Errorf("%w: run %s used its whole run budget of %s and was stopped; raise run_budget_seconds if the job needs longer",
 			ErrBudgetExceeded, jr.id, jr.budget.Total()))
 	}
@@ -463,6 +478,55 @@ func (r *Reconciler) beginJobRun(u *unit, now time.Time) *jobRun {
 	}
 	j.run = jr
 	return jr
+}
+
+// resumeJobRun gives a job re-adopted from a dead hermesd's ledger its run
+// back (Run's goroutine; ctx is the adopted run's context): the run began
+// when its leader did (the leader's age, from its kernel start time), so
+// its deadline is the one it was spawned with, and it is stopped there
+// (at once when it is past); its id is the HERMES_RUN_ID it was spawned
+// with when its environment can still be read, so that its calls through
+// the proxy are budgeted again. A leader whose age cannot be read is
+// taken to start now (logged): the run gets its whole budget again, never
+// none.
+func (r *Reconciler) resumeJobRun(ctx context.Context, u *unit, leader proc.Identity) {
+	total := u.spec.RunBudget
+	if !u.spec.IsJob() || total <= 0 {
+		return
+	}
+	age, err := leader.Age()
+	if err != nil {
+		r.log.Warn("re-adopted job: its run's start not read; its budget starts again now", "unit", u.spec.Name, "pid", leader.PID, "err", err)
+		age = 0
+	}
+	now := time.Now()
+	jr := &jobRun{id: runIDOf(leader.PID), started: now.Add(-age), budget: timeouts.ResumeBudget(total, age, nil)}
+	if jr.id == "" {
+		jr.id = runID(u.spec.Name, jr.started)
+	}
+	jr.wrapFile = WrapUpFile(r.opt.StateDir, jr.id)
+	if r.opt.Runs != nil {
+		jr.runs = r.opt.Runs
+		jr.runs.RegisterRun(jr.id, jr.budget, WrapUpNotice(u.spec.Name, jr.id, total, jr.budget.Remaining(), jr.budget.Deadline()))
+	}
+	r.jobOf(u).run = jr
+	r.log.Info("re-adopted job keeps its run budget", "unit", u.spec.Name, "run", jr.id, "deadline", jr.budget.Deadline().Format(time.RFC3339), "remaining", jr.budget.Remaining())
+	r.watchJobRun(ctx, u, jr)
+}
+
+// runIDOf is the HERMES_RUN_ID in pid's environment, "" when it cannot be
+// read or is no run id hermesd would make (a unit name, a time, letters).
+func runIDOf(pid int) string {
+	env, err := proc.Environ(pid)
+	if err != nil {
+		return ""
+	}
+	for _, kv := range env {
+		if id, ok := strings.CutPrefix(kv, EnvRunID+"="); ok && len(id) <= 256 && url.PathEscape(id) == id {
+			return id
+		}
+	}
+	return ""
 }
 
 // WrapUpFile is the notice file of run runID under the state directory

@@ -24,6 +24,11 @@ type fakeRuns struct {
 	registered   map[string]string // run id -> wrap-up notice
 	budgets      map[string]*timeouts.Budget
 	unregistered []string
+	// fs, when set, is the spawner whose stops unregistering counts:
+	// stopsBefore holds, for each UnregisterRun, how many stops were made
+	// before it.
+	fs          *fakeSpawner
+	stopsBefore []int
 }
 
 func (f *fakeRuns) RegisterRun(id string, b *timeouts.Budget, wrapup string) {
@@ -36,6 +41,9 @@ func (f *fakeRuns) UnregisterRun(id string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.unregistered = append(f.unregistered, id)
+	if f.fs != nil {
+		f.stopsBefore = append(f.stopsBefore, len(f.fs.stopOrder()))
+	}
 }
 
 // sigSpawner is the fake spawner whose processes record the signals sent
@@ -287,6 +295,9 @@ func TestJobBudget(t *testing.T) {
 			s.StopSignal = units.Signal(syscall.SIGINT)
 		}))
 		synctest.Wait()
+		h.runs.mu.Lock()
+		h.runs.fs = h.fs
+		h.runs.mu.Unlock()
 		t0 := time.Now()
 		if err := h.r.Start(t.Context(), "agent"); err != nil {
 			t.Fatal(err)
@@ -359,6 +370,12 @@ func TestJobBudget(t *testing.T) {
 		h.runs.mu.Unlock()
 		if !slices.Equal(unreg, []string{id}) {
 			t.Errorf("unregistered %v, want [%s]", unreg, id)
+		}
+		h.runs.mu.Lock()
+		before := slices.Clone(h.runs.stopsBefore)
+		h.runs.mu.Unlock()
+		if !slices.Equal(before, []int{0}) {
+			t.Errorf("stops made before the run was unregistered from the proxy: %v, want [0]: its calls end before the stop signal", before)
 		}
 	})
 }
