@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"cmp"
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -112,7 +114,7 @@ func (p *Proxy) Limits() Limits { return p.opts.Limits }
 // Usage returns what the proxy holds now.
 func (p *Proxy) Usage() Usage {
 	return Usage{
-		Conns:        int(p.conns.open.Load()),
+		Conns:        p.conns.open(),
 		Refused:      p.conns.refused.Load(),
 		BodyBytes:    p.bodies.used.Load(),
 		PeakBodyByte: p.bodies.peak.Load(),
@@ -127,11 +129,95 @@ func (p *Proxy) Usage() Usage {
 // waits behind whoever holds the slots; a 503 says what happened, and
 // every OpenAI client retries it with backoff. The refused connection
 // holds a descriptor only while its short answer is written.
+//
+// A connection is unauthenticated until one of its requests presents the
+// token (guard; promote). What unauthenticated connections hold is
+// bounded apart from the rest: at most preAuthSlots of the cap at once,
+// each for at most preAuthIdle, and when a new connection finds no room
+// the oldest unauthenticated one is closed to make it. So a stranger
+// without the token, whatever it opens, never holds the slots the owner's
+// clients need: their connections present the token in their first
+// request and leave the unauthenticated pool at once.
 type connCap struct {
 	max     int
-	open    atomic.Int64
 	refused atomic.Int64
+	evicted atomic.Int64
 	logf    func(string, ...any)
+
+	mu     sync.Mutex
+	authed int           // guarded by mu: connections that presented the token
+	pre    list.List     // guarded by mu: of *capConn, the unauthenticated, oldest first
+	idle   time.Duration // how long an unauthenticated connection is kept; 0: preAuthIdle (tests shorten it)
+}
+
+// preAuthIdle is how long a connection may stay open without presenting
+// the token.
+const preAuthIdle = 10 * time.Second
+
+// preAuthSlots is how many connections that have not presented the token
+// are kept at once: a quarter of the cap, at least 1. The owner's
+// clients present it in the first request of each connection, so that a
+// burst of their new connections is rarely a quarter of the cap at once.
+func preAuthSlots(cap int) int { return max(1, cap/4) }
+
+// open is the number of client connections open.
+func (c *connCap) open() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.authed + c.pre.Len()
+}
+
+// admit makes room for a new connection and registers it as
+// unauthenticated: it reports false when the cap is held by connections
+// that presented the token. evict is the unauthenticated connection
+// closed to make room, if any.
+func (c *connCap) admit(cc *capConn) (ok bool, evict *capConn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	full := c.authed+c.pre.Len() >= c.max
+	if full && c.pre.Len() == 0 {
+		return false, nil
+	}
+	if full || c.pre.Len() >= preAuthSlots(c.max) {
+		evict = c.pre.Remove(c.pre.Front()).(*capConn)
+		evict.elem, evict.closed = nil, true
+	}
+	cc.elem = c.pre.PushBack(cc)
+	return true, evict
+}
+
+// promote moves cc out of the unauthenticated pool: a request on it
+// presented the token.
+func (c *connCap) promote(cc *capConn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cc.elem == nil || cc.closed {
+		return
+	}
+	c.pre.Remove(cc.elem)
+	cc.elem = nil
+	c.authed++
+	if cc.idle != nil {
+		cc.idle.Stop()
+	}
+}
+
+// release gives cc's slot back; it reports false when it was given back
+// already (cc was evicted, or closed before).
+func (c *connCap) release(cc *capConn) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cc.closed {
+		return false
+	}
+	cc.closed = true
+	if cc.elem != nil {
+		c.pre.Remove(cc.elem)
+		cc.elem = nil
+	} else {
+		c.authed--
+	}
+	return true
 }
 
 type capListener struct {
@@ -151,10 +237,23 @@ func (l capListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if n := l.c.open.Add(1); n <= int64(l.c.max) {
-			return &capConn{Conn: c, c: l.c}, nil
+		cc := &capConn{Conn: c, c: l.c}
+		ok, evict := l.c.admit(cc)
+		if evict != nil {
+			evict.idle.Stop()
+			evict.Conn.Close()
+			if n := l.c.evicted.Add(1); n == 1 || n%100 == 0 {
+				l.c.logf("proxy: closed the connection from %s, which had not presented the proxy token, to make room for a new one; %d closed so far", evict.RemoteAddr(), n)
+			}
 		}
-		l.c.open.Add(-1)
+		if ok {
+			l.c.mu.Lock()
+			if !cc.closed && cc.elem != nil {
+				cc.idle = time.AfterFunc(cmp.Or(l.c.idle, preAuthIdle), cc.expire)
+			}
+			l.c.mu.Unlock()
+			return cc, nil
+		}
 		if n := l.c.refused.Add(1); n == 1 || n%100 == 0 {
 			l.c.logf("proxy: refused a connection from %s: %d connections open, the cap (gateway.max_connections); %d refused so far", c.RemoteAddr(), l.c.max, n)
 		}
@@ -166,16 +265,49 @@ func (l capListener) Accept() (net.Conn, error) {
 	}
 }
 
-// capConn gives its slot back once, on its first Close.
+// capConn gives its slot back once, on its first Close (or when it is
+// evicted).
 type capConn struct {
 	net.Conn
-	c    *connCap
-	once sync.Once
+	c *connCap
+	// guarded by c.mu: elem is its place in the unauthenticated pool (nil
+	// once promoted or gone), closed is set once its slot is given back,
+	// idle closes it if it is still unauthenticated after preAuthIdle.
+	elem   *list.Element
+	closed bool
+	idle   *time.Timer
+}
+
+// expire closes the connection if it still has not presented the token.
+func (c *capConn) expire() {
+	c.c.mu.Lock()
+	pre := c.elem != nil && !c.closed
+	c.c.mu.Unlock()
+	if pre {
+		c.Close()
+	}
 }
 
 func (c *capConn) Close() error {
-	c.once.Do(func() { c.c.open.Add(-1) })
+	if c.c.release(c) {
+		c.c.mu.Lock()
+		if c.idle != nil {
+			c.idle.Stop()
+		}
+		c.c.mu.Unlock()
+	}
 	return c.Conn.Close()
+}
+
+// connKey is the context key of a request's *capConn.
+type connKey struct{}
+
+// promote marks the connection of r, whose request presented the token,
+// as authenticated.
+func (p *Proxy) promote(r *http.Request) {
+	if cc, ok := r.Context().Value(connKey{}).(*capConn); ok {
+		p.conns.promote(cc)
+	}
 }
 
 // bodyBudget bounds the request body bytes held across requests

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
 	"github.com/hermes-units/hermes/internal/testkit"
 )
 
@@ -57,14 +60,19 @@ func closedByServer(t *testing.T, c net.Conn, what string) string {
 }
 
 // TestConnectionCap: over gateway.max_connections, a connection is
-// answered 503 and closed at once, while the ones within the cap stay
-// served; a slot given back serves the next connection.
+// answered 503 and closed at once, while the ones within the cap (each
+// has presented the token) stay served; a slot given back serves the next
+// connection.
 func TestConnectionCap(t *testing.T) {
 	const max, extra = 4, 6
 	h := newHarness(t, setup{limits: Limits{MaxConns: max}})
 	idle := make([]net.Conn, max)
 	for i := range idle {
 		idle[i] = dial(t, h.url)
+		fmt.Fprintf(idle[i], "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n\r\n", testToken)
+		if resp, body := readResponse(t, idle[i]); resp.StatusCode != http.StatusOK {
+			t.Fatalf("connection %d: got %d %s, want 200", i+1, resp.StatusCode, body)
+		}
 	}
 	until(t, fmt.Sprintf("%d connections open", max), func() bool { return h.proxy.Usage().Conns == max })
 	for i := range extra {
@@ -90,6 +98,53 @@ func TestConnectionCap(t *testing.T) {
 	if resp, body := readResponse(t, c); resp.StatusCode != http.StatusOK {
 		t.Errorf("a connection after one closed: got %d %s, want 200", resp.StatusCode, body)
 	}
+}
+
+// TestStrangersDoNotStarveOwner: connections that never present the
+// token (a stranger's, idle or sending a request without it) hold at most
+// a quarter of the cap: every one of the owner's requests, each on a new
+// connection, is served while the stranger holds every slot it can, and
+// the stranger's idle connections are closed early.
+func TestStrangersDoNotStarveOwner(t *testing.T) {
+	const max, strangers, owner = 16, 64, 20
+	h := newHarness(t, setup{limits: Limits{MaxConns: max}})
+	h.up.play(answer)
+	h.proxy.conns.mu.Lock()
+	h.proxy.conns.idle = time.Second
+	h.proxy.conns.mu.Unlock()
+	held := make([]net.Conn, 0, strangers)
+	for i := range strangers {
+		c := dial(t, h.url)
+		if i%2 == 1 { // half of them start a request and never finish it
+			fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+		}
+		held = append(held, c)
+	}
+	until(t, "the stranger's connections accepted", func() bool { return h.proxy.Usage().Conns >= max/4 })
+	tr := &http.Transport{DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	c := openai.NewClient(option.WithBaseURL(h.url+"/v1/"), option.WithAPIKey(testToken), option.WithMaxRetries(0),
+		option.WithHTTPClient(&http.Client{Transport: tr}))
+	served := 0
+	for i := range owner {
+		if _, err := c.Chat.Completions.New(t.Context(), chatParams("gpt-4o")); err != nil {
+			t.Errorf("owner's request %d: %v", i+1, err)
+			continue
+		}
+		served++
+		// The stranger takes back what it can between the owner's calls.
+		held = append(held, dial(t, h.url))
+	}
+	if served != owner {
+		t.Errorf("served %d of the owner's %d requests while a stranger held every slot it could, want all", served, owner)
+	}
+	if u := h.proxy.Usage(); u.Conns > max/4 {
+		t.Errorf("usage %+v: the stranger holds %d connections, want at most a quarter of the cap (%d)", u, u.Conns, max/4)
+	}
+	// Unauthenticated connections are closed after the (shortened) idle
+	// time, the latest one included.
+	closedByServer(t, held[len(held)-1], "an idle connection without the token")
+	until(t, "the stranger's connections closed", func() bool { return h.proxy.Usage().Conns == 0 })
 }
 
 // TestConnectionCapFitsDescriptors: the cap is lowered so that the proxy's

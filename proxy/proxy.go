@@ -219,7 +219,8 @@ func (p *Proxy) Listen(ctx context.Context) (net.Listener, error) {
 // SetProviders, on goroutines it ends and waits for before it returns. It returns earlier with the error if ln
 // fails. ln must be loopback unless Options.AllowNonLoopback.
 //
-// Connections over Limits.MaxConns are answered 503 and closed (see
+// Connections over Limits.MaxConns are answered 503 and closed, and those
+// that have not presented the token hold at most a quarter of them (see
 // connCap); a connection's request headers must arrive within
 // ReadHeaderTimeout, its body within BodyReadTimeout, and a kept-alive
 // connection is closed after IdleTimeout without a request.
@@ -239,6 +240,12 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 		ReadHeaderTimeout: lim.ReadHeaderTimeout,
 		IdleTimeout:       lim.IdleTimeout,
 		ErrorLog:          log.New(logWriter{p.opts.Logf}, "proxy: ", 0),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if cc, ok := c.(*capConn); ok {
+				return context.WithValue(ctx, connKey{}, cc)
+			}
+			return ctx
+		},
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(capListener{Listener: ln, c: &p.conns}) }()
@@ -275,6 +282,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !p.guard(w, r) {
 		return
 	}
+	p.promote(r)
 	path, runID := r.URL.Path, r.Header.Get(HeaderRunID)
 	// The run id is cut from the escaped path, so that an id holding an
 	// escaped "/" stays one segment.
