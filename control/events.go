@@ -44,20 +44,22 @@ func (s *Server) events(end <-chan struct{}) http.HandlerFunc {
 		q := r.URL.Query()
 		follow := q.Get("follow") == "1"
 		history := q.Get("history") != "0"
-		var hist []events.Event
+		var hist []*events.Event
 		var sub *events.Subscription
 		if follow {
 			hist, sub = s.bus.Subscribe()
 			defer sub.Close()
 		} else {
-			hist = s.bus.History()
+			for _, e := range s.bus.History() {
+				hist = append(hist, &e)
+			}
 		}
 		rc := http.NewResponseController(w)
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		w.WriteHeader(http.StatusOK)
 		enc := json.NewEncoder(w)
 		var last uint64
-		send := func(e events.Event) bool {
+		send := func(e *events.Event) bool {
 			_ = rc.SetWriteDeadline(time.Now().Add(eventWriteTimeout))
 			if enc.Encode(e) != nil {
 				return false
@@ -81,7 +83,7 @@ func (s *Server) events(end <-chan struct{}) http.HandlerFunc {
 			select {
 			case e, ok := <-sub.C():
 				if !ok {
-					send(events.Event{Seq: last, Time: time.Now(), Kind: events.Overflow,
+					send(&events.Event{Seq: last, Time: time.Now(), Kind: events.Overflow,
 						Reason: fmt.Sprintf("%v after event %d; reconnect to go on", sub.Err(), last)})
 					_ = rc.Flush()
 					return

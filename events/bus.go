@@ -36,7 +36,7 @@ type Bus struct {
 
 	mu   sync.Mutex
 	seq  uint64                     // guarded by mu: the last Seq given
-	ring []Event                    // guarded by mu: the last len(ring) events, oldest at head
+	ring []*Event                   // guarded by mu: the last len(ring) events, oldest at head
 	head int                        // guarded by mu
 	full bool                       // guarded by mu: ring has wrapped
 	subs map[*Subscription]struct{} // guarded by mu
@@ -56,12 +56,14 @@ func New(opts Options) *Bus {
 	}
 	return &Bus{
 		observe: opts.Observe, now: opts.Now, buffer: opts.Buffer,
-		ring: make([]Event, 0, opts.History), subs: map[*Subscription]struct{}{},
+		ring: make([]*Event, 0, opts.History), subs: map[*Subscription]struct{}{},
 	}
 }
 
 // Publish stamps e (Seq; Time unless set) and records it. It never blocks:
-// a subscriber with no room left is dropped. A nil Bus discards e, so that
+// a subscriber with no room left is dropped. The ring and every
+// subscriber share one copy of e: a subscriber's backlog costs a pointer
+// an event, so that many slow readers cost little. A nil Bus discards e, so that
 // a part run without one (a test) needs no check.
 func (b *Bus) Publish(e Event) {
 	if b == nil {
@@ -74,10 +76,11 @@ func (b *Bus) Publish(e Event) {
 	if e.Time.IsZero() {
 		e.Time = b.now()
 	}
+	ep := &e
 	if len(b.ring) < cap(b.ring) {
-		b.ring = append(b.ring, e)
+		b.ring = append(b.ring, ep)
 	} else {
-		b.ring[b.head] = e
+		b.ring[b.head] = ep
 		b.head = (b.head + 1) % len(b.ring)
 		b.full = true
 	}
@@ -86,7 +89,7 @@ func (b *Bus) Publish(e Event) {
 	}
 	for s := range b.subs {
 		select {
-		case s.c <- e:
+		case s.c <- ep:
 		default:
 			b.dropLocked(s, ErrBehind)
 		}
@@ -94,8 +97,8 @@ func (b *Bus) Publish(e Event) {
 }
 
 // historyLocked returns the ring, oldest first.
-func (b *Bus) historyLocked() []Event {
-	out := make([]Event, 0, len(b.ring))
+func (b *Bus) historyLocked() []*Event {
+	out := make([]*Event, 0, len(b.ring))
 	out = append(out, b.ring[b.head:]...)
 	return append(out, b.ring[:b.head]...)
 }
@@ -104,7 +107,11 @@ func (b *Bus) historyLocked() []Event {
 func (b *Bus) History() []Event {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.historyLocked()
+	out := make([]Event, 0, len(b.ring))
+	for _, e := range b.historyLocked() {
+		out = append(out, *e)
+	}
+	return out
 }
 
 // Dropped returns how many subscribers were dropped for falling behind.
@@ -123,11 +130,12 @@ func (b *Bus) Subscribers() int {
 
 // Subscribe returns the history and a subscription that receives every
 // event published after it, with neither a gap nor a repeat between the
-// two. The caller must Close the subscription.
-func (b *Bus) Subscribe() ([]Event, *Subscription) {
+// two. The events are shared with the bus and every other subscriber:
+// read them, never change them. The caller must Close the subscription.
+func (b *Bus) Subscribe() ([]*Event, *Subscription) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := &Subscription{b: b, c: make(chan Event, b.buffer)}
+	s := &Subscription{b: b, c: make(chan *Event, b.buffer)}
 	b.subs[s] = struct{}{}
 	return b.historyLocked(), s
 }
@@ -147,13 +155,13 @@ func (b *Bus) dropLocked(s *Subscription, err error) {
 // Subscription receives events from a Bus.
 type Subscription struct {
 	b   *Bus
-	c   chan Event
+	c   chan *Event
 	err error // guarded by b.mu; set before c is closed
 }
 
-// C delivers the events. It is closed when the subscriber is dropped
-// (Err says why) or closed.
-func (s *Subscription) C() <-chan Event { return s.c }
+// C delivers the events, shared (see Subscribe). It is closed when the
+// subscriber is dropped (Err says why) or closed.
+func (s *Subscription) C() <-chan *Event { return s.c }
 
 // Err is nil while C is open or after Close, ErrBehind when the
 // subscriber was dropped for falling behind.

@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 	"errors"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -167,4 +168,42 @@ func TestSlowSubscriberDropped(t *testing.T) {
 func TestNilBusDiscards(t *testing.T) {
 	var b *Bus
 	b.Publish(Event{Kind: UnitState}) // no panic
+}
+
+// TestSubscriberCost: what a subscriber costs the bus is bounded and
+// small, whatever it reads: its backlog is of shared events (a pointer
+// each), so that hundreds of readers that never read (`hermesctl events
+// -f` left stopped) hold a few KB each, not their own copy of every event
+// (some 80 KB each with the default buffer).
+func TestSubscriberCost(t *testing.T) {
+	b := New(Options{})
+	for range 2 * DefaultHistory {
+		b.Publish(Event{Kind: UnitState, Unit: "web", State: "running", From: "starting", Reason: "a reason of some length, as a failed start gives"})
+	}
+	const n = 500
+	subs := make([]*Subscription, 0, n)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range n {
+		_, s := b.Subscribe()
+		subs = append(subs, s)
+	}
+	// Every subscriber's backlog full: none reads.
+	for range DefaultBuffer {
+		b.Publish(Event{Kind: UnitState, Unit: "web", State: "running", From: "starting", Reason: "a reason of some length, as a failed start gives"})
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if b.Subscribers() != n {
+		t.Fatalf("%d subscribers, want %d (none dropped: each buffer holds its backlog)", b.Subscribers(), n)
+	}
+	per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
+	t.Logf("%d subscribers with a full backlog of %d events: %d bytes each", n, DefaultBuffer, per)
+	if per > 8<<10 {
+		t.Errorf("a subscriber with a full backlog costs %d bytes, want at most 8 KiB", per)
+	}
+	for _, s := range subs {
+		s.Close()
+	}
 }
