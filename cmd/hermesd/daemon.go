@@ -219,7 +219,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	}
 	defer d.px.close()
-	d.fds = &fdWatch{soft: soft, hard: hard, proxyOn: d.px != nil, log: log}
+	d.fds = newFDWatch(soft, hard, d.px != nil, log)
 
 	if err := d.listen(); err != nil {
 		return err
@@ -428,7 +428,7 @@ func (d *instance) run(ctx context.Context) error {
 func (d *instance) startHelpers(ctx context.Context, wg *sync.WaitGroup) {
 	log, rec := d.log, d.rec
 	wg.Go(func() {
-		if err := control.NewServer(backend{rec, d.px, d.cfg.State}, control.Options{Logf: d.controlLogf, Events: d.obs.bus, Version: buildVersion(), Paths: controlPaths(d.cfg.Paths)}).Serve(ctx, d.ln); err != nil {
+		if err := control.NewServer(backend{rec, d.px, d.cfg.State}, control.Options{Logf: d.controlLogf, Events: d.obs.bus, Version: buildVersion(), Paths: controlPaths(d.cfg.Paths)}).Serve(ctx, d.fds.reserve.Listener(d.ln, "control", controlLimits, d.controlLogf)); err != nil {
 			log.Error("control API stopped", "err", err)
 		}
 	})
@@ -458,8 +458,8 @@ func (d *instance) startHelpers(ctx context.Context, wg *sync.WaitGroup) {
 			log.Error("log rotation stopped", "err", err)
 		}
 	})
-	wg.Go(func() { d.px.serve(ctx) })
-	wg.Go(func() { d.obs.serve(ctx) })
+	wg.Go(func() { d.px.serve(ctx, &d.fds.reserve) })
+	wg.Go(func() { d.obs.serve(ctx, &d.fds.reserve) })
 }
 
 // loader reads hermes.yaml (its unit defaults) and the units directory on

@@ -10,6 +10,7 @@ import (
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/events"
 	"github.com/hermes-units/hermes/internal/exitcode"
+	"github.com/hermes-units/hermes/internal/fdreserve"
 	"github.com/hermes-units/hermes/internal/metrics"
 	"github.com/hermes-units/hermes/proxy"
 	"github.com/hermes-units/hermes/timeouts"
@@ -68,14 +69,14 @@ func (o *observer) supervisorRestart(pid int, why string) {
 	o.bus.Publish(events.Event{Kind: events.SupervisorRestart, PID: pid, Reason: why})
 }
 
-// serve serves the metrics until ctx ends; nothing when off.
-func (o *observer) serve(ctx context.Context) {
+// serve serves the metrics until ctx ends; nothing when off. Connections
+// that would take a descriptor of res are closed as accepted.
+func (o *observer) serve(ctx context.Context, res *fdreserve.Reserve) {
 	if o.ln == nil {
 		return
 	}
-	if err := metrics.Serve(ctx, o.ln, o.metrics.Handler(o.token), func(f string, a ...any) {
-		o.log.Warn(fmt.Sprintf(f, a...), "part", "metrics")
-	}); err != nil {
+	logf := func(f string, a ...any) { o.log.Warn(fmt.Sprintf(f, a...), "part", "metrics") }
+	if err := metrics.Serve(ctx, res.Listener(o.ln, "metrics", metricsLimits, logf), o.metrics.Handler(o.token), logf); err != nil {
 		o.log.Error("metrics stopped", "err", err)
 	}
 }

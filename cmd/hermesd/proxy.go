@@ -15,6 +15,7 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/exitcode"
+	"github.com/hermes-units/hermes/internal/fdreserve"
 	"github.com/hermes-units/hermes/providers"
 	"github.com/hermes-units/hermes/proxy"
 	"github.com/hermes-units/hermes/reconciler"
@@ -117,11 +118,12 @@ func orNone(file string) string {
 }
 
 // serve runs the proxy until ctx ends (Proxy.Serve closes the listener).
-func (g *gatewayProxy) serve(ctx context.Context) {
+// Connections that would take a descriptor of res are closed as accepted.
+func (g *gatewayProxy) serve(ctx context.Context, res *fdreserve.Reserve) {
 	if g == nil {
 		return
 	}
-	if err := g.p.Serve(ctx, g.ln); err != nil {
+	if err := g.p.Serve(ctx, res.Listener(g.ln, "proxy", proxyLimits, func(f string, a ...any) { g.log.Warn(fmt.Sprintf(f, a...), "part", "proxy") })); err != nil {
 		g.log.Error("provider proxy stopped", "err", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/hermes-units/hermes/internal/fdreserve"
 	"github.com/hermes-units/hermes/reconciler"
 	"github.com/hermes-units/hermes/units"
 )
@@ -68,6 +69,36 @@ func proxyConns(on bool, c units.Config) int {
 	return units.DefaultMaxConnections
 }
 
+// What each listener may hold (fdreserve.Limits): the control API's
+// connections are the owner's, and rank first; the proxy leaves
+// fdControlKeep descriptors under the reserve to them; metrics, which a
+// scraper reads on one or two connections, the same, and holds at most
+// metricsConns.
+const (
+	fdControlKeep = 64
+	metricsConns  = 16
+)
+
+var (
+	controlLimits = fdreserve.Limits{}
+	proxyLimits   = fdreserve.Limits{Keep: fdControlKeep}
+	metricsLimits = fdreserve.Limits{Keep: fdControlKeep, MaxConns: metricsConns}
+)
+
+// fdReserve is what the listeners (proxy, metrics, control) leave to the
+// rest of hermesd with n units declared: fdBase and each unit's peak
+// (fdreserve). A flood of connections to any of them then never keeps a
+// unit from starting or from opening its log.
+func fdReserve(n int) int { return fdBase + n*fdPerUnit }
+
+// newFDWatch is the fdWatch of limits soft and hard, its reserve set for
+// no unit yet (each load sets it again).
+func newFDWatch(soft, hard uint64, proxyOn bool, log *slog.Logger) *fdWatch {
+	w := &fdWatch{soft: soft, hard: hard, proxyOn: proxyOn, log: log}
+	w.reserve.Set(soft, fdReserve(0))
+	return w
+}
+
 // fdWatch warns, on a load, when the descriptor limit cannot serve the
 // declared units and the proxy's cap; once per shortfall, so that a reload
 // that changes nothing says nothing again.
@@ -75,14 +106,18 @@ type fdWatch struct {
 	soft, hard uint64
 	proxyOn    bool
 	log        *slog.Logger
-	mu         sync.Mutex
-	warned     uint64 // the need last warned about; 0 none
+	// reserve keeps the listeners' connections off the descriptors the
+	// declared units need; each load sets it for their number.
+	reserve fdreserve.Reserve
+	mu      sync.Mutex
+	warned  uint64 // the need last warned about; 0 none
 }
 
 // check is a loader hook (see loader): it runs on every load.
 func (w *fdWatch) check(c units.Config, l *reconciler.Loaded) {
 	conns := proxyConns(w.proxyOn, c)
 	need := fdNeed(len(l.Specs), conns)
+	w.reserve.Set(w.soft, fdReserve(len(l.Specs)))
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if need <= w.soft {

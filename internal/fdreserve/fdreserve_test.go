@@ -1,0 +1,130 @@
+package fdreserve
+
+import (
+	"net"
+	"os"
+	"testing"
+	"time"
+)
+
+// lowestFree is the lowest descriptor number free now.
+func lowestFree(t *testing.T) int {
+	t.Helper()
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	return int(f.Fd())
+}
+
+// serve accepts on l until it fails, sending each connection kept to kept.
+func serve(l net.Listener, kept chan<- net.Conn) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			close(kept)
+			return
+		}
+		kept <- c
+	}
+}
+
+// TestListenerKeepsReserve: a connection that would hold a descriptor at
+// or above the reserve's limit (less the listener's Keep) is closed as it
+// is accepted; those under it are kept; the count is reported.
+func TestListenerKeepsReserve(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Reserve
+	// The limit sits a few descriptors above those open now: the client
+	// ends of the connections take numbers too.
+	const room, reserve, keep = 24, 100, 4
+	r.Set(uint64(lowestFree(t)+room+reserve), reserve)
+	kept := make(chan net.Conn, 64)
+	go serve(r.Listener(ln, "test", Limits{Keep: keep}, t.Logf), kept)
+	var clients []net.Conn
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	for range 40 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, c)
+	}
+	deadline := time.After(10 * time.Second)
+	var n int
+	for r.Refused()+int64(n) < 40 {
+		select {
+		case c := <-kept:
+			n++
+			fd, err := descriptor(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if int64(fd) >= r.Limit()-keep {
+				t.Errorf("kept a connection on descriptor %d, at or above the limit %d less %d", fd, r.Limit(), keep)
+			}
+			defer c.Close()
+		case <-deadline:
+			t.Fatalf("after 10 s: %d kept, %d refused of 40", n, r.Refused())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if n == 0 || r.Refused() == 0 {
+		t.Errorf("%d kept, %d refused, want some of each", n, r.Refused())
+	}
+	ln.Close()
+}
+
+// TestListenerMaxConns: over Limits.MaxConns, a connection is closed as it
+// is accepted; closing one kept makes room again. A kept connection is
+// still a syscall.Conn.
+func TestListenerMaxConns(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var r Reserve
+	l := r.Listener(ln, "test", Limits{MaxConns: 2}, t.Logf)
+	kept := make(chan net.Conn, 8)
+	go serve(l, kept)
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	dial()
+	dial()
+	a, b := <-kept, <-kept
+	if _, err := descriptor(a); err != nil {
+		t.Errorf("a kept connection has no descriptor: %v", err)
+	}
+	third := dial()
+	third.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := third.Read(make([]byte, 1)); err == nil {
+		t.Error("the third connection was not closed")
+	}
+	if r.Refused() != 1 {
+		t.Errorf("refused %d, want 1", r.Refused())
+	}
+	a.Close()
+	dial()
+	select {
+	case c := <-kept:
+		c.Close()
+	case <-time.After(10 * time.Second):
+		t.Error("a connection after one closed was not kept")
+	}
+	b.Close()
+}
