@@ -48,7 +48,9 @@ func init() {
 // on the wrap-up signal (USR1) the notice file's text and the answer to
 // one model call through $OPENAI_BASE_URL (whether the proxy injected the
 // notice); on TERM that it got it, then, for kind "obey", that it exits.
-// Kind "ignore" carries on after TERM, until KILL.
+// Kind "ignore" carries on after TERM, until KILL; kind "stream" too,
+// with a streaming call started at once, and records how it ended
+// ("streamend").
 func playRunChild(kind, record string) int {
 	f, err := os.OpenFile(record, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -60,6 +62,18 @@ func playRunChild(kind, record string) int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGTERM)
 	note("start pid=%d run=%s base=%s", os.Getpid(), os.Getenv("HERMES_RUN_ID"), os.Getenv("OPENAI_BASE_URL"))
+	if kind == "stream" { // a stream in flight at the deadline
+		go func() {
+			c := openai.NewClient(option.WithBaseURL(os.Getenv("OPENAI_BASE_URL")), option.WithAPIKey(os.Getenv("OPENAI_API_KEY")), option.WithMaxRetries(0))
+			st := c.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+				Model: "m", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("work")}})
+			n := 0
+			for st.Next() {
+				n++
+			}
+			note("streamend chunks=%d err=%v", n, st.Err())
+		}()
+	}
 	for sig := range sigs {
 		if sig == syscall.SIGTERM {
 			note("term")
@@ -126,6 +140,20 @@ func budgetUpstream(t *testing.T) *httptest.Server {
 			return
 		}
 		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), `"stream":true`) { // chunks until the proxy hangs up
+			w.Header().Set("Content-Type", "text/event-stream")
+			for {
+				if _, err := io.WriteString(w, `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}]}`+"\n\n"); err != nil {
+					return
+				}
+				w.(http.Flusher).Flush()
+				select {
+				case <-r.Context().Done():
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+		}
 		answer := "no notice"
 		if strings.Contains(string(body), "Wrap up now") {
 			answer = "notice injected"
@@ -134,6 +162,62 @@ func budgetUpstream(t *testing.T) *httptest.Server {
 	}))
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// startBudgetHermesd starts a hermesd serving the proxy for the provider
+// up (named "scripted"), stopped at the test's end. It returns its
+// socket, the proxy's address, the proxy token and hermesd's log file.
+func startBudgetHermesd(t *testing.T, up *httptest.Server) (socket, listen, token, log string) {
+	t.Helper()
+	dir := t.TempDir()
+	units, state := filepath.Join(dir, "units"), filepath.Join(dir, "state")
+	socket, log = filepath.Join(dir, "run", "hermesd.sock"), filepath.Join(dir, "hermesd.log")
+	for _, d := range []string{units, filepath.Dir(socket)} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	config := filepath.Join(dir, "hermes.yaml")
+	if err := os.WriteFile(config, fmt.Appendf(nil, "gateway: {listen: \"127.0.0.1:0\"}\nproviders:\n  scripted:\n    base_url: %s/v1\n", up.URL), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin, release, err := acquireHermesd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
+	logf, err := os.Create(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { logf.Close() })
+	cmd := exec.Command(bin, "--units", units, "--state", state, "--socket", socket, "--config", config)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	d, err := testkit.StartReady(t.Context(), cmd, daemonDeadline, log)
+	if d != nil {
+		t.Cleanup(func() {
+			if err := d.Stop(daemonDeadline); err != nil {
+				t.Errorf("hermesd: %v", err)
+			}
+		})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := control.Dial(socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	st, err := c.Status(t.Context())
+	if err != nil || st.Proxy == nil {
+		t.Fatalf("status: proxy %+v, %v; want the proxy on", st.Proxy, err)
+	}
+	if token, err = proxy.LoadToken(state, false); err != nil {
+		t.Fatal(err)
+	}
+	return socket, st.Proxy.Listen, token, log
 }
 
 // TestRunBudgetThroughProxy runs `hermesctl run --run-budget 2` against a
@@ -153,55 +237,7 @@ func TestRunBudgetThroughProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	up := budgetUpstream(t)
-	dir := t.TempDir()
-	units, state, socket, log := filepath.Join(dir, "units"), filepath.Join(dir, "state"), filepath.Join(dir, "run", "hermesd.sock"), filepath.Join(dir, "hermesd.log")
-	for _, d := range []string{units, filepath.Dir(socket)} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	config := filepath.Join(dir, "hermes.yaml")
-	if err := os.WriteFile(config, fmt.Appendf(nil, "gateway: {listen: \"127.0.0.1:0\"}\nproviders:\n  scripted:\n    base_url: %s/v1\n", up.URL), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	bin, release, err := acquireHermesd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release()
-	logf, err := os.Create(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	cmd := exec.Command(bin, "--units", units, "--state", state, "--socket", socket, "--config", config)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	d, err := testkit.StartReady(t.Context(), cmd, daemonDeadline, log)
-	if d != nil {
-		defer func() {
-			if err := d.Stop(daemonDeadline); err != nil {
-				t.Errorf("hermesd: %v", err)
-			}
-		}()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := control.Dial(socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	st, err := c.Status(t.Context())
-	if err != nil || st.Proxy == nil {
-		t.Fatalf("status: proxy %+v, %v; want the proxy on", st.Proxy, err)
-	}
-	listen := st.Proxy.Listen
-	token, err := proxy.LoadToken(state, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	socket, listen, token, log := startBudgetHermesd(t, up)
 
 	oc := openai.NewClient(option.WithBaseURL("http://"+listen+"/v1"), option.WithAPIKey(token), option.WithMaxRetries(0))
 	page, err := oc.Models.List(t.Context())
@@ -274,7 +310,8 @@ func TestRunBudgetThroughProxy(t *testing.T) {
 				t.Errorf("child %d after hermesctl exited: kill 0 = %v, want no such process", pid, err)
 			}
 
-			// hermesd unregistered the run: its base URL is refused.
+			// hermesd unregistered the run: its base URL is refused, as a
+			// run that spent its budget (proxy.RunMemory).
 			if err := testkit.WaitFile(log, regexp.MustCompile(`ad-hoc run ended.* run=`+regexp.QuoteMeta(id)), daemonDeadline); err != nil {
 				t.Fatal(err)
 			}
@@ -282,9 +319,49 @@ func TestRunBudgetThroughProxy(t *testing.T) {
 			_, err = late.Chat.Completions.New(t.Context(),
 				openai.ChatCompletionNewParams{Model: "m", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("late")}})
 			var api *openai.Error
-			if !errors.As(err, &api) || api.StatusCode != http.StatusNotFound || api.Code != "unknown_run" {
-				t.Errorf("a call of the ended run: %v, want 404 unknown_run", err)
+			if !errors.As(err, &api) || api.StatusCode != http.StatusGone || api.Code != "run_budget_exceeded" {
+				t.Errorf("a call of the ended run: %v, want 410 run_budget_exceeded", err)
 			}
 		})
+	}
+}
+
+// TestRunBudgetEndsCalls: at a `hermesctl run --run-budget` deadline, the
+// proxy ends the run's stream in flight (run_budget_exceeded) by its own
+// clock of the run, which reaches the deadline first: a child blocked in a
+// call is free at its deadline, not held until KILL (its stream used to
+// end only with it). The child ignores TERM, so that it lives to record
+// how its stream ended.
+func TestRunBudgetEndsCalls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts hermesd and hermesctl run")
+	}
+	hermesctl, err := exec.LookPath("hermesctl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	socket, _, _, _ := startBudgetHermesd(t, budgetUpstream(t))
+	record := filepath.Join(t.TempDir(), "record")
+	run := exec.Command(hermesctl, "--socket", socket, "run", "--run-budget", "2", "--grace", "5s", "--",
+		"env", envRunChild+"=stream", envRunRecord+"="+record, "GORACE=atexit_sleep_ms=0", os.Args[0], "-test.run=^$")
+	run.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+	var stderr strings.Builder
+	run.Stderr = &stderr
+	err = run.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitcode.HermesctlBudget {
+		t.Fatalf("hermesctl run: %v, want exit status %d; stderr:\n%s", err, exitcode.HermesctlBudget, stderr.String())
+	}
+	rec, all := readRunRecord(t, record)
+	t.Logf("the child recorded:\n%s", all)
+	// The child ignores TERM and is killed after the grace: a stream the
+	// proxy left open would end only with it, unrecorded.
+	end, term := rec["streamend"], rec["term"]
+	if end.at.IsZero() {
+		t.Fatalf("the child's stream was still open when the child was killed, %s after the run's deadline: the proxy did not end it", "5s")
+	}
+	t.Logf("the stream ended %v before TERM", term.at.Sub(end.at))
+	if !strings.Contains(end.text, "reached its deadline") || !strings.Contains(end.text, "the run's budget is spent") {
+		t.Errorf("the stream ended with %q, want the run's deadline", end.text)
 	}
 }
