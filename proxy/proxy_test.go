@@ -296,9 +296,13 @@ func TestRunBudget(t *testing.T) {
 	}
 
 	// The budget caps the implicit stale timeout (180 s → 60 s floor of
-	// the cap: less than 2 minutes are left).
+	// the cap: less than 2 minutes are left). A run of its own, whose
+	// deadline (which ends its calls) a slow machine cannot reach first.
+	capped := timeouts.NewBudget(100*time.Second, nil)
+	t.Cleanup(capped.Stop)
+	h.proxy.RegisterRun("capped", capped, "")
 	h.up.play(keepAlives)
-	_, err := stream(t, c, "gpt-4o")
+	_, err := stream(t, h.client("/run/capped/v1/"), "gpt-4o")
 	msg := errMessage(t, err)
 	if !strings.Contains(msg, "after 60s") || !strings.Contains(msg, "budget cap") {
 		t.Errorf("client error %q: want a stale cut at the 60s budget cap", msg)
