@@ -39,8 +39,9 @@ func proxyGet(t *testing.T, addr, key string) int {
 
 // TestProxyTokenAndBounds: hermesd creates the proxy token (0600) in its
 // state directory and wants it on every request; rotate-token replaces it
-// and honours the old one for the grace; over gateway.max_connections a
-// connection is answered 503 while the control API keeps answering and
+// and honours the old one for the grace; over gateway.max_connections (of
+// connections that presented the token) a connection is answered 503
+// while the control API keeps answering and
 // status shows the proxy's connections and limits.
 func TestProxyTokenAndBounds(t *testing.T) {
 	if testing.Short() {
@@ -106,12 +107,25 @@ func TestProxyTokenAndBounds(t *testing.T) {
 		})
 	}
 	connsUntil(0)
+	// The cap is held by connections that presented the token (those
+	// that have not hold at most a quarter of it: proxy.TestStrangersDoNotStarveOwner).
 	for range max {
 		conn, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer conn.Close()
+		fmt.Fprintf(conn, "GET /v1/models HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", addr, next)
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("a connection within the cap: %d, want 200", resp.StatusCode)
+		}
 	}
 	connsUntil(max)
 	for range extra {
