@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/safefile"
 	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/supervisor"
 	"github.com/hermes-units/hermes/units"
@@ -277,15 +279,53 @@ func pickMain(left []proc.Identity, pidFile string) (main proc.Identity, final b
 	return proc.Identity{}, false, fmt.Errorf("the launcher left %d processes and no single main one (pids %s): set pid_file: to the file the daemon writes its pid to", len(left), strings.Join(pids, ", "))
 }
 
-func pickPIDFile(left []proc.Identity, pidFile string) (proc.Identity, bool, error) {
-	b, err := os.ReadFile(pidFile)
+// maxPIDFile bounds what is read of a pid file: a pid and some blanks. A
+// bigger file is not a pid file (a stranger's /dev/zero link or a 1 GiB
+// file must not be read whole).
+const maxPIDFile = 64
+
+// readPIDFile reads a pid file the way hermesd reads any file a unit names
+// (safefile): never through a symbolic link in its last component (one a
+// stranger planted could name /dev/zero), never blocking on the open (a
+// FIFO with no writer), only a regular file, owned by the user hermesd runs
+// as or by root (a file another user owns could name any process), and at
+// most maxPIDFile bytes of it. final says that waiting cannot help.
+func readPIDFile(pidFile string) (b []byte, final bool, err error) {
+	f, err := safefile.OpenFile(pidFile, os.O_RDONLY, 0)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return proc.Identity{}, false, fmt.Errorf("pid file %s is missing: the daemon did not write it within timeouts.start; check that pid_file: matches the program's configuration", pidFile)
+		return nil, false, fmt.Errorf("pid file %s is missing: the daemon did not write it within timeouts.start; check that pid_file: matches the program's configuration", pidFile)
+	case errors.Is(err, safefile.ErrSymlink), errors.Is(err, safefile.ErrNotRegular):
+		return nil, false, fmt.Errorf("pid file %w", err)
 	case err != nil:
-		return proc.Identity{}, false, fmt.Errorf("pid file %s: %w", pidFile, err)
-	case len(b) > 64:
-		return proc.Identity{}, true, fmt.Errorf("pid file %s holds %d bytes, not a pid", pidFile, len(b))
+		return nil, false, fmt.Errorf("pid file %s: %w", pidFile, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, false, fmt.Errorf("pid file %s: %w", pidFile, err)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() && st.Uid != 0 {
+		return nil, false, fmt.Errorf("pid file %s belongs to uid %d, not to uid %d that runs hermesd (nor to root): another user could name any process in it; remove it (rm %s), or point pid_file: to a directory of your own",
+			pidFile, st.Uid, os.Geteuid(), safefile.Quote(pidFile))
+	}
+	if fi.Size() > maxPIDFile {
+		return nil, true, fmt.Errorf("pid file %s holds %d bytes, not a pid", pidFile, fi.Size())
+	}
+	b, err = io.ReadAll(io.LimitReader(f, maxPIDFile+1))
+	switch {
+	case err != nil:
+		return nil, false, fmt.Errorf("pid file %s: %w", pidFile, err)
+	case len(b) > maxPIDFile: // it grew since the stat
+		return nil, true, fmt.Errorf("pid file %s holds more than %d bytes, not a pid", pidFile, maxPIDFile)
+	}
+	return b, false, nil
+}
+
+func pickPIDFile(left []proc.Identity, pidFile string) (proc.Identity, bool, error) {
+	b, final, err := readPIDFile(pidFile)
+	if err != nil {
+		return proc.Identity{}, final, err
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil || pid <= 1 {

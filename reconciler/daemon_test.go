@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -110,15 +111,31 @@ func TestForkingPIDFileRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stranger.Process.Kill(); stranger.Wait() })
+	strangerPID := []byte(strconv.Itoa(stranger.Process.Pid) + "\n")
 	tests := []struct {
 		name    string
-		content string // written to the pid file before the start; "" none
+		content string            // written to the pid file before the start; "" none
+		plant   func(path string) // or what to leave at the pid file's path
 		want    string
 	}{
-		{"missing", "", "is missing: the daemon did not write it within timeouts.start"},
-		{"stale", strconv.Itoa(dead.Process.Pid), fmt.Sprintf("is stale: it names pid %d, which is not running", dead.Process.Pid)},
-		{"stranger", strconv.Itoa(stranger.Process.Pid), fmt.Sprintf("names pid %d (sleep), which is not in the unit's group: a stranger", stranger.Process.Pid)},
-		{"garbage", "hello", `holds "hello", not a pid`},
+		{"missing", "", nil, "is missing: the daemon did not write it within timeouts.start"},
+		{"stale", strconv.Itoa(dead.Process.Pid), nil, fmt.Sprintf("is stale: it names pid %d, which is not running", dead.Process.Pid)},
+		{"stranger", strconv.Itoa(stranger.Process.Pid), nil, fmt.Sprintf("names pid %d (sleep), which is not in the unit's group: a stranger", stranger.Process.Pid)},
+		{"garbage", "hello", nil, `holds "hello", not a pid`},
+		{"fifo with no writer", "", func(path string) { mustDo(t, syscall.Mkfifo(path, 0o600)) }, "is not a regular file"},
+		{"link to /dev/zero", "", func(path string) { mustDo(t, os.Symlink("/dev/zero", path)) }, "is a symbolic link"},
+		{"link to a file", "", func(path string) {
+			real := path + ".real"
+			mustDo(t, os.WriteFile(real, strangerPID, 0o600))
+			mustDo(t, os.Symlink(real, path))
+		}, "is a symbolic link"},
+		{"another user's", "", func(path string) {
+			if os.Geteuid() != 0 {
+				t.Skip("giving a file to another user needs root")
+			}
+			mustDo(t, os.WriteFile(path, strangerPID, 0o644))
+			mustDo(t, os.Chown(path, 65534, 65534))
+		}, "belongs to uid 65534, not to uid 0 that runs hermesd (nor to root): another user could name any process in it"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -127,6 +144,9 @@ func TestForkingPIDFileRefused(t *testing.T) {
 				if err := os.WriteFile(pidf, []byte(tt.content+"\n"), 0o600); err != nil {
 					t.Fatal(err)
 				}
+			}
+			if tt.plant != nil {
+				tt.plant(pidf)
 			}
 			l := startLiveMode(t, supervisor.ModePGroup, map[string]string{
 				"d.yaml": "type: forking\npid_file: " + pidf + "\nrestart: \"no\"\ntimeouts: {start: 500ms}\n" + daemonize(pidf, false),
@@ -216,5 +236,37 @@ func stopLeavesNone(t *testing.T, l *live, unit string, procs ...proc.Identity) 
 		if p.Alive() {
 			t.Errorf("after stopping %s: process %d is still alive, want none left", unit, p.PID)
 		}
+	}
+}
+
+func mustDo(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPIDFileReadBounded: a pid file far bigger than a pid (here a sparse
+// 1 GiB one) is refused without being read: reading it costs a few
+// bytes, not its size.
+func TestPIDFileReadBounded(t *testing.T) {
+	pidf := filepath.Join(t.TempDir(), "d.pid")
+	f, err := os.Create(pidf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(1 << 30); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, final, err := pickPIDFile([]proc.Identity{{PID: os.Getpid()}}, pidf)
+	runtime.ReadMemStats(&after)
+	if want := "pid file " + pidf + " holds 1073741824 bytes, not a pid"; err == nil || err.Error() != want || !final {
+		t.Errorf("got final %v error %v, want final and %q", final, err, want)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Errorf("reading the pid file allocated %d bytes, want at most 1 MiB", got)
 	}
 }
