@@ -720,13 +720,23 @@ func (r *Reconciler) blocked(u *unit, f *inFlight) string {
 		}
 	}
 	for _, d := range u.spec.After {
-		if dep := r.units[d]; dep != nil && !afterMet(dep) {
+		dep := r.units[d]
+		if dep == nil {
+			if e := r.unloaded(d); e != nil {
+				return "waiting for " + d + ", whose unit file does not load: " + wireError(e).String()
+			}
+			continue
+		}
+		if !afterMet(dep) {
 			return afterWait(dep)
 		}
 	}
 	for _, d := range u.spec.Requires {
 		dep := r.units[d]
 		if dep == nil {
+			if e := r.unloaded(d); e != nil {
+				return "requires " + d + ", whose unit file does not load: " + wireError(e).String()
+			}
 			return "requires " + d + ", which is not declared"
 		}
 		if !r.up(dep) {
@@ -734,6 +744,20 @@ func (r *Reconciler) blocked(u *unit, f *inFlight) string {
 		}
 	}
 	return ""
+}
+
+// unloaded is the first error of the unit file of name, a unit with no
+// version loaded (its file never loaded), or nil. A dependent waits for
+// such a unit as for one that is not ready: its file is there, only broken
+// (a typo in migrate.yaml must not let app run before its migration).
+// Run's goroutine only.
+func (r *Reconciler) unloaded(name string) *units.Error {
+	for _, e := range r.errs {
+		if n, ok := r.unitFileOf(e); ok && n == name {
+			return e
+		}
+	}
+	return nil
 }
 
 // up: a required unit that counts as present. A oneshot that is done

@@ -377,3 +377,50 @@ func TestJobNotStartedAtLoad(t *testing.T) {
 		}
 	})
 }
+
+// TestAfterUnloadedFile: a unit ordered after one whose file does not
+// load (it never did: no version to keep) waits, and says why, instead of
+// running as if the unit were not declared; once the file is fixed, the
+// dependent starts after it as after: says.
+func TestAfterUnloadedFile(t *testing.T) {
+	for _, key := range []string{"after", "requires"} {
+		t.Run(key, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newHarness(t, spec("app", func(s *units.Spec) {
+					s.After = []string{"migrate"}
+					if key == "requires" {
+						s.After, s.Requires = nil, []string{"migrate"}
+					}
+				}))
+				h.errs = []*units.Error{{File: "/units/migrate.yaml", Line: 2, Column: 1, Msg: `unknown key "comand"; did you mean "command"?`}}
+				h.run(New(h.options(units.RoleGateway)))
+				synctest.Wait()
+				if n := len(h.fs.spawnTimes("app")); n != 0 {
+					t.Fatalf("app spawned %d times while migrate.yaml does not load, want 0", n)
+				}
+				want := "migrate, whose unit file does not load: /units/migrate.yaml:2:1: unknown key"
+				if u := h.unit("app"); u.State != "starting" || !strings.Contains(u.Error, want) {
+					t.Errorf("app: state %s error %q, want starting and an error containing %q", u.State, u.Error, want)
+				}
+				h.mu.Lock()
+				h.specs = append(h.specs, spec("migrate", func(s *units.Spec) { s.Type = units.Oneshot }))
+				h.errs = nil
+				h.mu.Unlock()
+				if _, err := h.r.Reload(t.Context(), false); err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+				if key == "after" {
+					if n := len(h.fs.spawnTimes("app")); n != 0 {
+						t.Fatalf("app spawned %d times before migrate is done, want 0", n)
+					}
+					h.fs.last(t, "migrate").exit(nil)
+					synctest.Wait()
+				}
+				if n := len(h.fs.spawnTimes("app")); n != 1 {
+					t.Errorf("app spawned %d times once migrate loaded, want 1", n)
+				}
+			})
+		})
+	}
+}
