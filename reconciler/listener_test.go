@@ -3,7 +3,9 @@ package reconciler
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/hermes-units/hermes/control"
@@ -22,6 +24,53 @@ func stranger(t *testing.T) (port int, stop func()) {
 	}
 	stop = testkit.Serve(t, ln, nil)
 	return ln.Addr().(*net.TCPAddr).Port, stop
+}
+
+// httpStranger is stranger for HTTP: it answers 200 to every request.
+func httpStranger(t *testing.T) (port int, stop func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {})}
+	done := make(chan struct{})
+	go func() { defer close(done); srv.Serve(ln) }()
+	stop = sync.OnceFunc(func() { srv.Close(); <-done })
+	t.Cleanup(stop)
+	return ln.Addr().(*net.TCPAddr).Port, stop
+}
+
+// TestHTTPProbeStrangerListener: an http probe whose request reaches a
+// listener held by a process outside the unit does not make it ready,
+// even when that process answers 200: it is judged as the tcp probe's
+// connection is (TestTCPProbeStrangerListener).
+func TestHTTPProbeStrangerListener(t *testing.T) {
+	port, stop := httpStranger(t)
+	st, err := proc.ReadStat(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := fmt.Sprintf("port %d is held by pid %d (%s), not by this unit", port, os.Getpid(), st.Comm)
+	probe := fmt.Sprintf("ready: {http: \"http://127.0.0.1:%d/health\"}\n", port)
+	l := startLive(t, map[string]string{
+		"web.yaml":   unitYAML("sleep", probe+"timeouts: {start: 1h}\n"),
+		"short.yaml": unitYAML("sleep", probe+"timeouts: {start: 3s}\nrestart: \"no\"\n"),
+	})
+	m := l.waitFor("web told whose port it reaches", func(m map[string]control.Unit) bool {
+		return m["web"].Error == held || m["web"].Ready
+	})
+	if u := m["web"]; u.State != control.StateStarting || u.Ready || u.PID == 0 || u.Error != held {
+		t.Errorf("web: got state %s ready %v pid %d error %q, want started, not ready, %q", u.State, u.Ready, u.PID, u.Error, held)
+	}
+	want := "not ready within the start timeout (3s): " + held
+	l.waitFor("short failed at its start timeout", func(m map[string]control.Unit) bool {
+		return m["short"].State == control.StateFailed && m["short"].Error == want
+	})
+	stop()
+	l.waitFor("web no longer told of a port held", func(m map[string]control.Unit) bool {
+		return m["web"].Error == "" && m["web"].State == control.StateStarting && !m["web"].Ready
+	})
 }
 
 // TestTCPProbeStrangerListener: a tcp probe that reaches a listener held

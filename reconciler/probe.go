@@ -22,24 +22,30 @@ var ErrNoLogReader = errors.New("log readiness probe: no log reader configured")
 // probe waits until the unit is ready by rd's tcp, http or log rule. It
 // returns nil when ready, ctx's error when the run ended first, or an error
 // that makes the probe itself impossible (a bad regexp). The start timeout
-// bounds it from outside. A tcp connection counts only when own (if not
-// nil) accepts the listener it reached (see listenerCheck).
+// bounds it from outside. A tcp connection, the tcp probe's or one an http
+// probe's request goes over, counts only when own (if not nil) accepts the
+// listener it reached (see listenerCheck.dial).
 func probe(ctx context.Context, rd units.Ready, logPath string, offset int64,
 	lines func(context.Context, string, int64) (<-chan string, error), own *listenerCheck) error {
 	switch {
 	case rd.TCP != "":
 		return poll(ctx, func(ctx context.Context) bool {
-			c, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", rd.TCP)
+			c, err := own.dial(ctx, "tcp", rd.TCP)
 			if err != nil {
-				own.refused()
 				return false
 			}
-			to, _ := c.RemoteAddr().(*net.TCPAddr)
 			c.Close()
-			return to == nil || own.reached(to.AddrPort())
+			return true
 		})
 	case rd.HTTP != "":
-		client := &http.Client{Timeout: 2 * time.Second}
+		// A connection of its own for every request (no keep-alive: the
+		// listener is judged at each poll), and never through a proxy named
+		// in the environment: the probe asks the unit, not a proxy.
+		client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+			DialContext:       own.dial,
+			DisableKeepAlives: true,
+		}}
+		defer client.CloseIdleConnections()
 		return poll(ctx, func(ctx context.Context) bool {
 			req, err := http.NewRequestWithContext(ctx, http.MethodGet, rd.HTTP, nil)
 			if err != nil {
@@ -134,6 +140,24 @@ type listenerCheck struct {
 	note    func(*ListenerError) // told of each change of verdict (nil: none held by another)
 	inodes  []uint64             // the listeners the last verdict is about, sorted
 	last    *ListenerError       // the last verdict
+}
+
+// dial connects to addr for a probe (the tcp probe, or the transport of
+// the http probe's requests) and returns the connection only when it
+// counts: when the listener it reached is the unit's (reached); otherwise
+// it closes it and returns the verdict, a *ListenerError. A nil c
+// accepts every connection.
+func (c *listenerCheck) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	conn, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, network, addr)
+	if err != nil {
+		c.refused()
+		return nil, err
+	}
+	if to, ok := conn.RemoteAddr().(*net.TCPAddr); ok && !c.reached(to.AddrPort()) {
+		conn.Close()
+		return nil, c.last
+	}
+	return conn, nil
 }
 
 // reached reports whether a connection to to counts.

@@ -229,7 +229,7 @@ func (r *Reconciler) armRun(runCtx context.Context, u *unit, logPath string, off
 	}
 	name, gen, lines := u.spec.Name, u.gen, r.opt.Lines
 	var own *listenerCheck
-	if rd.TCP != "" {
+	if rd.TCP != "" || rd.HTTP != "" {
 		own = r.listenerCheck(u)
 	}
 	r.wg.Go(func() {
@@ -238,10 +238,10 @@ func (r *Reconciler) armRun(runCtx context.Context, u *unit, logPath string, off
 	})
 }
 
-// listenerCheck is the check of u's tcp probe for its current run: the
-// members are its group's (Daemons.Members; the process group's with a
-// Spawner without Daemons), and each verdict lands on u.listener on Run's
-// goroutine, for status and the start timeout's error.
+// listenerCheck is the check of u's tcp or http probe for its current
+// run: the members are its group's (Daemons.Members; the process group's
+// with a Spawner without Daemons), and each verdict lands on u.listener on
+// Run's goroutine, for status and the start timeout's error.
 func (r *Reconciler) listenerCheck(u *unit) *listenerCheck {
 	g, name, gen := u.group, u.spec.Name, u.gen
 	d, _ := r.opt.Spawner.(Daemons)
