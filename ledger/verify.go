@@ -43,6 +43,13 @@ func (l *Ledger) Check(e Entry) error {
 		return fmt.Errorf("ledger entry of %s (leader %s): %s: %w", e.Unit, e.Leader, fmt.Sprintf(format, args...), ErrUntrusted)
 	}
 	if !e.Leader.Alive() {
+		if now, ok := l.sameSpawn(e); ok {
+			// Not a recycled pid: a recycled one would not carry this
+			// spawn's key. The process is the spawn's, the entry's
+			// identity of it is wrong (edited or crafted): the entry is
+			// not trusted, and nothing is done to the process.
+			return untrusted("pid %d carries this spawn's key but its identity is %s, not the recorded one (the entry was edited?)", e.Leader.PID, now)
+		}
 		return fmt.Errorf("ledger entry of %s: leader %s: %w", e.Unit, e.Leader, proc.ErrGone)
 	}
 	st, err := proc.ReadStat(e.Leader.PID)
@@ -77,6 +84,22 @@ func (l *Ledger) Check(e Entry) error {
 		return untrusted("the leader does not carry the spawn key %s (%s unset: its environment was erased or overwritten), and no log is recorded to vouch for it", e.Spawn, EnvSpawn)
 	}
 	return untrusted("the leader does not carry the spawn key %s (%s unset: its environment was erased or overwritten), nor holds the spawn's log %s as its stdout or stderr", e.Spawn, EnvSpawn, e.Log)
+}
+
+// sameSpawn reports whether the live process at e's leader pid, whose
+// identity is not the recorded one, carries e's spawn key and this
+// ledger's state directory, and returns its identity.
+func (l *Ledger) sameSpawn(e Entry) (proc.Identity, bool) {
+	now, err := proc.Read(e.Leader.PID)
+	if err != nil || e.Spawn == "" {
+		return proc.Identity{}, false
+	}
+	env, err := proc.Environ(e.Leader.PID)
+	if err != nil {
+		return proc.Identity{}, false
+	}
+	t, _ := tags(env)
+	return now, t[EnvSpawn] == e.Spawn && t[EnvState] == l.Dir()
 }
 
 // checkCgroup holds e's cgroup against the kernel (see Check).

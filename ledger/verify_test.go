@@ -51,6 +51,11 @@ func TestCheck(t *testing.T) {
 			id, _ := proc.Read(h.cmd.Process.Pid)
 			return entry(id)
 		}, ErrUntrusted},
+		{"another start time (the leader's, edited)", func(t *testing.T) Entry {
+			e := entry(tagged(t, key, l.Dir()))
+			e.Leader.StartTime++
+			return e
+		}, ErrUntrusted},
 		{"another spawn key", func(t *testing.T) Entry { return entry(tagged(t, "4242_77_4", l.Dir())) }, ErrUntrusted},
 		{"another state directory", func(t *testing.T) Entry { return entry(tagged(t, key, t.TempDir())) }, ErrUntrusted},
 		{"no spawn key recorded", func(t *testing.T) Entry {
