@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/exitcode"
 	"github.com/spf13/cobra"
 )
 
@@ -92,10 +95,38 @@ func (s streams) progress() io.Writer {
 	return s.errOut
 }
 
-// dial connects to hermesd at g's socket. When no daemon is running there
-// the error matches control.ErrNotRunning and says how to start one.
+// answerWithin bounds how long a command waits for hermesd's first answer
+// (dial). A hermesd that accepts connections but does not answer (stopped
+// by SIGSTOP or a debugger, or wedged) would otherwise hold every command
+// forever: the kernel queues the connection for it. Past the first answer
+// nothing is bounded here: a stop waits for its group to empty, logs -f and
+// events -f stream for as long as they are read.
+const answerWithin = 5 * time.Second
+
+// dial connects to hermesd at g's socket and waits, at most answerWithin,
+// for it to answer a first request (its version). When no daemon is running
+// there the error matches control.ErrNotRunning and says how to start one;
+// when one is there but does not answer in time, the error exits with
+// exitcode.HermesctlNotRunning and says what to check.
 func dial(g *globals) (*control.Client, error) {
-	return control.Dial(g.Socket)
+	c, err := control.Dial(g.Socket)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), answerWithin)
+	defer cancel()
+	var ce *control.Error
+	switch _, err = c.Version(ctx); {
+	case err == nil, errors.As(err, &ce): // an answer, even a refusal (an older hermesd has no version route)
+		return c, nil
+	case errors.Is(err, context.DeadlineExceeded):
+		c.Close()
+		return nil, &exitError{code: exitcode.HermesctlNotRunning, err: fmt.Errorf(
+			"hermesd does not answer on %s: no answer within %v; it is stopped or wedged: `ps -o pid,stat,args -C hermesd` shows it (stat T: stopped, `kill -CONT PID` resumes it; otherwise restart it)",
+			g.Socket, answerWithin)}
+	}
+	c.Close()
+	return nil, err
 }
 
 // withClient dials hermesd at g's socket (dial), calls f with the client,

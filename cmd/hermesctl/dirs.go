@@ -24,7 +24,7 @@ const askPathsTimeout = 2 * time.Second
 // running, an older one, no answer in time) g keeps the paths resolved
 // from flags, env, hermes.yaml and the defaults.
 func (g *globals) daemonPaths(ctx context.Context) bool {
-	c, err := dial(g)
+	c, err := control.Dial(g.Socket) // not dial: this question has its own bound, and no answer is an answer
 	if err != nil {
 		return false
 	}

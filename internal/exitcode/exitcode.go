@@ -51,7 +51,8 @@ const (
 const (
 	// HermesctlNotRunning: status found a unit not active (named), or
 	// starting, stopping or failed (none named). LSB: "program is not
-	// running".
+	// running". Any command exits with it too when hermesd accepts the
+	// connection but does not answer in time (stopped, wedged).
 	HermesctlNotRunning = 3
 	// HermesctlUnknownUnit: status named a unit hermesd does not know.
 	// LSB: "program or service status is unknown".
