@@ -5,7 +5,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"testing"
 
@@ -60,6 +62,22 @@ func playHelper(kind string) {
 			fmt.Println("sd_notify not sent:", err)
 			os.Exit(1)
 		}
+	case "joinsend": // a unit whose child joins another unit's group and speaks for it
+		child := exec.Command(os.Args[0])
+		child.Env = append(os.Environ(), helperEnv+"=joinchild")
+		child.Stdout, child.Stderr = os.Stdout, os.Stderr
+		if err := child.Start(); err != nil {
+			fmt.Println("child:", err)
+			os.Exit(1)
+		}
+	case "joinchild":
+		pgid, _ := strconv.Atoi(os.Getenv("JOIN_PGID"))
+		fmt.Println("setpgid:", syscall.Setpgid(0, pgid)) // refused where units have sessions of their own
+		for range 20 {
+			daemon.SdNotify(false, "READY=1\nWATCHDOG=1")
+		}
+		daemon.SdNotify(false, "STATUS=attack-done")
+		fmt.Println("sent")
 	}
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)

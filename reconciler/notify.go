@@ -70,7 +70,7 @@ func (r *Reconciler) NotifyOn(socket string, pid int, fields map[string]string) 
 	ev := notifyEvent{socket: socket, pid: pid, fields: fields}
 	if pid > 0 {
 		if st, err := proc.ReadStat(pid); err == nil {
-			ev.pgid = st.PGID
+			ev.pgid, ev.sid = st.PGID, st.SID
 		}
 		ev.cgroup = cgroupOf(pid)
 	}
@@ -103,10 +103,45 @@ func (r *Reconciler) notifySender(ev notifyEvent) *unit {
 	return nil
 }
 
-// sentBy reports whether the sender of ev is a process of u's run: its
-// leader, its main process, or in its process group or cgroup.
+// sentBy reports whether the sender of ev is a process of u's run, on
+// evidence the sender cannot forge by joining another unit's process
+// group (setpgid):
+//   - its leader or its main process (a forking unit's daemon);
+//   - cgroup mode: a process in u's cgroup (or below it); the process
+//     group does not count there;
+//   - pgroup mode: a process in the session u's leader leads (each unit
+//     runs in a session of its own, which no process can join), or in the
+//     one its main process leads (a daemon's setsid). A unit whose leader
+//     leads no session (one started in hermesd's) has only its process
+//     group to go by, as before units had sessions of their own.
+//
+// It reads the leader's stat when the process group is all that matches
+// (Run's goroutine; one unit per message).
 func sentBy(u *unit, ev notifyEvent) bool {
 	g := u.group
-	return ev.pid == g.Leader.PID || (!u.main.IsZero() && ev.pid == u.main.PID) ||
-		(ev.pgid > 0 && ev.pgid == g.PGID) || (ev.cgroup != "" && g.Cgroup != "" && strings.HasSuffix(g.Cgroup, ev.cgroup))
+	hasMain := !u.main.IsZero()
+	switch {
+	case ev.pid == g.Leader.PID, hasMain && ev.pid == u.main.PID:
+		return true
+	case g.Cgroup != "":
+		return ev.cgroup != "" && inCgroup(g.Cgroup, ev.cgroup)
+	case ev.sid > 0 && (ev.sid == g.Leader.PID || hasMain && ev.sid == u.main.PID):
+		return true
+	case ev.pgid > 0 && ev.pgid == g.PGID:
+		st, err := proc.ReadStat(g.Leader.PID)
+		return err == nil && st.SID != g.Leader.PID
+	}
+	return false
+}
+
+// inCgroup reports whether rel, a process's cgroup as /proc/PID/cgroup
+// names it (relative to the cgroup v2 mount), is dir, an absolute cgroup
+// directory, or one below it.
+func inCgroup(dir, rel string) bool {
+	m := proc.CgroupMount()
+	if m == "" {
+		return strings.HasSuffix(dir, rel)
+	}
+	full := m + rel
+	return full == dir || strings.HasPrefix(full, dir+"/")
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/hermes-units/hermes/internal/notify"
 	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/supervisor"
 )
 
 // records keeps the messages a Logger logged, for a test to wait on.
@@ -145,5 +146,47 @@ func send(t *testing.T, path, msg string) {
 	defer c.Close()
 	if _, err := c.Write([]byte(msg)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestNotifyFromAnotherUnitsGroup: on the shared NOTIFY_SOCKET, a child of
+// unit atk that joins the process group of unit victim and sends READY=1
+// and WATCHDOG=1 does not speak for victim: in cgroup mode the sender's
+// cgroup (atk's) names its unit, in pgroup mode the session its unit's
+// leader leads. victim, which never signals, stays starting and not
+// ready.
+func TestNotifyFromAnotherUnitsGroup(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the shared socket needs the sender's credentials (Linux)")
+	}
+	for _, mode := range bothModes {
+		t.Run(string(mode), func(t *testing.T) {
+			rec := &records{}
+			l := startLiveWith(t, liveOptions{mode: mode, notify: notify.ModeShared, logger: slog.New(rec)}, map[string]string{
+				"victim.yaml": unitYAML("sleep", "ready: {notify: true}\ntimeouts: {start: 1h}\n"),
+			})
+			m := l.waitFor("victim started", func(m map[string]control.Unit) bool { return m["victim"].PID != 0 })
+			v := m["victim"]
+			if st, err := proc.ReadStat(v.PID); mode == supervisor.ModePGroup && (err != nil || st.SID != v.PID) {
+				t.Skipf("victim's leader %d leads no session of its own (session %d): units run in hermesd's session here, and in pgroup mode only a session of its own fences a unit's group", v.PID, st.SID)
+			}
+			writeUnit(t, l.dir, "atk.yaml", fmt.Sprintf("command: [%q]\nenv: {%s: joinsend, JOIN_PGID: \"%d\"}\n", os.Args[0], helperEnv, v.PGID))
+			if _, err := l.r.Reload(t.Context(), false); err != nil {
+				t.Fatal(err)
+			}
+			testkit.EventuallyOK(t, 15*time.Second, func() error {
+				if rec.has("status=attack-done") {
+					return nil
+				}
+				return errors.New("the attacker's last message not handled yet")
+			})
+			m = l.waitFor("status", func(map[string]control.Unit) bool { return true })
+			if u := m["victim"]; u.Ready || u.State != "starting" {
+				t.Errorf("victim after atk's child spoke from its group: state %s ready %v, want starting, not ready", u.State, u.Ready)
+			}
+			if rec.has("unit status", "unit=victim") {
+				t.Errorf("atk's child's STATUS= was taken for victim's")
+			}
+		})
 	}
 }

@@ -277,7 +277,8 @@ type (
 	notifyEvent struct {
 		socket    string // a unit's own socket (NotifyOn); "" on the shared one
 		pid, pgid int
-		cgroup    string
+		sid       int    // the sender's session
+		cgroup    string // the sender's, relative to the cgroup mount
 		fields    map[string]string
 	}
 	// request runs fn on Run's goroutine; fn replies through its own channel.
@@ -554,7 +555,7 @@ func (r *Reconciler) onNotify(ev notifyEvent) {
 func (r *Reconciler) Notify(pid int, fields map[string]string) {
 	ev := notifyEvent{pid: pid, fields: fields}
 	if st, err := proc.ReadStat(pid); err == nil {
-		ev.pgid = st.PGID
+		ev.pgid, ev.sid = st.PGID, st.SID
 	}
 	ev.cgroup = cgroupOf(pid)
 	r.post(ev)
