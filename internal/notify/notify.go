@@ -4,10 +4,11 @@
 //
 // The socket is a unixgram socket with SO_PASSCRED set: the kernel attaches
 // the sender's pid, uid and gid to every datagram, so the daemon can map a
-// message to the unit whose process group holds the sender. Any process of
-// the group may send (systemd-notify sends from its own pid, or as root from
-// its parent's); the pid is only a lookup key, checked against the group by
-// the caller.
+// message to the unit the sender belongs to. Any process of the unit may
+// send (systemd-notify sends from its own pid, or as root from its
+// parent's); the pid is only a lookup key, checked by the caller on evidence
+// the sender cannot forge (its cgroup, or the session its unit leads), never
+// its process group alone, which another unit's process could join.
 //
 // The sender's credentials on a datagram are Linux's (SCM_CREDENTIALS).
 // darwin has none for a datagram socket (LOCAL_PEERCRED is for a connected
