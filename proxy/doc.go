@@ -30,14 +30,17 @@
 // after repeated stale kills, counting each call once however often its
 // SDK retries it, per model and per provider across models. Requests of a registered
 // run (path prefix /run/<id>/v1 or header X-Hermes-Run-Id) are resolved with
-// that run's remaining budget and get its wrap-up notice once.
+// that run's remaining budget and get its wrap-up notice once; at its
+// deadline its calls in flight are ended, and once it has ended it is
+// remembered for RunMemory (runs.go).
 //
 // The proxy lends the owner's provider keys to the owner only (guard.go):
 // every request must present the proxy token (token.go) as its API key,
 // address the proxy by a loopback Host, and carry no Origin that
 // gateway.allowed_origins does not list. What clients can make it hold is
 // bounded (limits.go): connections (503 over the cap, fitted to the
-// descriptor limit), request body bytes in flight across requests, and
+// descriptor limit; those that have not presented the token at most a
+// quarter of it, closed early), request body bytes in flight across requests, and
 // the time a request's headers and body, or an idle connection, may take.
 //
 // Streaming calls go upstream through a small client of this package (see
