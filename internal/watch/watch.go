@@ -15,14 +15,20 @@
 //     another directory (watched through its parent; the watch is re-added
 //     on the new directory);
 //   - the config file written, created, removed, or replaced by a rename
-//     (watched through its directory, filtered by name).
+//     (watched through its directory, filtered by name);
+//   - the "..data" link of a units directory the kubelet projects from a
+//     ConfigMap or Secret replaced (ProjectedData): one update of the
+//     volume, whatever number of unit files it changes, is one
+//     notification.
 //
 // When: a change whose end an event marks is notified at once, with no
 // quiet period. On Linux those events are a rename bringing a unit file
 // (units.IsUnitFile), the config file or the units directory in
-// (IN_MOVED_TO: rename-over saves, sed -i, directory swaps), a unit file
-// or the config file closed after writing (IN_CLOSE_WRITE: saves in place,
-// vim's backup-then-write), a directory created, and a real chmod. Events
+// (IN_MOVED_TO: rename-over saves, sed -i, directory swaps) and a
+// projected volume's "..data" link renamed in, a unit file or the config
+// file closed after writing (IN_CLOSE_WRITE: saves in place, vim's
+// backup-then-write), a unit file created as a symlink, a directory
+// created, and a real chmod. Events
 // of one read from the kernel are classified together, so a burst the
 // kernel queued at once is one notification; a notification nobody has
 // read yet absorbs later ones. Every other change (a write not yet closed,
@@ -249,12 +255,15 @@ func (w *Watcher) classify(ev event) verdict {
 			}
 		}
 	}
+	raise(w.projected(ev, name))
 	inDir := filepath.Dir(name) == w.dir && !Ignored(filepath.Base(name))
 	isConfig := w.config != "" && name == w.config
 	if (inDir || isConfig) && w.counts(ev, name) {
 		switch {
 		case ev.op.has(opMovedTo|opCloseWrite) && (isConfig || units.IsUnitFile(filepath.Base(name))):
 			raise(verdictComplete)
+		case ev.op.has(opCreate) && !isConfig && units.IsUnitFile(filepath.Base(name)) && isSymlink(name):
+			raise(verdictComplete) // symlink(2) makes a link whole: no write follows
 		case ev.op == opChmod:
 			raise(verdictComplete) // a real mode change is whole in itself
 		default:
@@ -262,6 +271,22 @@ func (w *Watcher) classify(ev event) verdict {
 		}
 	}
 	return v
+}
+
+// projected is the verdict of an event on a projected volume's ..data link
+// (ProjectedData) in the units directory: every unit file behind it changed
+// at once, with no event of its own (the files are in a directory not
+// watched), and the rename in is the whole update.
+func (w *Watcher) projected(ev event, name string) verdict {
+	switch {
+	case filepath.Dir(name) != w.dir || filepath.Base(name) != ProjectedData:
+		return verdictNone
+	case ev.op.has(opMovedTo):
+		return verdictComplete
+	case ev.op.has(opCreate | opRename | opRemove):
+		return verdictQuiet
+	}
+	return verdictNone
 }
 
 // counts reports whether an event on a file of interest counts as a change:
@@ -393,6 +418,20 @@ func (w *Watcher) wanted() map[string]fileID {
 		add(filepath.Dir(w.config))
 	}
 	return want
+}
+
+// ProjectedData is the name of the link through which a volume the
+// kubelet projects (a ConfigMap's, a Secret's) shows its current version:
+// each key is a symlink "web.yaml -> ..data/web.yaml", and an update writes
+// a new hidden directory "..2026_12_05_…", makes a link "..data_tmp" to it
+// and renames that over "..data". The rename is what the watcher reports;
+// the hidden directories and links themselves are never unit files.
+const ProjectedData = "..data"
+
+// isSymlink reports whether p is a symbolic link (not followed).
+func isSymlink(p string) bool {
+	fi, err := os.Lstat(p)
+	return err == nil && fi.Mode()&fs.ModeSymlink != 0
 }
 
 // Ignored reports whether a file name (not a path) in the units directory is

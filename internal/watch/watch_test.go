@@ -652,3 +652,49 @@ func TestIgnored(t *testing.T) {
 		})
 	}
 }
+
+// A units directory that is a ConfigMap volume, updated as the kubelet
+// updates it (testkit.ProjectVolume): the update of one unit file behind
+// the ..data link is one notification, at once (the debounce is an hour
+// here, so only a completed change notifies), and nothing else the
+// kubelet does counts; a key added is a symlink made whole.
+func TestProjectedVolume(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "units")
+	testkit.ProjectVolume(t, dir, "v1", map[string]string{"web.yaml": "command: [web]\n", "api.yaml": "command: [api]\n"})
+	h := start(t, Options{Dir: dir, Debounce: time.Hour})
+
+	vs := h.step(dir, func() {
+		testkit.ProjectVolume(t, dir, "v2", map[string]string{"web.yaml": "command: [web, --v2]\n", "api.yaml": "command: [api]\n"})
+	})
+	var counted []string
+	for _, v := range vs {
+		if v.relevant {
+			counted = append(counted, fmt.Sprintf("%s %s %s", filepath.Base(v.name), v.op, v.verdict))
+		}
+	}
+	if want := []string{ProjectedData + " " + opMovedTo.String() + " complete"}; !slices.Equal(counted, want) {
+		t.Errorf("counted %q, want %q; events: %v", counted, want, vs)
+	}
+	h.awaitChange()
+	select {
+	case <-h.w.Changes():
+		t.Error("a second notification is pending, want the update to be one")
+	default:
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "web.yaml")); err != nil || string(got) != "command: [web, --v2]\n" {
+		t.Errorf("web.yaml through ..data reads %q, %v; want v2", got, err)
+	}
+
+	// A key added: its link is made after the swap, and is complete in
+	// itself (the reload it causes sees db.yaml; no hour waited).
+	h.drain()
+	vs = h.step(dir, func() {
+		testkit.ProjectVolume(t, dir, "v3", map[string]string{"web.yaml": "command: [web, --v2]\n", "api.yaml": "command: [api]\n", "db.yaml": "command: [db]\n"})
+	})
+	if !slices.ContainsFunc(vs, func(v seenEvent) bool {
+		return filepath.Base(v.name) == "db.yaml" && v.op.has(opCreate) && v.verdict == verdictComplete
+	}) {
+		t.Errorf("the new key's link did not complete a change; events: %v", vs)
+	}
+	h.awaitChange()
+}
