@@ -124,6 +124,9 @@ func parseFlags(args []string) (config, error) {
 }
 
 func run(args []string) error {
+	if asInit() {
+		return runInit(args)
+	}
 	// Before anything is opened or started: what hermesd inherited must
 	// not pass on to the units and the death supervisor.
 	if err := cloexecInherited(); err != nil {
@@ -413,6 +416,14 @@ func (d *instance) run(ctx context.Context) error {
 	d.log.Info("closing the supervisor")
 	if err != nil {
 		return exit(exitcode.Usage, err)
+	}
+	// The clean stop ended every owned group it stopped: one still
+	// registered with the death supervisor is a stop that failed (an
+	// unsafe group, a stop that could not finish), and the exit says so.
+	// Survivors are not registered: they are left running on purpose.
+	if n := d.owner.Status().Groups; n > 0 {
+		d.owner.Close() // the death supervisor kills what is left
+		return exit(exitcode.Failure, fmt.Errorf("stop not clean: %d owned process groups had not ended when the units' stop was over; the death supervisor killed them", n))
 	}
 	if err := d.owner.Close(); err != nil {
 		return exit(exitcode.Failure, fmt.Errorf("close supervisor: %w", err))

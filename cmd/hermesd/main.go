@@ -36,7 +36,9 @@ func main() {
 	if err == nil {
 		return
 	}
-	fmt.Fprintln(os.Stderr, "hermesd:", err)
+	if !errors.Is(err, errReported) {
+		fmt.Fprintln(os.Stderr, "hermesd:", err)
+	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		os.Exit(ee.code)

@@ -24,7 +24,9 @@ func TestMain(m *testing.M) {
 		if err == nil {
 			os.Exit(exitcode.Success)
 		}
-		fmt.Fprintln(os.Stderr, "hermesd:", err)
+		if !errors.Is(err, errReported) {
+			fmt.Fprintln(os.Stderr, "hermesd:", err)
+		}
 		var ee *exitError
 		if errors.As(err, &ee) {
 			os.Exit(ee.code)

@@ -87,6 +87,7 @@ type daemonOpts struct {
 	env       []string   // added to the test's environment
 	inherited []*os.File // inherited as fd 3 on, not close-on-exec
 	shell     string     // sh commands run before exec'ing hermesd in the same process ("ulimit -n 100")
+	wrap      []string   // a command that runs hermesd, its path and flags appended ("unshare", "--pid", "--fork")
 }
 
 // startDaemonWith runs hermesd on dir and returns once it said READY=1 on
@@ -115,6 +116,9 @@ func startDaemonWith(t *testing.T, dir string, o daemonOpts) *hermesd {
 	cmd := exec.Command(os.Args[0], args...)
 	if o.shell != "" {
 		cmd = exec.Command("/bin/sh", append([]string{"-c", o.shell + ` && exec "$0" "$@"`, os.Args[0]}, args...)...)
+	}
+	if len(o.wrap) > 0 {
+		cmd = exec.Command(o.wrap[0], append(append(o.wrap[1:len(o.wrap):len(o.wrap)], os.Args[0]), args...)...)
 	}
 	cmd.Env = append(append(os.Environ(), roleEnv+"=hermesd"), o.env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
