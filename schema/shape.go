@@ -157,6 +157,7 @@ type ConfigFile struct {
 	Providers map[string]Provider `json:"providers,omitempty" jsonschema_description:"LLM providers by id."`
 	Gateway   *Gateway            `json:"gateway,omitempty"`
 	Metrics   *Metrics            `json:"metrics,omitempty"`
+	Probes    *Probes             `json:"probes,omitempty"`
 	Defaults  *Defaults           `json:"defaults,omitempty"`
 }
 
@@ -184,6 +185,12 @@ type Gateway struct {
 type Metrics struct {
 	Listen    string `json:"listen,omitempty" jsonschema:"pattern=^.*:[0-9]+$" jsonschema_description:"Loopback address of the Prometheus metrics endpoint (/metrics). Off unless set."`
 	TokenFile string `json:"token_file,omitempty" jsonschema:"minLength=1" jsonschema_description:"File holding the bearer token a scrape must send (Authorization: Bearer …). No token when unset."`
+}
+
+// Probes holds probes.* settings.
+type Probes struct {
+	Listen string `json:"listen,omitempty" jsonschema:"pattern=^.*:[0-9]+$" jsonschema_description:"Address of the liveness (/livez) and readiness (/readyz) endpoints. Off unless set. Loopback unless remote is true."`
+	Remote bool   `json:"remote,omitempty" jsonschema_description:"Allow a listen address that is not loopback (the pod IP, 0.0.0.0), where a kubelet's HTTP probes come from. Default false."`
 }
 
 // Defaults are unit fields applied where a unit leaves them unset.

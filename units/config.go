@@ -81,6 +81,8 @@ func parseConfig(file, dir string, data []byte) (*Config, error) {
 			d.gateway(f, &c.Gateway)
 		case "metrics":
 			metricsFields.decode(d, f.val, f.path, &c.Metrics)
+		case "probes":
+			probesFields.decode(d, f.val, f.path, &c.Probes)
 		case "defaults":
 			defaultsFields.decode(d, f.val, f.path, &c.Defaults)
 		default:
@@ -209,6 +211,11 @@ var agentFields = keyed[*Agent]{
 var metricsFields = keyed[*Metrics]{
 	{"listen", func(d *decoder, m *Metrics, f field) { m.Listen = d.listen(f) }},
 	{"token_file", func(d *decoder, m *Metrics, f field) { m.TokenFile = d.path(f) }},
+}
+
+var probesFields = keyed[*Probes]{
+	{"listen", func(d *decoder, p *Probes, f field) { p.Listen = d.listen(f) }},
+	{"remote", func(d *decoder, p *Probes, f field) { p.Remote = d.bool(f) }},
 }
 
 // defaultsFields are the unit keys hermes.yaml may give every unit a

@@ -17,10 +17,11 @@ var (
 	modelKeys       = []string{"stale_timeout_seconds"}
 	tierKeys        = []string{"above_tokens", "seconds"}
 	floorKeys       = []string{"slug", "seconds"}
-	configKeys      = []string{"units", "state", "socket", "role", "agent", "providers", "gateway", "metrics", "defaults"}
+	configKeys      = []string{"units", "state", "socket", "role", "agent", "providers", "gateway", "metrics", "probes", "defaults"}
 	agentKeys       = agentFields.keys()
 	gatewayKeys     = gatewayFields.keys()
 	metricsKeys     = metricsFields.keys()
+	probesKeys      = probesFields.keys()
 	defaultsKeys    = defaultsFields.keys()
 	defaultsLogKeys = logFields[1:].keys()
 )
@@ -43,6 +44,7 @@ func KnownKeys() map[string][]string {
 		"config.providers.*":          providerKeys,
 		"config.gateway":              gatewayKeys,
 		"config.metrics":              metricsKeys,
+		"config.probes":               probesKeys,
 		"config.defaults":             defaultsKeys,
 		"config.defaults.start_limit": startLimitKeys,
 		"config.defaults.timeouts":    timeoutsKeys,

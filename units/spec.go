@@ -143,6 +143,7 @@ type Config struct {
 	Providers map[string]Provider
 	Gateway   Gateway
 	Metrics   Metrics
+	Probes    Probes
 	Defaults  Defaults
 }
 
@@ -196,6 +197,16 @@ type Gateway struct {
 type Metrics struct {
 	Listen    string // loopback host:port; "" = off
 	TokenFile string // absolute path of a file holding the bearer token a scrape must send; "" = none
+}
+
+// Probes holds probes.* settings: where hermesd answers a cluster's
+// liveness and readiness probes (/livez, /readyz). Off while Listen is "".
+type Probes struct {
+	Listen string // host:port; "" = off
+	// Remote allows a Listen address that is not loopback (a pod's IP, or
+	// 0.0.0.0, where the kubelet's HTTP probes come from): without it,
+	// such an address is refused at start.
+	Remote bool
 }
 
 // Defaults of the gateway's bounds (hermes.yaml gateway:).

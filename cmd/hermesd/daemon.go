@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -222,6 +223,12 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	}
 	defer d.px.close()
+	if d.probes, err = listenProbes(ctx, cfg, log); err != nil {
+		return err
+	}
+	if d.probes != nil {
+		defer d.probes.Close()
+	}
 	d.fds = newFDWatch(soft, hard, d.px != nil, log)
 
 	if err := d.listen(); err != nil {
@@ -248,6 +255,7 @@ type instance struct {
 	obs        *observer
 	owner      *supervisor.Owner
 	px         *gatewayProxy // nil: no provider, the proxy is off
+	probes     net.Listener  // probes.listen; nil: the probes are off
 	fds        *fdWatch
 	notifyPath string
 	ns         *notify.Server  // the shared socket; nil in the per-unit mode or where the platform has none
@@ -471,6 +479,7 @@ func (d *instance) startHelpers(ctx context.Context, wg *sync.WaitGroup) {
 	})
 	wg.Go(func() { d.px.serve(ctx, &d.fds.reserve) })
 	wg.Go(func() { d.obs.serve(ctx, &d.fds.reserve) })
+	wg.Go(func() { d.serveProbes(ctx, &d.fds.reserve) })
 }
 
 // loader reads hermes.yaml (its unit defaults) and the units directory on
