@@ -110,7 +110,7 @@ func TestStrangersDoNotStarveOwner(t *testing.T) {
 	h := newHarness(t, setup{limits: Limits{MaxConns: max}})
 	h.up.play(answer)
 	h.proxy.conns.mu.Lock()
-	h.proxy.conns.idle = time.Second
+	h.proxy.conns.idle = 3 * time.Second
 	h.proxy.conns.mu.Unlock()
 	held := make([]net.Conn, 0, strangers)
 	for i := range strangers {

@@ -20,7 +20,7 @@ import (
 // is still registered (its owner has not unregistered it: a child blocked
 // in a call would otherwise stay blocked until KILL).
 func TestRunDeadlineCutsCalls(t *testing.T) {
-	h := newHarness(t, setup{scale: 0.01})
+	h := newHarness(t, setup{scale: 0.1}) // every stale timeout (6 s at least, the budget cap) well after the deadline
 	budget := timeouts.NewBudget(600*time.Millisecond, nil)
 	t.Cleanup(budget.Stop)
 	h.proxy.RegisterRun("dl", budget, "")
