@@ -17,9 +17,9 @@ func BecomeSubreaper() error {
 	return nil
 }
 
-// DescriptorFile returns the device and inode of the regular file that
-// pid holds open as descriptor fd (stat of /proc/PID/fd/FD). It fails when
-// the descriptor is closed, is not a regular file, or cannot be read
+// DescriptorFile returns the device and inode of the regular file (or
+// pipe) that pid holds open as descriptor fd (stat of /proc/PID/fd/FD). It
+// fails when the descriptor is closed, is neither, or cannot be read
 // (another user's process).
 func DescriptorFile(pid, fd int) (dev, ino uint64, err error) {
 	var st unix.Stat_t
@@ -27,8 +27,8 @@ func DescriptorFile(pid, fd int) (dev, ino uint64, err error) {
 	if err := unix.Stat(path, &st); err != nil {
 		return 0, 0, fmt.Errorf("stat %s: %w", path, err)
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return 0, 0, fmt.Errorf("%s is not a regular file", path)
+	if m := st.Mode & unix.S_IFMT; m != unix.S_IFREG && m != unix.S_IFIFO {
+		return 0, 0, fmt.Errorf("%s is not a regular file or a pipe", path)
 	}
 	return st.Dev, st.Ino, nil
 }

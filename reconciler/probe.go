@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/logfile"
 	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/units"
 )
@@ -73,7 +74,9 @@ func probe(ctx context.Context, rd units.Ready, logPath string, offset int64,
 			return fmt.Errorf("follow %s: %w", logPath, err)
 		}
 		for l := range ch {
-			if re.MatchString(l) {
+			// An owned unit's lines are records (logfile.Copy): the
+			// pattern sees the text the program printed.
+			if re.MatchString(logfile.ParseRecord(l).Text) {
 				return nil
 			}
 		}

@@ -62,6 +62,7 @@ type liveOptions struct {
 	mode   supervisor.Mode // "" automatic
 	notify notify.Mode     // "" the platform's default
 	logger *slog.Logger    // nil: testLogger
+	stamp  bool            // Options.StampOutput
 }
 
 // startLiveWith is startLive with the supervisor and the notify server in
@@ -93,7 +94,7 @@ func startLiveWith(t *testing.T, o liveOptions, files map[string]string) *live {
 	opts := Options{
 		Role: units.RoleGateway, Spawner: Supervised(owner), Load: LoadDir(&units.Loader{}, l.dir),
 		Checkpoint: Ledger(led, self, units.RoleGateway), StateDir: l.state, UnitsDir: l.dir,
-		Lines: logfile.Lines, OpenLog: logfile.Open, Logger: logger,
+		Lines: logfile.Lines, OpenLog: logfile.Open, Logger: logger, StampOutput: o.stamp,
 	}
 	serveNotify := listenNotify(t, o.notify, base, &opts)
 	r, err := New(opts)

@@ -126,6 +126,10 @@ type Options struct {
 	// Logs rotates units' log files as they grow past log.max_size (a
 	// *logfile.Logs, run by the caller); nil: no rotation.
 	Logs Logs
+	// StampOutput sends an owned unit's stdout and stderr through hermesd,
+	// which writes each line with the time it read it (output.go); false:
+	// every unit writes its log file directly.
+	StampOutput bool
 	// Supervisor reports the supervisor's status for Status.
 	Supervisor func() control.Supervisor
 	Daemon     control.Daemon

@@ -45,9 +45,17 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 	if st, err := f.Stat(); err == nil {
 		offset = st.Size()
 	}
+	out, err := r.logOutput(u, f)
+	if err != nil {
+		f.Close()
+		r.closeNotify(u)
+		r.fail(u, fmt.Errorf("unit %s: log pipe: %w", u.spec.Name, err))
+		return
+	}
 	jr := r.beginJobRun(u, now)
-	p, err := r.opt.Spawner.Spawn(context.WithoutCancel(ctx), r.spawnSpec(u, f, logPath, jr))
-	f.Close() // the child holds its own descriptor
+	p, err := r.opt.Spawner.Spawn(context.WithoutCancel(ctx), r.spawnSpec(u, out, logPath, jr))
+	out.started()
+	f.Close() // the child, or the log copiers, hold their own descriptors
 	u.starts = append(u.starts, now)
 	u.logPath = logPath
 	if u.spec.Log.MaxSize > 0 {
@@ -142,11 +150,12 @@ func (e backingOff) Error() string {
 
 func (e backingOff) Unwrap() error { return e.cause }
 
-// spawnSpec is what the Spawner is given to start u, writing to the log
-// file f at logPath (never a pipe); jr is the job run it begins, or nil.
+// spawnSpec is what the Spawner is given to start u, writing its output
+// to out (the log file itself for a survivor, pipes into hermesd for an
+// owned unit; logOutput); jr is the job run it begins, or nil.
 // Survive is set for adoptable and persist_on_release units under a
 // gateway, and for persist_on_release under a worker (SPEC §3).
-func (r *Reconciler) spawnSpec(u *unit, f *os.File, logPath string, jr *jobRun) supervisor.Spec {
+func (r *Reconciler) spawnSpec(u *unit, out output, logPath string, jr *jobRun) supervisor.Spec {
 	dir := u.spec.Workdir
 	if dir == "" {
 		dir = r.opt.UnitsDir
@@ -156,8 +165,8 @@ func (r *Reconciler) spawnSpec(u *unit, f *os.File, logPath string, jr *jobRun) 
 		Argv:      argv(u.spec),
 		Env:       append(r.env(u.spec, r.notifySocket(u)), r.proxyEnv(u.spec, jr)...),
 		Dir:       dir,
-		Stdout:    f,
-		Stderr:    f,
+		Stdout:    out.stdout,
+		Stderr:    out.stderr,
 		Ownership: ownership(u.spec),
 		Reason:    u.spec.Reason,
 		LogPath:   logPath,
@@ -171,6 +180,10 @@ func (r *Reconciler) began(u *unit, p Process, now time.Time) context.Context {
 	u.gen = r.nextGen()
 	u.proc, u.group = p, p.Group()
 	u.state, u.ready, u.adopted, u.started = Starting, false, false, now
+	var bo backingOff
+	if errors.As(u.err, &bo) {
+		u.err = bo.cause // the restart it promised has begun
+	}
 	u.main, u.mainPGID, u.launched, u.probed, u.left, u.listener = proc.Identity{}, 0, false, false, 0, nil
 	runCtx, cancel := context.WithCancel(r.base)
 	u.cancel, u.runCtx = cancel, runCtx

@@ -360,10 +360,11 @@ func (o *Owner) byOpenFile(pid int, spawns []*reg) *reg {
 	return found
 }
 
-// fileID names a regular file (a spawn's log).
+// fileID names a regular file (a spawn's log) or a pipe (an owned unit's
+// output, which hermesd copies into its log).
 type fileID struct{ dev, ino uint64 }
 
-// fileIDs names the regular files among fs.
+// fileIDs names the regular files and pipes among fs.
 func fileIDs(fs ...*os.File) []fileID {
 	var out []fileID
 	for _, f := range fs {
@@ -371,7 +372,7 @@ func fileIDs(fs ...*os.File) []fileID {
 			continue
 		}
 		var st unix.Stat_t
-		if unix.Fstat(int(f.Fd()), &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+		if unix.Fstat(int(f.Fd()), &st) == nil && (st.Mode&unix.S_IFMT == unix.S_IFREG || st.Mode&unix.S_IFMT == unix.S_IFIFO) {
 			out = append(out, fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}) // widths differ by platform
 		}
 	}

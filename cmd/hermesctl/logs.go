@@ -4,16 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"syscall"
 	"time"
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/exitcode"
-	"github.com/hermes-units/hermes/internal/logfile"
 	"github.com/hermes-units/hermes/internal/paths"
 	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/units"
@@ -24,9 +23,10 @@ import (
 type logsOptions struct {
 	clientOptions
 	units          []string
-	follow, stamps bool          // -f, -t
-	lines          int           // -n
-	since          time.Duration // --since; 0: no bound
+	follow, stamps bool   // -f, -t
+	lines          int    // -n
+	since, until   string // --since, --until: a time, or a duration back from now; "": no bound
+	grep           string // --grep
 }
 
 func newLogsCmd(g *globals) *cobra.Command {
@@ -42,33 +42,58 @@ the state directory, else the unit's log.path, else STATE/logs/UNIT.log.
 -n -1 prints the whole file.
 
 Several units are interleaved by time, each line after its unit's name.
--t puts each line's time before it, and --since 10m prints only what was
-written in the last ten minutes (rotated files included).
+-t puts each line's time before it. --since and --until keep the lines
+of a while (rotated files included), --grep REGEXP (RE2 syntax) the lines
+whose text matches, and -n the last N of what they keep. Each takes a
+duration back from now (10m, 2h) or a time (2026-12-05T14:00:00Z,
+"2026-12-05 14:00:00", 2026-12-05; local time unless it says). -o json
+prints one object a line: time (null when not known), unit, stream
+(stdout, stderr, or "" for a unit that writes its file directly) and text.
 
-Units write their log files directly (no pipe through hermesd, so that a
-survivor outlives it), so a line has no time but the one it carries: a
-line that starts with a timestamp (RFC 3339, "2006-01-02 15:04:05",
-"2006/01/02 15:04:05", logfmt time=, JSON "time":) has that time; a line
-without one has the time of the dated line before it in the same file; a
-line read while following has the time it was read at. Lines before the
-first dated line of a file have no known time: -t shows "-", --since keeps
-them only when the file was written to since then, and they sort with the
-first dated line after them.`,
+When hermesd runs with HERMES_LOG_STAMPS=1, an owned unit's output goes
+through hermesd, which writes each line with the time it read it and its
+stream (RFC 3339, UTC, microseconds: the log file's lines read
+"2026-12-05T14:00:00.123456Z stdout text"). A survivor (adoptable,
+persist_on_release) always writes its file directly, so that it never
+writes into a pipe hermesd's death would break, and so does every unit
+without HERMES_LOG_STAMPS: such lines have no time but the one they carry.
+Such a line that starts with a
+timestamp (RFC 3339, "2006-01-02 15:04:05", "2006/01/02 15:04:05", logfmt
+time=, JSON "time":) has that time; one without has the time of the
+dated line before it in the same file; one read while following has the
+time it was read at. Lines before the first dated line of a file have no
+known time: -t shows "-", --since keeps them only when the file was
+written to since then, and they sort with the first dated line after them.`,
 		Args: cobra.MinimumNArgs(1),
 	}, &opts.units, func(ctx context.Context) error { return runLogs(ctx, opts) })
 	cmd.Flags().BoolVarP(&opts.follow, "follow", "f", false, "keep printing what is appended")
 	cmd.Flags().IntVarP(&opts.lines, "lines", "n", 10, "print the last N lines (-1: all)")
 	cmd.Flags().BoolVarP(&opts.stamps, "timestamps", "t", false, "put each line's time before it")
-	cmd.Flags().DurationVar(&opts.since, "since", 0, "print only lines written in this last while (e.g. 10m, 2h)")
+	cmd.Flags().StringVar(&opts.since, "since", "", "print only lines from this time on (a time, or a while back: 10m, 2h)")
+	cmd.Flags().StringVar(&opts.until, "until", "", "print only lines up to this time (a time, or a while back: 10m, 2h)")
+	cmd.Flags().StringVar(&opts.grep, "grep", "", "print only lines whose text matches this regular expression")
 	return cmd
 }
 
-// runLogs prints the units' logs: one unit's as its file has it (Tail),
-// several interleaved by time, or with -t or --since each line dated
+// runLogs prints the units' logs, interleaved by time when several
 // (printLogs). -f follows until ctx ends or an interrupt (exit 0 then).
 func runLogs(ctx context.Context, opts *logsOptions) error {
-	if opts.since < 0 {
-		return &exitError{code: exitcode.Usage, err: fmt.Errorf("logs: --since %v is negative; give how far back, e.g. --since 10m", opts.since)}
+	now := time.Now()
+	asJSON, err := opts.g.jsonOutput()
+	if err != nil {
+		return err
+	}
+	lo := logOptions{lines: opts.lines, stamps: opts.stamps, names: len(opts.units) > 1, follow: opts.follow, json: asJSON}
+	if lo.since, err = parseWhen("since", opts.since, now); err != nil {
+		return err
+	}
+	if lo.until, err = parseWhen("until", opts.until, now); err != nil {
+		return err
+	}
+	if opts.grep != "" {
+		if lo.grep, err = regexp.Compile(opts.grep); err != nil {
+			return &exitError{code: exitcode.Usage, err: fmt.Errorf("logs: --grep %q: %w", opts.grep, err)}
+		}
 	}
 	files, err := logFiles(ctx, opts)
 	if err != nil {
@@ -77,22 +102,34 @@ func runLogs(ctx context.Context, opts *logsOptions) error {
 	// An interrupt ends -f cleanly, with exit status 0.
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if len(files) == 1 && !opts.stamps && opts.since == 0 {
-		f := files[0]
-		err = logfile.Tail(ctx, f.path, opts.lines, opts.follow, opts.out)
-		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("logs %s: no log yet at %s (the unit has not written anything)", f.unit, f.path)
-		}
-		if err != nil {
-			return fmt.Errorf("logs %s: %w", f.unit, err)
-		}
-		return nil
-	}
-	lo := logOptions{lines: opts.lines, stamps: opts.stamps, names: len(files) > 1, follow: opts.follow}
-	if opts.since > 0 {
-		lo.since = time.Now().Add(-opts.since)
-	}
 	return printLogs(ctx, opts.out, opts.errOut, files, lo)
+}
+
+// whenLayouts are the forms of a time --since and --until take, besides
+// RFC 3339; in local time.
+var whenLayouts = []string{"2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02 15:04", "2006-01-02"}
+
+// parseWhen reads the value of --since or --until (flag): "" is no bound
+// (the zero time), a duration is that long before now, else a time.
+func parseWhen(flag, v string, now time.Time) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		if d < 0 {
+			return time.Time{}, &exitError{code: exitcode.Usage, err: fmt.Errorf("logs: --%s %v is negative; give how far back, e.g. --%s 10m", flag, d, flag)}
+		}
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
+	}
+	for _, layout := range whenLayouts {
+		if t, err := time.ParseInLocation(layout, v, time.Local); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, &exitError{code: exitcode.Usage, err: fmt.Errorf("logs: --%s %q is neither a duration (10m, 2h) nor a time (2026-12-05T14:00:00Z, \"2026-12-05 14:00:00\", 2026-12-05)", flag, v)}
 }
 
 // unitLog is one unit's log file.

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,21 +22,45 @@ import (
 
 // logOptions are how printLogs prints.
 type logOptions struct {
-	lines  int       // the last N lines (of the merged output); < 0: all
-	since  time.Time // zero: no bound
-	stamps bool      // -t
-	names  bool      // several units: each line after its unit's name
+	lines  int            // the last N lines (of the merged, filtered output); < 0: all
+	since  time.Time      // zero: no bound
+	until  time.Time      // zero: no bound
+	grep   *regexp.Regexp // nil: every line
+	stamps bool           // -t
+	names  bool           // several units: each line after its unit's name
+	json   bool           // -o json: one object a line
 	follow bool
+}
+
+// filtered reports whether o keeps only some lines by their time or text,
+// so that the whole files must be read.
+func (o logOptions) filtered() bool {
+	return !o.since.IsZero() || !o.until.IsZero() || o.grep != nil
+}
+
+// keep reports whether l passes o's filters.
+func (o logOptions) keep(l logLine) bool {
+	if !o.since.IsZero() && l.sortAt.Before(o.since) {
+		return false
+	}
+	if !o.until.IsZero() && l.sortAt.After(o.until) {
+		return false
+	}
+	return o.grep == nil || o.grep.MatchString(l.text)
 }
 
 // logLine is one line of a unit's log with the time it is known by.
 type logLine struct {
-	unit string
-	text string
-	at   time.Time // zero: unknown (before the first dated line of its file)
+	unit   string
+	stream logfile.Stream // "" for a raw line (a unit writing its file directly)
+	text   string
+	at     time.Time // zero: unknown (a raw line before the first dated line of its file)
 	// sortAt orders lines across files: at, or for an undated line the
 	// time of the first dated line after it (else its file's mtime).
 	sortAt time.Time
+	// partial: a record whose line goes on in a later record (only while
+	// following, which prints records as they come).
+	partial bool
 }
 
 // maxLogRead bounds what printLogs reads of one file, rotated ones
@@ -43,13 +69,14 @@ type logLine struct {
 const maxLogRead = 256 << 20
 
 // printLogs prints the logs of files interleaved by time, with their
-// times (-t) and unit names (several units), the lines of the last since
-// (rotated files included) or the last lines, then follows them with -f.
+// times (-t) and unit names (several units), the lines that pass the
+// filters (--since, --until, --grep; rotated files included), the last
+// o.lines of them, then follows the files with -f.
 func printLogs(ctx context.Context, w, errw io.Writer, files []unitLog, o logOptions) error {
 	var all []logLine
 	sizes := make([]int64, len(files))
 	for i, f := range files {
-		ls, size, err := readLog(f, !o.since.IsZero())
+		ls, size, err := readLog(f, o)
 		if err != nil {
 			return err
 		}
@@ -57,10 +84,8 @@ func printLogs(ctx context.Context, w, errw io.Writer, files []unitLog, o logOpt
 		all = append(all, ls...)
 	}
 	slices.SortStableFunc(all, func(a, b logLine) int { return a.sortAt.Compare(b.sortAt) })
-	if !o.since.IsZero() {
-		all = slices.DeleteFunc(all, func(l logLine) bool { return l.sortAt.Before(o.since) })
-	}
-	if o.lines >= 0 && len(all) > o.lines && o.since.IsZero() {
+	all = slices.DeleteFunc(all, func(l logLine) bool { return !o.keep(l) })
+	if o.lines >= 0 && len(all) > o.lines {
 		all = all[len(all)-o.lines:]
 	}
 	bw := bufio.NewWriter(w)
@@ -73,7 +98,25 @@ func printLogs(ctx context.Context, w, errw io.Writer, files []unitLog, o logOpt
 	return followLogs(ctx, w, files, sizes, o)
 }
 
+// jsonLine is a line of logs -o json.
+type jsonLine struct {
+	Time    *time.Time `json:"time"` // null: not known
+	Unit    string     `json:"unit"`
+	Stream  string     `json:"stream"` // stdout, stderr, or "" (a unit writing its file directly)
+	Text    string     `json:"text"`
+	Partial bool       `json:"partial,omitempty"`
+}
+
 func writeLogLine(w io.Writer, l logLine, o logOptions) {
+	if o.json {
+		j := jsonLine{Unit: l.unit, Stream: string(l.stream), Text: l.text, Partial: l.partial}
+		if !l.at.IsZero() {
+			j.Time = &l.at
+		}
+		b, _ := json.Marshal(j) // a struct of strings, a time and a bool: no error
+		w.Write(append(b, '\n'))
+		return
+	}
 	var b strings.Builder
 	if o.stamps {
 		if l.at.IsZero() {
@@ -90,12 +133,13 @@ func writeLogLine(w io.Writer, l logLine, o logOptions) {
 	io.WriteString(w, b.String())
 }
 
-// readLog reads the lines of f's log file, and with rotated those of its
-// rotated files (path.N … path.1) before them, and returns the current
-// file's size (where following starts).
-func readLog(f unitLog, rotated bool) ([]logLine, int64, error) {
+// readLog reads the lines of f's log file, and when o filters by time or
+// text those of its rotated files (path.N … path.1) before them, and
+// returns the current file's size (where following starts). Without
+// filters it reads only the file's last o.lines lines.
+func readLog(f unitLog, o logOptions) ([]logLine, int64, error) {
 	var names []string
-	if rotated {
+	if o.filtered() {
 		for i := 1; i < 100; i++ {
 			p := f.path + "." + strconv.Itoa(i)
 			if _, err := os.Stat(p); err != nil {
@@ -105,10 +149,19 @@ func readLog(f unitLog, rotated bool) ([]logLine, int64, error) {
 		}
 	}
 	names = append(names, f.path)
+	// Some more raw lines than asked for: records of a line cut in pieces
+	// join into one (printLogs keeps the last o.lines after that).
+	last := o.lines
+	if last > 0 {
+		last = 2*last + 64
+	}
+	if o.filtered() {
+		last = -1
+	}
 	var out []logLine
 	var size int64
 	for _, p := range names {
-		b, mtime, err := readBounded(p)
+		b, end, mtime, err := readBounded(p, last)
 		if errors.Is(err, fs.ErrNotExist) && p == f.path {
 			if len(names) == 1 {
 				return nil, 0, fmt.Errorf("logs %s: no log yet at %s (the unit has not written anything)", f.unit, f.path)
@@ -119,52 +172,76 @@ func readLog(f unitLog, rotated bool) ([]logLine, int64, error) {
 			return nil, 0, fmt.Errorf("logs %s: %w", f.unit, err)
 		}
 		if p == f.path {
-			size = int64(len(b))
+			size = end
 		}
 		out = append(out, dateLines(f.unit, b, mtime)...)
 	}
 	return out, size, nil
 }
 
-func readBounded(path string) ([]byte, time.Time, error) {
+// readBounded reads the file at path from the start of its last n lines
+// (n < 0: all of it, up to maxLogRead bytes), and returns its size then.
+func readBounded(path string, n int) ([]byte, int64, time.Time, error) {
 	fh, err := os.Open(path)
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, 0, time.Time{}, err
 	}
 	defer fh.Close()
 	fi, err := fh.Stat()
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, 0, time.Time{}, err
 	}
 	off := max(fi.Size()-maxLogRead, 0)
-	b := make([]byte, fi.Size()-off)
-	n, err := fh.ReadAt(b, off)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, time.Time{}, err
+	if n >= 0 {
+		if off, err = logfile.LastLinesOffset(fh, fi.Size(), n); err != nil {
+			return nil, 0, time.Time{}, err
+		}
 	}
-	return b[:n], fi.ModTime(), nil
+	b := make([]byte, fi.Size()-off)
+	m, err := fh.ReadAt(b, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, 0, time.Time{}, err
+	}
+	return b[:m], off + int64(m), fi.ModTime(), nil
 }
 
-// dateLines splits b into lines and gives each its time: its own leading
-// timestamp, else the previous dated line's; lines before the first dated
-// one have none, and sort with the first dated line after them (or mtime).
+// dateLines splits b into lines and gives each its time: a record's
+// (hermesd's, logfile.Copy), else a raw line's own leading timestamp, else
+// the previous dated line's; raw lines before the first dated one have
+// none, and sort with the first dated line after them (or mtime). A
+// partial record is joined with the rest of its line, the next record of
+// its stream.
 func dateLines(unit string, b []byte, mtime time.Time) []logLine {
 	b = bytes.TrimSuffix(b, []byte("\n"))
 	if len(b) == 0 {
 		return nil
 	}
 	raw := strings.Split(string(b), "\n")
-	out := make([]logLine, len(raw))
+	out := make([]logLine, 0, len(raw))
+	open := map[logfile.Stream]int{} // a stream's partial line, by index in out
 	var last time.Time
 	firstDated := -1
-	for i, s := range raw {
-		if t, ok := lineTime(s); ok {
-			last = t
-			if firstDated < 0 {
-				firstDated = i
+	for _, s := range raw {
+		rec := logfile.ParseRecord(s)
+		if rec.Stamped() {
+			if i, ok := open[rec.Stream]; ok {
+				out[i].text += rec.Text
+				if !rec.Partial {
+					delete(open, rec.Stream)
+				}
+				continue
 			}
+			last = rec.Time
+		} else if t, ok := lineTime(s); ok {
+			last = t
 		}
-		out[i] = logLine{unit: unit, text: s, at: last, sortAt: last}
+		if firstDated < 0 && !last.IsZero() {
+			firstDated = len(out)
+		}
+		if rec.Partial {
+			open[rec.Stream] = len(out)
+		}
+		out = append(out, logLine{unit: unit, stream: rec.Stream, text: rec.Text, at: last, sortAt: last})
 	}
 	bound := mtime
 	if firstDated >= 0 {
@@ -208,8 +285,8 @@ func lineTime(s string) (time.Time, bool) {
 }
 
 // followLogs prints what is appended to every file from sizes on, in the
-// order it is read, each line timed by its own timestamp or else by when
-// it was read. Rotation and replacement are followed (logfile.Lines).
+// order it is read, that passes o's filters (followed). Rotation and
+// replacement are followed (logfile.Lines).
 func followLogs(ctx context.Context, w io.Writer, files []unitLog, sizes []int64, o logOptions) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -239,15 +316,30 @@ func followLogs(ctx context.Context, w io.Writer, files []unitLog, sizes []int64
 		case <-ctx.Done():
 			return nil
 		case g := <-ch:
-			at, ok := lineTime(g.text)
-			if !ok {
-				at = time.Now()
+			l := followed(g.unit, g.text)
+			if !o.keep(l) {
+				continue
 			}
 			var b bytes.Buffer
-			writeLogLine(&b, logLine{unit: g.unit, text: g.text, at: at}, o)
+			writeLogLine(&b, l, o)
 			if _, err := w.Write(b.Bytes()); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// followed is a line read while following: a record (printed as it comes,
+// a partial one too), or a raw line timed by its own timestamp or else by
+// when it was read.
+func followed(unit, s string) logLine {
+	rec := logfile.ParseRecord(s)
+	at := rec.Time
+	if !rec.Stamped() {
+		var ok bool
+		if at, ok = lineTime(s); !ok {
+			at = time.Now()
+		}
+	}
+	return logLine{unit: unit, stream: rec.Stream, text: rec.Text, at: at, sortAt: at, partial: rec.Partial}
 }

@@ -28,7 +28,7 @@ var jsonForms = map[string]func(*cobra.Command) string{
 	"is-active":          withJSON,
 	"is-enabled":         withJSON,
 	"is-failed":          withJSON,
-	"logs":               withoutJSON("it prints the log itself, line by line; for what hermesd does, follow `hermesctl events -f -o json`"),
+	"logs":               withJSON,
 	"proxy env":          withJSON,
 	"proxy rotate-token": withJSON,
 	"release":            withJSON,

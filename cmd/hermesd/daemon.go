@@ -382,6 +382,7 @@ func (d *instance) newReconciler() error {
 		Lines:         logfile.Lines,
 		OpenLog:       logfile.Open,
 		Logs:          d.logs,
+		StampOutput:   stampOutput(),
 		Supervisor: func() control.Supervisor {
 			s := owner.Status()
 			return control.Supervisor{PID: s.PID, Groups: s.Groups, Mode: string(s.Mode), Health: s.Health, Ledger: s.Ledger}
@@ -543,4 +544,15 @@ func watchdog(ctx context.Context, log *slog.Logger) {
 // (GET /v1/paths): hermesctl reads the state and units directories there.
 func controlPaths(p paths.Paths) control.Paths {
 	return control.Paths{Config: p.Config, Units: p.Units, State: p.State, Socket: p.Socket, Logs: paths.Logs(p.State)}
+}
+
+// stampEnv turns on timestamped logs of owned units (reconciler
+// Options.StampOutput): "1" or "true". Off by default for now: an owned
+// process that outlives hermesd (released, or orphaned with the
+// supervisor) would write into a pipe nobody reads.
+const stampEnv = "HERMES_LOG_STAMPS"
+
+func stampOutput() bool {
+	on, _ := strconv.ParseBool(os.Getenv(stampEnv))
+	return on
 }

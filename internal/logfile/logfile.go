@@ -3,15 +3,19 @@
 // disk, and reading them back (tail, follow, and a line stream for the
 // log-line readiness probe).
 //
-// Every unit writes to its log file directly through a descriptor opened
-// with O_APPEND, never through a pipe into hermesd: a survivor (or a unit
-// released later) must outlive the daemon without a SIGPIPE or a stalled
-// write (SPEC §3). hermesd cannot move such a writer to a new file, so
-// rotation is in place: Logs watches each log with inotify and, on the write
-// that crosses max_size, Rotate copies the last max_size bytes to path.1
-// (only when the file system has room for them; else they are dropped and
-// reported) and truncates path, after which every O_APPEND writer lands at
-// the start of the now empty file. The bound and its slack are in Logs.
+// A survivor (adoptable under a gateway, persist_on_release) writes to its
+// log file directly through a descriptor opened with O_APPEND, never
+// through a pipe into hermesd: it must outlive the daemon without a
+// SIGPIPE or a stalled write (SPEC §3). An owned unit dies with hermesd,
+// so hermesd may (reconciler Options.StampOutput) make its stdout and
+// stderr pipes that it drains into the file, each line a record with the
+// time it was read and its stream (Copy, Record). hermesd cannot move a direct writer to a new file, so
+// rotation is in place: Logs watches each log with inotify and, on the
+// write that crosses max_size, Rotate copies the last max_size bytes to
+// path.1 (only when the file system has room for them; else they are
+// dropped and reported) and truncates path, after which every O_APPEND
+// writer lands at the start of the now empty file. The bound and its slack
+// are in Logs.
 //
 // Every file here is opened without following a symbolic link in its final
 // component (internal/safefile), and a log in a directory other users can

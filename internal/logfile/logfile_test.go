@@ -306,7 +306,7 @@ func TestFollow(t *testing.T) {
 				return err
 			}
 			fi, _ := f.Stat()
-			off, _ := lastLinesOffset(f, fi.Size(), 2)
+			off, _ := LastLinesOffset(f, fi.Size(), 2)
 			fl := &follower{path: path, f: f, off: off, poll: time.Millisecond}
 			return fl.run(ctx, func(b []byte) error { _, err := w.Write(b); return err })
 		}},

@@ -40,7 +40,7 @@ func Tail(ctx context.Context, path string, n int, follow bool, w io.Writer) err
 		f.Close()
 		return fmt.Errorf("read log: %w", err)
 	}
-	start, err := lastLinesOffset(f, fi.Size(), n)
+	start, err := LastLinesOffset(f, fi.Size(), n)
 	if err != nil {
 		f.Close()
 		return fmt.Errorf("read log %s: %w", path, err)
@@ -119,9 +119,10 @@ func Lines(ctx context.Context, path string, offset int64) (<-chan string, error
 	return ch, nil
 }
 
-// lastLinesOffset returns the offset at which the last n lines of f (of size
-// size) start. A newline that ends the file does not start another line.
-func lastLinesOffset(f io.ReaderAt, size int64, n int) (int64, error) {
+// LastLinesOffset returns the offset at which the last n lines of f (of size
+// size) start (0 when n < 0: all of them). A newline that ends the file does
+// not start another line.
+func LastLinesOffset(f io.ReaderAt, size int64, n int) (int64, error) {
 	if n < 0 {
 		return 0, nil
 	}
