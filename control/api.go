@@ -160,6 +160,9 @@ type Unit struct {
 	Probe    string    `json:"probe,omitempty"`
 	After    []string  `json:"after,omitempty"`
 	Timeouts *Timeouts `json:"timeouts,omitempty"`
+	// RemainAfterExit: a oneshot with remain_after_exit, which counts as
+	// active once done (systemd's RemainAfterExit=yes).
+	RemainAfterExit bool `json:"remain_after_exit,omitempty"`
 }
 
 // Timeouts are a unit's timeouts in force: its file's, else the defaults.

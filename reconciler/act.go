@@ -134,6 +134,7 @@ func describe(cu *control.Unit, s units.Spec) {
 		cu.Type = string(units.Simple)
 	}
 	cu.Probe = probeWords(s.Ready)
+	cu.RemainAfterExit = s.RemainAfter
 	cu.After = s.After
 	t := &control.Timeouts{Start: s.Timeouts.Start, Stop: s.Timeouts.Stop, RuntimeMax: s.Timeouts.RuntimeMax}
 	if t.Stop <= 0 {

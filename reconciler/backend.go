@@ -188,6 +188,10 @@ func (r *Reconciler) unitStatus(u *unit, fileErr string) control.Unit {
 		cu.Daemonized = u.left
 	}
 	cu.Error = rowError(u, fileErr)
+	if cu.State == control.StateStopped && u.state == Waiting && fileErr == "" {
+		d := r.heldWith(u, nil)
+		cu.Error = fmt.Sprintf("stopped with %s, which it requires; starts again when %s starts", d, d)
+	}
 	cu.Job = r.jobStatus(u)
 	if !u.external {
 		describe(&cu, u.spec)

@@ -217,8 +217,14 @@ func (r *Reconciler) refuseDisabled(name string) error {
 
 // stateWord is u's state in status and events: an inactive unit says why
 // it stays so, when by choice. A job stopped by command fires again on its
-// schedule: it is merely inactive.
+// schedule: it is merely inactive. A unit waiting for a unit it requires
+// that is kept stopped (stop, disable) is stopped with it, as systemd
+// stops what Requires= a stopped unit (and unlike systemd it starts again
+// with it: heldWith).
 func (r *Reconciler) stateWord(u *unit) control.UnitState {
+	if u.state == Waiting && r.heldWith(u, nil) != "" {
+		return control.StateStopped
+	}
 	if u.state == Inactive && !u.external {
 		switch {
 		case r.disabled[u.spec.Name]:
@@ -228,4 +234,27 @@ func (r *Reconciler) stateWord(u *unit) control.UnitState {
 		}
 	}
 	return u.state.word()
+}
+
+// heldWith is the name of a unit u requires, directly or through the
+// units it requires, that is kept stopped on purpose (stopped by command,
+// disabled): u waits for it and starts again with it. "" when none.
+func (r *Reconciler) heldWith(u *unit, seen map[string]bool) string {
+	if seen == nil {
+		seen = map[string]bool{}
+	}
+	seen[u.spec.Name] = true
+	for _, d := range u.spec.Requires {
+		dep := r.units[d]
+		if dep == nil || seen[d] {
+			continue
+		}
+		if dep.state == Inactive && (dep.held || r.disabled[d]) {
+			return d
+		}
+		if dep.state == Waiting && r.heldWith(dep, seen) != "" {
+			return d
+		}
+	}
+	return ""
 }

@@ -3,8 +3,10 @@ package reconciler
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/hermes-units/hermes/units"
 )
@@ -44,4 +46,28 @@ func TestRestartTellsTheTruth(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestRecoveredDropsRestartingIn: once the restart that followed a failure
+// has begun, the unit's row no longer says "restarting in …" (a promise
+// kept already); it keeps the failure that caused it.
+func TestRecoveredDropsRestartingIn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t, units.RoleGateway, spec("web", func(s *units.Spec) { s.Restart = units.RestartOnFailure }))
+		synctest.Wait()
+		h.fs.last(t, "web").exit(errors.New("exit status 1"))
+		synctest.Wait()
+		if u := h.unit("web"); !strings.Contains(u.Error, "restarting in") {
+			t.Fatalf("backing off: error %q, want it to say when it restarts", u.Error)
+		}
+		time.Sleep(2 * time.Second) // the backoff (1s, jitter ±) passes in the bubble's clock
+		synctest.Wait()
+		u := h.unit("web")
+		if u.State != "running" || u.Restarts != 1 {
+			t.Fatalf("after the backoff: state %s restarts %d, want running after 1 restart", u.State, u.Restarts)
+		}
+		if strings.Contains(u.Error, "restarting in") || !strings.Contains(u.Error, "exit status 1") {
+			t.Errorf("recovered: error %q, want the last failure without \"restarting in\"", u.Error)
+		}
+	})
 }

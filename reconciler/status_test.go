@@ -164,7 +164,8 @@ func TestStartLimitKeepsCause(t *testing.T) {
 }
 
 // TestStatusSaysWhomAUnitWaitsFor: a unit held by its after: or requires:
-// says, on its row, which unit it waits for and what of it.
+// says, on its row, which unit it waits for and what of it; one whose
+// required unit was stopped by command is stopped with it.
 func TestStatusSaysWhomAUnitWaitsFor(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := start(t, units.RoleGateway,
@@ -178,12 +179,12 @@ func TestStatusSaysWhomAUnitWaitsFor(t *testing.T) {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		for _, tc := range []struct{ unit, want string }{
-			{"api", "waiting for db to be ready"},
-			{"worker", "requires cache, which is stopped"},
+		for _, tc := range []struct{ unit, state, want string }{
+			{"api", "starting", "waiting for db to be ready"},
+			{"worker", "stopped", "stopped with cache, which it requires; starts again when cache starts"},
 		} {
-			if u := h.unit(tc.unit); u.State != "starting" || u.PID != 0 || u.Error != tc.want {
-				t.Errorf("%s: got state %s pid %d error %q, want starting, not spawned, %q", tc.unit, u.State, u.PID, u.Error, tc.want)
+			if u := h.unit(tc.unit); string(u.State) != tc.state || u.PID != 0 || u.Error != tc.want {
+				t.Errorf("%s: got state %s pid %d error %q, want %s, not spawned, %q", tc.unit, u.State, u.PID, u.Error, tc.state, tc.want)
 			}
 		}
 	})

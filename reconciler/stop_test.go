@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -130,4 +131,34 @@ func TestReloadStartsOnceGroupEmpty(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestStoppedWithRequired: after `stop web`, api, which requires web, is
+// stopped with it (systemd stops what Requires= a stopped unit), not
+// "starting, waiting for web": nothing will start web until asked; its
+// row says why, and api starts again with web.
+func TestStoppedWithRequired(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t, units.RoleGateway, spec("web"),
+			spec("api", func(s *units.Spec) { s.After, s.Requires = []string{"web"}, []string{"web"} }),
+			spec("edge", func(s *units.Spec) { s.After, s.Requires = []string{"api"}, []string{"api"} }))
+		synctest.Wait()
+		if err := h.r.Stop(context.Background(), "web"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		for _, name := range []string{"api", "edge"} {
+			u := h.unit(name)
+			if u.State != "stopped" || !strings.Contains(u.Error, "stopped with") {
+				t.Errorf("%s after stop web: state %s error %q, want stopped, with why", name, u.State, u.Error)
+			}
+		}
+		if err := h.r.Start(context.Background(), "web"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if u := h.unit("edge"); u.State != "running" {
+			t.Errorf("edge after start web: state %s, want running again", u.State)
+		}
+	})
 }

@@ -39,11 +39,14 @@ func (a activity) String() string {
 	return "unknown"
 }
 
-// activityOf maps a state of control.Unit onto systemctl's words. A done
-// oneshot is inactive, as systemd's oneshot without RemainAfterExit: the
-// wire does not say whether the unit has remain_after_exit.
-func activityOf(state control.UnitState) activity {
-	switch state {
+// activityOf maps the state of u onto systemctl's words. A done oneshot
+// is active with remain_after_exit, inactive without, as systemd's oneshot
+// with and without RemainAfterExit.
+func activityOf(u control.Unit) activity {
+	if u.State == control.StateDone && u.RemainAfterExit {
+		return actActive
+	}
+	switch u.State {
 	case control.StateRunning, control.StateAdopted:
 		return actActive
 	case control.StateStopped, control.StateDisabled, control.StateInactive, control.StateExited, control.StateDone, control.StateReleased:
@@ -61,7 +64,8 @@ func activityOf(state control.UnitState) activity {
 // activityMap is the mapping as the help of is-active and is-failed shows it.
 const activityMap = `hermes's states in systemctl's words:
 
-  running, adopted                   active
+  running, adopted, done with         active
+  remain_after_exit
   starting (or waiting to start)     activating
   stopping                           deactivating
   failed (or backing off), error     failed
@@ -117,7 +121,7 @@ func settled(st control.Status) func(control.Unit) bool {
 		case control.StateExited, control.StateDone:
 			return true
 		}
-		return activityOf(u.State) == actActive || held(u, map[string]bool{})
+		return activityOf(u) == actActive || held(u, map[string]bool{})
 	}
 }
 
@@ -131,7 +135,7 @@ func statusExit(st control.Status, named bool) int {
 		if !named && u.State == control.StateError {
 			continue
 		}
-		if named && activityOf(u.State) != actActive || !named && !rest(u) {
+		if named && activityOf(u) != actActive || !named && !rest(u) {
 			return exitcode.HermesctlNotRunning
 		}
 	}
@@ -270,7 +274,7 @@ func activities(ctx context.Context, g *globals, names []string) ([]activity, er
 	of := map[string]activity{}
 	for _, u := range st.Units {
 		if _, ok := of[u.Name]; !ok {
-			of[u.Name] = activityOf(u.State)
+			of[u.Name] = activityOf(u)
 		}
 	}
 	as := make([]activity, len(names))
