@@ -103,8 +103,8 @@ type sdConv struct {
 	stdout, stderr    string // the log paths of StandardOutput= and StandardError=
 	stdoutKey         string
 	restartSet        bool
-	restartFirst        time.Duration
-	restartLongest        time.Duration
+	restartFirst      time.Duration
+	restartLongest    time.Duration
 	startTimeout      string // TimeoutStartSec, kept until the type is known
 	startTimeoutInfin bool
 }
