@@ -8,7 +8,7 @@ CHAOS_ROUNDS ?= 200
 CHAOS_SEED ?= 0
 BENCH_FLAGS ?=
 
-.PHONY: help build run test lint lint-metrics bench bench-peers clean schema chaos examples
+.PHONY: help build run test lint lint-metrics bench bench-peers clean schema chaos examples man dist
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -56,5 +56,11 @@ schema: ## regenerate schema/*.schema.json from the Go types
 examples: ## regenerate examples/launchd with hermesctl export launchd (TestLaunchdExampleIsGenerated fails when it drifts)
 	$(GO) test -count=1 -run '^TestLaunchdExampleIsGenerated$$' ./cmd/hermesctl -update
 
+man: ## regenerate docs/man (hermesctl's man pages) from the command tree (TestManPages fails when they drift)
+	$(GO) test -count=1 -run '^TestManPages$$' ./cmd/hermesctl -update
+
+dist: ## static (CGO_ENABLED=0) binaries for linux and darwin on amd64 and arm64, tarballs and SHA256SUMS in dist/, checked (VERSION=v1.2.3)
+	.ci/dist
+
 clean: ## remove build output and the run state
-	rm -rf $(BIN) .run
+	rm -rf $(BIN) .run dist

@@ -48,6 +48,7 @@ type exportOptions struct {
 	force    bool     // --force
 	hermesd  string   // --hermesd
 	gateway  bool     // --gateway
+	only     bool     // --only-gateway
 	insecure bool     // --insecure-units
 	watchdog time.Duration
 }
@@ -66,6 +67,11 @@ stop signal, dependencies, log file. What systemd cannot express is said in
 a comment in the file. Also writes hermesd.service, which runs the gateway
 itself under systemd (KillMode=process, Delegate=yes for cgroup mode).
 
+With --only-gateway, writes hermesd.service alone (hermesd then runs the
+units itself, as always): the way to run hermesd at login,
+  hermesctl export systemd --only-gateway --dir ~/.config/systemd/user
+  systemctl --user daemon-reload && systemctl --user enable --now hermesd
+
 Files are written atomically into DIR (created if missing), for example
 ~/.config/systemd/user; existing files are overwritten only with --force.
 Then: systemctl --user daemon-reload.`,
@@ -79,6 +85,7 @@ Then: systemctl --user daemon-reload.`,
 	f.BoolVar(&opts.force, "force", false, "overwrite files that exist")
 	f.StringVar(&opts.hermesd, "hermesd", "", "path of the hermesd binary for hermesd.service (default: next to hermesctl, else from PATH)")
 	f.BoolVar(&opts.gateway, "gateway", true, "also write hermesd.service")
+	f.BoolVar(&opts.only, "only-gateway", false, "write hermesd.service alone: hermesd runs the units (no units directory needed)")
 	f.DurationVar(&opts.watchdog, "watchdog", 30*time.Second, "WatchdogSec of hermesd.service (hermesd pings at half of it; 0: none)")
 	f.BoolVar(&opts.insecure, "insecure-units", false, "load unit files and directories that other users can write (unsafe)")
 	_ = cmd.MarkFlagRequired("dir") // the flag is defined just above
@@ -90,17 +97,14 @@ Then: systemctl --user daemon-reload.`,
 // reported and the others written; exit 1 then. A file that exists is
 // overwritten only with --force; otherwise nothing is written.
 func runExportSystemd(opts *exportOptions) error {
-	cfg, d, err := exportLoad(opts)
+	if opts.only && (len(opts.names) > 0 || !opts.gateway) {
+		return &exitError{code: exitcode.Usage, err: errors.New("export: --only-gateway writes hermesd.service alone: name no unit, and leave --gateway on")}
+	}
+	cfg, files, errs, err := exportSources(opts)
 	if err != nil {
 		return &exitError{code: exitcode.Failure, err: fmt.Errorf("export: %w", err)}
 	}
-	res := exportResult{Dir: opts.dir, Files: []string{}, Errors: []exportError{}}
-	names := opts.names
-	if len(names) == 0 {
-		names = exportAll(d)
-	}
-	files, errs := exportUnits(d, names, systemdunit.Options{StateDir: absPath(opts.g.State), LookPath: exec.LookPath})
-	res.Errors = append(res.Errors, errs...)
+	res := exportResult{Dir: opts.dir, Files: []string{}, Errors: errs}
 	if opts.gateway {
 		gw, err := gatewayFile(opts.g, cfg, opts.hermesd, opts.watchdog)
 		if err != nil {
@@ -124,6 +128,25 @@ func runExportSystemd(opts *exportOptions) error {
 		return &exitError{code: exitcode.Failure, err: fmt.Errorf("export: %d %s not exported (listed above)", n, plural(n, "unit", "units"))}
 	}
 	return nil
+}
+
+// exportSources loads hermes.yaml and, unless --only-gateway, the units
+// to export, and builds their files.
+func exportSources(opts *exportOptions) (*units.Config, []systemdunit.File, []exportError, error) {
+	if opts.only {
+		cfg, err := units.LoadConfig(opts.g.Config)
+		return cfg, nil, []exportError{}, err
+	}
+	cfg, d, err := exportLoad(opts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	names := opts.names
+	if len(names) == 0 {
+		names = exportAll(d)
+	}
+	files, errs := exportUnits(d, names, systemdunit.Options{StateDir: absPath(opts.g.State), LookPath: exec.LookPath})
+	return cfg, files, append([]exportError{}, errs...), nil
 }
 
 // exportLoad loads hermes.yaml and, with its unit defaults, the units
@@ -197,7 +220,10 @@ func printExport(opts *exportOptions, res exportResult) error {
 	for _, e := range res.Errors {
 		fmt.Fprintf(opts.errOut, "hermesctl: export: unit %s: %s\n", e.Unit, e.Error)
 	}
-	if len(res.Files) > 0 {
+	switch {
+	case opts.only:
+		fmt.Fprintln(opts.out, "next: systemctl --user daemon-reload && systemctl --user enable --now hermesd")
+	case len(res.Files) > 0:
 		fmt.Fprintln(opts.out, "next: systemctl --user daemon-reload")
 	}
 	return nil
