@@ -1,5 +1,5 @@
 // Command gen writes the JSON Schemas of the schema package into the
-// current directory; run it with `go generate ./schema` from the module
+// current directory, and the key reference they give into ../docs; run it with `go generate ./schema` from the module
 // root.
 package main
 
@@ -21,5 +21,13 @@ func main() {
 			fmt.Fprintln(os.Stderr, "schema:", err)
 			os.Exit(1)
 		}
+	}
+	ref, err := schema.Reference(files)
+	if err == nil {
+		err = os.WriteFile(schema.ReferenceFile, ref, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "schema:", err)
+		os.Exit(1)
 	}
 }
