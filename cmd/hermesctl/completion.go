@@ -34,8 +34,14 @@ func newCompletionCmd(g *globals, root *cobra.Command) *cobra.Command {
 		Long: `Print the completion script for a shell. For example:
 
   bash: source <(hermesctl completion bash)
+        or, for every shell: hermesctl completion bash > ~/.local/share/bash-completion/completions/hermesctl
   zsh:  hermesctl completion zsh > "${fpath[1]}/_hermesctl"
   fish: hermesctl completion fish > ~/.config/fish/completions/hermesctl.fish
+
+The bash script needs the bash-completion package (Debian and Ubuntu:
+apt-get install bash-completion; macOS: brew install bash-completion@2),
+loaded by your ~/.bashrc: without it every TAB prints
+"_get_comp_words_by_ref: command not found". zsh and fish need nothing more.
 
 Unit names complete from the units directory, offline.`,
 		ValidArgs: shells,
