@@ -1,0 +1,242 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hermes-units/hermes/control"
+)
+
+// cookbookDir holds the cookbook's units and the files they run, as
+// docs/cookbook.md shows them.
+const cookbookDir = "../../examples/cookbook"
+
+// cookbookUnits are the cookbook's units, the programs each needs, and
+// what the test asks of it once hermesd says it is ready.
+var cookbookUnits = []struct {
+	name  string
+	needs []string
+	check func(t *testing.T)
+}{
+	{"nginx", []string{"nginx"}, httpSays("http://127.0.0.1:18080/", "hello from nginx")},
+	{"nginx-forking", []string{"nginx"}, httpSays("http://127.0.0.1:18081/", "hello from nginx, daemonized")},
+	{"redis", []string{"redis-server"}, redisPong("127.0.0.1:16380")},
+	{"web", []string{"python3"}, httpSays("http://127.0.0.1:18082/", "")},
+	{"node-app", []string{"node"}, httpSays("http://127.0.0.1:18083/", "hello from node")},
+	{"model", []string{"python3"}, httpSays("http://127.0.0.1:18084/v1/models", `"id": "stand-in"`)},
+}
+
+// TestCookbook runs every unit of examples/cookbook as written under a
+// real hermesd (a program this machine lacks is named, and its unit left
+// out), waits until each is ready, and asks each a question only the
+// real server answers: a page, a PONG, a model list.
+func TestCookbook(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts hermesd, nginx, redis-server, python3 and node")
+	}
+	work := t.TempDir()
+	unitsDir := filepath.Join(work, "units")
+	if err := os.CopyFS(unitsDir, os.DirFS(cookbookDir)); err != nil {
+		t.Fatal(err)
+	}
+	var run []string
+	for _, u := range cookbookUnits {
+		if missing := missingProgram(u.needs); missing != "" {
+			os.Remove(filepath.Join(unitsDir, u.name+".yaml"))
+			t.Run(u.name, func(t *testing.T) {
+				t.Skipf("%s is not installed here: unit %s left out (.ci/run installs it)", missing, u.name)
+			})
+			continue
+		}
+		run = append(run, u.name)
+	}
+	if len(run) == 0 {
+		t.Skip("none of the cookbook's programs is installed")
+	}
+	rt := filepath.Join(work, "run")
+	if err := os.Mkdir(rt, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	socket := filepath.Join(rt, "hermesd.sock")
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "XDG_RUNTIME_DIR=" + rt}
+	d, err := startHermesd(daemonPaths{units: unitsDir, state: filepath.Join(work, "state"), socket: socket, log: filepath.Join(work, "hermesd.log"), env: env})
+	if d != nil {
+		t.Cleanup(func() {
+			if err := d.stop(); err != nil {
+				t.Errorf("hermesd stop: %v", err)
+			}
+		})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := control.Dial(socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ready := waitReady(t, c, run)
+	for _, u := range cookbookUnits {
+		if !containsName(run, u.name) {
+			continue
+		}
+		t.Run(u.name, func(t *testing.T) {
+			if !ready[u.name] {
+				st, _ := c.Status(t.Context(), u.name)
+				log, _ := c.LogPath(t.Context(), u.name)
+				b, _ := os.ReadFile(log)
+				t.Fatalf("%s is not ready: %+v\nits log:\n%s", u.name, st.Units, b)
+			}
+			u.check(t)
+		})
+	}
+}
+
+func containsName(list []string, name string) bool {
+	for _, n := range list {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+func missingProgram(names []string) string {
+	for _, n := range names {
+		if _, err := exec.LookPath(n); err != nil {
+			if _, err := os.Stat(filepath.Join("/usr/sbin", n)); err != nil {
+				return n
+			}
+		}
+	}
+	return ""
+}
+
+// waitReady polls the status until every unit named is ready, or the
+// deadline: the units ready by then.
+func waitReady(t *testing.T, c *control.Client, names []string) map[string]bool {
+	t.Helper()
+	ready := map[string]bool{}
+	for deadline := time.Now().Add(daemonDeadline); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		st, err := c.Status(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range st.Units {
+			ready[u.Name] = u.Ready
+		}
+		all := true
+		for _, n := range names {
+			all = all && ready[n]
+		}
+		if all {
+			break
+		}
+	}
+	return ready
+}
+
+// httpSays checks that url answers 200 with a body holding want.
+func httpSays(url, want string) func(t *testing.T) {
+	return func(t *testing.T) {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), want) {
+			t.Errorf("GET %s: %s %q, want 200 holding %q", url, resp.Status, b, want)
+		}
+	}
+}
+
+// redisPong checks that a redis server at addr answers PING.
+func redisPong(addr string) func(t *testing.T) {
+	return func(t *testing.T) {
+		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(5 * time.Second))
+		fmt.Fprint(conn, "PING\r\n")
+		line, err := bufio.NewReader(conn).ReadString('\n')
+		if err != nil || line != "+PONG\r\n" {
+			t.Errorf("PING: %q, %v; want +PONG", line, err)
+		}
+	}
+}
+
+// TestCookbookMCP runs the cookbook's MCP server on stdio as an agent
+// would, an owned child of hermesctl run, and speaks MCP to it:
+// initialize, tools/list, tools/call.
+func TestCookbookMCP(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed: the cookbook's MCP server needs it")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), exe, "run", "--", "python3", "mcp_server.py")
+	cmd.Args[0] = "hermesctl" // this test binary is hermesctl by that name (TestMain)
+	cmd.Dir = cookbookDir
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	out := bufio.NewReader(outPipe)
+	call := func(id int, method string, params any) map[string]any {
+		t.Helper()
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+		if _, err := fmt.Fprintf(in, "%s\n", b); err != nil {
+			t.Fatal(err)
+		}
+		line, err := out.ReadString('\n')
+		if err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		var reply map[string]any
+		if err := json.Unmarshal([]byte(line), &reply); err != nil || reply["result"] == nil {
+			t.Fatalf("%s: reply %q: %v", method, line, err)
+		}
+		return reply["result"].(map[string]any)
+	}
+	init := call(1, "initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "test", "version": "0"}})
+	if info, _ := init["serverInfo"].(map[string]any); info["name"] != "cookbook-echo" {
+		t.Errorf("initialize: serverInfo %v", init["serverInfo"])
+	}
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if tools, _ := call(2, "tools/list", map[string]any{})["tools"].([]any); len(tools) != 1 {
+		t.Errorf("tools/list: %v", tools)
+	}
+	res := call(3, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}})
+	if content, _ := res["content"].([]any); len(content) != 1 || content[0].(map[string]any)["text"] != "hi" {
+		t.Errorf("tools/call echo: %v", res)
+	}
+	in.Close() // the server reads EOF and exits; run exits with its status
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("hermesctl run: %v", err)
+	}
+}
