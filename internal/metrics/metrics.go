@@ -17,6 +17,7 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/events"
+	"github.com/hermes-units/hermes/internal/version"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -24,6 +25,12 @@ import (
 // States are the unit states hermes_unit_state has a series for, one per
 // unit each: the words of `hermesctl status`.
 var States = control.UnitStates
+
+// causes are the causes hermes_unit_restarts_total has a series for, each
+// at 0 from a unit's first scrape: increase() over a window then sees the
+// first restart (a series born at 1 shows no increase).
+var causes = []string{events.CauseExit, events.CauseSignal, events.CauseStartTimeout, events.CauseReadiness,
+	events.CauseWatchdog, events.CauseRuntimeMax, events.CauseSpawn, events.CauseBudget, events.CauseOther}
 
 // Supervisor modes hermes_supervisor_mode has a series for.
 var modes = []string{"cgroup", "pgroup"}
@@ -119,7 +126,7 @@ func New(opts Options) *Metrics {
 		Help: "Duration of a streaming call, from the request to its end.", Buckets: streamBuckets}, []string{"provider", "model"})
 	m.events = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hermes_events_total",
 		Help: "Events published to the event stream (hermesctl events), by kind."}, []string{"kind"})
-	for _, c := range []prometheus.Collector{m.restarts, m.startToReady, m.reloads, m.reloadDuration, m.configErrors,
+	for _, c := range []prometheus.Collector{m.reloads, m.reloadDuration, m.configErrors,
 		m.supRestarts, m.ledgerWrite, m.requests, m.cuts, m.trips, m.ttft, m.streamDuration, m.events} {
 		f(c)
 	}
@@ -133,8 +140,19 @@ func New(opts Options) *Metrics {
 			Help: "Event stream readers dropped for falling behind."}, func() float64 { return float64(b.Dropped()) }))
 	}
 	if m.status != nil {
+		// The per-unit vectors are collected after the status read that
+		// makes their series (born), so that they exist at the first scrape.
 		f(statusCollector{m})
+	} else {
+		f(m.restarts)
+		f(m.startToReady)
 	}
+	bi := version.Read()
+	build := prometheus.NewGauge(prometheus.GaugeOpts{Name: "hermes_build_info",
+		Help:        "1, labelled with the version, VCS revision and Go version hermesd was built from.",
+		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.Revision, "goversion": bi.Go}})
+	build.Set(1)
+	f(build)
 	if opts.Process {
 		f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		f(collectors.NewGoCollector())
@@ -196,7 +214,9 @@ var (
 	descUnitReady = prometheus.NewDesc("hermes_unit_ready",
 		"1 when a unit is ready.", []string{"unit"}, nil)
 	descUnitRSS = prometheus.NewDesc("hermes_unit_resident_memory_bytes",
-		"Resident memory of a unit's process group.", []string{"unit"}, nil)
+		"Resident memory of a unit's main process (the pid status shows), not of the rest of its group.", []string{"unit"}, nil)
+	descUnitStart = prometheus.NewDesc("hermes_unit_start_time_seconds",
+		"Start time of a unit's main process since the Unix epoch (absent while it runs none).", []string{"unit"}, nil)
 	descSupMode = prometheus.NewDesc("hermes_supervisor_mode",
 		"1 for the containment mode of the death supervisor (cgroup or pgroup).", []string{"mode"}, nil)
 	descSupHealthy = prometheus.NewDesc("hermes_supervisor_healthy",
@@ -213,8 +233,10 @@ var (
 		"1 when the daemon's status could be read for this scrape.", nil, nil)
 )
 
-func (statusCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descUnitState, descUnitReady, descUnitRSS, descSupMode, descSupHealthy,
+func (c statusCollector) Describe(ch chan<- *prometheus.Desc) {
+	c.m.restarts.Describe(ch)
+	c.m.startToReady.Describe(ch)
+	for _, d := range []*prometheus.Desc{descUnitState, descUnitReady, descUnitRSS, descUnitStart, descSupMode, descSupHealthy,
 		descSupGroups, descConfigErrs, descBreakers, descStreak, descScrapeErr} {
 		ch <- d
 	}
@@ -227,11 +249,14 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
 	st, err := c.m.status(ctx)
+	defer c.m.startToReady.Collect(ch)
+	defer c.m.restarts.Collect(ch)
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(descScrapeErr, prometheus.GaugeValue, 0)
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(descScrapeErr, prometheus.GaugeValue, 1)
+	now := time.Now()
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
@@ -246,6 +271,10 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(descUnitReady, b2f(u.Ready), u.Name)
 		gauge(descUnitRSS, float64(u.RSS), u.Name)
+		if u.Uptime > 0 {
+			gauge(descUnitStart, float64(now.Add(-u.Uptime).UnixMilli())/1e3, u.Name)
+		}
+		c.m.born(u.Name)
 	}
 	for _, md := range modes {
 		gauge(descSupMode, b2f(st.Supervisor.Mode == md), md)
@@ -272,6 +301,16 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descStreak, float64(n), k.provider, k.model)
 		}
 	}
+}
+
+// born makes the per-unit counters and histograms of unit exist, at 0,
+// from its first scrape on (a unit that never restarted has
+// hermes_unit_restarts_total 0 for every cause, not no series).
+func (m *Metrics) born(unit string) {
+	for _, c := range causes {
+		m.restarts.WithLabelValues(unit, c)
+	}
+	m.startToReady.WithLabelValues(unit)
 }
 
 func b2f(b bool) float64 {

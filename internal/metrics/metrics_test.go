@@ -220,3 +220,31 @@ func TestReadToken(t *testing.T) {
 		})
 	}
 }
+
+// TestSeriesFromFirstAppearance: a unit that never restarted has
+// hermes_unit_restarts_total at 0 for every cause from its first scrape
+// (increase() then sees its first restart), its start-to-ready histogram,
+// and its main process's start time; hermes_build_info is 1.
+func TestSeriesFromFirstAppearance(t *testing.T) {
+	st := control.Status{Units: []control.Unit{{Name: "web", State: "running", Uptime: 90 * time.Second}}}
+	m := New(Options{Status: func(context.Context) (control.Status, error) { return st, nil }})
+	before := time.Now()
+	fams := Scrape(t, m.Handler(""))
+	for _, cause := range causes {
+		if got := fams.Value("hermes_unit_restarts_total", "unit", "web", "cause", cause); got != 0 {
+			t.Errorf("hermes_unit_restarts_total{unit=web,cause=%s} = %v, want 0 (-1: no series)", cause, got)
+		}
+	}
+	if got := fams.Value("hermes_unit_start_to_ready_seconds", "unit", "web"); got != 0 {
+		t.Errorf("hermes_unit_start_to_ready_seconds{unit=web} count = %v, want 0 (-1: no series)", got)
+	}
+	start := fams.Value("hermes_unit_start_time_seconds", "unit", "web")
+	if want := float64(before.Add(-90 * time.Second).Unix()); start < want-2 || start > want+2 {
+		t.Errorf("hermes_unit_start_time_seconds{unit=web} = %v, want about %v", start, want)
+	}
+	fam := fams["hermes_build_info"]
+	if fam == nil || len(fam.Metric) != 1 || fam.Metric[0].GetGauge().GetValue() != 1 {
+		t.Errorf("hermes_build_info: %v, want one series at 1", fam)
+	}
+	metricstest.CheckPromtool(t, scrapeBytes(t, m.Handler("")))
+}
