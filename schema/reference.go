@@ -87,6 +87,8 @@ var Examples = map[string]string{
 	"config.gateway.read_header_timeout":                      "10s",
 	"config.gateway.body_read_timeout":                        "30s",
 	"config.gateway.idle_timeout":                             "60s",
+	"config.probes.listen":                                    "127.0.0.1:9465",
+	"config.probes.remote":                                    "true",
 	"config.metrics.listen":                                   "127.0.0.1:9464",
 	"config.metrics.token_file":                               "~/.config/hermes/metrics.token",
 	"config.defaults.restart":                                 "always",
