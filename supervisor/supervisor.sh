@@ -22,13 +22,26 @@
 # empty, KILL what is left, remove the cgroups, exit.
 set -f
 trap '' HUP INT QUIT TSTP TTIN TTOU PIPE
-grace=$1 opg=$2 base=$3 own=$4 tab=${5-} me=$$ ids=' ' idle=0 cg=-
+grace=$1 opg=$2 base=$3 own=$4 tab=${5-} me=$$ ids=' ' idle=0 cg=- live=0 all=0
 case $tab in proc | ps) ;; *) if [ -r "/proc/$me/stat" ]; then tab=proc; else tab='ps'; fi ;; esac
 num() { case $1 in '' | *[!0-9]*) return 1 ;; esac; }
 # words TEXT: w := the words of TEXT joined by single spaces (ps pads).
 # shellcheck disable=SC2086,SC2034 # splitting into words is the point; w is read by eval
 words() { set -- $1; w="$*"; }
 no() { echo "N $rid $*"; }
+# ids lists every id registered since it was last compacted, each once
+# (i_ID marks those in it); an unregistration only unsets g_ID, so that no
+# line costs work that grows with the registrations (cutting a word out of
+# a long string does). all and live count the ids listed and those still
+# registered; once the unregistered outnumber the registered, compact
+# drops them from ids: work proportional to the lines that came since.
+compact() {
+  k=$ids ids=' ' all=0
+  for x in $k; do
+    eval "y=\${g_$x+1}"
+    if [ -n "$y" ]; then ids="$ids$x " all=$((all + 1)); else unset "i_$x"; fi
+  done
+}
 while IFS= read -r l; do
   rid=-
   if [ ${#l} -gt 256 ]; then no line longer than 256 bytes; continue; fi
@@ -58,16 +71,20 @@ while IFS= read -r l; do
       words "$(ps -o lstart= -p "$4" 2>/dev/null)"
       eval "l_$2=\${w:-gone}"
     fi
+    eval "y=\${g_$2+1} z=\${i_$2-}"
+    [ -n "$y" ] || live=$((live + 1))
+    [ -n "$z" ] || { ids="$ids$2 " all=$((all + 1)); eval "i_$2=1"; }
     eval "g_$2=\"\$3 \$4 \$5 \$6\" c_$2=\$c"
-    case $ids in *" $2 "*) ;; *) ids="$ids$2 " ;; esac
     echo "A $2"
     ;;
   U)
     case ${2-} in '' | *[!A-Za-z0-9_]*) no bad registration id; continue ;; esac
     rid=$2
     [ $# -eq 2 ] || { no malformed unregistration; continue; }
-    case $ids in *" $2 "*) ids="${ids%% "$2" *} ${ids#* "$2" }" ;; esac
+    eval "y=\${g_$2+1}"
+    [ -z "$y" ] || live=$((live - 1))
     unset "g_$2" "c_$2" "l_$2"
+    [ $((all - live)) -le $((live + 64)) ] || compact
     echo "A $2"
     ;;
   I)
@@ -81,6 +98,8 @@ done
 # The owner is gone or closed the pipe: nobody reads replies any more, and
 # nothing started from here may hold the reply pipe.
 exec >/dev/null
+# From here on, ids lists the registered ids alone.
+compact
 
 # The process table is read one of two ways (TABLE):
 #   proc: /proc/PID/stat, of the processes a look needs (Linux);
