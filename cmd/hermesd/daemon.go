@@ -214,10 +214,14 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	defer d.obs.close()
 	d.led.ObserveWrites(d.obs.metrics.LedgerWrite)
+	if err := checkShell(supervisor.Shell); err != nil {
+		return exit(exitcode.Failure, err)
+	}
 	if d.owner, err = d.newOwner(); err != nil {
 		return exit(exitcode.Failure, err)
 	}
 	defer d.owner.Close()
+	adviseMode(log, cfg.mode, d.owner.Status().Mode)
 
 	if d.px, err = startProxy(ctx, cfg, log, d.obs); err != nil {
 		return err
