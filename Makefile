@@ -22,8 +22,9 @@ run: build ## build, then start hermesd in the foreground on examples/
 	@echo "in another shell:  export HERMES_SOCKET=$(STATE)/hermesd.sock; $(BIN)/hermesctl status"
 	exec $(BIN)/hermesd --config examples/hermes.yaml --units examples/units --state $(STATE) --socket $(STATE)/hermesd.sock
 
-test: ## run every test with the race detector
+test: ## run every test with the race detector (and examples/kubernetes, a module of its own)
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+	cd examples/kubernetes && $(GO) test -race -count=1 ./...
 
 lint: ## gofmt, go mod tidy, go vet, staticcheck, shellcheck, complexity ≤ 25, the detached-spawn ratchet and bodies ≤ 100 lines
 	$(GO) mod tidy -diff
@@ -34,6 +35,7 @@ lint: ## gofmt, go mod tidy, go vet, staticcheck, shellcheck, complexity ≤ 25,
 	@# Each file once (a directory would be walked again under its parent); -ignore is a regexp on the path.
 	$(GO) tool gocyclo -over 25 -ignore '_test\.go$$' $$(git ls-files '*.go')
 	$(GO) run ./internal/cmd/spawncheck .
+	cd examples/kubernetes && $(GO) mod tidy -diff && $(GO) vet ./...
 
 cross: ## go vet and go test -c of every package for darwin/arm64, darwin/amd64 and freebsd/amd64 (TARGETS="darwin/arm64" for some)
 	.ci/cross
