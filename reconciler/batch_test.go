@@ -2,6 +2,8 @@ package reconciler
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"testing"
@@ -74,6 +76,57 @@ func TestShutdownStopsLevelsInBatches(t *testing.T) {
 		}
 		if n := len(h.fs.stopOrder()); n != 0 {
 			t.Errorf("Stop called %d times beside the batches, want 0", n)
+		}
+	})
+}
+
+// lateBatcher is a batchSpawner whose StopAll, once every stop is done,
+// waits for its ctx to end and returns its error: the release of the
+// groups that a clean stop of hermesd cuts short.
+type lateBatcher struct{ *batchSpawner }
+
+func (b lateBatcher) StopAll(ctx context.Context, orders []supervisor.StopOrder, signalled func(), done func(i int, err error)) error {
+	_ = b.batchSpawner.StopAll(ctx, orders, signalled, done)
+	<-ctx.Done()
+	return fmt.Errorf("ledger: release: %w", ctx.Err())
+}
+
+// warnings is a slog handler that keeps the messages of WARN and above.
+type warnings struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warnings) Enabled(_ context.Context, l slog.Level) bool { return true }
+func (w *warnings) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		w.mu.Lock()
+		w.msgs = append(w.msgs, r.Message)
+		w.mu.Unlock()
+	}
+	return nil
+}
+func (w *warnings) WithAttrs([]slog.Attr) slog.Handler { return w }
+func (w *warnings) WithGroup(string) slog.Handler      { return w }
+
+// TestCleanStopWarnsNothing: a clean stop of hermesd whose last batch's
+// release is cut short by the stop itself logs no warning (it logged
+// "units stopped; the release of their groups failed err=context
+// canceled").
+func TestCleanStopWarnsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, spec("web"))
+		bs := lateBatcher{&batchSpawner{fakeSpawner: h.fs}}
+		w := &warnings{}
+		h.run(New(Options{Spawner: bs, StateDir: t.TempDir(), Env: []string{"PATH=/bin"}, Rand: func() float64 { return 0.5 }, Load: h.load, Logger: slog.New(w)}))
+		synctest.Wait()
+		if err := h.shutdown(); err != nil {
+			t.Fatalf("Run after shutdown: %v", err)
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if len(w.msgs) > 0 {
+			t.Errorf("a clean stop logged warnings %q, want none", w.msgs)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 
 	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/supervisor"
@@ -99,7 +100,14 @@ func (r *Reconciler) dispatchStops() {
 				close(returned[i])
 				r.post(stopDoneEvent{batch[i].name, batch[i].gen, err})
 			})
-			if err != nil {
+			switch {
+			case err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()):
+				// hermesd's clean stop: Run ended once the groups were
+				// empty, and with it the bookkeeping that follows (the
+				// ledger entries of dead groups are pruned at the next
+				// write). Nothing went wrong.
+				r.log.Debug("units stopped as hermesd stops; their release was left to the ledger's pruning", "units", len(orders))
+			case err != nil:
 				// The units are stopped (their groups are empty): only the
 				// bookkeeping that follows failed.
 				r.log.Warn("units stopped; the release of their groups failed", "units", len(orders), "err", err)
