@@ -9,6 +9,9 @@ package providers
 import (
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -276,14 +279,60 @@ func (e *MissingKeyError) Error() string {
 // Unwrap returns ErrNoAPIKey.
 func (e *MissingKeyError) Unwrap() error { return ErrNoAPIKey }
 
-// APIKey returns the API key of provider id, read through lookup from the
-// variable its api_key_env names. A provider without api_key_env (a local
-// server) has no key: "" and nil. A named but unset or empty variable is a
-// *MissingKeyError.
+// KeyFileError: the provider's api_key_file cannot be read, or is empty.
+type KeyFileError struct {
+	Provider string
+	File     string
+	Source   string
+	Err      error // nil: the file is empty
+}
+
+func (e *KeyFileError) Error() string {
+	why := "is empty"
+	if e.Err != nil {
+		why = "cannot be read: " + e.Err.Error()
+	}
+	return fmt.Sprintf("provider %s: the API key file %s %s: put the key in it (a mounted Secret's key), or change %s.api_key_file", e.Provider, e.File, why, e.Source)
+}
+
+// Unwrap returns ErrNoAPIKey.
+func (e *KeyFileError) Unwrap() error { return ErrNoAPIKey }
+
+// maxKeyFile bounds what is read of an api_key_file: a key, not a file.
+const maxKeyFile = 64 << 10
+
+// readKeyFile reads an api_key_file at each call: a Secret the kubelet
+// rotates in its volume (a new ..data) is taken at the next call.
+func readKeyFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxKeyFile))
+	return strings.TrimSpace(string(b)), err
+}
+
+// APIKey returns the API key of provider id: read from its api_key_file,
+// or through lookup from the variable its api_key_env names. A provider
+// with neither (a local server) has no key: "" and nil. A named but unset
+// or empty variable is a *MissingKeyError; a file that cannot be read or
+// is empty, a *KeyFileError.
 func (s *Set) APIKey(id string, lookup func(string) (string, bool)) (string, error) {
 	e, ok := s.byID[id]
 	if !ok {
 		return "", &UnknownProviderError{ID: id, Known: s.IDs(), File: s.file}
+	}
+	if e.p.APIKeyFile != "" {
+		key, err := readKeyFile(e.p.APIKeyFile)
+		if err != nil || key == "" {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return "", &KeyFileError{Provider: id, File: e.p.APIKeyFile, Source: e.source, Err: err}
+		}
+		return key, nil
 	}
 	if e.p.APIKeyEnv == "" {
 		return "", nil

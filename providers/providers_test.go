@@ -2,7 +2,10 @@ package providers
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -217,5 +220,47 @@ func TestWith(t *testing.T) {
 	added := set.With(units.Provider{ID: "explore", BaseURL: "http://gpu-box.local:8000"}, "--base-url provider explore")
 	if ids := added.IDs(); !slices.Contains(ids, "explore") || len(ids) != 5 {
 		t.Errorf("IDs after With = %v", ids)
+	}
+}
+
+// TestAPIKeyFile: a provider's api_key_file (a mounted Secret) is read at
+// each call, so a key the kubelet rotates in the volume is taken at the
+// next call; a missing or empty file is a KeyFileError naming it.
+func TestAPIKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	yml := "providers:\n  openai:\n    base_url: https://api.openai.com/v1\n    api_key_file: secret/OPENAI_API_KEY\n"
+	cfg, err := units.ParseConfig("hermes.yaml", dir, []byte(yml))
+	if err != nil {
+		t.Fatalf("ParseConfig: %v", err)
+	}
+	set, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "secret", "OPENAI_API_KEY")
+	var kf *KeyFileError
+	if _, err := set.APIKey("openai", nil); !errors.As(err, &kf) || kf.File != path || kf.Err == nil || !errors.Is(err, ErrNoAPIKey) {
+		t.Errorf("APIKey with no file = %v, want a KeyFileError naming %s", err, path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"sk-one", "sk-two"} {
+		if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := set.APIKey("openai", nil); got != key || err != nil {
+			t.Errorf("APIKey = %q, %v, want %q (the file's key now)", got, err, key)
+		}
+	}
+	if err := os.WriteFile(path, []byte(" \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := set.APIKey("openai", nil); !errors.As(err, &kf) || kf.Err != nil || !strings.Contains(err.Error(), "is empty") {
+		t.Errorf("APIKey with an empty file = %v, want a KeyFileError saying it is empty", err)
+	}
+	both := "providers:\n  openai:\n    base_url: https://api.openai.com/v1\n    api_key_env: K\n    api_key_file: /k\n"
+	if _, err := units.ParseConfig("hermes.yaml", dir, []byte(both)); err == nil || !strings.Contains(err.Error(), "keep one of the two") {
+		t.Errorf("api_key_env and api_key_file together: %v, want refused", err)
 	}
 }

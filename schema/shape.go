@@ -115,6 +115,7 @@ type Log struct {
 type Provider struct {
 	BaseURL             string           `json:"base_url,omitempty" jsonschema:"pattern=^https?://[^/]+" jsonschema_description:"OpenAI-compatible base URL, like http://127.0.0.1:8080/v1."`
 	APIKeyEnv           string           `json:"api_key_env,omitempty" jsonschema:"pattern=^[^=$ ]+$" jsonschema_description:"Name of the environment variable holding the API key (not the key)."`
+	APIKeyFile          string           `json:"api_key_file,omitempty" jsonschema:"minLength=1" jsonschema_description:"File holding the API key (a mounted Kubernetes Secret, a Docker secret), read at each call; instead of api_key_env."`
 	StaleTimeoutSeconds Seconds          `json:"stale_timeout_seconds,omitempty" jsonschema_description:"Explicit stale timeout: beats floors and tiers."`
 	Models              map[string]Model `json:"models,omitempty" jsonschema_description:"Per-model settings, by model id."`
 	Tiers               []Tier           `json:"tiers,omitempty" jsonschema_description:"Context tiers replacing the defaults."`

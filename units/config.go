@@ -284,6 +284,15 @@ var providerFields = keyed[*Provider]{
 		if strings.ContainsAny(p.APIKeyEnv, "= $") {
 			d.errf(f.val, "api_key_env: write the name of the variable holding the key (like OPENAI_API_KEY), not its value")
 		}
+		if p.APIKeyFile != "" {
+			d.errf(f.key, "%s: api_key_file is set too; keep one of the two", f.path)
+		}
+	}},
+	{"api_key_file", func(d *decoder, p *Provider, f field) {
+		p.APIKeyFile = d.path(f)
+		if p.APIKeyEnv != "" {
+			d.errf(f.key, "%s: api_key_env is set too; keep one of the two", f.path)
+		}
 	}},
 	{"stale_timeout_seconds", func(d *decoder, p *Provider, f field) { p.StaleTimeout = d.duration(f, durSeconds, someCallLimit) }},
 	{"models", func(d *decoder, p *Provider, f field) { p.Models = d.models(f) }},

@@ -105,6 +105,7 @@ func providerNode(p *Provider, withID bool) *yaml.Node {
 	}
 	m.str("base_url", p.BaseURL, false)
 	m.str("api_key_env", p.APIKeyEnv, false)
+	m.str("api_key_file", p.APIKeyFile, false)
 	if p.StaleTimeout > 0 {
 		m.seconds("stale_timeout_seconds", p.StaleTimeout)
 	}

@@ -61,6 +61,8 @@ func variants() map[string]*Spec {
 	notify.Ready = Ready{Notify: true}
 	logp := fullSpec()
 	logp.Ready = Ready{Log: `^listening on .*:\d+$`}
+	// The key from a file instead of a variable (a mounted Secret).
+	logp.Provider.APIKeyEnv, logp.Provider.APIKeyFile = "", "/run/secrets/local key"
 	// A forking or oneshot unit is no job: their variants drop schedule: and
 	// what only a job has.
 	forking := fullSpec()

@@ -112,6 +112,7 @@ type Provider struct {
 	ID           string
 	BaseURL      string
 	APIKeyEnv    string                   // name of the env var holding the API key
+	APIKeyFile   string                   // absolute path of a file holding the API key (a mounted Secret); read at each call, so a rotated key is taken without a reload
 	StaleTimeout time.Duration            // stale_timeout_seconds; 0 = implicit
 	Models       map[string]ProviderModel // per-model settings, keyed by model id
 	Tiers        []Tier                   // context tiers replacing the defaults
