@@ -30,7 +30,11 @@ import (
 // unless its environment names an OPENAI_BASE_URL already (childProxyEnv).
 // With --run-budget the run has a job's budget rules (runbudget.go): at
 // 100 % CMD's group is stopped and hermesctl exits
-// exitcode.HermesctlBudget with one line of error.
+// exitcode.HermesctlBudget with one line of error. hermesctl works for an
+// owner (run_owner.go): the process that started it, or --owner PID; at
+// the owner's death, by any death, CMD's tree ends as at hermesctl's own,
+// and hermesctl exits with CMD's status; --no-owner keeps hermesctl alone
+// as the owner.
 func newRunCmd(g *globals) *cobra.Command {
 	opts := &runOptions{clientOptions: clientOptions{g: g}, stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
 	c := &cobra.Command{
@@ -44,6 +48,8 @@ func newRunCmd(g *globals) *cobra.Command {
 	f.DurationVar(&opts.grace, "grace", supervisor.DefaultGrace, "TERM→KILL grace for CMD's tree when hermesctl dies, or when --run-budget runs out")
 	f.Float64Var(&opts.budget, "run-budget", 0, "a job's run budget, in `SECONDS`: a wrap-up notice at 80% ($HERMES_WRAPUP_FILE, --wrapup-signal, and through the proxy), CMD's group stopped at 100% (exit 124)")
 	f.StringVar(&opts.wrapSig, "wrapup-signal", "", "`SIGNAL` sent to CMD at 80% of --run-budget, as a job's wrapup_signal (default: none)")
+	f.IntVar(&opts.owner.pid, "owner", 0, "`PID` of the process, of your user, whose death by any death ends CMD's tree within --grace (default: the process that started hermesctl)")
+	f.BoolVar(&opts.owner.none, "no-owner", false, "hermesctl alone owns CMD: its tree outlives the process that started hermesctl")
 	return opts.command(c, func(ctx context.Context, args []string) error {
 		opts.argv, opts.budgetGiven = args, f.Changed("run-budget")
 		return runRun(ctx, opts)
@@ -60,6 +66,7 @@ type runOptions struct {
 	budget                float64       // --run-budget, in seconds
 	budgetGiven           bool          // --run-budget was on the command line
 	wrapSig               string        // --wrapup-signal
+	owner                 ownerFlags    // --owner, --no-owner
 	stdin, stdout, stderr *os.File      // CMD's; a terminal on stdin makes CMD its foreground group
 }
 
@@ -80,6 +87,12 @@ func runRun(ctx context.Context, opts *runOptions) error {
 // status as an exitError (run's doc above).
 func runOwned(ctx context.Context, opts *runOptions, mode supervisor.Mode, rb runBudget) error {
 	g, args, grace := opts.g, opts.argv, opts.grace
+	wctx, unwatch := context.WithCancel(ctx)
+	defer unwatch()
+	ownerGone, err := watchOwner(wctx, opts.owner)
+	if err != nil {
+		return err
+	}
 	o, err := supervisor.New(supervisor.Options{StateDir: g.State, Role: units.RoleRun, Grace: grace, Mode: mode})
 	if err != nil {
 		return err
@@ -139,6 +152,14 @@ func runOwned(ctx context.Context, opts *runOptions, mode supervisor.Mode, rb ru
 				continue
 			}
 			syscall.Kill(-child.PGID, s.(syscall.Signal))
+		case <-ownerGone:
+			// As at hermesctl's own death: the supervisor ends the tree.
+			fmt.Fprintf(opts.errOut, "hermesctl run: the owner of this run has exited; stopping %s (TERM, then KILL after %s)\n", args[0], grace)
+			if err := o.Close(); err != nil {
+				fmt.Fprintln(opts.errOut, "hermesctl run:", err)
+			}
+			<-child.Done()
+			done = true
 		case <-child.Done():
 			done = true
 		}
