@@ -153,8 +153,14 @@ func runOwned(ctx context.Context, opts *runOptions, mode supervisor.Mode, rb ru
 			}
 			syscall.Kill(-child.PGID, s.(syscall.Signal))
 		case <-ownerGone:
-			// As at hermesctl's own death: the supervisor ends the tree.
+			// The group's stop looks for escapees first (a daemon that
+			// forked twice is ours, as subreaper, but not registered
+			// until a scan sees it); then, as at hermesctl's own death,
+			// the supervisor ends what is registered.
 			fmt.Fprintf(opts.errOut, "hermesctl run: the owner of this run has exited; stopping %s (TERM, then KILL after %s)\n", args[0], grace)
+			if err := o.Stop(ctx, child.Group, syscall.SIGTERM, grace); err != nil {
+				fmt.Fprintln(opts.errOut, "hermesctl run:", err)
+			}
 			if err := o.Close(); err != nil {
 				fmt.Fprintln(opts.errOut, "hermesctl run:", err)
 			}
