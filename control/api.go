@@ -32,6 +32,9 @@ type Status struct {
 	// Recovery is what a gateway found, at its start, of the groups that
 	// dead owners of its state directory left; absent when nothing.
 	Recovery *Recovery `json:"recovery,omitempty"`
+	// Owned are the groups the daemon keeps for control owners (owned.go);
+	// absent when none.
+	Owned []OwnedGroup `json:"owned,omitempty"`
 }
 
 // Recovery is what a gateway did at its start with the owned groups that

@@ -196,6 +196,7 @@ func (s *Server) handler(end <-chan struct{}) http.Handler {
 	s.routeEnabler(mux)
 	s.routeTokens(mux)
 	s.routeRuns(mux, end)
+	s.routeKeeper(mux)
 	s.routePaths(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeBody(w, http.StatusNotFound, ErrorBody{

@@ -198,6 +198,7 @@ func writeStatus(w io.Writer, st control.Status, color bool, now time.Time) {
 		fmt.Fprintln(w, sec.title)
 		sec.t.write(w, "  ")
 	}
+	writeOwned(w, st)
 	writeJobsAndProxy(w, st)
 }
 

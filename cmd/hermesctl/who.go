@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/exitcode"
 	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/proc"
@@ -62,7 +63,8 @@ func runWho(ctx context.Context, opts *whoOptions) error {
 	if err != nil {
 		return &exitError{code: exitcode.Failure, err: err}
 	}
-	return show(opts.streams, r, func(w io.Writer, r *whoReport) { r.write(w, time.Now()) })
+	r.keptFor(ctx, opts.g)
+	return show(opts.streams, r, func(w io.Writer, r *whoReport) { r.write(w, time.Now()); r.writeKept(w) })
 }
 
 // Match kinds: how a process belongs to a ledger entry.
@@ -84,6 +86,9 @@ type whoReport struct {
 	Process     whoProcess        `json:"process"`
 	Tags        map[string]string `json:"tags,omitempty"` // hermes environment tags of the process
 	TagsError   string            `json:"tags_error,omitempty"`
+	// Kept is the group hermesd keeps for a control owner that holds the
+	// process (who_kept.go); absent when none, or without hermesd.
+	Kept *control.OwnedGroup `json:"kept,omitempty"`
 }
 
 type whoProcess struct {

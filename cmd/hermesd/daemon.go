@@ -282,6 +282,9 @@ func (d *instance) newOwner() (*supervisor.Owner, error) {
 	})
 }
 
+// supervisorPID is the death supervisor's pid, 0 when none runs.
+func (d *instance) supervisorPID() int { return d.owner.Status().PID }
+
 // controlLogf logs the control socket's and API's warnings.
 func (d *instance) controlLogf(f string, a ...any) {
 	d.log.Warn(fmt.Sprintf(f, a...), "part", "control")
@@ -452,7 +455,7 @@ func (d *instance) run(ctx context.Context) error {
 func (d *instance) startHelpers(ctx context.Context, wg *sync.WaitGroup) {
 	log, rec := d.log, d.rec
 	wg.Go(func() {
-		if err := control.NewServer(backend{rec, d.px, d.cfg.State}, control.Options{Logf: d.controlLogf, Events: d.obs.bus, Version: buildVersion(), Paths: controlPaths(d.cfg.Paths)}).Serve(ctx, d.fds.reserve.Listener(d.ln, "control", controlLimits, d.controlLogf)); err != nil {
+		if err := control.NewServer(keptBackend{backend{rec, d.px, d.cfg.State}, newKeeper(ctx, d.owner, log, d.supervisorPID)}, control.Options{Logf: d.controlLogf, Events: d.obs.bus, Version: buildVersion(), Paths: controlPaths(d.cfg.Paths)}).Serve(ctx, d.fds.reserve.Listener(d.ln, "control", controlLimits, d.controlLogf)); err != nil {
 			log.Error("control API stopped", "err", err)
 		}
 	})
