@@ -40,22 +40,47 @@ func newEventsCmd(g *globals) *cobra.Command {
 }
 
 // runEvents prints hermesd's history of events and, with -f, the events
-// as they happen until ctx ends (an interrupt: no error then).
+// as they happen until ctx ends (an interrupt: no error then). -f follows
+// across a restart of hermesd (followEvents reconnects, saying so on
+// stderr): the new hermesd's history is printed, and what the stream had
+// printed already is not printed twice.
 func runEvents(ctx context.Context, opts *eventsOptions) error {
-	return withClient(opts.g, func(c *control.Client) error {
-		enc := json.NewEncoder(opts.out)
-		err := c.Events(ctx, control.EventOptions{Follow: opts.follow}, func(e events.Event) error {
-			if opts.json {
-				return enc.Encode(e)
-			}
-			_, err := fmt.Fprintln(opts.out, eventLine(e))
-			return err
-		})
-		if err != nil && !(opts.follow && errors.Is(err, context.Canceled)) {
-			return fmt.Errorf("events: %w", err)
+	enc := json.NewEncoder(opts.out)
+	print := func(e events.Event) error {
+		if opts.json {
+			return enc.Encode(e)
 		}
-		return nil
-	})
+		_, err := fmt.Fprintln(opts.out, eventLine(e))
+		return err
+	}
+	if !opts.follow {
+		return withClient(opts.g, func(c *control.Client) error {
+			if err := c.Events(ctx, control.EventOptions{}, print); err != nil {
+				return fmt.Errorf("events: %w", err)
+			}
+			return nil
+		})
+	}
+	// hermesd must be there at the start: a mistyped socket is an error,
+	// not a wait.
+	if err := withClient(opts.g, func(*control.Client) error { return nil }); err != nil {
+		return err
+	}
+	var last events.Event // the last event printed
+	err := followEvents(ctx, opts.g, func(e events.Event) error {
+		// A reconnection replays the history: of the same hermesd (a
+		// reader that fell behind), what was printed comes again; of a
+		// new one, events after the last printed.
+		if e.Kind == 0 || last.Seq != 0 && e.Seq <= last.Seq && !e.Time.After(last.Time) {
+			return nil
+		}
+		last = e
+		return print(e)
+	}, opts.errOut)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("events: %w", err)
+	}
+	return nil
 }
 
 // eventLine is one event for a human: time, kind, subject, what.
