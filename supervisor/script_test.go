@@ -156,10 +156,12 @@ func TestRegLine(t *testing.T) {
 }
 
 // TestScriptSignalsBeforeSweep: at EOF the registered groups get TERM
-// before the sweep for escapees reads /proc (slow with many processes, and
-// a read of a stuck process's environment blocks). The sweep's grep is
-// held here until the registered group is gone; the tagged escapee the
-// sweep then finds gets TERM too.
+// before the sweep by tags reads every process's environment (slow with
+// many processes, and a read of a stuck process's environment blocks);
+// only the parent links (the stat files, which never block) are read
+// before. The sweep's grep of the environments is held here until the
+// registered group is gone; the tagged escapee the sweep then finds gets
+// TERM too.
 func TestScriptSignalsBeforeSweep(t *testing.T) {
 	realGrep, err := exec.LookPath("grep")
 	if err != nil {
@@ -170,7 +172,7 @@ func TestScriptSignalsBeforeSweep(t *testing.T) {
 	if err := syscall.Mkfifo(hold, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	fake := fmt.Sprintf("#!/bin/sh\nread -r _ <'%s'\nexec '%s' \"$@\"\n", hold, realGrep)
+	fake := fmt.Sprintf("#!/bin/sh\ncase \"$*\" in *environ*) read -r _ <'%s' ;; esac\nexec '%s' \"$@\"\n", hold, realGrep)
 	if err := os.WriteFile(filepath.Join(dir, "grep"), []byte(fake), 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -377,37 +377,41 @@ check() {
   done
 }
 
-# sweep: esc=pids of live processes that escaped a registered group without
-# a cgroup (their own session or group; the owner never saw them). With
-# TABLE proc: those that carry the spawn key of such a group in their
-# environment (tagged, then found). With TABLE ps (no portable way to read
-# another process's environment): the descendants of the members of such
-# groups, by the parent links of one read of the table; an escapee whose
-# parent exited before (re-parented to init) is out of its reach, and dies
-# with the owner only if the owner registered its group. The escapees of
-# the last sweep that still live are kept.
+# sweep: esc := the live processes that escaped a registered group (their
+# own session or group; the owner never saw them): by ancestry (the
+# descendants of the members of every registered group, by the parent
+# links of one read of the table), and with TABLE proc by their tags too
+# (those that carry the spawn key of a group without a cgroup in their
+# environment: no portable way to read it with ps). The escapees of the
+# last sweep that still live are kept: the TERM may have ended their
+# parents. An escapee whose parent exited before the table is read (sent
+# to init, or to the dead owner, a subreaper, then to init) is out of
+# ancestry's reach: only its tags, or the owner's registration of it
+# (its scans), name it.
 sweep() {
   e0=$esc esc=''
   keyed
-  [ -n "$keys" ] || return 0
-  if [ "$tab" = ps ]; then
-    # Those found before stay: the TERM may have ended their parents.
-    ancestry
-    esc="$esc$e0"
-    return
-  fi
+  ancestry
+  esc="$esc$e0"
+  [ "$tab" = proc ] && [ -n "$keys" ] || return 0
   # shellcheck disable=SC2046 # /proc/PID/environ paths: plain words
   found $(tagged)
 }
 
 # keyed: keys := "|KEY|KEY..." the spawn keys of the registrations without
-# a cgroup, regs := " PGID... " their groups.
+# a cgroup; regs := " PGID... " the groups of those without a cgroup, cgs
+# := the cgroup.procs files of those with one.
 keyed() {
-  keys='' regs=' '
+  keys='' regs=' ' cgs=''
   for id in $ids; do
     # g_ID: "PGID LEADER START KEY"
     eval "x=\$g_$id cg=\$c_$id"
-    [ "$cg" = - ] && [ "${x##* }" != - ] && keys="$keys|${x##* }" regs="$regs${x%% *} "
+    if [ "$cg" != - ]; then
+      cgs="$cgs $cg/cgroup.procs"
+      continue
+    fi
+    regs="$regs${x%% *} "
+    [ "${x##* }" != - ] && keys="$keys|${x##* }"
   done
 }
 
@@ -428,14 +432,35 @@ found() {
   done
 }
 
-# ancestry: esc := the live processes outside the groups in $regs that
-# descend from a member of one of them (a few passes over the rows of one
-# snap reach a fixed point: children mostly come after their parents).
+# rows: rows := every live process as "PID PPID PGID" lines, from one read
+# of the table (ps: snap; proc: the stat files, read by one grep that
+# names each line's file, so that the pid is the file's: a command name
+# may hold a newline and what looks like another record, but the fields
+# read are those after its last ") ").
+procrows() {
+  set +f
+  rows=$(grep '' /dev/null /proc/[0-9]*/stat 2>/dev/null |
+    sed -n 's|^/proc/\([0-9]*\)/stat:.*) [^ZX] \([0-9]*\) \([0-9]*\) .*|\1 \2 \3|p')
+  set -f
+}
+
+# ancestry: esc += the live processes outside the registered groups that
+# descend from a member of one of them (in $regs, or listed in a cgroup
+# of $cgs), by the parent links of one read of the table (a few passes
+# over its rows reach a fixed point: children mostly come after their
+# parents).
 ancestry() {
-  snap
+  if [ "$tab" = ps ]; then snap; else procrows; fi
   in=' ' n=0 more=1
+  if [ -n "$cgs" ]; then
+    # shellcheck disable=SC2013,SC2086 # one pid a line: plain words
+    for p in $(cat -- $cgs 2>/dev/null); do
+      # A member exiting may read as 0 (see hit): never a root.
+      num "$p" && [ "$p" -gt 1 ] && in="$in$p "
+    done
+  fi
   while read -r p pp g; do
-    case $regs in *" $g "*) in="$in$p " ;; esac
+    case $regs in *" $g "*) [ "$p" -gt 1 ] && in="$in$p " ;; esac
   done <<END
 $rows
 END
@@ -444,7 +469,7 @@ END
     while read -r p pp g; do
       case $in in *" $p "*) continue ;; esac
       case $in in *" $pp "*) ;; *) continue ;; esac
-      [ "$p" = "$me" ] && continue
+      [ "$p" = "$me" ] || [ "$p" -le 1 ] && continue
       in="$in$p " esc="$esc $p" more=1
     done <<END
 $rows
@@ -508,33 +533,31 @@ finish() {
 
 # The grace runs from EOF: the deadline is fixed first, so that the TERM
 # round and the polls count against it and KILL fires at the grace.
-# With TABLE proc, the registered groups get TERM at once, while the sweep
-# runs beside them (a grep at the left of a pipe): it reads the environment
-# of every process, which is slow with many (and blocks on a process stuck
-# in the kernel), and the escapees it finds get TERM once the registered
-# groups have theirs. With TABLE ps the sweep is one read of the table, and
-# comes first.
+# The escapees are found by their parents first, on every table: read
+# before the TERM, which ends the parents and sends their children to
+# init. With TABLE proc, the registered groups and those escapees get TERM
+# then, while the sweep by tags runs beside them (a grep at the left of a
+# pipe): it reads the environment of every process, which is slow with
+# many (and blocks on a process stuck in the kernel), and the escapees it
+# finds get TERM once the others have theirs.
 now
 start=$c end=$((c + (grace + 9) / 10))
 [ "$tab" = ps ] && dl=$(($(date +%s) + (grace + 999) / 1000 + 1))
 pending=${ids# } esc=''
 keyed
-if [ "$tab" = ps ]; then
-  # The escapees are found by their parents: read before the TERM, which
-  # ends the parents and sends their children to init.
-  sweep
-  hit TERM
-  finish
-elif [ -z "$keys" ]; then
+ancestry
+if [ "$tab" = ps ] || [ -z "$keys" ]; then
   hit TERM
   finish
 else
   tagged | {
     hit TERM
+    e0=$esc esc=''
     # shellcheck disable=SC2046 # /proc/PID/environ paths: plain words
     found $(cat)
     # shellcheck disable=SC2086 # a list of pids: splitting is the point
     [ -z "$esc" ] || kill -s TERM $esc 2>/dev/null
+    esc="$esc$e0"
     finish
   }
 fi
