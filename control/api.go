@@ -120,6 +120,10 @@ type Supervisor struct {
 	// cannot be written (a full disk): how many, and why. Absent while the
 	// ledger is written.
 	Ledger string `json:"ledger,omitempty"`
+	// Orphans are the process groups (pgids) of processes re-parented to
+	// hermesd that no evidence names as a unit's (pgroup mode): they die
+	// with hermesd and are no unit's main process. Absent when none.
+	Orphans []int `json:"orphans,omitempty"`
 }
 
 // Unit is one unit's state, or one adopted or released group.

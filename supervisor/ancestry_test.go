@@ -141,3 +141,28 @@ func sleeping(n int) []int {
 	}
 	return out
 }
+
+// TestScriptMark: the script computes the mark of a spawn key as markOf
+// does (the mark the owner gives the spawn is what the script looks for),
+// and none for a key of another shape.
+func TestScriptMark(t *testing.T) {
+	i := strings.Index(script, "\nmark() {")
+	j := strings.Index(script[i+1:], "\n}\n")
+	if i < 0 || j < 0 {
+		t.Fatal("no mark function in the script")
+	}
+	fn := script[i+1 : i+1+j+3]
+	for _, key := range []string{"1_1_1", "26466_123456789_42", "4194303_8191_268435455", "4194303_99999999999_300000000", "-", "a_1_1", "0_1_1", "01_1_1", "1_1", "4194304_1_1"} {
+		out, err := exec.Command(Shell, "-c", fn+`if mark "$1"; then echo "$m"; else echo none; fi`, "sh", key).Output()
+		if err != nil {
+			t.Fatalf("mark %s: %v", key, err)
+		}
+		want := "none"
+		if m, ok := markOf(key); ok {
+			want = strconv.FormatUint(m, 10)
+		}
+		if got := strings.TrimSpace(string(out)); got != want {
+			t.Errorf("script's mark of %q: got %s, want %s", key, got, want)
+		}
+	}
+}

@@ -2,55 +2,159 @@ package supervisor
 
 import (
 	"os/exec"
+	"runtime"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hermes-units/hermes/proc"
 	"golang.org/x/sys/unix"
 )
 
-// TestAttributeToTheLauncherJustExited: a daemon whose launcher has just
-// exited is re-parented to the owner before the owner's waiter hears of
-// the exit. A scan in that moment must attribute the daemon (env erased,
-// stdio not a log, a session of its own) to the spawn whose leader is
-// gone, not to another spawn started at the same time (which was the
-// fallback: the latest spawn before it).
-func TestAttributeToTheLauncherJustExited(t *testing.T) {
+// TestAttributeOnEvidence: a daemon re-parented to the owner is a spawn's
+// only on evidence that names that spawn, never because its launcher
+// exited just before it appeared, nor because a spawn started just before
+// it (the guesses that gave two forking units started together each
+// other's daemons). Each daemon here has an erased environment, stdio
+// /dev/null and a session of its own; two spawns started just before it,
+// one of whose launchers has just exited.
+//   - no evidence: no spawn's (the scan registers it as an orphan);
+//   - its mark: the marked spawn, whatever the order of the spawns;
+//   - the session a spawn leads: that spawn.
+func TestAttributeOnEvidence(t *testing.T) {
 	o, err := New(Options{Mode: ModePGroup})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer o.Close()
-	// The daemon: its own session, no environment, stdio /dev/null.
+	tests := []struct {
+		name   string
+		mark   bool // the daemon carries the other spawn's mark
+		inSess bool // the daemon stays in the session the other spawn leads
+		want   string
+	}{
+		{name: "no evidence", want: ""},
+		{name: "mark", mark: true, want: "web"},
+		{name: "session", inSess: true, want: "web"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.mark && runtime.GOOS != "linux" {
+				t.Skip("marks are Linux's")
+			}
+			daemon := exec.Command("env", "-i", "sleep", "1000")
+			daemon.SysProcAttr = &syscall.SysProcAttr{Setsid: !tt.inSess}
+			if err := daemon.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { daemon.Process.Kill(); daemon.Wait() })
+			st, err := proc.ReadStat(daemon.Process.Pid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// launcher's leader has exited (not in the table), its
+			// waiter has not run yet (still in leaders); web started
+			// just before the daemon forked.
+			launcher := &reg{id: "s1", key: "1_1_1", g: Group{Unit: "nginx", PGID: st.PID - 2, Leader: proc.Identity{PID: st.PID - 2}}, session: st.PID - 2}
+			web := &reg{id: "s2", key: "1_1_2", g: Group{Unit: "web", PGID: st.PID - 1, Leader: proc.Identity{PID: st.PID - 1}}, session: st.PID - 1}
+			if tt.mark {
+				m, _ := markOf(web.key)
+				if err := setMark(daemon.Process.Pid, m); err != nil {
+					t.Fatal(err)
+				}
+				web.mark = m
+			}
+			if tt.inSess {
+				web.session = st.SID
+			}
+			o.mu.Lock()
+			o.regs = map[string]*reg{launcher.id: launcher, web.id: web}
+			o.leaders = map[int]bool{launcher.g.Leader.PID: true, web.g.Leader.PID: true}
+			sn := o.snapshotLocked()
+			o.regs = map[string]*reg{}
+			o.leaders = map[int]bool{}
+			o.mu.Unlock()
+			got, _ := o.attribute(st, sn)
+			name := ""
+			if got != nil {
+				name = got.g.Unit
+			}
+			if name != tt.want {
+				t.Errorf("the daemon was attributed to %q, want %q", name, tt.want)
+			}
+		})
+	}
+}
+
+// TestMarkOf: a spawn key's mark is below RLIM_INFINITY, differs with
+// each field, and a key of another shape has none.
+func TestMarkOf(t *testing.T) {
+	seen := map[uint64]string{}
+	for _, k := range []string{"1_1_1", "1_1_2", "2_1_1", "1_2_1", "4194303_8191_268435455", "4194303_9999999_1"} {
+		m, ok := markOf(k)
+		if !ok || m == 0 || m >= 1<<63 {
+			t.Errorf("markOf(%q) = %d, %v; want a mark in (0, 2^63)", k, m, ok)
+		}
+		if o, dup := seen[m]; dup {
+			t.Errorf("markOf(%q) = markOf(%q) = %d", k, o, m)
+		}
+		seen[m] = k
+	}
+	for _, k := range []string{"", "-", "1_1", "a_1_1", "0_1_1", "4194304_1_1", "1_1_1_1"} {
+		if m, ok := markOf(k); ok {
+			t.Errorf("markOf(%q) = %d, want none", k, m)
+		}
+	}
+}
+
+// TestOrphanContained: a process re-parented to the owner that no
+// evidence names (no tags, no mark, stdio not a log, a session of its
+// own) is an orphan: registered under no unit, listed by Status, and
+// killed with the owner all the same.
+func TestOrphanContained(t *testing.T) {
+	o, err := New(Options{Mode: ModePGroup, Grace: testGrace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	// A child of this process (the owner): as if re-parented to it.
 	daemon := exec.Command("env", "-i", "sleep", "1000")
 	daemon.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := daemon.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { daemon.Process.Kill(); daemon.Wait() })
+	exited := make(chan struct{})
+	go func() { daemon.Wait(); close(exited) }()
+	t.Cleanup(func() { daemon.Process.Kill(); <-exited })
 	st, err := proc.ReadStat(daemon.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// launcher's leader has exited (not in the table), its waiter has not
-	// run yet (still in leaders); other runs, started just before the
-	// daemon forked.
-	launcher := &reg{id: "s1", key: "k_1", g: Group{Unit: "nginx", PGID: st.PID - 2, Leader: proc.Identity{PID: st.PID - 2}}}
-	other := &reg{id: "s2", key: "k_2", g: Group{Unit: "web", PGID: st.PID - 1, Leader: proc.Identity{PID: st.PID - 1}}}
-	sn := &scanView{
-		known:   map[int]*reg{},
-		keys:    map[string]*reg{launcher.key: launcher, other.key: other},
-		leaders: map[int]bool{launcher.g.Leader.PID: true, other.g.Leader.PID: true},
-		spawns:  []*reg{launcher, other},
-	}
-	live := map[int]proc.Stat{other.g.Leader.PID: {PID: other.g.Leader.PID}, st.PID: st}
-	sn.endedSince(live)
+	web := &reg{id: "s1", key: "1_1_1", g: Group{Unit: "web", PGID: st.PID - 1, Leader: proc.Identity{PID: st.PID - 1}}, session: st.PID - 1}
+	o.mu.Lock()
+	o.regs[web.id] = web
+	sn := o.snapshotLocked()
+	delete(o.regs, web.id)
+	o.mu.Unlock()
 	mySID, _ := unix.Getsid(0)
-	if got := o.attribute(st, sn.keys, sn.prev, sn.ended, sn.spawns, mySID); got != launcher {
-		name := "none"
-		if got != nil {
-			name = got.g.Unit
-		}
-		t.Errorf("the daemon was attributed to %s, want nginx, whose launcher just exited", name)
+	r, orphan := o.escapeeOf(sn, st, map[int]*reg{}, mySID)
+	if r != nil || !orphan {
+		t.Fatalf("escapeeOf: got %v, orphan %v; want no unit's, an orphan", r, orphan)
+	}
+	e := o.adoptOrphan(st)
+	if e == nil {
+		t.Fatal("the orphan was not registered")
+	}
+	<-e.answered
+	if got := o.Status().Orphans; len(got) != 1 || got[0] != st.PGID {
+		t.Errorf("Status().Orphans: got %v, want [%d]", got, st.PGID)
+	}
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Error("the orphan outlived its owner's Close")
 	}
 }

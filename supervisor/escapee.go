@@ -18,29 +18,34 @@ import (
 //
 // An escapee is a live process outside every registered group that
 // descends from one. It is attributed to the registration (the spawn) it
-// descends from, and its process group is registered under that spawn, so
-// it dies with the owner, Stop waits for it, and it keeps the spawn
-// registered until it is empty. Its environment is not needed: a daemon
-// may erase it (env -i) or overwrite it with its process title (redis
-// --daemonize). It is attributed, in this order (see attribute):
-//   - by ancestry: its parent is a member of a registered group, an
+// descends from, on evidence that names that spawn only, and its process
+// group is registered under that spawn, so it dies with the owner, Stop
+// waits for it, and it keeps the spawn registered until it is empty. Its
+// environment is not needed: a daemon may erase it (env -i) or overwrite
+// it with its process title (redis --daemonize). The evidence, in this
+// order (see attribute):
+//   - ancestry: its parent is a member of a registered group, an
 //     escapee, or a descendant of one (as of this scan);
-//   - by its tags, when it kept them: this owner's EnvOwner and the spawn
+//   - its tags, when it kept them: this owner's EnvOwner and the spawn
 //     key (EnvSpawn) of a registered group (the tags of another owner
-//     mean it is that owner's: never taken);
-//   - when it was re-parented to the owner (its parent exited): by what
-//     the last scan saw of it (lineage), by the spawn's log file it holds
-//     open as stdin, stdout or stderr; and, for one that left the owner's
-//     session (setsid: a daemon, never a plain child of the program), by
-//     the spawn one of whose processes ended since the last scan, else by
-//     the spawn that started last before it. Any process re-parented to
-//     the owner descends from one of its spawns, other than the
-//     supervisor's helpers, which are never taken;
+//     mean it is that owner's: never taken); and its mark (see markOf),
+//     which env -i and a process title leave;
+//   - when it was re-parented to the owner (its parent exited): what the
+//     last scan saw of it (lineage), the spawn's log file it holds open
+//     as stdin, stdout or stderr, and the session it is in (each spawn
+//     leads a session of its own, which a process leaves only by setsid);
 //   - without a subreaper (the portable backend, darwin), when it was
-//     re-parented to init or to an ancestor of the owner: by what the last
-//     scan saw of it, else by its tags, and nothing weaker. An escapee
-//     whose parent exited before any scan saw it, and that erased its
-//     tags, is not found.
+//     re-parented to init or to an ancestor of the owner: what the last
+//     scan saw of it, else its tags, and nothing weaker. An escapee whose
+//     parent exited before any scan saw it, and that erased its tags, is
+//     not found.
+//
+// Never the time it appeared at: two spawns started together cannot be
+// told apart by it. A process re-parented to the owner that left the
+// owner's session (any such descends from one of its spawns, other than
+// the supervisors' helpers, which are never taken) and that no evidence
+// names is an orphan: its group is registered with no unit (adoptOrphan),
+// so that it dies with the owner, and no unit counts it as its own.
 //
 // Reaping: only zombies whose parent is the owner, that sit in a registered
 // group (or are identified escapees), and that are not the leader of one of
@@ -49,13 +54,13 @@ import (
 func (o *Owner) scan() {
 	o.mu.Lock()
 	o.scanned = time.Now()
+	began := o.scanned
 	sn := o.snapshotLocked()
 	o.mu.Unlock()
 	stats, live, err := processTable()
 	if err != nil {
 		return
 	}
-	sn.endedSince(live)
 	if !o.reaping.Load() {
 		sn.adrift = adrift(live, o.self.PID)
 	}
@@ -66,8 +71,14 @@ func (o *Owner) scan() {
 			o.reapOrphan(sn, st)
 			continue
 		}
-		if r := o.escapeeOf(sn, st, owner, mySID); r != nil {
+		r, orphan := o.escapeeOf(sn, st, owner, mySID)
+		switch {
+		case r != nil:
 			o.adoptEscapee(r, st)
+		case orphan:
+			r = o.adoptOrphan(st)
+		}
+		if r != nil {
 			sn.known[st.PGID] = r
 			owner[st.PID] = r
 		}
@@ -79,20 +90,22 @@ func (o *Owner) scan() {
 	}
 	o.mu.Lock()
 	o.lineage = next
+	o.scanDone = began
 	o.mu.Unlock()
 }
 
 // scanView is what a scan knows of the owner's registrations, copied under
 // mu so that the process table is read without it.
 type scanView struct {
-	known   map[int]*reg    // pgid → the registration it belongs to
-	keys    map[string]*reg // spawn key → its registration
-	leaders map[int]bool    // our spawns' leaders (os/exec reaps them)
-	escPids map[int]bool    // escapees already registered
-	helpers map[int]bool    // the supervisors' own groups
-	ended   []*reg          // spawns whose leader exited since the last scan
-	spawns  []*reg          // registrations of our spawns
-	prev    map[int]lineEntry
+	known    map[int]*reg    // pgid → the registration it belongs to
+	keys     map[string]*reg // spawn key → its registration
+	marks    map[uint64]*reg // spawn mark → its registration
+	sessions map[int]*reg    // session a spawn leads → its registration
+	leaders  map[int]bool    // our spawns' leaders (os/exec reaps them)
+	escPids  map[int]bool    // escapees already registered
+	helpers  map[int]bool    // the supervisors' own groups
+	spawns   []*reg          // registrations of our spawns
+	prev     map[int]lineEntry
 	// adrift (no subreaper: the portable backend, darwin) is where an
 	// orphan of our groups goes: init, or a subreaper among the owner's
 	// ancestors; nil when the owner is the subreaper.
@@ -111,8 +124,8 @@ func adrift(live map[int]proc.Stat, me int) map[int]bool {
 }
 
 func (o *Owner) snapshotLocked() *scanView {
-	sn := &scanView{known: map[int]*reg{}, keys: map[string]*reg{}, leaders: make(map[int]bool, len(o.leaders)),
-		escPids: make(map[int]bool, len(o.escPids)), helpers: map[int]bool{}, prev: o.lineage}
+	sn := &scanView{known: map[int]*reg{}, keys: map[string]*reg{}, marks: map[uint64]*reg{}, sessions: map[int]*reg{},
+		leaders: make(map[int]bool, len(o.leaders)), escPids: make(map[int]bool, len(o.escPids)), helpers: map[int]bool{}, prev: o.lineage}
 	for pid := range o.leaders {
 		sn.leaders[pid] = true
 	}
@@ -127,13 +140,16 @@ func (o *Owner) snapshotLocked() *scanView {
 		for _, e := range r.esc {
 			sn.known[e.g.PGID] = r
 		}
-		if r.key != "" {
-			sn.keys[r.key] = r
-			sn.spawns = append(sn.spawns, r)
+		if r.key == "" {
+			continue
 		}
-		if r.leaderGone && !r.goneSeen {
-			r.goneSeen = true
-			sn.ended = append(sn.ended, r)
+		sn.keys[r.key] = r
+		sn.spawns = append(sn.spawns, r)
+		if r.mark != 0 {
+			sn.marks[r.mark] = r
+		}
+		if r.session > 1 {
+			sn.sessions[r.session] = r
 		}
 	}
 	return sn
@@ -158,26 +174,6 @@ func processTable() ([]proc.Stat, map[int]proc.Stat, error) {
 		}
 	}
 	return stats, live, nil
-}
-
-// endedSince adds the spawns one of whose processes the last scan saw has
-// ended since, and those whose leader has exited but whose waiter has not
-// yet said so (a zombie, or reaped a moment ago): a daemon its launcher
-// left is re-parented to the owner the moment the launcher exits, before
-// the owner hears of that exit, and must be told apart from the other
-// spawns started at the same time.
-func (sn *scanView) endedSince(live map[int]proc.Stat) {
-	for pid, l := range sn.prev {
-		if st, ok := live[pid]; (!ok || st.StartTime != l.start) && !slices.Contains(sn.ended, l.r) {
-			sn.ended = append(sn.ended, l.r)
-		}
-	}
-	for _, r := range sn.spawns {
-		pid := r.g.Leader.PID
-		if _, alive := live[pid]; !alive && sn.leaders[pid] && !slices.Contains(sn.ended, r) {
-			sn.ended = append(sn.ended, r)
-		}
-	}
 }
 
 // descendants says who descends from which registration, as of now:
@@ -216,24 +212,29 @@ func (o *Owner) reapOrphan(sn *scanView, st proc.Stat) {
 
 // escapeeOf returns the registration st, a live process, is an escapee
 // of; nil when it is in a registered group already, one of the owner's
-// or the supervisors' own, or not ours.
-func (o *Owner) escapeeOf(sn *scanView, st proc.Stat, owner map[int]*reg, mySID int) *reg {
+// or the supervisors' own, or not ours. orphan is true (with nil) when st
+// is ours, re-parented to the owner, and no evidence names its spawn.
+func (o *Owner) escapeeOf(sn *scanView, st proc.Stat, owner map[int]*reg, mySID int) (r *reg, orphan bool) {
 	if sn.known[st.PGID] != nil || st.PGID <= 1 || st.PGID == o.pgid || sn.helpers[st.PGID] || sn.helpers[st.SID] || sn.helpers[st.PID] || sn.leaders[st.PID] {
-		return nil
+		return nil, false
 	}
 	// Only descendants (owner) and processes re-parented to the owner
 	// are looked at: anything else on the machine is not ours, and its
 	// environment is not read.
-	r := owner[st.PID]
+	r = owner[st.PID]
 	switch {
 	case r != nil:
 	case st.PPID == o.self.PID:
-		r = o.attribute(st, sn.keys, sn.prev, sn.ended, sn.spawns, mySID)
+		var foreign bool
+		r, foreign = o.attribute(st, sn)
+		// In the owner's session: may be a plain child of the program
+		// (a spawn leads a session of its own, unless Foreground).
+		orphan = r == nil && !foreign && st.SID != mySID
 	case sn.adrift[st.PPID]:
-		r = o.orphanOf(st, sn.keys, sn.prev)
+		r = o.orphanOf(st, sn)
 	}
-	if r == nil {
-		return nil
+	if r == nil && !orphan {
+		return nil, false
 	}
 	// Checked again under mu: a supervisor or a spawn's leader is forked
 	// with mu held, and recorded before mu is let go; the snapshot may
@@ -241,9 +242,9 @@ func (o *Owner) escapeeOf(sn *scanView, st proc.Stat, owner map[int]*reg, mySID 
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.supPids[st.PID] || o.supPids[st.PGID] || o.supPids[st.SID] || o.leaders[st.PID] {
-		return nil
+		return nil, false
 	}
-	return r
+	return r, orphan
 }
 
 // lineEntry is a process a scan attributed to a registration.
@@ -276,61 +277,55 @@ func (o *Owner) tagged(pid int, keys map[string]*reg) *reg {
 // orphanOf names the spawn that st, a process re-parented elsewhere than
 // to the owner (no subreaper: to init or to an ancestor of the owner),
 // descends from: by what the last scan saw of it (same pid and start
-// time), else by this owner's tags; nil otherwise. Nothing weaker is
-// taken: every process of the machine whose parent exited lands there.
-func (o *Owner) orphanOf(st proc.Stat, keys map[string]*reg, prev map[int]lineEntry) *reg {
-	if l, ok := prev[st.PID]; ok && l.start == st.StartTime {
+// time), else by this owner's tags or its mark; nil otherwise. Nothing
+// weaker is taken: every process of the machine whose parent exited
+// lands there.
+func (o *Owner) orphanOf(st proc.Stat, sn *scanView) *reg {
+	if l, ok := sn.prev[st.PID]; ok && l.start == st.StartTime {
 		return l.r
 	}
-	return o.tagged(st.PID, keys)
+	if r := o.tagged(st.PID, sn.keys); r != nil {
+		return r
+	}
+	return byMark(st.PID, sn.marks)
+}
+
+// byMark returns the registration whose mark pid carries, nil for none.
+func byMark(pid int, marks map[uint64]*reg) *reg {
+	if len(marks) == 0 {
+		return nil
+	}
+	if m, ok := markOfPid(pid); ok {
+		return marks[m]
+	}
+	return nil
 }
 
 // attribute names the spawn that st, a process re-parented to the owner
-// (its parent exited), descends from; nil when it cannot be told (see
-// scan for the order of the evidence).
-func (o *Owner) attribute(st proc.Stat, keys map[string]*reg, prev map[int]lineEntry, ended, spawns []*reg, mySID int) *reg {
+// (its parent exited), descends from, on evidence only (see scan for its
+// order); nil when none names one. foreign is true when st carries another
+// owner's tags: it is that owner's, never this one's.
+func (o *Owner) attribute(st proc.Stat, sn *scanView) (r *reg, foreign bool) {
 	if env, err := proc.Environ(st.PID); err == nil {
 		for _, kv := range env {
 			if v, ok := strings.CutPrefix(kv, ledger.EnvOwner+"="); ok && v != o.self.String() {
-				return nil // another owner's (in this process): never ours
+				return nil, true // another owner's (in this process): never ours
 			}
 		}
 	}
-	if r := o.tagged(st.PID, keys); r != nil {
-		return r
+	if r := o.tagged(st.PID, sn.keys); r != nil {
+		return r, false
 	}
-	if l, ok := prev[st.PID]; ok && l.start == st.StartTime {
-		return l.r
+	if r := byMark(st.PID, sn.marks); r != nil {
+		return r, false
 	}
-	if r := o.byOpenFile(st.PID, spawns); r != nil {
-		return r
+	if l, ok := sn.prev[st.PID]; ok && l.start == st.StartTime {
+		return l.r, false
 	}
-	if st.SID == mySID {
-		return nil // in the owner's session: may be a plain child of the program
+	if r := o.byOpenFile(st.PID, sn.spawns); r != nil {
+		return r, false
 	}
-	if r := latestBefore(ended, st.PID); r != nil {
-		return r
-	}
-	return latestBefore(spawns, st.PID)
-}
-
-// latestBefore returns the spawn of rs whose leader pid is the highest at
-// or below pid (pids are handed out in fork order until they wrap), else
-// the one with the highest leader pid; nil when rs is empty.
-func latestBefore(rs []*reg, pid int) *reg {
-	var best, top *reg
-	for _, r := range rs {
-		if top == nil || r.g.Leader.PID > top.g.Leader.PID {
-			top = r
-		}
-		if r.g.Leader.PID <= pid && (best == nil || r.g.Leader.PID > best.g.Leader.PID) {
-			best = r
-		}
-	}
-	if best != nil {
-		return best
-	}
-	return top
+	return sn.sessions[st.SID], false
 }
 
 // byOpenFile returns the one spawn whose stdin, stdout or stderr file (its
@@ -392,19 +387,26 @@ func (o *Owner) adoptEscapee(r *reg, st proc.Stat) {
 	if o.closed || o.regs[r.id] != r || o.safeLocked(e.g) != nil {
 		return
 	}
+	// Kept under its spawn whatever the supervisor says: Stop and a clean
+	// Close stop it with the spawn.
+	r.esc = append(r.esc, e)
+	o.escPids[st.PID] = true
+	o.sendEscapeeLocked(e, fmt.Sprintf("%s: escapee %d (group %d)", r.g.Unit, st.PID, st.PGID), "left its process group")
+}
+
+// sendEscapeeLocked sends e's registration, an escapee's or an orphan's,
+// to the supervisor (starting one if none runs) and closes e.answered
+// once it is answered, or at once when no answer will come. what names
+// e, why says how it was found. What the supervisor does not take (the line cannot be carried, it
+// refuses, it cannot start) is reported, never dropped silently: such a
+// group would not die with a crash.
+func (o *Owner) sendEscapeeLocked(e *reg, what, why string) {
 	sent := false
 	defer func() {
 		if !sent {
 			close(e.answered) // no answer will come: nothing waits for one
 		}
 	}()
-	// Kept under its spawn whatever the supervisor says: Stop and a clean
-	// Close stop it with the spawn. What the supervisor does not take (the
-	// line cannot be carried, it refuses, it cannot start) is reported,
-	// never dropped silently: such a group would not die with a crash.
-	r.esc = append(r.esc, e)
-	o.escPids[st.PID] = true
-	what := fmt.Sprintf("%s: escapee %d (group %d)", r.g.Unit, st.PID, st.PGID)
 	l, err := o.lineLocked(e)
 	if err == nil && o.pipe == nil {
 		err = o.startLocked() // replays e with the rest
@@ -414,7 +416,7 @@ func (o *Owner) adoptEscapee(r *reg, st proc.Stat) {
 		o.warn(fmt.Sprintf("%s is not registered with the supervisor: %v", what, err))
 		return
 	}
-	o.opts.Logf("supervisor: %s left its process group; registering it", what)
+	o.opts.Logf("supervisor: %s %s; registering it", what, why)
 	if l != nil {
 		sent = true
 		o.pipe.Send([][]byte{l}, func(_ int, err error) {
@@ -427,4 +429,28 @@ func (o *Owner) adoptEscapee(r *reg, st proc.Stat) {
 			}
 		})
 	}
+}
+
+// adoptOrphan registers the process group of st, a process re-parented to
+// the owner that no evidence names (see scan), under no spawn: it dies
+// with the owner, its registration is dropped once it is empty, and
+// Status lists it among the orphans. It returns the registration, nil when
+// none was made (the owner is closed, the group is unsafe).
+func (o *Owner) adoptOrphan(st proc.Stat) *reg {
+	leader := proc.Identity{PID: st.PGID}
+	if id, err := proc.Read(st.PGID); err == nil {
+		leader = id
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	e := &reg{id: fmt.Sprintf("x%d", o.nextLocked()), g: Group{PGID: st.PGID, Leader: leader},
+		leaderGone: true, orphan: true, answered: make(chan struct{})}
+	if o.closed || o.safeLocked(e.g) != nil {
+		return nil
+	}
+	o.regs[e.id] = e
+	o.escPids[st.PID] = true
+	o.sendEscapeeLocked(e, fmt.Sprintf("orphan %d (group %d, session %d)", st.PID, st.PGID, st.SID),
+		"was re-parented to the owner and no evidence names its unit (it is no unit's: it dies with the owner)")
+	return e
 }

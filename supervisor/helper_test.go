@@ -35,6 +35,7 @@ const (
 	envPause    = "SUPERVISOR_TEST_PAUSE"   // stop between spawn and registration
 	envGraceMS  = "SUPERVISOR_TEST_GRACE_MS"
 	envBackend  = "SUPERVISOR_TEST_BACKEND"
+	envScript   = "SUPERVISOR_TEST_SCRIPT" // kind script: the sh script the child runs
 )
 
 func TestMain(m *testing.M) {
@@ -105,6 +106,10 @@ func playChild(kind string) {
 	case "double-fork": // not counted: starts a setsid daemon and exits
 		sub("daemon", &syscall.SysProcAttr{Setsid: true}, nil)
 		os.Exit(0)
+	case "script": // the shell script in envScript, which prints its own "ok"
+		err := syscall.Exec(Shell, []string{"sh", "-c", os.Getenv(envScript)}, os.Environ())
+		fmt.Fprintln(os.Stderr, "helper: exec sh:", err)
+		os.Exit(3)
 	default:
 		fmt.Fprintln(os.Stderr, "unknown child kind", kind)
 		os.Exit(2)
@@ -116,9 +121,11 @@ func playChild(kind string) {
 // playOwner is an owner process: it spawns N children of envKind (their
 // trees print envLines ready lines each), optionally releases them or
 // adopts an external group, prints "ready", then answers "status" lines on
-// stdin ("PID GROUPS ESCAPEES": the supervisor's pid, the groups registered,
-// the escapee groups found under them) until EOF, when it closes the owner
-// cleanly.
+// stdin ("PID GROUPS ESCAPEES SCANNED ORPHANS": the supervisor's pid, the
+// groups registered, the escapee groups found under them, when the last
+// scan for escapees that ended began, in Unix ns, or 0, the orphan groups, the escapee
+// and orphan registrations the supervisor has not answered yet) until EOF,
+// when it closes the owner cleanly.
 func playOwner() int {
 	n, _ := strconv.Atoi(os.Getenv(envN))
 	lines, _ := strconv.Atoi(os.Getenv(envLines))
@@ -179,12 +186,27 @@ func playOwner() int {
 	for sc.Scan() {
 		st := o.Status()
 		o.mu.Lock()
-		esc := 0
+		esc, unanswered := 0, 0
 		for _, r := range o.regs {
 			esc += len(r.esc)
+			for _, e := range append([]*reg{r}, r.esc...) {
+				if e.answered == nil {
+					continue
+				}
+				select {
+				case <-e.answered:
+				default:
+					unanswered++
+				}
+			}
 		}
+		scanned := o.scanDone
 		o.mu.Unlock()
-		fmt.Printf("%d %d %d\n", st.PID, st.Groups, esc)
+		var at int64
+		if !scanned.IsZero() {
+			at = scanned.UnixNano()
+		}
+		fmt.Printf("%d %d %d %d %d %d\n", st.PID, st.Groups, esc, at, len(st.Orphans), unanswered)
 	}
 	if err := o.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "owner: close:", err)

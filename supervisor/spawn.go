@@ -247,8 +247,16 @@ func (o *Owner) reserve(spec Spec, path string) (*spawning, error) {
 		cmd.Stderr = spec.Stderr
 	}
 	// detached-spawn: ok — the supervisor's spawn: every child leads its own
-	// group so that the group can be registered and killed as one.
-	attr := &syscall.SysProcAttr{Setpgid: true, Foreground: spec.Foreground}
+	// group so that the group can be registered and killed as one, in a
+	// session of its own (as systemd starts services), so that none of its
+	// processes can join another spawn's group or the owner's (setpgid
+	// stays within a session). A Foreground child stays in the owner's
+	// session: the terminal's foreground group must be in its session; and
+	// so does the command of a run owner (hermesctl run), as a shell's
+	// command does, so that it keeps the caller's terminal (/dev/tty: a
+	// password prompt) whether or not stdin is that terminal.
+	own := !spec.Foreground && o.opts.Role != units.RoleRun
+	attr := &syscall.SysProcAttr{Setsid: own, Setpgid: !own, Foreground: spec.Foreground}
 	cmd.SysProcAttr = attr
 	return &spawning{o: o, spec: spec, r: r, cmd: cmd, attr: attr}, nil
 }
@@ -363,6 +371,9 @@ func (sp *spawning) commit(ctx context.Context) (*Child, error) {
 	// restart replays it (startLocked) from another goroutine.
 	o.mu.Lock()
 	r.g.PGID, r.g.Leader = pid, id
+	if sp.attr.Setsid {
+		r.session = pid // it leads its session: see reserve
+	}
 	o.mu.Unlock()
 	c := &Child{Group: r.g, Key: r.key, done: make(chan struct{})}
 	if o.afterSpawn != nil {
@@ -382,6 +393,7 @@ func (sp *spawning) commit(ctx context.Context) (*Child, error) {
 			if err := sp.register(ctx); err != nil {
 				return c, err
 			}
+			sp.mark()
 		}
 	}
 	if err := sp.record(ctx, id); err != nil {
@@ -393,6 +405,26 @@ func (sp *spawning) commit(ctx context.Context) (*Child, error) {
 		}
 	}
 	return c, nil
+}
+
+// mark gives an owned child in pgroup mode its spawn's mark (see markOf)
+// while it waits at the gate, so that every process it starts carries it;
+// not with the portable backend, which does as darwin does (no marks
+// there). A child that cannot be marked runs unmarked: it is found by its
+// other evidence.
+func (sp *spawning) mark() {
+	o, r := sp.o, sp.r
+	m, ok := markOf(r.key)
+	if o.portable || !ok {
+		return
+	}
+	if err := setMark(sp.cmd.Process.Pid, m); err != nil {
+		o.opts.Logf("supervisor: %s: no mark (%v); its escapees are found by ancestry, tags and scans", sp.spec.Unit, err)
+		return
+	}
+	o.mu.Lock()
+	r.mark = m
+	o.mu.Unlock()
 }
 
 // record queues (an owned child) or writes (a survivor) the child's

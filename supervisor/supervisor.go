@@ -51,6 +51,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -183,6 +184,10 @@ type Status struct {
 	// Ledger says why records wait for a ledger that cannot be written (a
 	// full disk), and how many; "" while it is written.
 	Ledger string
+	// Orphans are the process groups, by pgid in order, of processes
+	// re-parented to the owner that no evidence names (see scan): they
+	// die with the owner, and are no unit's.
+	Orphans []int
 }
 
 // reg is one registered group. Fields are guarded by Owner.mu.
@@ -195,8 +200,12 @@ type reg struct {
 	onceEmpty  bool     // ReleaseOnceEmpty asked
 	stopping   bool     // a StopAll is stopping it and releases it: the janitor leaves it alone
 	esc        []*reg   // escapee groups found under this spawn (pgroup mode)
-	goneSeen   bool     // a scan saw leaderGone: a process re-parented later is not blamed on it first
 	files      []fileID // the spawn's stdin, stdout, stderr (its log): an orphan holding one is its
+	mark       uint64   // the spawn's mark (see markOf), 0 for none
+	session    int      // the session the spawn leads (its leader's pid), 0 for none (Foreground)
+	// orphan: the group of a process re-parented to the owner that no
+	// evidence names (see scan): contained, dropped once empty, no unit's.
+	orphan bool
 	// waited is closed when the waiter of a spawned leader has reaped it;
 	// nil for adopted groups. Close joins the waiters of the groups still
 	// registered, the only ones its supervisor kills.
@@ -262,6 +271,7 @@ type Owner struct {
 	escPids   map[int]bool      // guarded by mu; escapee pids identified, reaped by the scan
 	lineage   map[int]lineEntry // guarded by mu; what the last scan attributed, by pid (pgroup mode)
 	scanned   time.Time         // guarded by mu; when the last scan ran
+	scanDone  time.Time         // guarded by mu; when the last scan that ended began (tests)
 	supPids   map[int]bool      // guarded by mu; the supervisors started (the latest 64 at least)
 
 	wake chan struct{} // buffered(1): janitor should look now
@@ -389,6 +399,12 @@ func (o *Owner) Status() Status {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	s := Status{Groups: len(o.regs), Mode: o.mode, Health: o.health}
+	for _, r := range o.regs {
+		if r.orphan {
+			s.Orphans = append(s.Orphans, r.g.PGID)
+		}
+	}
+	slices.Sort(s.Orphans)
 	if o.pipe != nil {
 		s.PID = o.pipe.PID()
 	}

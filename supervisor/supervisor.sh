@@ -394,15 +394,16 @@ sweep() {
   ancestry
   esc="$esc$e0"
   [ "$tab" = proc ] && [ -n "$keys" ] || return 0
-  # shellcheck disable=SC2046 # /proc/PID/environ paths: plain words
-  found $(tagged)
+  # shellcheck disable=SC2046 # /proc/PID/FILE paths: plain words
+  found $(tagged) $(marked)
 }
 
 # keyed: keys := "|KEY|KEY..." the spawn keys of the registrations without
-# a cgroup; regs := " PGID... " the groups of those without a cgroup, cgs
-# := the cgroup.procs files of those with one.
+# a cgroup, marks := "|MARK|MARK..." their marks; regs := " PGID... " the
+# groups of those without a cgroup, cgs := the cgroup.procs files of those
+# with one.
 keyed() {
-  keys='' regs=' ' cgs=''
+  keys='' marks='' regs=' ' cgs=''
   for id in $ids; do
     # g_ID: "PGID LEADER START KEY"
     eval "x=\$g_$id cg=\$c_$id"
@@ -411,8 +412,24 @@ keyed() {
       continue
     fi
     regs="$regs${x%% *} "
-    [ "${x##* }" != - ] && keys="$keys|${x##* }"
+    [ "${x##* }" != - ] || continue
+    keys="$keys|${x##* }"
+    mark "${x##* }" && marks="$marks|$m"
   done
+}
+
+# mark KEY: m := the mark of the spawn key KEY, OWNERPID_OWNERSTART_SEQ:
+# (OWNERSTART mod 2^13) * 2^50 + OWNERPID * 2^28 + SEQ mod 2^28, the soft
+# RLIMIT_LOCKS the owner gave the spawn (see markOf in mark.go); false for
+# a key of another shape.
+# shellcheck disable=SC2086 # splitting the key at _ is the point
+mark() {
+  case $1 in *[!0-9_]* | _* | *_ | *__* | 0* | *_0[0-9]*) return 1 ;; esac
+  IFS=_
+  set -- $1
+  unset IFS
+  [ $# -eq 3 ] && [ ${#1} -le 7 ] && [ ${#2} -le 18 ] && [ ${#3} -le 18 ] && [ "$1" -lt 4194304 ] || return 1
+  m=$((($2 % 8192) * 1125899906842624 + $1 * 268435456 + $3 % 268435456))
 }
 
 # tagged: print the /proc/PID/environ paths of the processes whose
@@ -423,11 +440,20 @@ tagged() {
   set -f
 }
 
-# found PATH...: add to esc the pid of each /proc/PID/environ PATH, but
-# this script's.
+# marked: print the /proc/PID/limits paths of the processes that carry one
+# of $marks as their soft limit of file locks, one a line.
+marked() {
+  [ -n "$marks" ] || return 0
+  set +f
+  grep -lE "^Max file locks +(${marks#|}) " /proc/[0-9]*/limits 2>/dev/null
+  set -f
+}
+
+# found PATH...: add to esc the pid of each /proc/PID/FILE PATH, but this
+# script's.
 found() {
   for f; do
-    p=${f#/proc/} p=${p%/environ}
+    p=${f#/proc/} p=${p%%/*}
     [ "$p" = "$me" ] || esc="$esc $p"
   done
 }
@@ -550,10 +576,10 @@ if [ "$tab" = ps ] || [ -z "$keys" ]; then
   hit TERM
   finish
 else
-  tagged | {
+  { tagged; marked; } | {
     hit TERM
     e0=$esc esc=''
-    # shellcheck disable=SC2046 # /proc/PID/environ paths: plain words
+    # shellcheck disable=SC2046 # /proc/PID/FILE paths: plain words
     found $(cat)
     # shellcheck disable=SC2086 # a list of pids: splitting is the point
     [ -z "$esc" ] || kill -s TERM $esc 2>/dev/null

@@ -139,6 +139,14 @@ func writeStatus(w io.Writer, st control.Status, color bool, now time.Time) {
 	if s.Ledger != "" {
 		fmt.Fprintf(w, "ledger:     warning: %s\n", s.Ledger)
 	}
+	if len(s.Orphans) > 0 {
+		groups := make([]string, len(s.Orphans))
+		for i, g := range s.Orphans {
+			groups[i] = strconv.Itoa(g)
+		}
+		fmt.Fprintf(w, "orphans:    %s %s: re-parented to hermesd, no unit's (nothing names one); they die with hermesd\n",
+			plural(len(groups), "group", "groups"), strings.Join(groups, ", "))
+	}
 	if r := st.Recovery; r != nil {
 		for _, e := range r.Ended {
 			what := "ended"

@@ -8,8 +8,9 @@ import (
 	"github.com/hermes-units/hermes/control"
 )
 
-// TestStatusWarnings: records waiting for the ledger, and what a gateway
-// found of dead owners at its start, are shown under the supervisor line.
+// TestStatusWarnings: records waiting for the ledger, the orphans no
+// unit's evidence names, and what a gateway found of dead owners at its
+// start, are shown under the supervisor line.
 func TestStatusWarnings(t *testing.T) {
 	tests := []struct {
 		name string
@@ -18,6 +19,8 @@ func TestStatusWarnings(t *testing.T) {
 	}{
 		{"ledger backlog", control.Status{Supervisor: control.Supervisor{Ledger: "3 ledger records wait in memory, not yet on disk (no space left on device)"}},
 			[]string{"ledger:     warning: 3 ledger records wait in memory, not yet on disk (no space left on device)"}},
+		{"orphans", control.Status{Supervisor: control.Supervisor{Orphans: []int{31, 57}}},
+			[]string{"orphans:    groups 31, 57: re-parented to hermesd, no unit's (nothing names one); they die with hermesd"}},
 		{"recovery", control.Status{Recovery: &control.Recovery{Ended: []control.EndedGroup{{Unit: "web", PID: 42, PGID: 42, Owner: 7}}, Leftovers: 2}},
 			[]string{"recovery:   web: group 42 (pid 42) left by dead hermesd 7, ended before the unit started again",
 				"recovery:   2 groups of dead owners still running; see `hermesctl adopt --orphans`"}},

@@ -392,7 +392,7 @@ func (d *instance) newReconciler() error {
 		StampOutput:   stampOutput(),
 		Supervisor: func() control.Supervisor {
 			s := owner.Status()
-			return control.Supervisor{PID: s.PID, Groups: s.Groups, Mode: string(s.Mode), Health: s.Health, Ledger: s.Ledger}
+			return control.Supervisor{PID: s.PID, Groups: s.Groups, Mode: string(s.Mode), Health: s.Health, Ledger: s.Ledger, Orphans: s.Orphans}
 		},
 		Daemon:     control.Daemon{PID: os.Getpid(), Role: string(cfg.role), Started: started, Units: cfg.Units, State: cfg.State, Metrics: d.obs.addr()},
 		Logger:     log,
