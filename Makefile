@@ -6,9 +6,10 @@ STATE ?= $(CURDIR)/.run/state
 PKGS := ./...
 CHAOS_ROUNDS ?= 200
 CHAOS_SEED ?= 0
+ESCAPE_RUNS ?= 200
 BENCH_FLAGS ?=
 
-.PHONY: help build run test lint lint-metrics bench bench-peers clean schema chaos examples man dist
+.PHONY: help build run test lint lint-metrics bench bench-peers clean schema chaos escapes examples man dist
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -51,6 +52,10 @@ bench-peers: ## not in CI: start, stop, status, edit, memory and owner-SIGKILL a
 
 chaos: ## kill hermesd at random moments, restart it, check nothing owned survives or is lost (CHAOS_ROUNDS, CHAOS_SEED; 0 = from the clock)
 	$(GO) run ./internal/cmd/chaos -rounds $(CHAOS_ROUNDS) -seed $(CHAOS_SEED)
+
+escapes: ## play each escape row (survivors) and forking-together size ESCAPE_RUNS times (issue 24's bar: 200 and 100)
+	$(GO) test -race -count=1 -timeout 0 -run 'TestEscapes' ./supervisor -escapes.runs $(ESCAPE_RUNS)
+	$(GO) test -race -count=1 -timeout 0 -run 'TestForkingTogether' ./cmd/hermesd -forking.runs $(ESCAPE_RUNS)
 
 schema: ## regenerate schema/*.schema.json from the Go types
 	$(GO) generate ./schema

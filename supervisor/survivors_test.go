@@ -44,6 +44,7 @@ type family struct {
 	// subtrees, and every cgroup they register, have odd paths.
 	cgroup string
 	cgdir  string // set by runRow: the absolute dir of cgroup
+	script string // kind "script": the sh script each child runs
 }
 
 var families = []family{
@@ -161,6 +162,9 @@ func startOwner(t *testing.T, f family, su setup, marker, state string, external
 			envGraceMS+"="+strconv.Itoa(int(testGrace.Milliseconds())))
 		if f.release {
 			cmd.Env = append(cmd.Env, envRelease+"=1")
+		}
+		if f.script != "" {
+			cmd.Env = append(cmd.Env, envScript+"="+f.script)
 		}
 		if f.pause {
 			cmd.Env = append(cmd.Env, envPause+"=1")
