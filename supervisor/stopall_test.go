@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -155,7 +156,15 @@ func TestStopEndsOnCgroupEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testkit.Eventually(t, 10*time.Second, "the leader's child started", func() bool { return len(cgroupProcs(c.Group.Cgroup)) == 2 })
+	// Its child ignores TERM once it runs sleep (not before: a TERM
+	// between its fork and its trap ends it).
+	testkit.Eventually(t, 10*time.Second, "the leader's child to run sleep, ignoring TERM", func() bool {
+		ps := cgroupProcs(c.Group.Cgroup)
+		return len(ps) == 2 && slices.ContainsFunc(ps, func(pid int) bool {
+			argv, _ := proc.Cmdline(pid)
+			return len(argv) > 0 && argv[0] == "sleep" && sigMask(pid, "SigIgn")&(1<<(syscall.SIGTERM-1)) != 0
+		})
+	})
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	stopped := make(chan error, 1)
