@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -151,12 +152,30 @@ func run(args []string) error {
 	return serve(ctx, cfg, log)
 }
 
-// lockState takes <state>/hermesd.lock with flock and writes our pid in it.
-// A link planted at that name is refused, never followed.
-// The descriptor is close-on-exec, so no unit inherits the lock.
-func lockState(state string) (*os.File, error) {
+// stateLock is hermesd's hold on its state directory: the flock on
+// hermesd.lock, and the directory's name (holdStateName), which outlives
+// the directory's files.
+type stateLock struct {
+	f    *os.File
+	name io.Closer
+}
+
+func (l *stateLock) Close() error {
+	return errors.Join(l.name.Close(), l.f.Close())
+}
+
+// lockState makes the state directory (mode 0700) if need be, refuses
+// one that is not safe (checkState: exit 2), then takes
+// <state>/hermesd.lock with flock and the directory's name
+// (holdStateName), and writes our pid in the lock file once both are
+// held. A link planted at the lock's name is refused, never followed. The
+// descriptors are close-on-exec, so no unit inherits the lock.
+func lockState(state string) (*stateLock, error) {
 	if err := os.MkdirAll(state, 0o700); err != nil {
 		return nil, fmt.Errorf("create state directory: %w", err)
+	}
+	if err := checkState(state); err != nil {
+		return nil, err
 	}
 	path := filepath.Join(state, "hermesd.lock")
 	f, err := safefile.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
@@ -172,10 +191,15 @@ func lockState(state string) (*os.File, error) {
 		}
 		return nil, fmt.Errorf("%w: %s is held by pid %s; stop that hermesd or pass another --state", ErrLocked, path, holder)
 	}
+	name, err := holdStateName(state)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
 	if err := f.Truncate(0); err == nil {
 		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
-	return f, nil
+	return &stateLock{f: f, name: name}, nil
 }
 
 // serve runs hermesd until ctx ends and the clean stop is done: it takes
@@ -190,10 +214,12 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		log.Warn("descriptor limit not raised", "err", ferr)
 	}
 	lock, err := lockState(cfg.State)
-	if err != nil {
-		if errors.Is(err, ErrLocked) {
-			return exit(exitcode.HermesdLocked, err)
-		}
+	switch {
+	case errors.Is(err, ErrLocked):
+		return exit(exitcode.HermesdLocked, err)
+	case errors.Is(err, ErrUnsafeState):
+		return exit(exitcode.Usage, err)
+	case err != nil:
 		return exit(exitcode.Failure, err)
 	}
 	defer lock.Close()
