@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/internal/exitcode"
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 // TestStateDirNotOurs: hermesd refuses, exit 2 and the fix in the
@@ -93,9 +94,9 @@ func TestStateDirRemoved(t *testing.T) {
 	}
 	first, dir := startEmpty(t)
 	state := filepath.Join(dir, "state")
-	if err := os.RemoveAll(state); err != nil {
-		t.Fatal(err)
-	}
+	// hermesd may write in it meanwhile (a log, its control socket bound
+	// again): rm -rf until one pass finds nothing left.
+	testkit.EventuallyOK(t, 20*time.Second, func() error { return os.RemoveAll(state) })
 	code, got := runBounded(t, "--units", filepath.Join(dir, "units"), "--state", state,
 		"--socket", filepath.Join(privateDir(t), "second.sock"), "--config", filepath.Join(dir, "none.yaml"))
 	want := "hermesd: state directory is locked by another hermesd: " + state + " is held by pid " +
