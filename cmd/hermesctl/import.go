@@ -121,6 +121,9 @@ func runImport(ctx context.Context, opts *importOptions) error {
 		files = append(files, systemdunit.File{Name: u.Name + ".yaml", Content: b})
 	}
 	if opts.dryRun {
+		if opts.json {
+			return &exitError{code: exitcode.Usage, err: errors.New("import: --dry-run prints the unit files, which have no JSON form; leave out -o json")}
+		}
 		for _, f := range files {
 			fmt.Fprintf(opts.out, "# %s\n%s\n", filepath.Join(dir, f.Name), f.Content)
 		}

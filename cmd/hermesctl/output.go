@@ -25,6 +25,7 @@ var jsonForms = map[string]func(*cobra.Command) string{
 	"events":             withJSON,
 	"export launchd":     withJSON,
 	"export systemd":     withJSON,
+	"import":             withJSON,
 	"is-active":          withJSON,
 	"is-enabled":         withJSON,
 	"is-failed":          withJSON,
