@@ -65,7 +65,7 @@ var (
 // that grow with it.
 func setPeerSize(n int) {
 	peerUnits = n
-	peerWait = 60*time.Second + time.Duration(n)*30*time.Millisecond
+	peerWait = 60*time.Second + time.Duration(n)*100*time.Millisecond
 	peerKilled = 2*time.Second + time.Duration(n)*time.Millisecond
 	peerPoll = 2*time.Millisecond + time.Duration(n)*20*time.Microsecond
 }
