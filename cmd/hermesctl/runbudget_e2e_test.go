@@ -248,11 +248,14 @@ func TestRunBudgetThroughProxy(t *testing.T) {
 		t.Errorf("GET /v1/models through hermesd: got %+v, want the provider's own scripted/m", page.Data)
 	}
 
-	const budget, grace = 2 * time.Second, time.Second
+	// The child is this race-built test binary: on a loaded machine it
+	// took 1.7 s to start, so a 2 s budget's notice (at 80%) came before
+	// it listened for it.
+	const budget, grace = 6 * time.Second, time.Second
 	for _, kind := range []string{"obey", "ignore"} {
 		t.Run(kind, func(t *testing.T) {
 			record := filepath.Join(t.TempDir(), "record")
-			run := exec.Command(hermesctl, "--socket", socket, "run", "--run-budget", "2", "--wrapup-signal", "USR1", "--grace", grace.String(), "--",
+			run := exec.Command(hermesctl, "--socket", socket, "run", "--run-budget", strconv.Itoa(int(budget/time.Second)), "--wrapup-signal", "USR1", "--grace", grace.String(), "--",
 				"env", envRunChild+"="+kind, envRunRecord+"="+record, "GORACE=atexit_sleep_ms=0", os.Args[0], "-test.run=^$")
 			run.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
 			var stderr strings.Builder
@@ -292,7 +295,7 @@ func TestRunBudgetThroughProxy(t *testing.T) {
 			if at := term.at.Sub(began); at < budget {
 				t.Errorf("TERM %v after hermesctl started, want at the %v budget or later", at, budget)
 			}
-			if !strings.Contains(wrap.text, "has used 80% of its run budget of 2s") || !strings.Contains(wrap.text, "err=<nil>") {
+			if !strings.Contains(wrap.text, "has used 80% of its run budget of "+budget.String()) || !strings.Contains(wrap.text, "err=<nil>") {
 				t.Errorf("wrap-up line %q, want the notice read from HERMES_WRAPUP_FILE", wrap.text)
 			}
 			if got := rec["call"].text; got != "call answer=notice injected" {
