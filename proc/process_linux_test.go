@@ -48,8 +48,20 @@ func TestDescriptorFile(t *testing.T) {
 	}
 	defer r.Close()
 	defer w.Close()
-	if _, _, err := DescriptorFile(os.Getpid(), int(r.Fd())); err == nil {
-		t.Errorf("DescriptorFile of a pipe: got no error, want one (not a regular file)")
+	rfi, err := r.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ino, err := DescriptorFile(os.Getpid(), int(w.Fd())); err != nil || ino != fileIno(t, rfi) {
+		t.Errorf("DescriptorFile of a pipe's write end: ino %d, %v; want the pipe's inode %d", ino, err, fileIno(t, rfi))
+	}
+	d, err := os.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, _, err := DescriptorFile(os.Getpid(), int(d.Fd())); err == nil {
+		t.Errorf("DescriptorFile of a directory: got no error, want one (neither a regular file nor a pipe)")
 	}
 }
 
