@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/internal/exitcode"
+	"github.com/hermes-units/hermes/internal/paths"
 	"github.com/hermes-units/hermes/internal/systemdunit"
 	"github.com/hermes-units/hermes/units"
 	"github.com/spf13/cobra"
@@ -51,6 +53,7 @@ type exportOptions struct {
 	only     bool     // --only-gateway
 	insecure bool     // --insecure-units
 	watchdog time.Duration
+	daemon   bool // a hermesd answered on the socket: its paths are in g (daemonPaths)
 }
 
 // newExportSystemdCmd is export systemd; runExportSystemd does the work.
@@ -67,6 +70,10 @@ stop signal, dependencies, log file. What systemd cannot express is said in
 a comment in the file. Also writes hermesd.service, which runs the gateway
 itself under systemd (KillMode=process, Delegate=yes for cgroup mode).
 
+When a hermesd answers on the socket, its units directory, state directory,
+hermes.yaml and socket are used (a path given with a flag or HERMES_* still
+wins); otherwise those of the flags, HERMES_* and the defaults.
+
 With --only-gateway, writes hermesd.service alone (hermesd then runs the
 units itself, as always): the way to run hermesd at login,
   hermesctl export systemd --only-gateway --dir ~/.config/systemd/user
@@ -76,8 +83,9 @@ Files are written atomically into DIR (created if missing), for example
 ~/.config/systemd/user; existing files are overwritten only with --force.
 Then: systemctl --user daemon-reload.`,
 		ValidArgsFunction: completeUnits(g),
-	}, func(_ context.Context, args []string) error {
+	}, func(ctx context.Context, args []string) error {
 		opts.names = args
+		opts.daemon = g.daemonPaths(ctx)
 		return runExportSystemd(opts)
 	})
 	f := cmd.Flags()
@@ -106,7 +114,7 @@ func runExportSystemd(opts *exportOptions) error {
 	}
 	res := exportResult{Dir: opts.dir, Files: []string{}, Errors: errs}
 	if opts.gateway {
-		gw, err := gatewayFile(opts.g, cfg, opts.hermesd, opts.watchdog)
+		gw, err := gatewayFile(opts.g, cfg, opts.hermesd, opts.watchdog, opts.daemon)
 		if err != nil {
 			return &exitError{code: exitcode.Failure, err: fmt.Errorf("export: %w", err)}
 		}
@@ -160,9 +168,30 @@ func exportLoad(opts *exportOptions) (*units.Config, *units.Dir, error) {
 	loader.Defaults = &cfg.Defaults
 	d, err := loader.LoadDir(opts.g.Units)
 	if err != nil {
+		if _, serr := os.Stat(opts.g.Units); errors.Is(serr, fs.ErrNotExist) {
+			return nil, nil, missingUnitsDir(opts.g, opts.daemon)
+		}
 		return nil, nil, err
 	}
 	return cfg, d, nil
+}
+
+// missingUnitsDir says that g's units directory does not exist, where
+// that path came from (answered: from the hermesd behind the socket), and
+// how to name another.
+func missingUnitsDir(g *globals, answered bool) error {
+	var from string
+	switch {
+	case g.from.Units.Given():
+		from = "from --units or HERMES_UNITS"
+	case answered:
+		from = "the running hermesd's, on " + g.Socket
+	case g.from.Units == paths.FromFile:
+		from = "from " + g.Config
+	default:
+		from = "the default; no hermesd answered on " + g.Socket
+	}
+	return fmt.Errorf("units directory %s (%s) does not exist; name another with --units DIR or HERMES_UNITS", absPath(g.Units), from)
 }
 
 // exportAll names every unit of d, those that load and those that do not,
@@ -229,8 +258,11 @@ func printExport(opts *exportOptions, res exportResult) error {
 	return nil
 }
 
-// gatewayFile builds hermesd.service for the paths hermesctl resolved.
-func gatewayFile(g *globals, cfg *units.Config, hermesd string, watchdog time.Duration) (systemdunit.File, error) {
+// gatewayFile builds hermesd.service for the paths hermesctl resolved, or
+// took from the hermesd behind the socket (daemon). The socket is named
+// when the user gave it or a hermesd listens on it: the service then
+// listens where the running one does.
+func gatewayFile(g *globals, cfg *units.Config, hermesd string, watchdog time.Duration, daemon bool) (systemdunit.File, error) {
 	if hermesd == "" {
 		hermesd = findHermesd()
 	}
@@ -240,6 +272,9 @@ func gatewayFile(g *globals, cfg *units.Config, hermesd string, watchdog time.Du
 	gw := systemdunit.Gateway{Hermesd: absPath(hermesd), Units: absPath(g.Units), State: absPath(g.State), Watchdog: watchdog}
 	if cfg.File != "" {
 		gw.Config = absPath(cfg.File)
+	}
+	if g.from.Socket.Given() || daemon {
+		gw.Socket = absPath(g.Socket)
 	}
 	return systemdunit.GatewayFile(gw)
 }

@@ -33,6 +33,7 @@ type launchdOptions struct {
 	env         []string // --env KEY=VALUE, in order; a later one wins
 	workDir     string   // --workdir
 	exitTimeout time.Duration
+	daemon      bool // a hermesd answered on the socket: its paths are in g (daemonPaths)
 }
 
 // newExportLaunchdCmd is export launchd; runExportLaunchd does the work.
@@ -43,8 +44,10 @@ func newExportLaunchdCmd(g *globals) *cobra.Command {
 		Use:   "launchd --dir DIR",
 		Short: "Write the launchd LaunchAgent that runs hermesd on macOS",
 		Long: `Write LABEL.plist (default ` + launchd.FileName(launchd.DefaultLabel) + `), a launchd user agent
-that runs hermesd with the config, units, state (and socket, if given) paths
-hermesctl resolved, as absolute paths: started at login (RunAtLoad),
+that runs hermesd with the config, units, state and socket paths of the
+hermesd that answers on the socket, if one does (a path given with a flag or
+HERMES_* still wins), else those hermesctl resolved (the socket only if
+given), as absolute paths: started at login (RunAtLoad),
 restarted after a crash or a kill (KeepAlive), stopped with TERM then KILL
 after --exit-timeout, logging to --log-dir, with AbandonProcessGroup true so
 that launchd leaves the survivors (adoptable, persist_on_release) alone when
@@ -62,7 +65,10 @@ Then create the log directory and load it:
   launchctl bootstrap gui/$(id -u) DIR/LABEL.plist
 (launchctl bootout gui/$(id -u)/LABEL first, if an older one is loaded).`,
 		Args: cobra.NoArgs,
-	}, func(context.Context, []string) error { return runExportLaunchd(opts) })
+	}, func(ctx context.Context, _ []string) error {
+		opts.daemon = g.daemonPaths(ctx)
+		return runExportLaunchd(opts)
+	})
 	f := cmd.Flags()
 	f.StringVar(&opts.dir, "dir", "", "directory to write the plist to, e.g. ~/Library/LaunchAgents (required)")
 	f.BoolVar(&opts.force, "force", false, "overwrite the file if it exists")
@@ -105,7 +111,8 @@ func runExportLaunchd(opts *launchdOptions) error {
 }
 
 // launchdGateway builds the agent's description from the flags and the
-// paths hermesctl resolved. hermes.yaml is read so that one that does not
+// paths hermesctl resolved, or took from the hermesd behind the socket
+// (whose socket it then names, as when the user gave one). hermes.yaml is read so that one that does not
 // load fails here, not at hermesd's first start under launchd; --config is
 // passed when the file exists or was named.
 func launchdGateway(opts *launchdOptions) (launchd.Gateway, error) {
@@ -138,7 +145,7 @@ func launchdGateway(opts *launchdOptions) (launchd.Gateway, error) {
 	if cfg.File != "" || g.from.Config.Given() {
 		gw.Config = absPath(g.Config)
 	}
-	if g.from.Socket.Given() {
+	if g.from.Socket.Given() || opts.daemon {
 		gw.Socket = absPath(g.Socket)
 	}
 	if opts.workDir != "" {

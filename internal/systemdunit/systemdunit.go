@@ -419,6 +419,7 @@ type Gateway struct {
 	Config   string        // --config, "" to leave it out
 	Units    string        // --units
 	State    string        // --state
+	Socket   string        // --socket, "" to leave it out (hermesd's default)
 	Watchdog time.Duration // WatchdogSec; 0 for none (hermesd pings at half of it)
 }
 
@@ -433,6 +434,9 @@ func GatewayFile(g Gateway) (File, error) {
 		argv = append(argv, "--config", g.Config)
 	}
 	argv = append(argv, "--units", g.Units, "--state", g.State)
+	if g.Socket != "" {
+		argv = append(argv, "--socket", g.Socket)
+	}
 	words := make([]string, len(argv))
 	for i, w := range argv {
 		words[i] = execWord(w)

@@ -428,6 +428,15 @@ func TestGatewayFile(t *testing.T) {
 	if !strings.Contains(p.text, "# Only hermesd itself is signalled on stop.") {
 		t.Errorf("no KillMode comment above KillMode=process:\n%s", p.text)
 	}
+	// A socket, when named, is passed on.
+	f, err = GatewayFile(Gateway{Hermesd: "/bin/hermesd", Units: "/u", State: "/s", Socket: "/run/h sock"})
+	if err != nil {
+		t.Fatalf("GatewayFile with a socket: %v", err)
+	}
+	want = []string{"/bin/hermesd", "--units", "/u", "--state", "/s", "--socket", "/run/h sock"}
+	if got := words(t, parse(t, f.Content).one(t, "Service", "ExecStart"), true); !slices.Equal(got, want) {
+		t.Errorf("ExecStart words with a socket %q, want %q", got, want)
+	}
 	if _, err := GatewayFile(Gateway{Hermesd: "hermesd"}); !errors.Is(err, ErrValue) {
 		t.Errorf("relative hermesd path: %v, want ErrValue", err)
 	}
