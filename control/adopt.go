@@ -119,7 +119,7 @@ type Released struct {
 }
 
 // routeAdopter adds the ownership-transfer routes to mux.
-func (s *Server) routeAdopter(mux *http.ServeMux) {
+func (s *Server) routeAdopter(mux *router) {
 	a := s.b
 	mux.HandleFunc("POST "+pathAdopt, func(w http.ResponseWriter, r *http.Request) {
 		var req AdoptRequest

@@ -41,7 +41,7 @@ type EnableRequest struct {
 
 // routeEnabler adds the disable and enable routes to mux when the backend
 // has them.
-func (s *Server) routeEnabler(mux *http.ServeMux) {
+func (s *Server) routeEnabler(mux *router) {
 	en, ok := s.b.(Enabler)
 	if !ok {
 		return

@@ -92,7 +92,7 @@ type OwnedGroups struct {
 
 // routeKeeper adds the routes of kept groups to mux when the backend has
 // them.
-func (s *Server) routeKeeper(mux *http.ServeMux) {
+func (s *Server) routeKeeper(mux *router) {
 	k, ok := s.b.(Keeper)
 	if !ok {
 		return

@@ -21,7 +21,7 @@ type Paths struct {
 	Logs   string `json:"logs_dir"`  // the default directory of unit logs (log.path may name others)
 }
 
-func (s *Server) routePaths(mux *http.ServeMux) {
+func (s *Server) routePaths(mux *router) {
 	mux.HandleFunc("GET "+pathPaths, func(w http.ResponseWriter, _ *http.Request) {
 		if s.paths == (Paths{}) {
 			writeBody(w, http.StatusNotFound, ErrorBody{Error: "hermesd does not report its paths", Code: CodeNoRoute})

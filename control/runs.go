@@ -63,7 +63,7 @@ type RunRegistration struct {
 
 // routeRuns adds the run route to mux when the backend has it; end closes
 // when the server shuts down.
-func (s *Server) routeRuns(mux *http.ServeMux, end <-chan struct{}) {
+func (s *Server) routeRuns(mux *router, end <-chan struct{}) {
 	rr, ok := s.b.(RunRegistrar)
 	if !ok {
 		return

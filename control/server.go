@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path"
+	"slices"
 	"sync"
 	"time"
 
@@ -174,9 +175,23 @@ func (s *Server) admit(ctx context.Context, c net.Conn) context.Context {
 	return context.WithValue(ctx, connKey{}, a)
 }
 
-// handler routes the API; end closes when shutdown begins.
-func (s *Server) handler(end <-chan struct{}) http.Handler {
-	mux := http.NewServeMux()
+// router is a ServeMux that remembers the patterns it was given, so that
+// the routes served can be listed (and checked against docs/openapi.yaml).
+type router struct {
+	*http.ServeMux
+	patterns []string
+}
+
+func (m *router) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	m.patterns = append(m.patterns, pattern)
+	m.ServeMux.HandleFunc(pattern, h)
+}
+
+// routes returns the mux of the API and the "METHOD /path" patterns of its
+// routes; end closes when shutdown begins. The catch-all that answers
+// CodeNoRoute is not among the patterns.
+func (s *Server) routes(end <-chan struct{}) (*router, []string) {
+	mux := &router{ServeMux: http.NewServeMux()}
 	mux.HandleFunc("GET "+pathStatus, s.status)
 	mux.HandleFunc("GET "+pathEvents, s.events(end))
 	mux.HandleFunc("GET "+pathVersion, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, s.ver) })
@@ -198,12 +213,19 @@ func (s *Server) handler(end <-chan struct{}) http.Handler {
 	s.routeRuns(mux, end)
 	s.routeKeeper(mux)
 	s.routePaths(mux)
+	patterns := slices.Clone(mux.patterns)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeBody(w, http.StatusNotFound, ErrorBody{
 			Error: fmt.Sprintf("hermesd does not serve %s %s; are hermesctl and hermesd the same version?", r.Method, r.URL.Path),
 			Code:  CodeNoRoute,
 		})
 	})
+	return mux, patterns
+}
+
+// handler routes the API; end closes when shutdown begins.
+func (s *Server) handler(end <-chan struct{}) http.Handler {
+	mux, _ := s.routes(end)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a, _ := r.Context().Value(connKey{}).(*admission); a == nil || a.err != nil {
 			w.Header().Set("Connection", "close")

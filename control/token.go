@@ -31,7 +31,7 @@ type TokenRotation struct {
 }
 
 // routeTokens adds the token route to mux when the backend has one.
-func (s *Server) routeTokens(mux *http.ServeMux) {
+func (s *Server) routeTokens(mux *router) {
 	tr, ok := s.b.(TokenRotator)
 	if !ok {
 		return

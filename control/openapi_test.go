@@ -1,0 +1,298 @@
+package control
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+
+	"github.com/hermes-units/hermes/events"
+)
+
+// The control API's document, docs/openapi.yaml, is checked here: it is
+// valid OpenAPI 3, it lists exactly the routes a Server registers, and the
+// answers of a Server on a socket validate against it.
+
+const openAPIFile = "../docs/openapi.yaml"
+
+func loadOpenAPI(t *testing.T) *openapi3.T {
+	t.Helper()
+	doc, err := openapi3.NewLoader().LoadFromFile(openAPIFile)
+	if err != nil {
+		t.Fatalf("load %s: %v", openAPIFile, err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatalf("%s is not valid OpenAPI 3: %v", openAPIFile, err)
+	}
+	return doc
+}
+
+// fullBackend is a fakeBackend with every optional part of a Backend, so
+// that the Server registers every route it has.
+type fullBackend struct{ *fakeBackend }
+
+var (
+	_ Enabler      = fullBackend{}
+	_ Keeper       = fullBackend{}
+	_ TokenRotator = fullBackend{}
+	_ RunRegistrar = fullBackend{}
+)
+
+func (fullBackend) Disable(context.Context, string) error      { return nil }
+func (fullBackend) Enable(context.Context, string, bool) error { return nil }
+
+var keptSince = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func (fullBackend) Own(_ context.Context, req OwnRequest) (OwnedGroups, error) {
+	var g OwnedGroups
+	for _, pg := range req.PGIDs {
+		g.Groups = append(g.Groups, OwnedGroup{Name: "agent", PGID: pg, PID: pg, Command: "python3 agent.py", Owner: 7, Ownership: KeptOwned, Since: keptSince, State: "kept"})
+	}
+	return g, nil
+}
+
+func (fullBackend) ReleaseGroups(context.Context, ReleaseRequest) (OwnedGroups, error) {
+	return OwnedGroups{}, nil // nil Groups: the server must answer []
+}
+
+func (fullBackend) RotateProxyToken(context.Context) (TokenRotation, error) {
+	return TokenRotation{File: "/s/proxy.token", OldValidUntil: keptSince}, nil
+}
+
+func (fullBackend) RegisterRun(_ context.Context, req RunRequest) (RunRegistration, func(), error) {
+	return RunRegistration{ID: "r1", BaseURL: "http://127.0.0.1:1/run/r1/v1", Deadline: keptSince.Add(req.Budget)}, func() {}, nil
+}
+
+func (fullBackend) Orphans(context.Context, OrphansRequest) (OrphanReport, error) {
+	// nil Ports and Evidence: the server must answer [].
+	return OrphanReport{Orphans: []Orphan{{Unit: "old", PID: 9, PGID: 9, StartTime: 123, PPID: 1, Command: "sleep", Ownership: "owned", Owner: 3, OwnerRole: "gateway"}}}, nil
+}
+
+// TestOpenAPIRoutes: every route a Server registers is in
+// docs/openapi.yaml, and every route there is served: a new route without
+// its document fails here.
+func TestOpenAPIRoutes(t *testing.T) {
+	doc := loadOpenAPI(t)
+	var documented []string
+	for p, item := range doc.Paths.Map() {
+		for m := range item.Operations() {
+			documented = append(documented, m+" "+p)
+		}
+	}
+	srv := NewServer(fullBackend{&fakeBackend{}}, Options{})
+	_, served := srv.routes(nil)
+	slices.Sort(documented)
+	served = slices.Sorted(slices.Values(served))
+	if len(served) < 18 {
+		t.Errorf("the server lists %d routes: %q; is the route list incomplete?", len(served), served)
+	}
+	for _, r := range served {
+		if !slices.Contains(documented, r) {
+			t.Errorf("route %q is served but not in %s", r, openAPIFile)
+		}
+	}
+	for _, r := range documented {
+		if !slices.Contains(served, r) {
+			t.Errorf("route %q is in %s but not served", r, openAPIFile)
+		}
+	}
+}
+
+// TestOpenAPIEventKinds: the document's Event kinds are the kinds the
+// daemon publishes.
+func TestOpenAPIEventKinds(t *testing.T) {
+	doc := loadOpenAPI(t)
+	var documented, kinds []string
+	for _, v := range doc.Components.Schemas["Event"].Value.Properties["kind"].Value.Enum {
+		documented = append(documented, v.(string))
+	}
+	for _, k := range events.Kinds() {
+		kinds = append(kinds, k.String())
+	}
+	if !slices.Equal(documented, kinds) {
+		t.Errorf("%s lists the event kinds %q, the daemon publishes %q", openAPIFile, documented, kinds)
+	}
+}
+
+// socketClient is a plain HTTP client of the control socket at path, as curl
+// --unix-socket is.
+func socketClient(path string) *http.Client {
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", path)
+	}}}
+}
+
+// validateAnswer checks resp (its body already read into body) against the
+// document's operation for req.
+func validateAnswer(t *testing.T, router routers.Router, req *http.Request, resp *http.Response, body []byte, noBody bool) {
+	t.Helper()
+	route, params, err := router.FindRoute(req)
+	if err != nil {
+		t.Errorf("%s %s: no route in %s: %v", req.Method, req.URL, openAPIFile, err)
+		return
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
+		Status:                 resp.StatusCode,
+		Header:                 resp.Header,
+		Options:                &openapi3filter.Options{IncludeResponseStatus: true, ExcludeResponseBody: noBody},
+	}
+	in.SetBodyBytes(body)
+	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+		t.Errorf("%s %s: answer %d %s does not match %s: %v", req.Method, req.URL, resp.StatusCode, body, openAPIFile, err)
+	}
+}
+
+// validateLines checks each JSON line of body against the schema name.
+func validateLines(t *testing.T, doc *openapi3.T, what, name string, body []byte) int {
+	t.Helper()
+	schema := doc.Components.Schemas[name].Value
+	n := 0
+	for line := range bytes.Lines(body) {
+		var v any
+		if err := json.Unmarshal(line, &v); err != nil {
+			t.Errorf("%s: line %q is not JSON: %v", what, line, err)
+			continue
+		}
+		if err := schema.VisitJSON(v); err != nil {
+			t.Errorf("%s: line %s does not match %s: %v", what, line, name, err)
+		}
+		n++
+	}
+	return n
+}
+
+// TestOpenAPIAnswers validates the answers of a Server on a socket, for
+// each route and the main errors, against docs/openapi.yaml.
+func TestOpenAPIAnswers(t *testing.T) {
+	doc := loadOpenAPI(t)
+	router, err := legacy.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := sampleStatus()
+	st.Units[0].Job = &Job{Schedule: "@every 1h", Next: keptSince, RunID: "r0"}
+	st.Units[0].Timeouts = &Timeouts{Start: time.Second, Stop: 2 * time.Second}
+	st.Proxy = &Proxy{Listen: "127.0.0.1:8787", Breakers: []Breaker{{Session: "s", Provider: "p", Model: "m", Threshold: 3}}}
+	st.Recovery = &Recovery{Leftovers: 1}
+	st.Owned = []OwnedGroup{{Name: "agent", PGID: 5, PID: 5, Owner: 7, Ownership: KeptOwned, Since: keptSince, State: "kept"}}
+	bus := events.New(events.Options{})
+	bus.Publish(events.Event{Kind: events.UnitState, Unit: "web", State: "running", From: "starting", PID: 100})
+	bus.Publish(events.Event{Kind: events.Reload, Outcome: "applied", Plan: &events.Plan{Start: []string{"web"}}})
+	bus.Publish(events.Event{Kind: events.ConfigError, Error: &events.FileError{File: "/u/bad.yaml", Line: 3, Message: "bad"}})
+	bus.Publish(events.Event{Kind: events.Cut, Provider: "p", Layer: "stale_stream", Value: time.Second})
+	b := fullBackend{&fakeBackend{status: st, plan: Plan{Start: []string{"web"}}, logs: map[string]string{"web": "/s/logs/web.log"}}}
+	srv := NewServer(b, Options{
+		Events:  bus,
+		Version: VersionInfo{Version: "(devel)", Go: "go1.26"},
+		Paths:   Paths{Config: "/c/hermes.yaml", Units: "/c/units", State: "/s", Socket: "/s/hermesd.sock", Logs: "/s/logs"},
+	})
+	s := serve(t, srv)
+	hc := socketClient(s.path)
+	defer hc.CloseIdleConnections()
+
+	for _, c := range []struct {
+		method, path, body string
+		status             int
+	}{
+		{"GET", "/v1/status", "", 200},
+		{"GET", "/v1/status?unit=web&unit=job", "", 200},
+		{"POST", "/v1/units/web/start", "", 200},
+		{"POST", "/v1/units/web/stop", "", 200},
+		{"POST", "/v1/units/web/restart", "", 200},
+		{"POST", "/v1/units/web/disable", "", 200},
+		{"POST", "/v1/units/web/enable", `{"start":true}`, 200},
+		{"POST", "/v1/units/web/release", "", 200},
+		{"GET", "/v1/units/web/log", "", 200},
+		{"GET", "/v1/units/nope/log", "", 404},
+		{"POST", "/v1/reload", `{"dry_run":true}`, 200},
+		{"POST", "/v1/reload", `{"dry_run":true,"what":1}`, 400},
+		{"POST", "/v1/adopt", `{"pid":123,"as":"x"}`, 200},
+		{"POST", "/v1/orphans", `{}`, 200},
+		{"POST", "/v1/owned/own", `{"pgids":[5]}`, 200},
+		{"POST", "/v1/owned/release", `{"pgids":[5]}`, 200},
+		{"POST", "/v1/proxy/rotate-token", "", 200},
+		{"POST", "/v1/proxy/runs", `{"budget_ns":0}`, 400},
+		{"GET", "/v1/version", "", 200},
+		{"GET", "/v1/paths", "", 200},
+	} {
+		req, err := http.NewRequestWithContext(t.Context(), c.method, "http://hermesd"+c.path, strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", c.method, c.path, err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("%s %s: %v", c.method, c.path, err)
+		}
+		if resp.StatusCode != c.status {
+			t.Errorf("%s %s: status %d %s, want %d", c.method, c.path, resp.StatusCode, body, c.status)
+		}
+		validateAnswer(t, router, req, resp, body, false)
+	}
+
+	// A path the daemon does not serve: an ErrorBody with code no_route.
+	resp, err := hc.Get("http://hermesd/v1/nothing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Errorf("GET /v1/nothing: status %d, want 404", resp.StatusCode)
+	}
+	validateLines(t, doc, "GET /v1/nothing", "ErrorBody", body)
+
+	// The event history: headers by the document, each line an Event.
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", "http://hermesd/v1/events", nil)
+	resp, err = hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	validateAnswer(t, router, req, resp, nil, true)
+	if n := validateLines(t, doc, "GET /v1/events", "Event", body); n != 4 {
+		t.Errorf("GET /v1/events: %d lines, want the 4 published: %s", n, body)
+	}
+
+	// Open-ended answers: the followed stream and a registered run are
+	// checked on their headers and first lines, then closed.
+	for _, c := range []struct{ method, path, body, schema string }{
+		{"GET", "/v1/events?follow=1", "", "Event"},
+		{"POST", "/v1/proxy/runs", `{"budget_ns":60000000000,"wrapup":"wrap up"}`, "RunRegistration"},
+	} {
+		ctx, cancel := context.WithCancel(t.Context())
+		req, _ := http.NewRequestWithContext(ctx, c.method, "http://hermesd"+c.path, strings.NewReader(c.body))
+		resp, err := hc.Do(req)
+		if err != nil {
+			cancel()
+			t.Fatalf("%s %s: %v", c.method, c.path, err)
+		}
+		validateAnswer(t, router, req, resp, nil, true)
+		line, err := bufio.NewReader(resp.Body).ReadBytes('\n')
+		if err != nil {
+			t.Errorf("%s %s: first line: %v", c.method, c.path, err)
+		}
+		validateLines(t, doc, c.method+" "+c.path, c.schema, line)
+		cancel()
+		resp.Body.Close()
+	}
+}
