@@ -91,6 +91,7 @@ var Examples = map[string]string{
 	"config.gateway.idle_timeout":                             "60s",
 	"config.probes.listen":                                    "127.0.0.1:9465",
 	"config.probes.remote":                                    "true",
+	"config.metrics.remote":                                   "true",
 	"config.metrics.listen":                                   "127.0.0.1:9464",
 	"config.metrics.token_file":                               "~/.config/hermes/metrics.token",
 	"config.defaults.restart":                                 "always",

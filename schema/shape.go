@@ -184,8 +184,9 @@ type Gateway struct {
 
 // Metrics holds metrics.* settings.
 type Metrics struct {
-	Listen    string `json:"listen,omitempty" jsonschema:"pattern=^.*:[0-9]+$" jsonschema_description:"Loopback address of the Prometheus metrics endpoint (/metrics). Off unless set."`
+	Listen    string `json:"listen,omitempty" jsonschema:"pattern=^.*:[0-9]+$" jsonschema_description:"Address of the Prometheus metrics endpoint (/metrics). Off unless set. Loopback unless remote is true."`
 	TokenFile string `json:"token_file,omitempty" jsonschema:"minLength=1" jsonschema_description:"File holding the bearer token a scrape must send (Authorization: Bearer …). No token when unset."`
+	Remote    bool   `json:"remote,omitempty" jsonschema_description:"Allow a listen address that is not loopback (the pod IP, 0.0.0.0), where a cluster's Prometheus scrapes, and requests whose Host is not loopback. Default false; set token_file with it."`
 }
 
 // Probes holds probes.* settings.

@@ -211,6 +211,7 @@ var agentFields = keyed[*Agent]{
 var metricsFields = keyed[*Metrics]{
 	{"listen", func(d *decoder, m *Metrics, f field) { m.Listen = d.listen(f) }},
 	{"token_file", func(d *decoder, m *Metrics, f field) { m.TokenFile = d.path(f) }},
+	{"remote", func(d *decoder, m *Metrics, f field) { m.Remote = d.bool(f) }},
 }
 
 var probesFields = keyed[*Probes]{

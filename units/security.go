@@ -17,9 +17,13 @@ import (
 // can run anything already). A unit is code execution: whoever can write
 // it runs commands as us. what is "file" or "directory". fi describes the
 // path after following symlinks.
+//
+// On a read-only mount (a ConfigMap or Secret volume) the mode bits say
+// nothing of who can write: nobody can, and the writable check is not
+// made; the owner check still is.
 func checkOwner(path string, fi fs.FileInfo, what string) *Error {
 	perm := fi.Mode().Perm()
-	if perm&0o022 != 0 {
+	if perm&0o022 != 0 && !readOnlyMount(path) {
 		fix := "chmod go-w " + shellWord(path)
 		return &Error{File: path, Err: ErrInsecure, Msg: fmt.Sprintf(
 			"%s mode %04o is writable by %s: anyone who can write a unit runs commands as you; fix with `%s` (or pass --insecure-units to load it anyway)",

@@ -196,8 +196,13 @@ type Gateway struct {
 // Metrics holds metrics.* settings: where hermesd serves Prometheus
 // metrics. Off while Listen is "".
 type Metrics struct {
-	Listen    string // loopback host:port; "" = off
+	Listen    string // host:port, loopback unless Remote; "" = off
 	TokenFile string // absolute path of a file holding the bearer token a scrape must send; "" = none
+	// Remote allows a Listen address that is not loopback (a pod's IP,
+	// or 0.0.0.0, where a cluster's Prometheus scrapes), and requests
+	// whose Host is not loopback: without it, such an address is refused
+	// at start.
+	Remote bool
 }
 
 // Probes holds probes.* settings: where hermesd answers a cluster's

@@ -245,7 +245,7 @@ func TestMetricsRefusals(t *testing.T) {
 		name, metrics, want string
 		tokenMode           os.FileMode
 	}{
-		{"not loopback", `{listen: "0.0.0.0:9464"}`, `hermesd: metrics cannot listen: metrics listen address is not loopback: "0.0.0.0:9464"; metrics listen on loopback only`, 0},
+		{"not loopback", `{listen: "0.0.0.0:9464"}`, `hermesd: metrics cannot listen: metrics listen address is not loopback: "0.0.0.0:9464"; metrics listen on loopback unless metrics.remote is true`, 0},
 		{"token readable by others", `{listen: "127.0.0.1:0", token_file: tok}`, `hermesd: metrics cannot listen: metrics bearer token unusable: metrics.token_file `, 0o644},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -27,6 +27,7 @@ type observer struct {
 	metrics *metrics.Metrics
 	ln      net.Listener // nil: metrics off
 	token   string
+	remote  bool // metrics.remote: any Host is served
 	log     *slog.Logger
 }
 
@@ -50,14 +51,15 @@ func startObserver(ctx context.Context, cfg config, log *slog.Logger, status fun
 			return nil, exit(exitcode.HermesdMetrics, fmt.Errorf("%w: %w", ErrMetricsListen, err))
 		}
 	}
-	if o.ln, err = metrics.Listen(ctx, c.Metrics.Listen); err != nil {
+	o.remote = c.Metrics.Remote
+	if o.ln, err = metrics.Listen(ctx, c.Metrics.Listen, c.Metrics.Remote); err != nil {
 		if errors.Is(err, metrics.ErrNotLoopback) { // the error says what to set
 			return nil, exit(exitcode.HermesdMetrics, fmt.Errorf("%w: %w (in %s)", ErrMetricsListen, err, orNone(c.File)))
 		}
 		return nil, exit(exitcode.HermesdMetrics, fmt.Errorf("%w: %w; free the address, or set metrics.listen in %s to another loopback host:port",
 			ErrMetricsListen, err, orNone(c.File)))
 	}
-	log.Info("metrics listening", "listen", o.ln.Addr().String(), "token", o.token != "")
+	log.Info("metrics listening", "listen", o.ln.Addr().String(), "token", o.token != "", "remote", o.remote)
 	return o, nil
 }
 
@@ -76,7 +78,7 @@ func (o *observer) serve(ctx context.Context, res *fdreserve.Reserve) {
 		return
 	}
 	logf := func(f string, a ...any) { o.log.Warn(fmt.Sprintf(f, a...), "part", "metrics") }
-	if err := metrics.Serve(ctx, res.Listener(o.ln, "metrics", metricsLimits, logf), o.metrics.Handler(o.token), logf); err != nil {
+	if err := metrics.Serve(ctx, res.Listener(o.ln, "metrics", metricsLimits, logf), o.metrics.Handler(o.token, o.remote), logf); err != nil {
 		o.log.Error("metrics stopped", "err", err)
 	}
 }

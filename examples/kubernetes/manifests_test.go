@@ -240,6 +240,13 @@ func checkDeployment(t *testing.T, m manifests, d *appsv1.Deployment) {
 		t.Error("metrics.listen is not set")
 	} else if ann["prometheus.io/scrape"] != "true" || ann["prometheus.io/port"] != strconv.Itoa(port(t, cfg.Metrics.Listen)) || ann["prometheus.io/path"] != "/metrics" {
 		t.Errorf("Prometheus annotations %v, want scrape true, port %d (metrics.listen), path /metrics", ann, port(t, cfg.Metrics.Listen))
+	} else if host, _, _ := strings.Cut(cfg.Metrics.Listen, ":"); !cfg.Metrics.Remote || host == "127.0.0.1" || host == "localhost" {
+		t.Errorf("metrics.listen %s (remote %v): a scraper at the pod's IP cannot reach it; want a pod address with metrics.remote", cfg.Metrics.Listen, cfg.Metrics.Remote)
+	}
+	for _, a := range c.Args {
+		if a == "--insecure-units" {
+			t.Error("hermesd runs with --insecure-units: a ConfigMap volume is a read-only mount, which the units check accepts")
+		}
 	}
 
 	// Provider keys from a Secret.

@@ -78,8 +78,8 @@ func TestMetricsFromEvents(t *testing.T) {
 	_, sub := bus.Subscribe()
 	defer sub.Close()
 
-	fams := Scrape(t, m.Handler(""))
-	defer t.Run("promtool", func(t *testing.T) { metricstest.CheckPromtool(t, scrapeBytes(t, m.Handler(""))) })
+	fams := Scrape(t, m.Handler("", false))
+	defer t.Run("promtool", func(t *testing.T) { metricstest.CheckPromtool(t, scrapeBytes(t, m.Handler("", false))) })
 	for _, tc := range []struct {
 		name   string
 		labels []string
@@ -135,13 +135,13 @@ func TestMetricsFromEvents(t *testing.T) {
 func TestTwoMetricsDoNotShare(t *testing.T) {
 	a, b := New(Options{}), New(Options{})
 	a.Observe(events.Event{Kind: events.ConfigError})
-	if got := Scrape(t, b.Handler("")).Value("hermes_config_errors_total"); got != 0 {
+	if got := Scrape(t, b.Handler("", false)).Value("hermes_config_errors_total"); got != 0 {
 		t.Errorf("b counted a's config error: got %v, want 0", got)
 	}
 }
 
 func TestHandlerRefusals(t *testing.T) {
-	h := New(Options{}).Handler("s3cret")
+	h := New(Options{}).Handler("s3cret", false)
 	for _, tc := range []struct {
 		name, host, path, auth string
 		want                   int
@@ -173,11 +173,11 @@ func TestHandlerRefusals(t *testing.T) {
 
 func TestListenLoopbackOnly(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:0", ":0", "192.0.2.1:9464", "example.com:9464"} {
-		if _, err := Listen(t.Context(), addr); err == nil {
+		if _, err := Listen(t.Context(), addr, false); err == nil {
 			t.Errorf("Listen(%q) succeeded, want ErrNotLoopback", addr)
 		}
 	}
-	ln, err := Listen(t.Context(), "127.0.0.1:0")
+	ln, err := Listen(t.Context(), "127.0.0.1:0", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestSeriesFromFirstAppearance(t *testing.T) {
 	st := control.Status{Units: []control.Unit{{Name: "web", State: "running", Uptime: 90 * time.Second}}}
 	m := New(Options{Status: func(context.Context) (control.Status, error) { return st, nil }})
 	before := time.Now()
-	fams := Scrape(t, m.Handler(""))
+	fams := Scrape(t, m.Handler("", false))
 	for _, cause := range causes {
 		if got := fams.Value("hermes_unit_restarts_total", "unit", "web", "cause", cause); got != 0 {
 			t.Errorf("hermes_unit_restarts_total{unit=web,cause=%s} = %v, want 0 (-1: no series)", cause, got)
@@ -246,5 +246,35 @@ func TestSeriesFromFirstAppearance(t *testing.T) {
 	if fam == nil || len(fam.Metric) != 1 || fam.Metric[0].GetGauge().GetValue() != 1 {
 		t.Errorf("hermes_build_info: %v, want one series at 1", fam)
 	}
-	metricstest.CheckPromtool(t, scrapeBytes(t, m.Handler("")))
+	metricstest.CheckPromtool(t, scrapeBytes(t, m.Handler("", false)))
+}
+
+// metrics.remote: a scraper elsewhere (a cluster's Prometheus, at the
+// pod's address) is served, its token still checked; an address that is
+// not loopback binds.
+func TestRemote(t *testing.T) {
+	h := New(Options{}).Handler("s3cret", true)
+	for _, tc := range []struct {
+		host, auth string
+		want       int
+	}{
+		{"10.1.2.3:9464", "Bearer s3cret", 200},
+		{"10.1.2.3:9464", "", http.StatusUnauthorized},
+	} {
+		req := httptest.NewRequest(http.MethodGet, "http://x/metrics", nil)
+		req.Host = tc.host
+		if tc.auth != "" {
+			req.Header.Set("Authorization", tc.auth)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tc.want {
+			t.Errorf("Host %s, auth %q: got %d, want %d (%s)", tc.host, tc.auth, rec.Code, tc.want, rec.Body)
+		}
+	}
+	ln, err := Listen(t.Context(), "0.0.0.0:0", true)
+	if err != nil {
+		t.Fatalf("Listen(0.0.0.0:0) with remote: %v", err)
+	}
+	ln.Close()
 }

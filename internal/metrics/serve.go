@@ -21,17 +21,17 @@ var ErrNotLoopback = errors.New("metrics listen address is not loopback")
 // ErrToken: metrics.token_file cannot be used.
 var ErrToken = errors.New("metrics bearer token unusable")
 
-// CheckLoopback returns an error wrapping ErrNotLoopback unless addr's host
-// is a loopback IP or "localhost".
-func CheckLoopback(addr string) error {
+// CheckListen returns an error wrapping ErrNotLoopback unless addr's host
+// is a loopback IP or "localhost", or remote (metrics.remote) allows any.
+func CheckListen(addr string, remote bool) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("metrics.listen %q is not host:port: %w", addr, err)
 	}
-	if loopbackHost(host) {
+	if remote || loopbackHost(host) {
 		return nil
 	}
-	return fmt.Errorf("%w: %q; metrics listen on loopback only (a scraper on this host, or a tunnel): set metrics.listen to 127.0.0.1:PORT", ErrNotLoopback, addr)
+	return fmt.Errorf("%w: %q; metrics listen on loopback unless metrics.remote is true (a scraper elsewhere: set it, with metrics.token_file); else set metrics.listen to 127.0.0.1:PORT", ErrNotLoopback, addr)
 }
 
 func loopbackHost(host string) bool {
@@ -69,11 +69,13 @@ func ReadToken(path string) (string, error) {
 	return tok, nil
 }
 
-// Handler serves the metrics on GET /metrics. A request whose Host is not
-// a loopback name or address is refused (421): a web page the user visits
-// cannot read the metrics through a DNS name rebound to 127.0.0.1. With a
-// token, a request must send "Authorization: Bearer TOKEN" (else 401).
-func (m *Metrics) Handler(token string) http.Handler {
+// Handler serves the metrics on GET /metrics. Unless remote, a request
+// whose Host is not a loopback name or address is refused (421): a web
+// page the user visits cannot read the metrics through a DNS name rebound
+// to 127.0.0.1 (remote: the endpoint is served to other hosts on purpose,
+// and scrapers name it by the pod's address). With a token, a request
+// must send "Authorization: Bearer TOKEN" (else 401).
+func (m *Metrics) Handler(token string, remote bool) http.Handler {
 	prom := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: 4,
@@ -84,7 +86,7 @@ func (m *Metrics) Handler(token string) http.Handler {
 			host = h
 		}
 		switch {
-		case !loopbackHost(strings.Trim(host, "[]")):
+		case !remote && !loopbackHost(strings.Trim(host, "[]")):
 			http.Error(w, fmt.Sprintf("hermesd metrics: Host %q is not a loopback name or address; scrape http://127.0.0.1:PORT/metrics", r.Host), http.StatusMisdirectedRequest)
 		case r.URL.Path != "/metrics":
 			http.Error(w, "hermesd metrics: only /metrics is served", http.StatusNotFound)
@@ -104,9 +106,9 @@ func bearer(r *http.Request, token string) bool {
 	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
 }
 
-// Listen binds addr, which must be loopback.
-func Listen(ctx context.Context, addr string) (net.Listener, error) {
-	if err := CheckLoopback(addr); err != nil {
+// Listen binds addr, which must be loopback unless remote.
+func Listen(ctx context.Context, addr string, remote bool) (net.Listener, error) {
+	if err := CheckListen(addr, remote); err != nil {
 		return nil, err
 	}
 	var lc net.ListenConfig
