@@ -108,6 +108,14 @@ func TestAdopt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The other owner's journal writes its record up to 100 ms after the
+	// spawn (group commit): the refusal below is the ledger's, so it waits
+	// for the record. (Until then hermesd cannot tell the group is
+	// another owner's: see the refusal by the leader's own evidence,
+	// still to do.)
+	if !testkit.Within(10*time.Second, func() bool { return ledgerEntry(t, state, oc.Leader) != nil }) {
+		t.Fatal("the other owner's spawn is not in the ledger 10s after it")
+	}
 
 	exited := exec.Command("true")
 	if err := exited.Run(); err != nil {
