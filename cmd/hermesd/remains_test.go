@@ -71,7 +71,14 @@ func leftRemains(t *testing.T, mode, dir, name, ownership string) (proc.Identity
 		t.Errorf("%s: pid %d adopted %v, want a fresh copy", name, u[name].PID, u[name].Adopted)
 	}
 	killGroupAtEnd(t, testkit.Identity(t, u[name].PID))
-	if cs := copies(t, state, name); len(cs) != 1 || cs[0].PID != u[name].PID {
+	// The copy is running by status as soon as it is spawned, a moment
+	// before its environment can be read: wait for one copy, never two.
+	var cs []proc.Identity
+	testkit.Within(5*time.Second, func() bool {
+		cs = copies(t, state, name)
+		return len(cs) == 1 && cs[0].PID == u[name].PID
+	})
+	if len(cs) != 1 || cs[0].PID != u[name].PID {
 		t.Errorf("copies of %s: %v, want one, pid %d", name, cs, u[name].PID)
 	}
 	if rec := d2.fullStatus().Recovery; rec == nil || len(rec.Ended) != 1 || rec.Ended[0].Unit != name || rec.Ended[0].Error != "" {
