@@ -1,12 +1,16 @@
 package supervisor
 
 import (
+	"fmt"
 	"os/exec"
 	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proc"
 	"golang.org/x/sys/unix"
 )
@@ -16,7 +20,7 @@ import (
 // exited just before it appeared, nor because a spawn started just before
 // it (the guesses that gave two forking units started together each
 // other's daemons). Each daemon here has an erased environment, stdio
-// /dev/null and a session of its own; two spawns started just before it,
+// /dev/null and a session of its own (or its launcher's, below); two spawns started just before it,
 // one of whose launchers has just exited.
 //   - no evidence: no spawn's (the scan registers it as an orphan);
 //   - its mark: the marked spawn, whatever the order of the spawns;
@@ -42,16 +46,37 @@ func TestAttributeOnEvidence(t *testing.T) {
 			if tt.mark && runtime.GOOS != "linux" {
 				t.Skip("marks are Linux's")
 			}
-			daemon := exec.Command("env", "-i", "sleep", "1000")
-			daemon.SysProcAttr = &syscall.SysProcAttr{Setsid: !tt.inSess}
-			if err := daemon.Start(); err != nil {
-				t.Fatal(err)
+			// The daemon's session is led by a shell that is its parent
+			// (the session a spawn leads), or is its own (setsid): both
+			// made here, so that neither is the test's own session,
+			// which may have been made outside this PID namespace and
+			// read as 0 (no evidence).
+			script := `setsid env -i sleep 1000 </dev/null >/dev/null 2>&1 & echo $!; wait`
+			if tt.inSess {
+				script = `env -i sleep 1000 </dev/null >/dev/null 2>&1 & echo $!; wait`
 			}
-			t.Cleanup(func() { daemon.Process.Kill(); daemon.Wait() })
-			st, err := proc.ReadStat(daemon.Process.Pid)
+			leader := exec.Command("sh", "-c", script)
+			leader.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			out := testkit.StartOutput(t, leader)
+			t.Cleanup(func() { syscall.Kill(-leader.Process.Pid, syscall.SIGKILL) })
+			line, err := out.ReadString('\n')
 			if err != nil {
 				t.Fatal(err)
 			}
+			pid, err := strconv.Atoi(strings.TrimSpace(line))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+			wantSID := leader.Process.Pid
+			if !tt.inSess {
+				wantSID = pid
+			}
+			var st proc.Stat
+			testkit.Eventually(t, 10*time.Second, fmt.Sprintf("daemon %d in session %d", pid, wantSID), func() bool {
+				st, err = proc.ReadStat(pid)
+				return err == nil && st.SID == wantSID
+			})
 			// launcher's leader has exited (not in the table), its
 			// waiter has not run yet (still in leaders); web started
 			// just before the daemon forked.
@@ -59,7 +84,7 @@ func TestAttributeOnEvidence(t *testing.T) {
 			web := &reg{id: "s2", key: "1_1_2", g: Group{Unit: "web", PGID: st.PID - 1, Leader: proc.Identity{PID: st.PID - 1}}, session: st.PID - 1}
 			if tt.mark {
 				m, _ := markOf(web.key)
-				if err := setMark(daemon.Process.Pid, m); err != nil {
+				if err := setMark(pid, m); err != nil {
 					t.Fatal(err)
 				}
 				web.mark = m

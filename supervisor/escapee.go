@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hermes-units/hermes/ledger"
@@ -90,8 +91,31 @@ func (o *Owner) scan() {
 	}
 	o.mu.Lock()
 	o.lineage = next
-	o.scanDone = began
+	if began.After(o.scanDone) {
+		o.scanDone = began
+	}
 	o.mu.Unlock()
+}
+
+// lateScans coalesces the scans a StopAll's groups ask for once each
+// looks empty (see finishStop): a scan that began after a group's look
+// answers it, so the groups of a batch that empty together share one
+// reading of the process table instead of one each.
+type lateScans struct {
+	mu sync.Mutex
+	o  *Owner
+}
+
+// after returns once a scan that began after t has ended.
+func (l *lateScans) after(t time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.o.mu.Lock()
+	fresh := l.o.scanDone.After(t)
+	l.o.mu.Unlock()
+	if !fresh {
+		l.o.scan()
+	}
 }
 
 // scanView is what a scan knows of the owner's registrations, copied under

@@ -296,13 +296,15 @@ type StopOrder struct {
 func (o *Owner) StopAll(ctx context.Context, orders []StopOrder, signalled func(), done func(i int, err error)) error {
 	regs := make([]*reg, len(orders))
 	errs := make([]error, len(orders))
-	scan := false
+	var late *lateScans
 	for i, s := range orders {
 		regs[i], errs[i] = o.stopping(s.Group)
-		scan = scan || errs[i] == nil && o.mode == ModePGroup && regs[i].key != ""
+		if late == nil && errs[i] == nil && o.mode == ModePGroup && regs[i].key != "" {
+			late = &lateScans{o: o}
+		}
 	}
 	defer o.release(regs)
-	if scan {
+	if late != nil {
 		o.scan()
 	}
 	for i, s := range orders {
@@ -325,7 +327,11 @@ func (o *Owner) StopAll(ctx context.Context, orders []StopOrder, signalled func(
 			continue
 		}
 		wg.Go(func() {
-			errs[i] = o.finishStop(ctx, regs[i], s.Group, s.Grace, ev)
+			l := late
+			if regs[i].key == "" {
+				l = nil
+			}
+			errs[i] = o.finishStop(ctx, regs[i], s, ev, l)
 			done(i, errs[i])
 		})
 	}

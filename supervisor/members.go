@@ -133,16 +133,40 @@ func signalIdentity(id proc.Identity, sig syscall.Signal) {
 	h.Signal(sig)
 }
 
-// finishStop waits up to grace for r to be empty, KILLs what is left and
+// finishStop waits up to s.Grace for r to be empty, KILLs what is left and
 // waits for empty (until ctx ends): the end of each group's stop in
 // StopAll, which releases the registered groups of the batch once all are
 // done. ev, when not nil, reports changes of r's cgroup.
-func (o *Owner) finishStop(ctx context.Context, r *reg, g Group, grace time.Duration, ev *lazyEvents) error {
-	if !o.waitEmptyOn(ctx, r, grace, ev) {
-		o.signal(r, syscall.SIGKILL)
-		if !o.waitEmptyOn(ctx, r, -1, ev) {
-			return fmt.Errorf("stop group %d of %s: %w", g.PGID, g.Unit, ctx.Err())
+//
+// late, when not nil (pgroup mode, a spawn's group), is asked for a scan
+// once r looks empty: a process that left the group after StopAll's scan
+// (a child the unit forked on its stop signal, which never got it, then
+// setsid) is outside the group at that look, re-parented to the owner. The
+// scan registers it under r, and it gets the stop signal, or KILL once the
+// grace is over, and is waited for as the group was.
+func (o *Owner) finishStop(ctx context.Context, r *reg, s StopOrder, ev *lazyEvents, late *lateScans) error {
+	sig, end := s.Signal, time.Now().Add(s.Grace)
+	for {
+		wait := time.Duration(-1)
+		if sig != syscall.SIGKILL && s.Grace >= 0 {
+			wait = max(time.Until(end), 0)
 		}
+		if !o.waitEmptyOn(ctx, r, wait, ev) {
+			if sig == syscall.SIGKILL {
+				return fmt.Errorf("stop group %d of %s: %w", s.Group.PGID, s.Group.Unit, ctx.Err())
+			}
+			sig = syscall.SIGKILL
+			o.signal(r, sig)
+			continue
+		}
+		if late == nil {
+			break
+		}
+		late.after(time.Now())
+		if o.regEmpty(r) {
+			break
+		}
+		o.signal(r, sig)
 	}
 	if o.emptied != nil {
 		o.emptied()

@@ -271,7 +271,7 @@ type Owner struct {
 	escPids   map[int]bool      // guarded by mu; escapee pids identified, reaped by the scan
 	lineage   map[int]lineEntry // guarded by mu; what the last scan attributed, by pid (pgroup mode)
 	scanned   time.Time         // guarded by mu; when the last scan ran
-	scanDone  time.Time         // guarded by mu; when the last scan that ended began (tests)
+	scanDone  time.Time         // guarded by mu; when the latest of the scans that ended began
 	supPids   map[int]bool      // guarded by mu; the supervisors started (the latest 64 at least)
 
 	wake chan struct{} // buffered(1): janitor should look now

@@ -63,7 +63,10 @@ while IFS= read -r l; do
       c=$base/$c
       [ -d "$c" ] || { no cgroup is not a directory below the base; continue; }
     fi
-    if [ "$3" -eq "$me" ] || [ "$3" -eq "$opg" ] || [ "$3" -eq 1 ]; then no unsafe group "$3"; continue; fi
+    # Group 0 is a cgroup's before its leader exists ("none yet"), never
+    # signalled; the owner's own group reads as 0 too where it was made
+    # outside the owner's PID namespace.
+    if [ "$3" -ne 0 ] && { [ "$3" -eq "$me" ] || [ "$3" -eq "$opg" ] || [ "$3" -eq 1 ]; }; then no unsafe group "$3"; continue; fi
     if [ "$tab" = ps ] && [ "$5" != 0 ]; then
       # ps shows no start time in /proc's unit: the leader's lstart now,
       # while its owner vouches for it, is what a later look compares.
