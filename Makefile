@@ -35,7 +35,7 @@ lint: ## gofmt, go mod tidy, go vet, staticcheck, shellcheck, complexity ≤ 25,
 	shellcheck -s sh $$(git ls-files '*.sh')
 	@# Each file once (a directory would be walked again under its parent); -ignore is a regexp on the path.
 	$(GO) tool gocyclo -over 25 -ignore '_test\.go$$' $$(git ls-files '*.go')
-	$(GO) run ./internal/cmd/spawncheck .
+	$(GO) run ./tools/spawncheck .
 	cd examples/kubernetes && $(GO) mod tidy -diff && $(GO) vet ./...
 
 cross: ## go vet and go test -c of every package for darwin/arm64, darwin/amd64 and freebsd/amd64 (TARGETS="darwin/arm64" for some)
@@ -45,13 +45,13 @@ lint-metrics: ## promtool check metrics on a scrape of every series and of a liv
 	HERMES_REQUIRE_PROMTOOL=1 $(GO) test -count=1 -run 'TestMetricsFromEvents|TestEventsAndMetricsScenario' ./internal/metrics ./cmd/hermesd
 
 bench: build ## measure the targets; prints a table (figure, value, method, machine); BENCH_FLAGS="-owner-trials 20" for a quicker run (a max, not a p99), "-only hermesd,owner" for some sections, "-only scale -sizes 10,100" for the scale table at some sizes
-	$(GO) run ./internal/cmd/bench $(BENCH_FLAGS)
+	$(GO) run ./tools/bench $(BENCH_FLAGS)
 
-bench-peers: ## not in CI: start, stop, status, edit, memory and owner-SIGKILL against process-compose, supervisord and pm2 where on PATH and the floor, interleaved, with ratios; BENCH_FLAGS="-sizes 10,100,1000,5000 -peer-rounds 3" (internal/cmd/bench/build-process-compose.sh builds process-compose)
-	$(GO) run ./internal/cmd/bench -peers $(BENCH_FLAGS)
+bench-peers: ## not in CI: start, stop, status, edit, memory and owner-SIGKILL against process-compose, supervisord and pm2 where on PATH and the floor, interleaved, with ratios; BENCH_FLAGS="-sizes 10,100,1000,5000 -peer-rounds 3" (tools/bench/build-process-compose.sh builds process-compose)
+	$(GO) run ./tools/bench -peers $(BENCH_FLAGS)
 
 chaos: ## kill hermesd at random moments, restart it, check nothing owned survives or is lost (CHAOS_ROUNDS, CHAOS_SEED; 0 = from the clock)
-	$(GO) run ./internal/cmd/chaos -rounds $(CHAOS_ROUNDS) -seed $(CHAOS_SEED)
+	$(GO) run ./tools/chaos -rounds $(CHAOS_ROUNDS) -seed $(CHAOS_SEED)
 
 escapes: ## play each escape row (survivors) and forking-together size ESCAPE_RUNS times (issue 24's bar: 200 and 100)
 	$(GO) test -race -count=1 -timeout 0 -run 'TestEscapes' ./supervisor -escapes.runs $(ESCAPE_RUNS)

@@ -8,7 +8,7 @@ import (
 	"syscall"
 )
 
-// Fault injection for the chaos harness (internal/cmd/chaos), compiled only
+// Fault injection for the chaos harness (tools/chaos), compiled only
 // with the build tag chaos (go build -tags chaos): normal builds carry none
 // of it and keep SIGUSR2's default action. In a chaos build, SIGUSR2 makes
 // hermesd panic from a goroutine of its own, at the moment the harness

@@ -1,7 +1,7 @@
 // Command spawncheck is the detached-spawn ratchet and the function-length
 // ceiling, run by make lint:
 //
-//	go run ./internal/cmd/spawncheck .
+//	go run ./tools/spawncheck .
 //
 // It parses every non-test .go file of the module and fails (exit 1),
 // listing file:line and what it found, on any detached spawn outside the

@@ -328,7 +328,7 @@ func availablePeers(ctx context.Context, dir string, all bool) (peers []peer, mi
 	if p, err := newProcessComposePeer(); err == nil {
 		peers = append(peers, p)
 	} else {
-		missing = append(missing, "process-compose (not on PATH; internal/cmd/bench/build-process-compose.sh builds it from its source)")
+		missing = append(missing, "process-compose (not on PATH; tools/bench/build-process-compose.sh builds it from its source)")
 	}
 	if p, err := newSupervisordPeer(); err == nil {
 		peers = append(peers, p)

@@ -5,7 +5,7 @@
 # bench never copies to a clipboard). The checkout's go.mod gains a replace
 # line; nothing else in it changes.
 #
-#   internal/cmd/bench/build-process-compose.sh SRC [OUT]
+#   tools/bench/build-process-compose.sh SRC [OUT]
 #
 # SRC is the checkout; OUT the binary (default SRC/bin/process-compose).
 # Put OUT's directory on PATH when running make bench-peers.

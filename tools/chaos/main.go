@@ -17,7 +17,7 @@
 //
 // Usage:
 //
-//	go run ./internal/cmd/chaos -rounds 200 -seed 1
+//	go run ./tools/chaos -rounds 200 -seed 1
 //
 // It prints the rounds run, the faults by kind (and those unavailable here,
 // with the reason), and every violation (round, moment, fault, what was
