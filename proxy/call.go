@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -155,8 +154,9 @@ type begun struct {
 // begin prepares the call and sends it (see call). It returns nil when the
 // call ended before reaching the breaker (the client got its error).
 func (p *Proxy) begin(ctx context.Context, w http.ResponseWriter, r *http.Request, api timeouts.API, runID string, cancel *context.CancelCauseFunc) *begun {
-	pc := p.prepare(w, r, api, runID, cancel)
-	if pc == nil {
+	pc, err := p.prepare(w, r, api, runID, cancel)
+	if err != nil {
+		writeError(w, err)
 		return nil
 	}
 	c := &begun{run: pc.run, wd: pc.wd}
@@ -164,7 +164,7 @@ func (p *Proxy) begin(ctx context.Context, w http.ResponseWriter, r *http.Reques
 	pc.payload = nil
 	pc.release()
 	if errors.Is(err, errBadBaseURL) {
-		writeError(w, http.StatusInternalServerError, "hermes_config_error", "bad_base_url", "hermes proxy: "+err.Error())
+		writeError(w, newError(http.StatusInternalServerError, "hermes_config_error", "bad_base_url", err.Error(), ""))
 		c.outcome = timeouts.Failed
 		return c
 	}
@@ -201,93 +201,59 @@ type prepared struct {
 }
 
 // prepare parses, routes and resolves the request, asks the breaker and
-// injects the wrap-up notice. It returns nil when it answered the client
-// with an error (a run it attached is then detached again).
-func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, api timeouts.API, runID string, cancel *context.CancelCauseFunc) (pc *prepared) {
+// injects the wrap-up notice. Its error, an *apiError, is the client's
+// answer (a run it attached is then detached again).
+func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, api timeouts.API, runID string, cancel *context.CancelCauseFunc) (pc *prepared, err error) {
 	raw, release, err := p.readBody(w, r)
 	if err != nil {
-		bodyError(w, err)
-		return nil
+		return nil, bodyError(err)
 	}
 	defer func() {
-		if pc == nil {
+		if err != nil {
 			release()
 		}
 	}()
 	req, err := parseRequest(raw)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "bad_body", "hermes proxy: "+err.Error())
-		return nil
+		return nil, badRequest(http.StatusBadRequest, "bad_body", err.Error(), "")
 	}
 	set := p.set.Load()
 	rt, err := set.Route(req.Model)
 	if err != nil {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "hermes proxy: "+err.Error())
-		return nil
+		return nil, badRequest(http.StatusNotFound, "model_not_found", err.Error(), "")
 	}
 	prov, err := set.Get(rt.Provider)
 	if err != nil {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "hermes proxy: "+err.Error())
-		return nil
+		return nil, badRequest(http.StatusNotFound, "model_not_found", err.Error(), "")
 	}
 
-	var rn *run
-	if runID != "" {
-		var ok bool
-		if rn, ok = p.attach(runID, cancel); !ok {
-			p.refuseRun(w, runID)
-			return nil
-		}
+	rn, err := p.attachRun(runID, cancel)
+	if err != nil {
+		return nil, err
+	}
+	if rn != nil {
 		defer func() {
-			if pc == nil {
+			if err != nil {
 				p.detach(rn, cancel)
 			}
 		}()
 	}
-
-	if rn != nil && rn.budget != nil && rn.budget.Run().Exhausted() {
-		// A spent run is over (its job is being stopped): a call would
-		// only stretch it past its deadline, so it is refused, not timed.
-		w.Header().Set("X-Should-Retry", "false")
-		writeError(w, http.StatusGone, "hermes_budget_error", timeouts.BudgetErrorCode,
-			fmt.Sprintf("hermes proxy: run %q: %v (run budget %s, deadline %s): this call is refused, not timed out; give the job a larger run_budget_seconds",
-				runID, timeouts.ErrBudgetSpent, rn.budget.Total(), rn.budget.Deadline().UTC().Format(time.RFC3339)))
-		return nil
-	}
-	c := providers.Call{Model: rt.Model, Stream: req.Stream, API: api, Tokens: req.tokens(), Thinking: req.thinking(), Env: p.opts.Env}
-	if rn != nil && rn.budget != nil {
-		c.Run = rn.budget.Run()
-	}
-	in, err := set.Inputs(rt.Provider, c)
+	in, key, err := p.inputs(set, rt.Provider, prov.BaseURL, providers.Call{Model: rt.Model, Stream: req.Stream, API: api, Tokens: req.tokens(), Thinking: req.thinking(), Env: p.opts.Env}, rn)
 	if err != nil {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "hermes proxy: "+err.Error())
-		return nil
+		return nil, err
 	}
 	plan := timeouts.Resolve(in)
-	key, err := set.APIKey(rt.Provider, p.opts.Env)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, "hermes_config_error", "missing_api_key", "hermes proxy: "+err.Error())
-		return nil
-	}
-	if prov.BaseURL == "" {
-		writeError(w, http.StatusInternalServerError, "hermes_config_error", "missing_base_url",
-			fmt.Sprintf("hermes proxy: provider %s has no base_url: set %s.base_url", rt.Provider, in.Provider.Source))
-		return nil
-	}
 
 	ss := p.sessions.get(sessionKey(r, runID, rt.Provider), plan.GiveUp)
 	at := attempt(r, rt.Provider, rt.Model)
 	if err := ss.allow(at, r.Header.Get(HeaderTurn), p.opts.Now()); err != nil {
 		p.reportGaveUp(ss, rt.Provider, rt.Model, req.Stream)
-		w.Header().Set("X-Should-Retry", "false")
-		writeError(w, http.StatusServiceUnavailable, "hermes_gave_up", "stale_giveup", "hermes proxy: "+err.Error())
-		return nil
+		return nil, newError(http.StatusServiceUnavailable, "hermes_gave_up", "stale_giveup", err.Error(), "").final()
 	}
 	if rn != nil && rn.budget != nil && rn.wrapup != "" && rn.budget.TakeWrapUp() {
 		if err := req.wrapUp(api, rn.wrapup); err != nil {
 			ss.breaker.Record(at, timeouts.Failed)
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "bad_body", "hermes proxy: "+err.Error())
-			return nil
+			return nil, badRequest(http.StatusBadRequest, "bad_body", err.Error(), "")
 		}
 	}
 	req.setModel(rt.Model)
@@ -300,7 +266,47 @@ func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, api timeouts.API
 	if api == timeouts.Responses {
 		url = strings.TrimRight(prov.BaseURL, "/") + "/responses"
 	}
-	return &prepared{run: rn, wd: wd, url: url, key: key, payload: req.body(), release: release}
+	return &prepared{run: rn, wd: wd, url: url, key: key, payload: req.body(), release: release}, nil
+}
+
+// attachRun attaches the call to its run, runID (none when empty): a run
+// that is not registered, or whose budget is spent, refuses it.
+func (p *Proxy) attachRun(runID string, cancel *context.CancelCauseFunc) (*run, error) {
+	if runID == "" {
+		return nil, nil
+	}
+	rn, ok := p.attach(runID, cancel)
+	if !ok {
+		return nil, p.refusedRun(runID)
+	}
+	if rn.budget != nil && rn.budget.Run().Exhausted() {
+		// A spent run is over (its job is being stopped): a call would
+		// only stretch it past its deadline, so it is refused, not timed.
+		p.detach(rn, cancel)
+		return nil, budgetSpent(runID, rn.budget.Total(), rn.budget.Deadline(), "", "give the job a larger run_budget_seconds")
+	}
+	return rn, nil
+}
+
+// inputs are the resolver's inputs for call c to provider id at baseURL
+// (of run rn, when not nil), and the provider's API key.
+func (p *Proxy) inputs(set *providers.Set, id, baseURL string, c providers.Call, rn *run) (timeouts.Inputs, string, error) {
+	if rn != nil && rn.budget != nil {
+		c.Run = rn.budget.Run()
+	}
+	in, err := set.Inputs(id, c)
+	if err != nil {
+		return in, "", badRequest(http.StatusNotFound, "model_not_found", err.Error(), "")
+	}
+	key, err := set.APIKey(id, p.opts.Env)
+	if err != nil {
+		return in, "", newError(http.StatusInternalServerError, "hermes_config_error", "missing_api_key", err.Error(), "")
+	}
+	if baseURL == "" {
+		return in, "", newError(http.StatusInternalServerError, "hermes_config_error", "missing_base_url",
+			fmt.Sprintf("provider %s has no base_url", id), fmt.Sprintf("set %s.base_url", in.Provider.Source))
+	}
+	return in, key, nil
 }
 
 // staleSetting names the setting a user changes for this call's stale
@@ -415,8 +421,8 @@ func (p *Proxy) relayStream(ctx context.Context, r *http.Request, w http.Respons
 				_ = rc.Flush()
 				return timeouts.Completed
 			case errors.Is(err, io.EOF):
-				writeSSEError(w, "upstream_error", "stream_truncated",
-					fmt.Sprintf("hermes proxy: provider %s closed the stream before its terminal event: retry the call, and check the provider if it happens again", wd.template.Provider))
+				writeSSEError(w, newError(http.StatusBadGateway, "upstream_error", "stream_truncated",
+					fmt.Sprintf("provider %s closed the stream before its terminal event", wd.template.Provider), "retry the call, and check the provider if it happens again"))
 				_ = rc.Flush()
 				return timeouts.Failed
 			}
@@ -465,13 +471,10 @@ func (p *Proxy) relayStream(ctx context.Context, r *http.Request, w http.Respons
 func (p *Proxy) fail(ctx context.Context, r *http.Request, w http.ResponseWriter, started bool, wd *watchdog, err error) timeouts.Outcome {
 	cause := context.Cause(ctx)
 	var ce *CutError
-	status, typ, code, msg, outcome := 0, "", "", "", timeouts.Failed
+	var e *apiError
+	outcome := timeouts.Failed
 	switch {
 	case errors.As(cause, &ce):
-		status, typ, code, msg = http.StatusGatewayTimeout, "timeout_error", ce.Code(), "hermes proxy: "+ce.Error()
-		if ce.Stale() {
-			outcome = timeouts.StaleKill
-		}
 		// A cut is final for this call: the SDK is told not to retry it
 		// (an OpenAI SDK retries a 504 twice by default). A retry would
 		// wait out the same timeout on the same silence: three stale
@@ -481,65 +484,36 @@ func (p *Proxy) fail(ctx context.Context, r *http.Request, w http.ResponseWriter
 		// is the patience the error names, not a hidden retry. The
 		// caller sees the error and decides; an SDK that retries anyway
 		// costs the breaker one strike per call (timeouts.Attempt).
-		if !started {
-			w.Header().Set("X-Should-Retry", "false")
+		e = newError(http.StatusGatewayTimeout, "timeout_error", ce.Code(), ce.Error(), "").final()
+		if ce.Stale() {
+			outcome = timeouts.StaleKill
 		}
 	case errors.Is(cause, ErrShuttingDown):
-		status, typ, code, msg = http.StatusServiceUnavailable, "server_error", "hermes_shutting_down", "hermes proxy: "+ErrShuttingDown.Error()+": retry once it is back"
+		e = newError(http.StatusServiceUnavailable, "server_error", "hermes_shutting_down", ErrShuttingDown.Error(), "retry once it is back")
 	case errors.Is(cause, timeouts.ErrBudgetSpent):
-		status, typ, code, msg = http.StatusGone, "hermes_budget_error", timeouts.BudgetErrorCode, "hermes proxy: "+cause.Error()+": this call is ended, not timed out; give the run a larger budget if it needs longer"
-		if !started {
-			w.Header().Set("X-Should-Retry", "false")
-		}
+		e = newError(http.StatusGone, "hermes_budget_error", timeouts.BudgetErrorCode, cause.Error(),
+			"this call is ended, not timed out; give the run a larger budget if it needs longer").final()
 	case errors.Is(cause, ErrRunEnded):
-		status, typ, code, msg = http.StatusGone, "invalid_request_error", "run_ended", "hermes proxy: "+ErrRunEnded.Error()+": its budget is spent or it was stopped"
+		e = badRequest(http.StatusGone, "run_ended", ErrRunEnded.Error(), "its budget is spent or it was stopped")
 	case r.Context().Err() != nil:
 		return timeouts.Failed // the client went away: nobody to tell
 	case errors.Is(err, sse.ErrTooLong):
-		status, typ, code, msg = http.StatusBadGateway, "upstream_error", "event_too_long",
-			fmt.Sprintf("hermes proxy: provider %s sent an SSE event over %d MiB: check the provider", wd.template.Provider, sse.DefaultMaxEvent>>20)
+		e = newError(http.StatusBadGateway, "upstream_error", "event_too_long",
+			fmt.Sprintf("provider %s sent an SSE event over %d MiB", wd.template.Provider, sse.DefaultMaxEvent>>20), "check the provider")
 	default:
-		status, typ, code, msg = http.StatusBadGateway, "upstream_error", "upstream_unreachable",
-			fmt.Sprintf("hermes proxy: provider %s at %s: %v: check that it runs and that its base_url is right", wd.template.Provider, wd.template.BaseURL, err)
+		e = newError(http.StatusBadGateway, "upstream_error", "upstream_unreachable",
+			fmt.Sprintf("provider %s at %s: %v", wd.template.Provider, wd.template.BaseURL, err), "check that it runs and that its base_url is right")
 	}
 	// The breaker hears of the call before the client does: a client that
 	// reads the error and asks for the status sees the streak it caused.
 	wd.record(outcome)
 	if started {
-		writeSSEError(w, typ, code, msg)
+		writeSSEError(w, e)
 		_ = http.NewResponseController(w).Flush()
 	} else {
-		writeError(w, status, typ, code, msg)
+		writeError(w, e)
 	}
 	return outcome
-}
-
-type errorJSON struct {
-	Error errorFields `json:"error"`
-}
-
-type errorFields struct {
-	Message string `json:"message"`
-	Type    string `json:"type"`
-	Code    string `json:"code"`
-}
-
-func writeError(w http.ResponseWriter, status int, typ, code, msg string) {
-	writeJSON(w, status, errorJSON{errorFields{msg, typ, code}})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, _ := json.Marshal(v)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
-}
-
-// writeSSEError writes an "error" event; it follows whole pieces, so it
-// starts a fresh event.
-func writeSSEError(w io.Writer, typ, code, msg string) {
-	b, _ := json.Marshal(errorJSON{errorFields{msg, typ, code}})
-	fmt.Fprintf(w, "event: error\ndata: %s\n\n", b)
 }
 
 // Headers never forwarded upstream: the client's own credentials (the

@@ -36,11 +36,11 @@ import (
 func (p *Proxy) guard(w http.ResponseWriter, r *http.Request) bool {
 	refuse := func(status int, code, why, msg string) bool {
 		p.opts.Logf("proxy: refused %s %q from %s: %s", r.Method, r.URL.EscapedPath(), r.RemoteAddr, why)
-		w.Header().Set("Connection", "close")
+		e := badRequest(status, code, msg, "").closing()
 		if status == http.StatusUnauthorized {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="hermes proxy"`)
+			e.with("WWW-Authenticate", `Bearer realm="hermes proxy"`)
 		}
-		writeError(w, status, "invalid_request_error", code, "hermes proxy: "+msg)
+		writeError(w, e)
 		return false
 	}
 	if !p.hostAllowed(r.Host) {

@@ -451,20 +451,16 @@ func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request) (raw []byte, re
 	}
 }
 
-// bodyError answers a readBody error.
-func bodyError(w http.ResponseWriter, err error) {
+// bodyError is the answer to a readBody error.
+func bodyError(err error) *apiError {
 	switch {
 	case errors.Is(err, errBodyTooLarge):
-		w.Header().Set("Connection", "close")
-		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "body_too_large", "hermes proxy: "+err.Error())
+		return badRequest(http.StatusRequestEntityTooLarge, "body_too_large", err.Error(), "").closing()
 	case errors.Is(err, errBodyBusy):
-		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, "server_error", "bodies_in_flight", "hermes proxy: "+err.Error()+"; retry shortly, or raise gateway.max_bodies_in_flight in hermes.yaml")
+		return newError(http.StatusServiceUnavailable, "server_error", "bodies_in_flight", err.Error(),
+			"retry shortly, or raise gateway.max_bodies_in_flight in hermes.yaml").with("Retry-After", "1")
 	case errors.Is(err, errBodyTimeout):
-		w.Header().Set("Connection", "close")
-		writeError(w, http.StatusRequestTimeout, "invalid_request_error", "body_timeout", "hermes proxy: "+err.Error())
-	default:
-		w.Header().Set("Connection", "close")
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "bad_body", "hermes proxy: reading the request body: "+err.Error())
+		return badRequest(http.StatusRequestTimeout, "body_timeout", err.Error(), "").closing()
 	}
+	return badRequest(http.StatusBadRequest, "bad_body", "reading the request body: "+err.Error(), "").closing()
 }

@@ -291,7 +291,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		uid, err1 := url.PathUnescape(id)
 		utail, err2 := url.PathUnescape(tail)
 		if err1 != nil || err2 != nil {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "bad_path", "hermes proxy: malformed path "+r.URL.EscapedPath())
+			writeError(w, badRequest(http.StatusBadRequest, "bad_path", "malformed path "+r.URL.EscapedPath(), ""))
 			return
 		}
 		runID, path = uid, "/"+utail
@@ -300,7 +300,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch path {
 	case "/v1/models":
 		if r.Method != http.MethodGet {
-			writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "use GET /v1/models")
+			writeError(w, badRequest(http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" /v1/models", "use GET /v1/models"))
 			return
 		}
 		p.models(w, r)
@@ -310,12 +310,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/v1/responses":
 		api = timeouts.Responses
 	default:
-		writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_url",
-			fmt.Sprintf("hermes proxy: no route %s %s: it serves POST /v1/chat/completions, POST /v1/responses and GET /v1/models (also under /run/<id>/v1)", r.Method, r.URL.Path))
+		writeError(w, badRequest(http.StatusNotFound, "unknown_url", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path),
+			"it serves POST /v1/chat/completions, POST /v1/responses and GET /v1/models (also under /run/<id>/v1)"))
 		return
 	}
 	if r.Method != http.MethodPost {
-		writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "use POST "+path)
+		writeError(w, badRequest(http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" "+path, "use POST "+path))
 		return
 	}
 	p.call(w, r, api, runID)

@@ -192,24 +192,30 @@ func (p *Proxy) detach(r *run, cancel *context.CancelCauseFunc) {
 	delete(r.calls, cancel)
 }
 
-// refuseRun answers a call of run id, which is not registered: 410 for a
-// run that ended within RunMemory (run_budget_exceeded when its budget
-// was spent), 404 unknown_run for a run the proxy does not know.
-func (p *Proxy) refuseRun(w http.ResponseWriter, id string) {
+// refusedRun is the answer to a call of run id, which is not registered:
+// 410 for a run that ended within RunMemory (run_budget_exceeded when its
+// budget was spent), 404 unknown_run for a run the proxy does not know.
+func (p *Proxy) refusedRun(id string) *apiError {
 	p.mu.Lock()
 	er, ok := p.ended.lookup(id, p.opts.Now())
 	p.mu.Unlock()
-	w.Header().Set("X-Should-Retry", "false")
 	switch {
 	case ok && er.spent:
-		writeError(w, http.StatusGone, "hermes_budget_error", timeouts.BudgetErrorCode,
-			fmt.Sprintf("hermes proxy: run %q: %v (run budget %s, deadline %s), and the run has ended: this call is refused, not timed out",
-				id, timeouts.ErrBudgetSpent, er.total, er.deadline.UTC().Format(time.RFC3339)))
+		return budgetSpent(id, er.total, er.deadline, ", and the run has ended", "")
 	case ok:
-		writeError(w, http.StatusGone, "invalid_request_error", "run_ended",
-			fmt.Sprintf("hermes proxy: run %q ended at %s: its calls are refused", id, er.at.UTC().Format(time.RFC3339)))
-	default:
-		writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_run",
-			fmt.Sprintf("hermes proxy: run %q is not registered with this hermesd: it ended more than %s ago (the proxy remembers an ended run that long), or this base URL belongs to another hermesd", id, RunMemory))
+		return badRequest(http.StatusGone, "run_ended", fmt.Sprintf("run %q ended at %s", id, er.at.UTC().Format(time.RFC3339)), "its calls are refused").final()
 	}
+	return badRequest(http.StatusNotFound, "unknown_run", fmt.Sprintf("run %q is not registered with this hermesd", id),
+		fmt.Sprintf("it ended more than %s ago (the proxy remembers an ended run that long), or this base URL belongs to another hermesd", RunMemory)).final()
+}
+
+// budgetSpent refuses a call of run id, whose budget of total ran out at
+// deadline: the run is over, so the call is refused, not timed out.
+func budgetSpent(id string, total time.Duration, deadline time.Time, ended, todo string) *apiError {
+	detail := "this call is refused, not timed out"
+	if todo != "" {
+		detail += "; " + todo
+	}
+	return newError(http.StatusGone, "hermes_budget_error", timeouts.BudgetErrorCode,
+		fmt.Sprintf("run %q: %v (run budget %s, deadline %s)%s", id, timeouts.ErrBudgetSpent, total, deadline.UTC().Format(time.RFC3339), ended), detail).final()
 }
