@@ -19,8 +19,9 @@ package events
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
+
+	"github.com/hermes-units/hermes/internal/word"
 )
 
 // Kind says what an event reports. Its text form is the "kind" field of
@@ -65,24 +66,13 @@ const (
 	Overflow
 )
 
-var kindNames = [...]string{
-	UnitState:         "unit.state",
-	UnitReady:         "unit.ready",
-	UnitRestart:       "unit.restart",
-	Reload:            "reload",
-	ConfigError:       "config.error",
-	Adopted:           "unit.adopted",
-	Released:          "unit.released",
-	SupervisorRestart: "supervisor.restart",
-	Cut:               "proxy.cut",
-	BreakerTrip:       "proxy.breaker_trip",
-	BreakerReset:      "proxy.breaker_reset",
-	Overflow:          "overflow",
-}
+// kindWords names the kinds from UnitState on (the zero Kind names none).
+var kindWords = word.Ints[Kind]("Kind", "event kind", "", "unit.state", "unit.ready", "unit.restart", "reload", "config.error",
+	"unit.adopted", "unit.released", "supervisor.restart", "proxy.cut", "proxy.breaker_trip", "proxy.breaker_reset", "overflow").Wrap(ErrKind)
 
 // Kinds lists every kind, in declaration order.
 func Kinds() []Kind {
-	out := make([]Kind, 0, len(kindNames)-1)
+	out := make([]Kind, 0, Overflow)
 	for k := UnitState; k <= Overflow; k++ {
 		out = append(out, k)
 	}
@@ -92,40 +82,16 @@ func Kinds() []Kind {
 // ErrKind reports a kind name this version does not know.
 var ErrKind = errors.New("unknown event kind")
 
-func (k Kind) String() string {
-	if k > 0 && int(k) < len(kindNames) {
-		return kindNames[k]
-	}
-	return fmt.Sprintf("Kind(%d)", int(k))
-}
+func (k Kind) String() string { return kindWords.Name(k) }
 
 // ParseKind parses a kind's text form.
-func ParseKind(s string) (Kind, error) {
-	for k := UnitState; k <= Overflow; k++ {
-		if kindNames[k] == s {
-			return k, nil
-		}
-	}
-	return 0, fmt.Errorf("%w %q", ErrKind, s)
-}
+func ParseKind(s string) (Kind, error) { return kindWords.Parse(s) }
 
 // MarshalText implements encoding.TextMarshaler; an unknown kind fails.
-func (k Kind) MarshalText() ([]byte, error) {
-	if k <= 0 || int(k) >= len(kindNames) {
-		return nil, fmt.Errorf("%w %d", ErrKind, int(k))
-	}
-	return []byte(kindNames[k]), nil
-}
+func (k Kind) MarshalText() ([]byte, error) { return kindWords.Marshal(k) }
 
 // UnmarshalText implements encoding.TextUnmarshaler.
-func (k *Kind) UnmarshalText(b []byte) error {
-	v, err := ParseKind(string(b))
-	if err != nil {
-		return err
-	}
-	*k = v
-	return nil
-}
+func (k *Kind) UnmarshalText(b []byte) error { return kindWords.Unmarshal(k, b) }
 
 // Event is one thing that happened. Which fields a kind fills is said at
 // the kind; the others are zero and left out of the JSON.

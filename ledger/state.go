@@ -1,6 +1,6 @@
 package ledger
 
-import "github.com/hermes-units/hermes/units"
+import "github.com/hermes-units/hermes/internal/word"
 
 // State is what an owner did with an entry's group after its spawn. The
 // file holds it as "state" (omitted for Live); values this build does not
@@ -18,10 +18,10 @@ const (
 	Adopted State = "adopted"
 )
 
+var states = word.Strings("entry state", Live, Released, Adopted).Want("released, adopted or none")
+
 // ParseState parses an entry's state: "", released or adopted.
-func ParseState(s string) (State, error) {
-	return units.ParseWord("entry state", "released, adopted or none", s, Live, Released, Adopted)
-}
+func ParseState(s string) (State, error) { return states.Parse(s) }
 
 // UnmarshalText parses text with ParseState.
-func (s *State) UnmarshalText(text []byte) error { return units.UnmarshalWord(s, text, ParseState) }
+func (s *State) UnmarshalText(text []byte) error { return states.Unmarshal(s, text) }

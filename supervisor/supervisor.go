@@ -57,6 +57,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/word"
 	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/units"
@@ -70,14 +71,10 @@ const (
 	ModePGroup Mode = "pgroup" // process groups, child subreaper and environment tags
 )
 
+var modeWords = word.Strings("supervisor mode", "", ModeCgroup, ModePGroup).Wrap(ErrMode)
+
 // ParseMode parses a mode name; "" is accepted and means automatic.
-func ParseMode(s string) (Mode, error) {
-	switch m := Mode(s); m {
-	case "", ModeCgroup, ModePGroup:
-		return m, nil
-	}
-	return "", fmt.Errorf("supervisor mode %q: %w (want cgroup or pgroup)", s, ErrMode)
-}
+func ParseMode(s string) (Mode, error) { return modeWords.Parse(s) }
 
 // Backend says which of the platform's facilities an Owner uses.
 type Backend string
@@ -103,15 +100,14 @@ const (
 // (hermesd's, hermesctl run's) follows it.
 const BackendEnv = "HERMES_SUPERVISOR_BACKEND"
 
+var backendWords = word.Strings("supervisor backend", BackendNative, BackendPortable).Wrap(ErrBackend)
+
 // ParseBackend parses a backend name; "" is accepted and means native.
 func ParseBackend(s string) (Backend, error) {
-	switch b := Backend(s); b {
-	case "":
+	if s == "" {
 		return BackendNative, nil
-	case BackendNative, BackendPortable:
-		return b, nil
 	}
-	return "", fmt.Errorf("supervisor backend %q: %w (want native or portable)", s, ErrBackend)
+	return backendWords.Parse(s)
 }
 
 // Defaults.

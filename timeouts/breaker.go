@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hermes-units/hermes/internal/word"
 )
 
 // ErrGaveUp is wrapped by every *GiveUpError.
@@ -44,9 +46,9 @@ const (
 	ResetNewTurn                        // a new user turn started
 )
 
-var resetWords = words[ResetReason]{kind: "ResetReason", what: "reset reason", names: []string{"model change", "fallback activation", "new turn"}}
+var resetWords = word.Ints[ResetReason]("ResetReason", "reset reason", "model change", "fallback activation", "new turn").Wrap(ErrInvalid)
 
-func (r ResetReason) String() string { return resetWords.name(r) }
+func (r ResetReason) String() string { return resetWords.Name(r) }
 
 // Scope is which streak tripped a breaker.
 type Scope int
@@ -64,9 +66,9 @@ const (
 )
 
 // String returns "", "model" or "provider".
-func (s Scope) String() string { return scopeWords.name(s) }
+func (s Scope) String() string { return scopeWords.Name(s) }
 
-var scopeWords = words[Scope]{kind: "Scope", what: "scope", names: []string{"", "model", "provider"}}
+var scopeWords = word.Ints[Scope]("Scope", "scope", "", "model", "provider").Wrap(ErrInvalid)
 
 // Attempt is one try of a user's call, as the breaker sees it. An SDK
 // retries a call that failed (OpenAI's retry twice by default): the

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hermes-units/hermes/internal/word"
 )
 
 // floorsJSON is the built-in model floor table (SPEC §10), kept as data so
@@ -19,8 +21,9 @@ import (
 var floorsJSON []byte
 
 // builtinFloors is parsed once at init and never mutated: MatchFloor copies
-// before merging configured floors.
-var builtinFloors = mustParseFloors(floorsJSON)
+// before merging configured floors. The decoder reads each "when" through
+// conditionWords, which the initializer names so that it is made first.
+var builtinFloors = mustParseFloors(floorsJSON, conditionWords)
 
 // Condition says which calls a floor covers.
 type Condition int
@@ -35,25 +38,25 @@ const (
 	ThinkingOnly
 )
 
-var conditionWords = words[Condition]{kind: "Condition", what: "floor condition", names: []string{"always", "thinking"}}
+var conditionWords = word.Ints[Condition]("Condition", "floor condition", "always", "thinking").Wrap(ErrInvalid)
 
 // String returns the name used in floors.json: "always" or "thinking".
-func (c Condition) String() string { return conditionWords.name(c) }
+func (c Condition) String() string { return conditionWords.Name(c) }
 
 // MarshalText implements encoding.TextMarshaler.
-func (c Condition) MarshalText() ([]byte, error) { return conditionWords.marshal(c) }
+func (c Condition) MarshalText() ([]byte, error) { return conditionWords.Marshal(c) }
 
 // UnmarshalText implements encoding.TextUnmarshaler; see ParseCondition.
-func (c *Condition) UnmarshalText(b []byte) error { return conditionWords.unmarshal(c, b) }
+func (c *Condition) UnmarshalText(b []byte) error { return conditionWords.Unmarshal(c, b) }
 
 // ParseCondition parses "always" or "thinking"; anything else is an error
 // wrapping ErrInvalid.
-func ParseCondition(s string) (Condition, error) { return conditionWords.parse(s) }
+func ParseCondition(s string) (Condition, error) { return conditionWords.Parse(s) }
 
 // covers reports whether a floor of condition c applies to a call.
 func (c Condition) covers(thinking bool) bool { return c == Always || thinking }
 
-func mustParseFloors(b []byte) []Floor {
+func mustParseFloors(b []byte, _ *word.Table[Condition]) []Floor {
 	var groups []struct {
 		Seconds int       `json:"seconds"`
 		When    Condition `json:"when"`

@@ -1,5 +1,7 @@
 package timeouts
 
+import "github.com/hermes-units/hermes/internal/word"
+
 // Layer is one detector of the timeout stack (SPEC §10). Each layer watches a
 // different kind of silence; a Plan gives every layer a value.
 type Layer int
@@ -29,12 +31,12 @@ var Layers = []Layer{SocketRead, StaleStream, StaleNonStream, FirstEvent, APICal
 
 var layerNames = [numLayers]string{"socket_read", "stale_stream", "stale_non_stream", "first_event", "api_call", "drain"}
 
-var layerWords = words[Layer]{kind: "Layer", what: "layer", names: layerNames[:]}
+var layerWords = word.Ints[Layer]("Layer", "layer", layerNames[:]...).Wrap(ErrInvalid)
 
 var layerTitles = [numLayers]string{"socket read", "stale stream", "stale non-stream", "first event", "API call", "post-terminal drain"}
 
 // String returns the snake_case name used in JSON and flags.
-func (l Layer) String() string { return layerWords.name(l) }
+func (l Layer) String() string { return layerWords.Name(l) }
 
 // Title returns the human name used in tables and error messages.
 func (l Layer) Title() string {
@@ -45,14 +47,14 @@ func (l Layer) Title() string {
 }
 
 // MarshalText implements encoding.TextMarshaler.
-func (l Layer) MarshalText() ([]byte, error) { return layerWords.marshal(l) }
+func (l Layer) MarshalText() ([]byte, error) { return layerWords.Marshal(l) }
 
 // UnmarshalText implements encoding.TextUnmarshaler; see ParseLayer.
-func (l *Layer) UnmarshalText(b []byte) error { return layerWords.unmarshal(l, b) }
+func (l *Layer) UnmarshalText(b []byte) error { return layerWords.Unmarshal(l, b) }
 
 // ParseLayer parses a layer name as printed by Layer.String. Unknown names
 // are an error wrapping ErrInvalid.
-func ParseLayer(s string) (Layer, error) { return layerWords.parse(s) }
+func ParseLayer(s string) (Layer, error) { return layerWords.Parse(s) }
 
 // API is the provider API a call speaks.
 type API int
@@ -64,17 +66,17 @@ const (
 	Responses
 )
 
-var apiWords = words[API]{kind: "API", what: "api", names: []string{"chat", "responses"}}
+var apiWords = word.Ints[API]("API", "api", "chat", "responses").Wrap(ErrInvalid)
 
 // String returns "chat" or "responses".
-func (a API) String() string { return apiWords.name(a) }
+func (a API) String() string { return apiWords.Name(a) }
 
 // MarshalText implements encoding.TextMarshaler.
-func (a API) MarshalText() ([]byte, error) { return apiWords.marshal(a) }
+func (a API) MarshalText() ([]byte, error) { return apiWords.Marshal(a) }
 
 // UnmarshalText implements encoding.TextUnmarshaler; see ParseAPI.
-func (a *API) UnmarshalText(b []byte) error { return apiWords.unmarshal(a, b) }
+func (a *API) UnmarshalText(b []byte) error { return apiWords.Unmarshal(a, b) }
 
 // ParseAPI parses "chat" or "responses"; anything else is an error wrapping
 // ErrInvalid.
-func ParseAPI(s string) (API, error) { return apiWords.parse(s) }
+func ParseAPI(s string) (API, error) { return apiWords.Parse(s) }

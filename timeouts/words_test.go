@@ -21,15 +21,15 @@ func TestWords(t *testing.T) {
 			return []string{SocketRead.String(), Drain.String(), Layer(9).String()}
 		}, []string{"socket_read", "drain", "Layer(9)"},
 			func(s string) error { _, err := ParseLayer(s); return err },
-			`invalid value: layer "nope" (want one of socket_read, stale_stream, stale_non_stream, first_event, api_call, drain)`},
+			`unknown layer "nope": want socket_read, stale_stream, stale_non_stream, first_event, api_call or drain`},
 		{"api", func() []string { return []string{Chat.String(), Responses.String(), API(-1).String()} },
 			[]string{"chat", "responses", "API(-1)"},
 			func(s string) error { _, err := ParseAPI(s); return err },
-			`invalid value: api "nope" (want chat or responses)`},
+			`unknown api "nope": want chat or responses`},
 		{"condition", func() []string { return []string{Always.String(), ThinkingOnly.String(), Condition(2).String()} },
 			[]string{"always", "thinking", "Condition(2)"},
 			func(s string) error { _, err := ParseCondition(s); return err },
-			`invalid value: floor condition "nope" (want always or thinking)`},
+			`unknown floor condition "nope": want always or thinking`},
 		{"scope", func() []string {
 			return []string{ScopeNone.String(), ScopeModel.String(), ScopeProvider.String(), Scope(3).String()}
 		}, []string{"", "model", "provider", "Scope(3)"}, nil, ""},

@@ -101,7 +101,7 @@ var daemonFields = keyed[*Daemon]{
 	{"units", func(d *decoder, dm *Daemon, f field) { dm.Units = d.path(f) }},
 	{"state", func(d *decoder, dm *Daemon, f field) { dm.State = d.path(f) }},
 	{"socket", func(d *decoder, dm *Daemon, f field) { dm.Socket = d.path(f) }},
-	{"role", func(d *decoder, dm *Daemon, f field) { dm.Role = word(d, f, ParseRole, dm.Role) }},
+	{"role", func(d *decoder, dm *Daemon, f field) { dm.Role = enum(d, f, ParseRole, dm.Role) }},
 }
 
 // LoadDaemon reads the daemon keys of hermes.yaml (units, state, socket,
@@ -222,7 +222,7 @@ var probesFields = keyed[*Probes]{
 // defaultsFields are the unit keys hermes.yaml may give every unit a
 // default for; a unit's own key decodes the same way (unitFields).
 var defaultsFields = keyed[*Defaults]{
-	{"restart", func(d *decoder, def *Defaults, f field) { def.Restart = word(d, f, ParseRestart, def.Restart) }},
+	{"restart", func(d *decoder, def *Defaults, f field) { def.Restart = enum(d, f, ParseRestart, def.Restart) }},
 	{"restart_sec", func(d *decoder, def *Defaults, f field) { def.RestartSec = d.duration(f, durEither, anyDelay) }},
 	{"restart_max_sec", func(d *decoder, def *Defaults, f field) { def.RestartMax = d.duration(f, durEither, someDelay) }},
 	{"start_limit", func(d *decoder, def *Defaults, f field) { startLimitFields.decode(d, f.val, f.path, &def.StartLimit) }},

@@ -441,10 +441,10 @@ func (d *decoder) str(f field) string {
 	return f.val.Value
 }
 
-// word reads a word type's value with its parse (ParseType, ParseRole,
+// enum reads a word type's value with its parse (ParseType, ParseRole,
 // ...). A value parse refuses is recorded as an error under the key's
 // name, and def is kept.
-func word[T ~string](d *decoder, f field, parse func(string) (T, error), def T) T {
+func enum[T ~string](d *decoder, f field, parse func(string) (T, error), def T) T {
 	w, err := parse(d.str(f))
 	if err != nil {
 		d.errf(f.val, "%s: %v", f.name, err)

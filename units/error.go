@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/hermes-units/hermes/internal/word"
 )
 
 // Sentinel errors, matched with errors.Is through an *Error's Err.
@@ -90,26 +91,14 @@ func (es Errors) err() error {
 	return es
 }
 
-// maxExcerpt is how much of a value from a file an error quotes, in runes:
-// a 270 KB scalar of garbage is named by its start and its size, not
-// echoed into every status.
-const maxExcerpt = 64
-
 // maxMsg bounds an error message, in bytes, whatever it quotes: the
 // backstop behind excerpt, for text that comes from a library (a cron or
 // regexp parser's message quoting its input).
 const maxMsg = 1024
 
-// excerpt quotes a value read from a file for an error message, Go-escaped
-// (control bytes and escape sequences print as \x1b, never reach a
-// terminal raw), and cut after maxExcerpt runes with the full size.
-func excerpt(s string) string {
-	r := []rune(s)
-	if len(r) <= maxExcerpt {
-		return strconv.Quote(s)
-	}
-	return strconv.Quote(string(r[:maxExcerpt])) + fmt.Sprintf("… (%d bytes)", len(s))
-}
+// excerpt quotes a value read from a file for an error message (see
+// word.Quote).
+var excerpt = word.Quote
 
 // cut bounds text to about n bytes, on a rune boundary, saying how much
 // was cut.

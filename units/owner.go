@@ -1,5 +1,7 @@
 package units
 
+import "github.com/hermes-units/hermes/internal/word"
+
 // The words of ownership (SPEC §2, §3): what a unit file says of its group
 // (Ownership) and what its owner is (Role). They are the one vocabulary of
 // the project: the ledger records them (package ledger), the supervisor
@@ -21,10 +23,10 @@ const (
 	PersistOnRelease Ownership = "persist_on_release"
 )
 
+var ownerships = word.Strings("ownership", Owned, Adoptable, PersistOnRelease)
+
 // ParseOwnership parses an ownership mode; unknown values are an error.
-func ParseOwnership(s string) (Ownership, error) {
-	return ParseWord("ownership", "owned, adoptable or persist_on_release", s, Owned, Adoptable, PersistOnRelease)
-}
+func ParseOwnership(s string) (Ownership, error) { return ownerships.Parse(s) }
 
 // Survivor reports whether o may outlive its owner: adoptable or
 // persist_on_release. Whether it does depends on the owner's role too
@@ -39,7 +41,7 @@ func (o *Ownership) UnmarshalText(text []byte) error {
 		*o = ""
 		return nil
 	}
-	return UnmarshalWord(o, text, ParseOwnership)
+	return ownerships.Unmarshal(o, text)
 }
 
 // Role is the role of an owner (SPEC §2, §3). A daemon (hermesd, the
@@ -58,16 +60,17 @@ const (
 	RoleRun Role = "run"
 )
 
+var (
+	roles      = word.Strings("role", RoleGateway, RoleWorker)
+	ownerRoles = word.Strings("role", "", RoleGateway, RoleWorker, RoleRun)
+)
+
 // ParseRole parses a daemon's role: gateway or worker.
-func ParseRole(s string) (Role, error) {
-	return ParseWord("role", "gateway or worker", s, RoleGateway, RoleWorker)
-}
+func ParseRole(s string) (Role, error) { return roles.Parse(s) }
 
 // ParseOwnerRole parses the role of any owner, as the ledger records it:
 // gateway, worker, run, or empty (not set).
-func ParseOwnerRole(s string) (Role, error) {
-	return ParseWord("role", "gateway, worker or run", s, "", RoleGateway, RoleWorker, RoleRun)
-}
+func ParseOwnerRole(s string) (Role, error) { return ownerRoles.Parse(s) }
 
 // UnmarshalText parses text with ParseOwnerRole.
-func (r *Role) UnmarshalText(text []byte) error { return UnmarshalWord(r, text, ParseOwnerRole) }
+func (r *Role) UnmarshalText(text []byte) error { return ownerRoles.Unmarshal(r, text) }

@@ -150,7 +150,7 @@ type unitDecode struct {
 // several keys are in checkUnit.
 var unitFields = keyed[*unitDecode]{
 	{"description", func(d *decoder, u *unitDecode, f field) { u.s.Description = d.str(f) }},
-	{"type", func(d *decoder, u *unitDecode, f field) { u.s.Type = word(d, f, ParseType, u.s.Type) }},
+	{"type", func(d *decoder, u *unitDecode, f field) { u.s.Type = enum(d, f, ParseType, u.s.Type) }},
 	{"command", func(d *decoder, u *unitDecode, f field) {
 		u.s.Command = d.strings(f)
 		if f.val.Kind == yaml.SequenceNode && len(f.val.Content) == 0 || isNull(f.val) {
@@ -164,9 +164,9 @@ var unitFields = keyed[*unitDecode]{
 	{"remain_after_exit", func(d *decoder, u *unitDecode, f field) { u.s.RemainAfter = d.bool(f) }},
 	{"workdir", func(d *decoder, u *unitDecode, f field) { u.s.Workdir = d.path(f) }},
 	{"env", func(d *decoder, u *unitDecode, f field) { u.s.Env = d.env(f) }},
-	{"ownership", func(d *decoder, u *unitDecode, f field) { u.s.Ownership = word(d, f, ParseOwnership, u.s.Ownership) }},
+	{"ownership", func(d *decoder, u *unitDecode, f field) { u.s.Ownership = enum(d, f, ParseOwnership, u.s.Ownership) }},
 	{"reason", func(d *decoder, u *unitDecode, f field) { u.s.Reason = d.str(f) }},
-	{"restart", func(d *decoder, u *unitDecode, f field) { u.s.Restart = word(d, f, ParseRestart, u.s.Restart) }},
+	{"restart", func(d *decoder, u *unitDecode, f field) { u.s.Restart = enum(d, f, ParseRestart, u.s.Restart) }},
 	{"restart_sec", func(d *decoder, u *unitDecode, f field) { u.s.RestartSec = d.duration(f, durEither, anyDelay) }},
 	{"restart_max_sec", func(d *decoder, u *unitDecode, f field) { u.s.RestartMax = d.duration(f, durEither, someDelay) }},
 	{"start_limit", func(d *decoder, u *unitDecode, f field) { startLimitFields.decode(d, f.val, f.path, &u.s.StartLimit) }},

@@ -9,17 +9,23 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hermes-units/hermes/internal/word"
+)
+
+var (
+	types    = word.Strings("type", Simple, Oneshot, Forking)
+	restarts = word.Strings("restart policy", RestartNo, RestartOnFailure, RestartAlways)
 )
 
 // ParseType parses a unit type; unknown values are an error.
-func ParseType(s string) (Type, error) {
-	return ParseWord("type", "simple, oneshot or forking", s, Simple, Oneshot, Forking)
-}
+func ParseType(s string) (Type, error) { return types.Parse(s) }
+
+// UnmarshalText parses text with ParseType.
+func (t *Type) UnmarshalText(text []byte) error { return types.Unmarshal(t, text) }
 
 // ParseRestart parses a restart policy; unknown values are an error.
-func ParseRestart(s string) (Restart, error) {
-	return ParseWord("restart policy", "no, on-failure or always", s, RestartNo, RestartOnFailure, RestartAlways)
-}
+func ParseRestart(s string) (Restart, error) { return restarts.Parse(s) }
 
 // maxSignal is SIGRTMAX on Linux.
 const maxSignal = 64

@@ -29,7 +29,7 @@ func TestRunRun(t *testing.T) {
 		{name: "--wrapup-signal without --run-budget", argv: []string{"true"}, set: func(o *runOptions) { o.wrapSig = "USR1" },
 			out: `^$`, err: `^run: --wrapup-signal is sent at 80% of --run-budget`, wantCode: exitcode.Usage},
 		{name: "unknown mode", argv: []string{"true"}, set: func(o *runOptions) { o.mode = "box" },
-			out: `^$`, err: `^supervisor mode "box"`, wantCode: exitcode.Failure},
+			out: `^$`, err: `^unknown supervisor mode "box"`, wantCode: exitcode.Failure},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, _, _ := testClient(t, "", false)

@@ -25,6 +25,8 @@ import (
 
 	"github.com/hermes-units/hermes/schema"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/hermes-units/hermes/internal/word"
 )
 
 // Format is a kind of source file.
@@ -50,14 +52,9 @@ var (
 )
 
 // ParseFormat reads a format's name; an unknown one is an error.
-func ParseFormat(s string) (Format, error) {
-	for _, f := range Formats {
-		if s == string(f) {
-			return f, nil
-		}
-	}
-	return "", fmt.Errorf("%w %q: want systemd, process-compose or pm2", ErrFormat, s)
-}
+func ParseFormat(s string) (Format, error) { return formatWords.Parse(s) }
+
+var formatWords = word.Strings("source format", Formats...).Wrap(ErrFormat)
 
 // Detect tells a source's format from its name: .service and .timer are
 // systemd's, .json, .js, .cjs and .mjs PM2's, .yaml and .yml

@@ -2,7 +2,8 @@ package notify
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/hermes-units/hermes/internal/word"
 )
 
 // Mode is how units reach hermesd with sd_notify.
@@ -30,11 +31,10 @@ var ErrMode = errors.New("unknown notify mode")
 // ParseMode parses a Mode; "" is the platform's default (ModeShared on
 // Linux, ModeUnit elsewhere). Another value is refused with ErrMode.
 func ParseMode(s string) (Mode, error) {
-	switch m := Mode(s); m {
-	case "":
+	if s == "" {
 		return defaultMode, nil
-	case ModeShared, ModeUnit:
-		return m, nil
 	}
-	return "", fmt.Errorf("%w %q in %s: want %q or %q", ErrMode, s, ModeEnv, ModeShared, ModeUnit)
+	return modeWords.Parse(s)
 }
+
+var modeWords = word.Strings(ModeEnv, ModeShared, ModeUnit).Wrap(ErrMode)
