@@ -405,6 +405,7 @@ func (r *Reconciler) take(ctx context.Context, ad Adopter, g supervisor.Group, n
 			return control.Adopted{}, refused("group %d is already owned by this hermesd, as unit %s", g.PGID, u.spec.Name)
 		}
 	}
+	recorded := false
 	if rc, ok := r.opt.Checkpoint.(recorder); ok {
 		recs, err := rc.Records(ctx)
 		if err != nil {
@@ -414,7 +415,13 @@ func (r *Reconciler) take(ctx context.Context, ad Adopter, g supervisor.Group, n
 			if rec.Group.PGID == g.PGID && rec.OwnerAlive && rec.State != ledger.Released {
 				return control.Adopted{}, refused("group %d belongs to unit %s of another live owner (pid %d, %s); stop it there, or stop that owner first", g.PGID, rec.Unit, rec.Owner.PID, rec.Role)
 			}
+			recorded = recorded || rec.Group.PGID == g.PGID
 		}
+	}
+	// Not in the ledger (yet: an owner's record trails its spawn by up to
+	// one journal flush): the leader's own evidence says whose it is.
+	if o, ok := supervisor.SpawnerOf(g.Leader.PID); ok && !recorded && o.PID != os.Getpid() {
+		return control.Adopted{}, refused("group %d belongs to another live owner (pid %d), as its leader %d's cgroup, tags or mark say; stop it there, or stop that owner first", g.PGID, o.PID, g.Leader.PID)
 	}
 	if name == "" {
 		name = derivedName(g)

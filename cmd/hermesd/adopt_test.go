@@ -109,12 +109,21 @@ func TestAdopt(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The other owner's journal writes its record up to 100 ms after the
-	// spawn (group commit): the refusal below is the ledger's, so it waits
-	// for the record. (Until then hermesd cannot tell the group is
-	// another owner's: see the refusal by the leader's own evidence,
-	// still to do.)
+	// spawn (group commit): the refusal by the ledger waits for the
+	// record. Until then, and for an owner that keeps no ledger at all
+	// (unrecorded, below), the leader's own evidence refuses it.
 	if !testkit.Within(10*time.Second, func() bool { return ledgerEntry(t, state, oc.Leader) != nil }) {
 		t.Fatal("the other owner's spawn is not in the ledger 10s after it")
+	}
+	unrecorded, err := supervisor.New(supervisor.Options{Role: "worker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unrecorded.Close()
+	// Its environment erased: the refusal needs the leader's cgroup or mark.
+	uc, err := unrecorded.SpawnOwned(ctx, supervisor.Spec{Unit: "unrecorded", Argv: []string{"env", "-i", os.Args[0]}, Env: append(os.Environ(), roleEnv+"=unit")})
+	if err != nil {
+		t.Fatal(err)
 	}
 
 	exited := exec.Command("true")
@@ -132,6 +141,7 @@ func TestAdopt(t *testing.T) {
 		{"an exited process", control.AdoptRequest{PID: exited.Process.Pid}, "has already exited"},
 		{"already owned", control.AdoptRequest{PGID: ext.PID}, "already owned by this hermesd, as unit ext"},
 		{"another live owner's group", control.AdoptRequest{PGID: oc.PGID}, "belongs to unit theirs of another live owner"},
+		{"another live owner's group, in no ledger", control.AdoptRequest{PGID: uc.PGID}, fmt.Sprintf("belongs to another live owner (pid %d)", os.Getpid())},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := c.Adopt(ctx, tc.req)

@@ -1,0 +1,78 @@
+package supervisor
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+
+	"github.com/hermes-units/hermes/internal/testkit"
+	"github.com/hermes-units/hermes/ledger"
+	"github.com/hermes-units/hermes/proc"
+)
+
+// TestSpawnerOf: a spawn names its live owner by its own evidence, with
+// its environment intact (tags) or erased by env -i (its cgroup in cgroup
+// mode, its mark in pgroup mode); a process no owner spawned names none,
+// nor does one whose tags name an owner that has exited.
+func TestSpawnerOf(t *testing.T) {
+	self, err := proc.Read(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range modes(t) {
+		t.Run(string(mode), func(t *testing.T) {
+			o, err := New(Options{Mode: mode, Grace: testGrace})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer o.Close()
+			for _, argv := range [][]string{{"sleep", "1000"}, {"env", "-i", "sleep", "1000"}} {
+				c, err := o.SpawnOwned(t.Context(), Spec{Unit: "s", Argv: argv, Env: []string{"PATH=" + os.Getenv("PATH")}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				pid := c.Leader.PID
+				testkit.Eventually(t, testGrace*20, fmt.Sprintf("%d running sleep", pid), func() bool {
+					st, err := proc.ReadStat(pid)
+					return err == nil && st.Comm == "sleep"
+				})
+				if got, ok := SpawnerOf(pid); !ok || got.PID != self.PID || got.StartTime != self.StartTime {
+					t.Errorf("SpawnerOf(%d) for %q = %v, %v; want this owner %v", pid, argv, got, ok, self)
+				}
+				if err := o.Stop(t.Context(), c.Group, syscall.SIGKILL, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+
+	dead := exec.Command("sleep", "1000")
+	deadID := testkit.StartIdentified(t, dead)
+	dead.Process.Kill()
+	dead.Wait()
+	live := exec.Command("sleep", "1000")
+	liveID := testkit.StartIdentified(t, live)
+	t.Cleanup(func() { live.Process.Kill(); live.Wait() })
+	for _, tc := range []struct {
+		name string
+		env  []string
+		want bool
+	}{
+		{"no owner's", nil, false},
+		{"an exited owner's tags", []string{ledger.EnvOwner + "=" + deadID.String()}, false},
+		{"a live owner's tags", []string{ledger.EnvOwner + "=" + liveID.String()}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := exec.Command("sleep", "1000")
+			c.Env = tc.env
+			id := testkit.StartIdentified(t, c)
+			t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+			got, ok := SpawnerOf(id.PID)
+			if ok != tc.want || ok && got.PID != liveID.PID {
+				t.Errorf("SpawnerOf = %v, %v; want %v (live owner %v)", got, ok, tc.want, liveID)
+			}
+		})
+	}
+}
