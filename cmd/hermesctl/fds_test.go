@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hermes-units/hermes/internal/procfd"
 	"github.com/hermes-units/hermes/internal/testkit"
+	"github.com/hermes-units/hermes/internal/testkit/procfd"
 )
 
 // TestRunDescriptors (issue 7, item 5; SPEC §4): the child of `hermesctl

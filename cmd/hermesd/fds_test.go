@@ -14,8 +14,8 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/notify"
-	"github.com/hermes-units/hermes/internal/procfd"
 	"github.com/hermes-units/hermes/internal/testkit"
+	"github.com/hermes-units/hermes/internal/testkit/procfd"
 	"github.com/hermes-units/hermes/proc"
 )
 

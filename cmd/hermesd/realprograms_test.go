@@ -17,7 +17,7 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/events"
-	"github.com/hermes-units/hermes/internal/procfd"
+	"github.com/hermes-units/hermes/internal/testkit/procfd"
 	"github.com/hermes-units/hermes/proc"
 	"golang.org/x/sys/unix"
 )

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hermes-units/hermes/internal/procfd"
+	"github.com/hermes-units/hermes/internal/testkit/procfd"
 	"github.com/hermes-units/hermes/proc"
 )
 
