@@ -321,9 +321,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.call(w, r, api, runID)
 }
 
-// RunBaseURL is the OPENAI_BASE_URL a job of run runID gets when the proxy
-// listens on addr: http://ADDR/run/RUNID/v1, so that a plain
-// OpenAI-compatible client needs no extra header.
-func RunBaseURL(addr net.Addr, runID string) string {
-	return "http://" + addr.String() + "/run/" + url.PathEscape(runID) + "/v1"
+// RunBaseURL is the OPENAI_BASE_URL a job of run runID gets from the proxy
+// whose base URL is base ("http://127.0.0.1:7411"): BASE/run/RUNID/v1, so
+// that a plain OpenAI-compatible client needs no extra header.
+func RunBaseURL(base, runID string) string {
+	return strings.TrimRight(base, "/") + "/run/" + url.PathEscape(runID) + "/v1"
 }

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"errors"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -392,8 +391,9 @@ func TestServeEndsInFlightStreams(t *testing.T) {
 }
 
 func TestRunBaseURL(t *testing.T) {
-	addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 7411}
-	if got, want := RunBaseURL(addr, "nightly-42"), "http://127.0.0.1:7411/run/nightly-42/v1"; got != want {
-		t.Errorf("got %s, want %s", got, want)
+	for _, base := range []string{"http://127.0.0.1:7411", "http://127.0.0.1:7411/"} {
+		if got, want := RunBaseURL(base, "nightly 42"), "http://127.0.0.1:7411/run/nightly%2042/v1"; got != want {
+			t.Errorf("RunBaseURL(%q): got %s, want %s", base, got, want)
+		}
 	}
 }

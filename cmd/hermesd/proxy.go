@@ -205,7 +205,7 @@ func (g *gatewayProxy) registerRun(req control.RunRequest) (control.RunRegistrat
 		budget.Stop()
 		g.log.Info("ad-hoc run ended", "run", id, "elapsed", budget.Elapsed().Round(time.Millisecond))
 	})
-	return control.RunRegistration{ID: id, BaseURL: proxy.RunBaseURL(g.ln.Addr(), id), Deadline: budget.Deadline()}, release, nil
+	return control.RunRegistration{ID: id, BaseURL: proxy.RunBaseURL(g.url(), id), Deadline: budget.Deadline()}, release, nil
 }
 
 // url is the proxy's base URL for OPENAI_BASE_URL, "" when off.
