@@ -51,11 +51,7 @@ type Listener struct {
 
 type fileID struct{ dev, ino uint64 }
 
-// Listen prepares path for the control socket and listens on it; see
-// ListenWith.
-func Listen(path string) (*Listener, error) { return ListenWith(path, nil) }
-
-// ListenWith prepares path for the control socket and listens on it, and
+// Listen prepares path for the control socket and listens on it, and
 // keeps the socket there until Close (see Listener); logf (nil discards)
 // hears of every re-creation and of what kept one from happening.
 //
@@ -71,7 +67,7 @@ func Listen(path string) (*Listener, error) { return ListenWith(path, nil) }
 //
 // Two daemons racing on the same stale socket are not told apart here: the
 // state directory's lock is what keeps a second daemon out.
-func ListenWith(path string, logf func(format string, args ...any)) (*Listener, error) {
+func Listen(path string, logf func(format string, args ...any)) (*Listener, error) {
 	if path == "" {
 		return nil, refuse(ErrUnsafe, "no control socket path given; set --socket or HERMES_SOCKET")
 	}

@@ -14,7 +14,7 @@ func TestListen(t *testing.T) {
 	t.Run("creates a 0700 directory and a 0600 socket", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "a", "run")
 		path := filepath.Join(dir, "hermesd.sock")
-		ln, err := Listen(path)
+		ln, err := Listen(path, nil)
 		if err != nil {
 			t.Fatalf("Listen: %v", err)
 		}
@@ -31,7 +31,7 @@ func TestListen(t *testing.T) {
 		dir := privateDir(t)
 		path := filepath.Join(dir, "hermesd.sock")
 		staleSocket(t, path)
-		ln, err := Listen(path)
+		ln, err := Listen(path, nil)
 		if err != nil {
 			t.Fatalf("Listen over a stale socket: %v", err)
 		}
@@ -88,7 +88,7 @@ func TestListen(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "run", "hermesd.sock")
 			tc.setup(t, path)
-			ln, err := Listen(path)
+			ln, err := Listen(path, nil)
 			if err == nil {
 				ln.Close()
 				t.Fatalf("Listen succeeded, want %v", tc.want)

@@ -125,7 +125,7 @@ type served struct {
 func serve(t *testing.T, srv *Server) *served {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "run", "hermesd.sock")
-	ln, err := Listen(path)
+	ln, err := Listen(path, nil)
 	if err != nil {
 		t.Fatalf("Listen: %v", err)
 	}

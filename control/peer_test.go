@@ -64,7 +64,7 @@ func TestPeerUID(t *testing.T) {
 			}
 			t.Cleanup(func() { os.RemoveAll(base) })
 			path := filepath.Join(base, "run", "hermesd.sock")
-			ln, err := Listen(path)
+			ln, err := Listen(path, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

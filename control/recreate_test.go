@@ -79,7 +79,7 @@ func TestListenRecreatesRemovedSocket(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(privateDir(t), "hermesd.sock")
 			logf, msgs := logged()
-			ln, err := ListenWith(path, logf)
+			ln, err := Listen(path, logf)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,7 +104,7 @@ func TestListenRecreatesRemovedSocket(t *testing.T) {
 func TestCloseLeavesAnotherSocket(t *testing.T) {
 	dir := privateDir(t)
 	path := filepath.Join(dir, "hermesd.sock")
-	first, err := Listen(path)
+	first, err := Listen(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestCloseLeavesAnotherSocket(t *testing.T) {
 func TestSocketPathTooLong(t *testing.T) {
 	dir := privateDir(t)
 	path := filepath.Join(dir, strings.Repeat("s", 108-len(dir))+".sock")
-	ln, err := Listen(path)
+	ln, err := Listen(path, nil)
 	if err == nil {
 		ln.Close()
 		t.Fatal("Listen succeeded")

@@ -76,16 +76,11 @@ func fileBoot() string {
 	return boot
 }
 
-// Marshal encodes entries in the file format (canonical layout). It fails
-// only on a spawn time RFC 3339 cannot hold (a year outside 0–9999), as
-// encoding/json would, and on a role, ownership or state that Parse would
-// refuse.
-func Marshal(entries []Entry) ([]byte, error) {
-	return marshalReusing(nil, fileBoot(), entries, snapshot{}, false)
-}
-
-// marshalReusing is Marshal appending to dst, with boot as the file's boot
-// id, copying the line of an entry that is equal to the next unmatched
+// marshalReusing encodes entries in the file format (canonical layout),
+// appending to dst, with boot as the file's boot id, and fails only on a
+// spawn time RFC 3339 cannot hold (a year outside 0–9999), as encoding/json
+// would, and on a role, ownership or state that Parse would refuse. It
+// copies the line of an entry that is equal to the next unmatched
 // entry of prev instead of encoding it again (when prev's lines were
 // written with the same boot id). An Update usually keeps the entries it
 // read, in order, and adds or drops a few. With redact, the entries it

@@ -99,16 +99,6 @@ func readFile(path string, buf []byte) ([]byte, error) {
 	}
 }
 
-// writeAtomic replaces path with b: temporary file in dir, fsync, rename.
-// A reader sees the old file or the new one, never a mix.
-func writeAtomic(dir, path string, b []byte) error {
-	tmp, err := createTemp(dir)
-	if err != nil {
-		return err
-	}
-	return writeTemp(tmp, path, b)
-}
-
 // createTemp creates the temporary file of a write. Update creates it
 // before it waits for the lock: creating a file is a directory update, and
 // it need not be made while the others wait.

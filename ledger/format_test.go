@@ -82,3 +82,11 @@ func TestVersion1(t *testing.T) {
 
 func itoa(n int) string    { return strconv.Itoa(n) }
 func utoa(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// Marshal encodes entries, for the tests, in the file format (canonical layout). It fails
+// only on a spawn time RFC 3339 cannot hold (a year outside 0–9999), as
+// encoding/json would, and on a role, ownership or state that Parse would
+// refuse.
+func Marshal(entries []Entry) ([]byte, error) {
+	return marshalReusing(nil, fileBoot(), entries, snapshot{}, false)
+}

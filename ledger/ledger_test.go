@@ -404,7 +404,7 @@ func TestCorrupt(t *testing.T) {
 	owner := self(t)
 	spawn := NewSpawnKey()
 	unit := "corrupt-" + spawn // unique among the processes of the machine
-	tags := Env(Entry{Unit: unit, Owner: owner, Spawn: spawn, Ownership: "adoptable"})
+	tags := []string{EnvUnit + "=" + unit, EnvOwner + "=" + owner.String(), EnvSpawn + "=" + spawn, EnvOwnership + "=adoptable"}
 	for _, tc := range []struct{ name, content string }{
 		{"garbage", `{"version":1,"entries":[{"unit":`},
 		{"unknown version", `{"version":99,"entries":[]}`},

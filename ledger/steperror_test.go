@@ -58,3 +58,13 @@ func TestWriteAtomicFullDisk(t *testing.T) {
 		t.Errorf("temporary file %s left behind: %v", pe.Path, serr)
 	}
 }
+
+// writeAtomic replaces path with b: temporary file in dir, fsync, rename.
+// A reader sees the old file or the new one, never a mix.
+func writeAtomic(dir, path string, b []byte) error {
+	tmp, err := createTemp(dir)
+	if err != nil {
+		return err
+	}
+	return writeTemp(tmp, path, b)
+}

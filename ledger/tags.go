@@ -39,17 +39,6 @@ const (
 	EnvRole = "HERMES_ROLE"
 )
 
-// Env returns the tags of e as KEY=VALUE environment entries, ready to
-// append to a child's environment.
-func Env(e Entry) []string {
-	return []string{
-		EnvUnit + "=" + e.Unit,
-		EnvOwner + "=" + e.Owner.String(),
-		EnvSpawn + "=" + e.Spawn,
-		EnvOwnership + "=" + string(e.Ownership),
-	}
-}
-
 // NewSpawnKey returns a fresh random spawn key (16 hex digits).
 func NewSpawnKey() string {
 	var b [8]byte

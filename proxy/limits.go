@@ -23,7 +23,7 @@ import (
 // SPEC §13). Zero fields take the units.Default* values.
 type Limits struct {
 	// MaxConns caps the client connections open at once. New lowers it to
-	// fit the descriptor limit (see Descriptors).
+	// fit the descriptor limit (see ReservedFDs and FDsPerConn).
 	MaxConns int
 	// MaxBody caps one request body (413 above it).
 	MaxBody int64
@@ -52,13 +52,8 @@ const (
 	idleUpstream = 2 * maxIdleTotal
 )
 
-// Descriptors is how many descriptors a proxy capped at conns client
-// connections may hold at once: theirs, their calls' upstream connections,
-// the idle upstream pools and the listener. hermesd's start-up check of
-// RLIMIT_NOFILE adds it to what its units need.
-func Descriptors(conns int) int { return FDsPerConn*conns + idleUpstream + 1 }
-
-// fitConns is the largest connection cap whose Descriptors, with
+// fitConns is the largest connection cap whose descriptors (FDsPerConn for
+// each connection, the idle upstream pools and the listener), with
 // ReservedFDs, stay under limit; at least 1.
 func fitConns(limit uint64) int {
 	if limit > 1<<30 {

@@ -337,3 +337,8 @@ func TestReadBodyBuffers(t *testing.T) {
 		})
 	}
 }
+
+// Descriptors is how many descriptors a proxy capped at conns client
+// connections may hold at once: theirs, their calls' upstream connections,
+// the idle upstream pools and the listener.
+func Descriptors(conns int) int { return FDsPerConn*conns + idleUpstream + 1 }

@@ -103,7 +103,7 @@ type Proxy struct {
 // opts.Token empty. A set with no provider is valid (every model request
 // then fails with an unknown model error); hermesd leaves the proxy off in
 // that case. A Limits.MaxConns over what the descriptor limit allows
-// (Descriptors, ReservedFDs) is lowered, and the change logged.
+// (ReservedFDs, FDsPerConn) is lowered, and the change logged.
 func New(opts Options) (*Proxy, error) {
 	if opts.Providers == nil {
 		return nil, errors.New("proxy: Options.Providers is nil: build it with providers.New")

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 )
 
@@ -320,18 +319,4 @@ them unset.
 // cell makes text fit a table cell.
 func cell(s string) string {
 	return strings.ReplaceAll(strings.Join(strings.Fields(s), " "), "|", `\|`)
-}
-
-// referenceKeys are the paths of every key, for the tests.
-func referenceKeys(files map[string][]byte) ([]RefKey, error) {
-	var all []RefKey
-	for _, f := range []struct{ file, prefix string }{{"unit.schema.json", "unit"}, {"config.schema.json", "config"}} {
-		keys, err := Keys(files[f.file], f.prefix)
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, keys...)
-	}
-	slices.SortStableFunc(all, func(a, b RefKey) int { return strings.Compare(a.Path, b.Path) })
-	return all, nil
 }

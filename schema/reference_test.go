@@ -3,6 +3,7 @@ package schema
 import (
 	"bytes"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -160,4 +161,18 @@ func set(m map[string]any, parts []string, value string) {
 		m[name] = sub
 	}
 	set(sub, parts[1:], value)
+}
+
+// referenceKeys are the paths of every key of both schemas, sorted.
+func referenceKeys(files map[string][]byte) ([]RefKey, error) {
+	var all []RefKey
+	for _, f := range []struct{ file, prefix string }{{"unit.schema.json", "unit"}, {"config.schema.json", "config"}} {
+		keys, err := Keys(files[f.file], f.prefix)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, keys...)
+	}
+	slices.SortStableFunc(all, func(a, b RefKey) int { return strings.Compare(a.Path, b.Path) })
+	return all, nil
 }

@@ -83,9 +83,6 @@ func mustParseFloors(b []byte, _ *word.Table[Condition]) []Floor {
 	return out
 }
 
-// BuiltinFloors returns a copy of the built-in floor table.
-func BuiltinFloors() []Floor { return slices.Clone(builtinFloors) }
-
 // MatchFloor finds the model floor of a call to model in the built-in table
 // extended by extra. thinking says whether the request enables thinking; a
 // model id naming a thinking variant (ThinkingModel) makes a thinking call

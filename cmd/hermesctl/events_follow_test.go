@@ -19,7 +19,7 @@ func TestEventsFollowAcrossRestart(t *testing.T) {
 	dir := t.TempDir()
 	socket := filepath.Join(dir, "run", "hermesd.sock")
 	serve := func() (*events.Bus, func()) {
-		ln, err := control.Listen(socket)
+		ln, err := control.Listen(socket, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

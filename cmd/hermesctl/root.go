@@ -59,7 +59,6 @@ func newRoot() *cobra.Command {
 		return nil
 	}
 	f.StringVarP(&g.output, "output", "o", "", "output format: json (default: text for humans)")
-	root.AddCommand() // each command is added here, one per line
 	root.AddCommand(newRunCmd(g))
 	root.AddCommand(newProxyCmd(g))
 	root.AddCommand(newValidateCmd(g))

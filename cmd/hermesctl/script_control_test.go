@@ -36,7 +36,7 @@ func cmdFakeDaemon(ts *testscript.TestScript, neg bool, args []string) {
 	if socket == "" {
 		socket = filepath.Join(ts.Getenv("XDG_RUNTIME_DIR"), "hermes", "hermesd.sock")
 	}
-	ln, err := control.Listen(socket)
+	ln, err := control.Listen(socket, nil)
 	ts.Check(err)
 	b := &fakeDaemon{script: sc, work: ts.Getenv("WORK"), calls: ts.MkAbs("calls")}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -19,7 +19,7 @@ func serveFake(t *testing.T, sc fakeScript) (string, *fakeDaemon) {
 	t.Helper()
 	dir := t.TempDir()
 	socket := filepath.Join(dir, "run", "hermesd.sock")
-	ln, err := control.Listen(socket)
+	ln, err := control.Listen(socket, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

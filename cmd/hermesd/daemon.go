@@ -328,7 +328,7 @@ func (d *instance) listen() error {
 		d.closeNotify()
 		return exit(exitcode.Failure, err)
 	}
-	ln, err := control.ListenWith(d.cfg.Socket, d.controlLogf)
+	ln, err := control.Listen(d.cfg.Socket, d.controlLogf)
 	if err != nil {
 		d.closeNotify()
 		w.Close()

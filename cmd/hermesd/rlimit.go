@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/hermes-units/hermes/internal/fdreserve"
+	"github.com/hermes-units/hermes/proxy"
 	"github.com/hermes-units/hermes/reconciler"
 	"github.com/hermes-units/hermes/units"
 )
@@ -24,8 +25,6 @@ const (
 	// fdPerUnit is a unit's peak: its pidfd, and while it spawns its log
 	// file, the start gate's pipe and its cgroup directory.
 	fdPerUnit = 4
-	// fdPerProxyConn: a client connection and its upstream one.
-	fdPerProxyConn = 2
 )
 
 // raiseNoFile raises the soft RLIMIT_NOFILE to the hard limit, less one,
@@ -54,7 +53,7 @@ func raiseNoFile() (soft, hard uint64, err error) {
 // fdNeed is how many descriptors hermesd may hold at once with n units
 // and a proxy capped at conns connections (0: proxy off).
 func fdNeed(n, conns int) uint64 {
-	return uint64(fdBase + n*fdPerUnit + conns*fdPerProxyConn)
+	return uint64(fdBase + n*fdPerUnit + conns*proxy.FDsPerConn)
 }
 
 // proxyConns is the proxy's connection cap under config c

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/internal/testkit"
+	"github.com/hermes-units/hermes/proxy"
 	"github.com/hermes-units/hermes/reconciler"
 	"github.com/hermes-units/hermes/units"
 )
@@ -45,7 +46,7 @@ func TestFdWatch(t *testing.T) {
 	if !strings.Contains(buf.String(), "the proxy's 2000 connections") {
 		t.Errorf("gateway.max_connections 2000 not counted: %s", buf.String())
 	}
-	if got, want := fdNeed(1000, 512), uint64(fdBase+1000*fdPerUnit+512*fdPerProxyConn); got != want {
+	if got, want := fdNeed(1000, 512), uint64(fdBase+1000*fdPerUnit+512*proxy.FDsPerConn); got != want {
 		t.Errorf("fdNeed(1000, 512) = %d, want %d", got, want)
 	}
 }

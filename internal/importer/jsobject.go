@@ -28,11 +28,6 @@ type jsObject struct {
 	vals map[string]any // string, float64, bool, nil, *jsObject, []any
 }
 
-func (o *jsObject) get(k string) (any, bool) {
-	v, ok := o.vals[k]
-	return v, ok
-}
-
 // parseModule reads a JSON document or a `module.exports = VALUE` (or
 // `export default VALUE`) module.
 func parseModule(src string) (any, error) {

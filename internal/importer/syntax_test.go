@@ -177,7 +177,7 @@ func TestParseModule(t *testing.T) {
 			t.Errorf("%s: %v", tc.name, err)
 			continue
 		}
-		if _, has := v.(*jsObject).get("apps"); !has {
+		if _, has := v.(*jsObject).vals["apps"]; !has {
 			t.Errorf("%s: no apps key", tc.name)
 		}
 	}

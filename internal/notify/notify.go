@@ -190,9 +190,6 @@ func (s *Server) setup(abstract bool) error {
 	return serr
 }
 
-// Path returns the address to put in a unit's NOTIFY_SOCKET.
-func (s *Server) Path() string { return s.path }
-
 // Close closes the socket and removes its file. It is safe to call more than
 // once and concurrently with Run, which then returns ErrClosed.
 func (s *Server) Close() error {

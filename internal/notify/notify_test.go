@@ -41,7 +41,7 @@ func TestSdNotifyFromChild(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, msgs := serve(t, tt.socket(t))
-			cmd := helper(t, s.Path(), "READY=1\nSTATUS=listening on :8080\nMAINPID=4242\nWATCHDOG=1")
+			cmd := helper(t, s.path, "READY=1\nSTATUS=listening on :8080\nMAINPID=4242\nWATCHDOG=1")
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -80,7 +80,7 @@ func TestSystemdNotify(t *testing.T) {
 	}
 	s, msgs := serve(t, filepath.Join(t.TempDir(), "notify.sock"))
 	cmd := exec.Command(bin, "--ready", "--status=warming up")
-	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+s.Path())
+	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+s.path)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("systemd-notify: %v: %s", err, out)
@@ -102,7 +102,7 @@ func TestSystemdNotify(t *testing.T) {
 // is delivered, and later messages still arrive.
 func TestGarbage(t *testing.T) {
 	s, msgs := serve(t, filepath.Join(t.TempDir(), "notify.sock"))
-	conn, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: s.Path(), Net: "unixgram"})
+	conn, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: s.path, Net: "unixgram"})
 	if err != nil {
 		t.Fatal(err)
 	}

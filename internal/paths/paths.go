@@ -97,8 +97,5 @@ func FindSocket(def string) string {
 	return def
 }
 
-// Ledger is the spawn ledger's path inside a state directory.
-func Ledger(state string) string { return filepath.Join(state, "ledger.json") }
-
 // Logs is the default log directory inside a state directory.
 func Logs(state string) string { return filepath.Join(state, "logs") }

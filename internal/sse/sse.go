@@ -39,18 +39,6 @@ const (
 	Empty
 )
 
-func (k Kind) String() string {
-	switch k {
-	case Comment:
-		return "comment"
-	case Event:
-		return "event"
-	case Empty:
-		return "empty"
-	}
-	return "Kind(?)"
-}
-
 // Piece is one unit of the stream.
 type Piece struct {
 	Kind Kind

@@ -167,3 +167,16 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// String names a kind in the tests' messages.
+func (k Kind) String() string {
+	switch k {
+	case Comment:
+		return "comment"
+	case Event:
+		return "event"
+	case Empty:
+		return "empty"
+	}
+	return "Kind(?)"
+}

@@ -37,7 +37,8 @@ func StartReady(ctx context.Context, cmd *exec.Cmd, d time.Duration, log string)
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	ns, err := notify.Listen(filepath.Join(dir, "n.sock"))
+	sock := filepath.Join(dir, "n.sock")
+	ns, err := notify.Listen(sock)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +61,7 @@ func StartReady(ctx context.Context, cmd *exec.Cmd, d time.Duration, log string)
 	if cmd.Env == nil {
 		cmd.Env = os.Environ()
 	}
-	cmd.Env = append(cmd.Env, "NOTIFY_SOCKET="+ns.Path())
+	cmd.Env = append(cmd.Env, "NOTIFY_SOCKET="+sock)
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

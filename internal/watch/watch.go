@@ -219,10 +219,6 @@ const (
 	verdictComplete                // a completed change: notified at once
 )
 
-func (v verdict) String() string {
-	return [...]string{"none", "quiet", "complete"}[v]
-}
-
 // classify gives one event its verdict, re-adding watches when a watched
 // directory or an ancestor of a watched path came or went.
 func (w *Watcher) classify(ev event) verdict {

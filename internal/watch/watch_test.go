@@ -698,3 +698,8 @@ func TestProjectedVolume(t *testing.T) {
 	}
 	h.awaitChange()
 }
+
+// String names a verdict in the tests' messages.
+func (v verdict) String() string {
+	return [...]string{"none", "quiet", "complete"}[v]
+}
