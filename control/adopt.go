@@ -10,6 +10,8 @@ import (
 	"net/url"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hermes-units/hermes/units"
 )
 
 // Ownership transfer (SPEC §8: adopt, adopt --orphans, release). Routes:
@@ -89,17 +91,17 @@ type OrphansRequest struct {
 
 // Orphan is a leftover of a dead owner found in the ledger.
 type Orphan struct {
-	Unit      string   `json:"unit"`
-	PID       int      `json:"pid"`
-	PGID      int      `json:"pgid"`
-	StartTime uint64   `json:"start_time"`
-	PPID      int      `json:"ppid"`
-	Command   string   `json:"command"`
-	Ownership string   `json:"ownership"`
-	Owner     int      `json:"owner_pid"`
-	OwnerRole string   `json:"owner_role"`
-	Ports     []int    `json:"ports"`
-	Evidence  []string `json:"evidence"` // why this is a leftover, one fact each
+	Unit      string          `json:"unit"`
+	PID       int             `json:"pid"`
+	PGID      int             `json:"pgid"`
+	StartTime uint64          `json:"start_time"`
+	PPID      int             `json:"ppid"`
+	Command   string          `json:"command"`
+	Ownership units.Ownership `json:"ownership"`
+	Owner     int             `json:"owner_pid"`
+	OwnerRole units.Role      `json:"owner_role"`
+	Ports     []int           `json:"ports"`
+	Evidence  []string        `json:"evidence"` // why this is a leftover, one fact each
 	// Adoptable says whether the sweep adopts it; Why says why not.
 	Adoptable bool   `json:"adoptable"`
 	Why       string `json:"why,omitempty"`

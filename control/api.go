@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/hermes-units/hermes/units"
 )
 
 // Sentinel errors a Backend returns; the Server maps them to HTTP statuses
@@ -102,12 +104,12 @@ type Breaker struct {
 
 // Daemon describes hermesd itself.
 type Daemon struct {
-	PID     int       `json:"pid"`
-	Role    string    `json:"role"` // gateway | worker
-	Started time.Time `json:"started"`
-	Units   string    `json:"units_dir"`
-	State   string    `json:"state_dir"`
-	Metrics string    `json:"metrics_listen,omitempty"` // host:port of the Prometheus endpoint; absent when off
+	PID     int        `json:"pid"`
+	Role    units.Role `json:"role"` // gateway | worker
+	Started time.Time  `json:"started"`
+	Units   string     `json:"units_dir"`
+	State   string     `json:"state_dir"`
+	Metrics string     `json:"metrics_listen,omitempty"` // host:port of the Prometheus endpoint; absent when off
 }
 
 // Supervisor describes the death supervisor of the owner.
@@ -115,7 +117,7 @@ type Supervisor struct {
 	PID    int    `json:"pid"`    // 0 while not started (lazy) or closed when idle
 	Groups int    `json:"groups"` // registered groups
 	Mode   string `json:"mode"`   // cgroup | pgroup
-	Health string `json:"health"` // ok | idle | failing: <why> | stopped: <why> | not responding: <why> | degraded: <why>
+	Health Health `json:"health"`
 	// Ledger warns that spawn records wait in memory for a ledger that
 	// cannot be written (a full disk): how many, and why. Absent while the
 	// ledger is written.
@@ -128,22 +130,22 @@ type Supervisor struct {
 
 // Unit is one unit's state, or one adopted or released group.
 type Unit struct {
-	Name      string        `json:"name"`
-	State     UnitState     `json:"state"` // inactive | stopped | disabled | starting | running | stopping | failed | exited | done | released | adopted | error (its file did not load, no good version is kept: Error says where)
-	PID       int           `json:"pid"`
-	PGID      int           `json:"pgid"`
-	Cgroup    string        `json:"cgroup,omitempty"`
-	Ownership string        `json:"ownership"` // owned | adoptable | persist_on_release
-	Restarts  int           `json:"restarts"`
-	Adopted   bool          `json:"adopted"` // re-adopted from the ledger, or adopted with `hermesctl adopt`
-	Ready     bool          `json:"ready"`
-	Error     string        `json:"error"` // last error, "" if none
-	Uptime    time.Duration `json:"uptime_ns"`
-	Ports     []int         `json:"ports,omitempty"`
-	RSS       int64         `json:"rss_bytes"`
-	Log       string        `json:"log,omitempty"`
-	Job       *Job          `json:"job,omitempty"`
-	Requires  []string      `json:"requires,omitempty"` // the unit's requires: (restart with dependents follows them back)
+	Name      string          `json:"name"`
+	State     UnitState       `json:"state"` // inactive | stopped | disabled | starting | running | stopping | failed | exited | done | released | adopted | error (its file did not load, no good version is kept: Error says where)
+	PID       int             `json:"pid"`
+	PGID      int             `json:"pgid"`
+	Cgroup    string          `json:"cgroup,omitempty"`
+	Ownership units.Ownership `json:"ownership"`
+	Restarts  int             `json:"restarts"`
+	Adopted   bool            `json:"adopted"` // re-adopted from the ledger, or adopted with `hermesctl adopt`
+	Ready     bool            `json:"ready"`
+	Error     string          `json:"error"` // last error, "" if none
+	Uptime    time.Duration   `json:"uptime_ns"`
+	Ports     []int           `json:"ports,omitempty"`
+	RSS       int64           `json:"rss_bytes"`
+	Log       string          `json:"log,omitempty"`
+	Job       *Job            `json:"job,omitempty"`
+	Requires  []string        `json:"requires,omitempty"` // the unit's requires: (restart with dependents follows them back)
 	// Description is the unit file's description: (absent when it has
 	// none, and for adopted and released groups).
 	Description string `json:"description,omitempty"`
@@ -163,10 +165,10 @@ type Unit struct {
 	// words ("tcp 127.0.0.1:8080", "http http://…/health", "log /ready/",
 	// "notify"; "" none: running is ready), its after: list and the
 	// timeouts in force. Absent for adopted and released groups.
-	Type     string    `json:"type,omitempty"`
-	Probe    string    `json:"probe,omitempty"`
-	After    []string  `json:"after,omitempty"`
-	Timeouts *Timeouts `json:"timeouts,omitempty"`
+	Type     units.Type `json:"type,omitempty"`
+	Probe    string     `json:"probe,omitempty"`
+	After    []string   `json:"after,omitempty"`
+	Timeouts *Timeouts  `json:"timeouts,omitempty"`
 	// RemainAfterExit: a oneshot with remain_after_exit, which counts as
 	// active once done (systemd's RemainAfterExit=yes).
 	RemainAfterExit bool `json:"remain_after_exit,omitempty"`
@@ -228,9 +230,9 @@ type Plan struct {
 // Step is one unit of a plan's start order and the conditions it starts
 // on, in words: "migrate is done (exit 0)", "db is ready", "db is up".
 type Step struct {
-	Unit  string   `json:"unit"`
-	Type  string   `json:"type"` // simple | oneshot | forking
-	Waits []string `json:"waits,omitempty"`
+	Unit  string     `json:"unit"`
+	Type  units.Type `json:"type"`
+	Waits []string   `json:"waits,omitempty"`
 }
 
 // Backend is what a daemon offers the control API. Every method is safe for

@@ -19,6 +19,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 
 	"github.com/hermes-units/hermes/events"
+	"github.com/hermes-units/hermes/units"
 )
 
 // The control API's document, docs/openapi.yaml, is checked here: it is
@@ -58,7 +59,7 @@ var keptSince = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 func (fullBackend) Own(_ context.Context, req OwnRequest) (OwnedGroups, error) {
 	var g OwnedGroups
 	for _, pg := range req.PGIDs {
-		g.Groups = append(g.Groups, OwnedGroup{Name: "agent", PGID: pg, PID: pg, Command: "python3 agent.py", Owner: 7, Ownership: KeptOwned, Since: keptSince, State: "kept"})
+		g.Groups = append(g.Groups, OwnedGroup{Name: "agent", PGID: pg, PID: pg, Command: "python3 agent.py", Owner: 7, Ownership: units.Owned, Since: keptSince, State: "kept"})
 	}
 	return g, nil
 }
@@ -188,7 +189,7 @@ func TestOpenAPIAnswers(t *testing.T) {
 	st.Units[0].Timeouts = &Timeouts{Start: time.Second, Stop: 2 * time.Second}
 	st.Proxy = &Proxy{Listen: "127.0.0.1:8787", Breakers: []Breaker{{Session: "s", Provider: "p", Model: "m", Threshold: 3}}}
 	st.Recovery = &Recovery{Leftovers: 1}
-	st.Owned = []OwnedGroup{{Name: "agent", PGID: 5, PID: 5, Owner: 7, Ownership: KeptOwned, Since: keptSince, State: "kept"}}
+	st.Owned = []OwnedGroup{{Name: "agent", PGID: 5, PID: 5, Owner: 7, Ownership: units.Owned, Since: keptSince, State: "kept"}}
 	bus := events.New(events.Options{})
 	bus.Publish(events.Event{Kind: events.UnitState, Unit: "web", State: "running", From: "starting", PID: 100})
 	bus.Publish(events.Event{Kind: events.Reload, Outcome: "applied", Plan: &events.Plan{Start: []string{"web"}}})

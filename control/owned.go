@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"time"
+
+	"github.com/hermes-units/hermes/units"
 )
 
 // Groups kept for a control owner: any local process of the daemon's user
@@ -27,16 +29,6 @@ const (
 	pathRelease = "/v1/owned/release"
 )
 
-// Ownership of a kept group.
-const (
-	// KeptOwned groups are stopped (TERM, the grace, KILL) at the death of
-	// their owner, and die with the daemon.
-	KeptOwned = "owned"
-	// KeptPersist groups are made to survive: recorded with their reason,
-	// shown in status, never stopped by the daemon nor its supervisor.
-	KeptPersist = "persist_on_release"
-)
-
 // Keeper is implemented by a Backend that keeps groups for control owners.
 // Refusals wrap ErrRefused and change nothing.
 type Keeper interface {
@@ -52,11 +44,14 @@ type OwnRequest struct {
 	PGIDs []int `json:"pgids"`
 	// Owner is the pid whose death ends the groups; 0: the caller.
 	Owner int `json:"owner_pid,omitempty"`
-	// Ownership is KeptOwned (the default, "") or KeptPersist, which needs
-	// a Reason.
-	Ownership string `json:"ownership,omitempty"`
-	Reason    string `json:"reason,omitempty"`
-	Name      string `json:"name,omitempty"` // shown in status; "" derives one from the leader's command
+	// Ownership is units.Owned (the default, ""): the groups are stopped
+	// (TERM, the grace, KILL) at the death of their owner, and die with the
+	// daemon; or units.PersistOnRelease, which needs a Reason: they are made
+	// to survive, recorded with their reason, shown in status, never
+	// stopped by the daemon nor its supervisor.
+	Ownership units.Ownership `json:"ownership,omitempty"`
+	Reason    string          `json:"reason,omitempty"`
+	Name      string          `json:"name,omitempty"` // shown in status; "" derives one from the leader's command
 	// CallerPID is the pid of the process that asked, from SO_PEERCRED:
 	// the Server sets it, whatever the client sent.
 	CallerPID int `json:"caller_pid,omitempty"`
@@ -71,14 +66,14 @@ type ReleaseRequest struct {
 
 // OwnedGroup is one group kept for a control owner.
 type OwnedGroup struct {
-	Name      string    `json:"name"`
-	PGID      int       `json:"pgid"`
-	PID       int       `json:"pid"` // the leader
-	Command   string    `json:"command"`
-	Owner     int       `json:"owner_pid"`
-	Ownership string    `json:"ownership"`
-	Reason    string    `json:"reason,omitempty"`
-	Since     time.Time `json:"since"`
+	Name      string          `json:"name"`
+	PGID      int             `json:"pgid"`
+	PID       int             `json:"pid"` // the leader
+	Command   string          `json:"command"`
+	Owner     int             `json:"owner_pid"`
+	Ownership units.Ownership `json:"ownership"`
+	Reason    string          `json:"reason,omitempty"`
+	Since     time.Time       `json:"since"`
 	// State is "kept" while the owner lives; "persisting" for a
 	// persist_on_release group whose owner is gone; "releasing" for one
 	// released once empty.

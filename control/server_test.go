@@ -19,7 +19,7 @@ import (
 func sampleStatus() Status {
 	return Status{
 		Daemon:     Daemon{PID: 10, Role: "gateway", Started: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)},
-		Supervisor: Supervisor{PID: 11, Groups: 2, Mode: "cgroup", Health: "ok"},
+		Supervisor: Supervisor{PID: 11, Groups: 2, Mode: "cgroup", Health: Health{State: HealthOK}},
 		Units: []Unit{
 			{Name: "web", State: "running", PID: 100, PGID: 100, Ownership: "owned", Ready: true, Uptime: time.Minute, Ports: []int{8080}},
 			{Name: "job", State: "failed", Ownership: "adoptable", Restarts: 3, Adopted: true, Error: "exit status 1"},

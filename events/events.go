@@ -13,7 +13,7 @@
 //
 // The JSON of Event is a stable contract (README, "Event schema"): fields
 // are added, never renamed or removed; kinds are added, never renamed.
-// This package imports nothing of ours.
+// This package imports nothing of ours but the word table.
 package events
 
 import (
@@ -101,8 +101,8 @@ type Event struct {
 	Kind Kind      `json:"kind"`
 
 	Unit     string `json:"unit,omitempty"`
-	State    string `json:"state,omitempty"` // unit.state: the new state word
-	From     string `json:"from,omitempty"`  // unit.state: the previous one
+	State    State  `json:"state,omitempty"` // unit.state: the new state word
+	From     State  `json:"from,omitempty"`  // unit.state: the previous one
 	Reason   string `json:"reason,omitempty"`
 	PID      int    `json:"pid,omitempty"`
 	Ready    bool   `json:"ready,omitempty"`

@@ -129,10 +129,7 @@ func (r *Reconciler) takenDown(ctx context.Context, up []string) ([]string, erro
 // describe fills the fields of cu that a client waiting for a start reads
 // (control.Unit: Type, Probe, After, Timeouts) from s, the unit's spec.
 func describe(cu *control.Unit, s units.Spec) {
-	cu.Type = string(s.Type)
-	if cu.Type == "" {
-		cu.Type = string(units.Simple)
-	}
+	cu.Type = typeOf(s)
 	cu.Probe = probeWords(s.Ready)
 	cu.RemainAfterExit = s.RemainAfter
 	cu.After = s.After

@@ -102,7 +102,7 @@ func TestStatusDescribesWait(t *testing.T) {
 		} {
 			u := h.unit(tc.unit)
 			want := control.Timeouts{Start: tc.start, Stop: tc.stop, RuntimeMax: tc.maxRun}
-			if u.Type != tc.typ || u.Probe != tc.probe || !slices.Equal(u.After, tc.after) || u.Timeouts == nil || *u.Timeouts != want {
+			if string(u.Type) != tc.typ || u.Probe != tc.probe || !slices.Equal(u.After, tc.after) || u.Timeouts == nil || *u.Timeouts != want {
 				t.Errorf("%s: type %q probe %q after %q timeouts %+v, want %q %q %q %+v", tc.unit, u.Type, u.Probe, u.After, u.Timeouts, tc.typ, tc.probe, tc.after, want)
 			}
 		}

@@ -165,7 +165,7 @@ func (r *Reconciler) unitFileOf(e *units.Error) (string, bool) {
 func (r *Reconciler) unitStatus(u *unit, fileErr string) control.Unit {
 	n := u.spec.Name
 	cu := control.Unit{
-		Name: n, Description: u.spec.Description, State: r.stateWord(u), Ownership: string(ownership(u.spec)),
+		Name: n, Description: u.spec.Description, State: r.stateWord(u), Ownership: ownership(u.spec),
 		Restarts: u.restarts, Adopted: u.adopted, Ready: u.ready,
 		Ports: u.spec.Ports, Log: u.logPath, Requires: u.spec.Requires,
 		Disabled: r.disabled[n] && !u.external, Stopped: u.held && !r.disabled[n] && !u.spec.IsJob() && !u.external,
@@ -241,7 +241,7 @@ func rowError(u *unit, fileErr string) string {
 func releasedRow(s Survivor) control.Unit {
 	return control.Unit{
 		Name: s.Unit, State: control.StateReleased, PID: s.Group.Leader.PID, PGID: s.Group.PGID,
-		Cgroup: s.Group.Cgroup, Ownership: string(s.Ownership), Log: s.Log,
+		Cgroup: s.Group.Cgroup, Ownership: s.Ownership, Log: s.Log,
 	}
 }
 

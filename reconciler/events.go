@@ -125,7 +125,7 @@ func (r *Reconciler) publishUnit(p *publisher, u *unit, now time.Time) {
 		r.publish(events.Event{Kind: events.UnitRestart, Unit: name, Restarts: now1.restarts, Cause: causeClass(cause), Reason: errText(cause)})
 	}
 	if now1.state != was.state {
-		r.publish(events.Event{Kind: events.UnitState, Unit: name, State: string(now1.state), From: string(was.state),
+		r.publish(events.Event{Kind: events.UnitState, Unit: name, State: now1.state, From: was.state,
 			Reason: r.reason(u), PID: now1.pid, Restarts: now1.restarts})
 	}
 	if now1.ready && !was.ready && !now1.adopted {

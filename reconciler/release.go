@@ -225,7 +225,7 @@ func (r *Reconciler) evidence(rec Record, gd guards, ports map[uint64]int) contr
 	g := rec.Group
 	o := control.Orphan{
 		Unit: rec.Unit, PID: g.Leader.PID, PGID: g.PGID, StartTime: g.Leader.StartTime,
-		Ownership: string(rec.Ownership), Owner: rec.Owner.PID, OwnerRole: string(rec.Role), Command: strings.Join(rec.Argv, " "),
+		Ownership: rec.Ownership, Owner: rec.Owner.PID, OwnerRole: rec.Role, Command: strings.Join(rec.Argv, " "),
 	}
 	if argv, err := proc.Cmdline(g.Leader.PID); err == nil && g.Leader.Alive() {
 		o.Command = strings.Join(ledger.Redact(argv), " ")

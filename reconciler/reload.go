@@ -81,7 +81,7 @@ func StartOrder(specs []units.Spec) []control.Step {
 		for _, d := range deps {
 			visit(d)
 		}
-		out = append(out, control.Step{Unit: n, Type: string(typeOf(*s)), Waits: waits(*s, by)})
+		out = append(out, control.Step{Unit: n, Type: typeOf(*s), Waits: waits(*s, by)})
 	}
 	for _, n := range names {
 		visit(n)

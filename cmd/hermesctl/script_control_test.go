@@ -176,12 +176,12 @@ func (d *fakeDaemon) act(verb, unit, state string) error {
 		if why, ok := d.script.Fail[unit]; ok && verb != "stop" {
 			return fmt.Errorf("%s cannot %s: %s: %w", unit, verb, why, control.ErrConflict)
 		}
-		from := string(u.State)
+		from := u.State
 		u.State = control.UnitState(state)
 		if state == "inactive" {
 			u.PID, u.PGID, u.Ready, u.Uptime, u.RSS, u.Ports = 0, 0, false, 0, 0, nil
 		}
-		d.bus.Publish(events.Event{Kind: events.UnitState, Unit: unit, From: from, State: state, Reason: verb + " by command"})
+		d.bus.Publish(events.Event{Kind: events.UnitState, Unit: unit, From: from, State: control.UnitState(state), Reason: verb + " by command"})
 		return nil
 	}, "%s %s", verb, unit)
 }

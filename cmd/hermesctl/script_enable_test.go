@@ -19,7 +19,7 @@ func (d *fakeDaemon) Disable(_ context.Context, unit string) error {
 		from := u.State
 		u.State, u.Disabled, u.Stopped = "disabled", true, false
 		u.PID, u.PGID, u.Ready, u.Uptime, u.RSS, u.Ports = 0, 0, false, 0, 0, nil
-		d.bus.Publish(events.Event{Kind: events.UnitState, Unit: unit, From: string(from), State: string(u.State), Reason: "disabled by command"})
+		d.bus.Publish(events.Event{Kind: events.UnitState, Unit: unit, From: from, State: u.State, Reason: "disabled by command"})
 		return nil
 	}, "disable %s", unit)
 }
@@ -37,7 +37,7 @@ func (d *fakeDaemon) Enable(_ context.Context, unit string, start bool) error {
 			u.State, u.Stopped = "running", false
 		}
 		if u.State != from {
-			d.bus.Publish(events.Event{Kind: events.UnitState, Unit: unit, From: string(from), State: string(u.State), Reason: "enabled by command"})
+			d.bus.Publish(events.Event{Kind: events.UnitState, Unit: unit, From: from, State: u.State, Reason: "enabled by command"})
 		}
 		return nil
 	}, "enable %s start=%v", unit, start)

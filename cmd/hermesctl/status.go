@@ -14,7 +14,6 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/exitcode"
-	"github.com/hermes-units/hermes/units"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 )
@@ -123,7 +122,7 @@ func writeStatus(w io.Writer, st control.Status, color bool, now time.Time) {
 	if d := st.Daemon; d.PID != 0 {
 		line := fmt.Sprintf("hermesd:    pid %d", d.PID)
 		if d.Role != "" {
-			line += ", role " + d.Role
+			line += ", role " + string(d.Role)
 		}
 		if !d.Started.IsZero() {
 			line += ", up " + human(now.Sub(d.Started))
@@ -135,7 +134,7 @@ func writeStatus(w io.Writer, st control.Status, color bool, now time.Time) {
 	if s.PID != 0 {
 		pid = strconv.Itoa(s.PID)
 	}
-	fmt.Fprintf(w, "supervisor: pid %s, %d %s, mode %s, health %s\n", pid, s.Groups, plural(s.Groups, "group", "groups"), dash(s.Mode), dash(s.Health))
+	fmt.Fprintf(w, "supervisor: pid %s, %d %s, mode %s, health %s\n", pid, s.Groups, plural(s.Groups, "group", "groups"), dash(s.Mode), dash(s.Health.String()))
 	if s.Ledger != "" {
 		fmt.Fprintf(w, "ledger:     warning: %s\n", s.Ledger)
 	}
@@ -185,7 +184,7 @@ func writeStatus(w io.Writer, st control.Status, color bool, now time.Time) {
 		switch {
 		case u.State == control.StateReleased:
 			released = append(released, row)
-		case u.State == control.StateAdopted || u.Adopted && !units.Ownership(u.Ownership).Survivor():
+		case u.State == control.StateAdopted || u.Adopted && !u.Ownership.Survivor():
 			adopted = append(adopted, row)
 		case u.Adopted:
 			readopted = append(readopted, row)
@@ -277,11 +276,11 @@ func (t table) write(w io.Writer, indent string) {
 	}
 }
 
-func dash(s string) string {
+func dash[T ~string](s T) string {
 	if s == "" {
 		return "-"
 	}
-	return s
+	return string(s)
 }
 
 func num(n int) string {

@@ -6,14 +6,15 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/units"
 )
 
 // TestStatusOwned: status lists the groups hermesd keeps for control
 // owners, each with its owner, ownership, state and reason.
 func TestStatusOwned(t *testing.T) {
 	st := control.Status{Owned: []control.OwnedGroup{
-		{Name: "mcp", PGID: 4242, PID: 4242, Owner: 4000, Ownership: control.KeptOwned, State: "kept"},
-		{Name: "build", PGID: 4343, PID: 4343, Owner: 4000, Ownership: control.KeptPersist, Reason: "a release build must finish", State: "persisting"},
+		{Name: "mcp", PGID: 4242, PID: 4242, Owner: 4000, Ownership: units.Owned, State: "kept"},
+		{Name: "build", PGID: 4343, PID: 4343, Owner: 4000, Ownership: units.PersistOnRelease, Reason: "a release build must finish", State: "persisting"},
 	}}
 	var b strings.Builder
 	writeStatus(&b, st, false, time.Now())

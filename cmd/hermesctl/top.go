@@ -492,7 +492,7 @@ func (m *topModel) View() string {
 		b.WriteByte('\n')
 	}
 	d, s := m.st.Daemon, m.st.Supervisor
-	head := fmt.Sprintf("hermesd pid %d %s · supervisor %s %s · %d units", d.PID, d.Role, dash(s.Mode), dash(s.Health), len(m.st.Units))
+	head := fmt.Sprintf("hermesd pid %d %s · supervisor %s %s · %d units", d.PID, d.Role, dash(s.Mode), dash(s.Health.String()), len(m.st.Units))
 	if m.filter != "" || m.editing {
 		head += " · filter: " + m.filter
 		if m.editing {

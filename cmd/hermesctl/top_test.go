@@ -131,7 +131,7 @@ func TestTopPTY(t *testing.T) {
 	socket, d := serveFake(t, fakeScript{
 		Status: control.Status{
 			Daemon:     control.Daemon{PID: 4000, Role: "gateway"},
-			Supervisor: control.Supervisor{Mode: "cgroup", Health: "ok"},
+			Supervisor: control.Supervisor{Mode: "cgroup", Health: control.Health{State: control.HealthOK}},
 			Units: []control.Unit{
 				{Name: "web", State: "running", PID: 4242, PGID: 4242, Ownership: "owned", Ready: true, Uptime: time.Minute, RSS: 12 << 20, Restarts: 2},
 				{Name: "db", State: "running", PID: 4243, PGID: 4243, Ownership: "adoptable", Ready: true},

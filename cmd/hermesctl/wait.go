@@ -10,6 +10,7 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/events"
+	"github.com/hermes-units/hermes/units"
 )
 
 // Waiting for the outcome of a start or a restart (`hermesctl start`,
@@ -261,11 +262,11 @@ func stuck(u control.Unit, deps map[string]control.Unit, seen map[string]bool) (
 // starting says what a spawned unit that is not ready yet waits for.
 func starting(u control.Unit) string {
 	switch {
-	case u.Type == "oneshot":
+	case u.Type == units.Oneshot:
 		return "running, until it exits"
 	case u.Probe != "":
 		return "starting, probe " + u.Probe
-	case u.Type == "forking":
+	case u.Type == units.Forking:
 		return "starting, until its main process is found"
 	}
 	return "starting"
@@ -285,7 +286,7 @@ func bound(u control.Unit, read time.Time) (time.Time, string) {
 	switch {
 	case u.Job != nil && !u.Job.Deadline.IsZero():
 		return u.Job.Deadline.Add(t.Stop + waitMargin), "its run budget"
-	case u.Type == "oneshot" || u.Job != nil:
+	case u.Type == units.Oneshot || u.Job != nil:
 		limit, what = t.RuntimeMax, "its runtime_max"
 	default:
 		limit, what = t.Start, "its start timeout"

@@ -43,7 +43,7 @@ func (r *whoReport) writeKept(w io.Writer) {
 	if k == nil {
 		return
 	}
-	what := k.Ownership
+	what := string(k.Ownership)
 	if k.Reason != "" {
 		what += " (reason: " + k.Reason + ")"
 	}

@@ -418,9 +418,10 @@ func (d *instance) newReconciler() error {
 		StampOutput:   stampOutput(),
 		Supervisor: func() control.Supervisor {
 			s := owner.Status()
-			return control.Supervisor{PID: s.PID, Groups: s.Groups, Mode: string(s.Mode), Health: s.Health, Ledger: s.Ledger, Orphans: s.Orphans}
+			h, _ := control.ParseHealth(s.Health) // a word it does not know is kept, and written as it was said
+			return control.Supervisor{PID: s.PID, Groups: s.Groups, Mode: string(s.Mode), Health: h, Ledger: s.Ledger, Orphans: s.Orphans}
 		},
-		Daemon:     control.Daemon{PID: os.Getpid(), Role: string(cfg.role), Started: started, Units: cfg.Units, State: cfg.State, Metrics: d.obs.addr()},
+		Daemon:     control.Daemon{PID: os.Getpid(), Role: cfg.role, Started: started, Units: cfg.Units, State: cfg.State, Metrics: d.obs.addr()},
 		Logger:     log,
 		Runs:       px.runs(),
 		ProxyURL:   px.url(),

@@ -16,6 +16,7 @@ import (
 	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/supervisor"
+	"github.com/hermes-units/hermes/units"
 )
 
 // keeper keeps process groups for control owners (control.Keeper): any
@@ -64,14 +65,14 @@ func (k *keeper) Own(ctx context.Context, req control.OwnRequest) (control.Owned
 	}
 	switch req.Ownership {
 	case "":
-		req.Ownership = control.KeptOwned
-	case control.KeptOwned:
-	case control.KeptPersist:
+		req.Ownership = units.Owned
+	case units.Owned:
+	case units.PersistOnRelease:
 		if strings.TrimSpace(req.Reason) == "" {
 			return control.OwnedGroups{}, fmt.Errorf("%w: own: a persist_on_release group needs a written reason: why it must outlive its owner", control.ErrBadRequest)
 		}
 	default:
-		return control.OwnedGroups{}, fmt.Errorf("%w: own: ownership %q: give %q or %q", control.ErrBadRequest, req.Ownership, control.KeptOwned, control.KeptPersist)
+		return control.OwnedGroups{}, fmt.Errorf("%w: own: ownership %q: give %q or %q", control.ErrBadRequest, req.Ownership, units.Owned, units.PersistOnRelease)
 	}
 	ownerPID := req.Owner
 	if ownerPID == 0 {
@@ -96,7 +97,7 @@ func (k *keeper) Own(ctx context.Context, req control.OwnRequest) (control.Owned
 		k.stopDead(ctx, groups, ownerPID)
 		return control.OwnedGroups{}, ownerErr
 	}
-	if req.Ownership == control.KeptOwned {
+	if req.Ownership == units.Owned {
 		if err := k.owner.Own(ctx, groups...); err != nil {
 			if errors.Is(err, supervisor.ErrUnsafe) || errors.Is(err, proc.ErrGone) {
 				return control.OwnedGroups{}, refusedf("own: %v", err)
@@ -273,7 +274,7 @@ func (k *keeper) ownerGoneLocked(owner proc.Identity) {
 		if kg.owner != owner {
 			continue
 		}
-		if kg.info.Ownership == control.KeptPersist {
+		if kg.info.Ownership == units.PersistOnRelease {
 			kg.info.State = "persisting"
 			continue
 		}
@@ -296,7 +297,7 @@ func (k *keeper) ReleaseGroups(ctx context.Context, req control.ReleaseRequest) 
 			errs = append(errs, refusedf("group %d is not kept for anyone", pgid))
 			continue
 		}
-		if kg.info.Ownership == control.KeptOwned {
+		if kg.info.Ownership == units.Owned {
 			var err error
 			if req.OnceEmpty {
 				err = k.owner.ReleaseOnceEmpty(ctx, kg.g)

@@ -24,7 +24,7 @@ import (
 
 // States are the unit states hermes_unit_state has a series for, one per
 // unit each: the words of `hermesctl status`.
-var States = control.UnitStates
+var States = events.States
 
 // causes are the causes hermes_unit_restarts_total has a series for, each
 // at 0 from a unit's first scrape: increase() over a window then sees the
@@ -279,8 +279,7 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, md := range modes {
 		gauge(descSupMode, b2f(st.Supervisor.Mode == md), md)
 	}
-	h := st.Supervisor.Health
-	gauge(descSupHealthy, b2f(h == "ok" || h == "idle" || h == ""))
+	gauge(descSupHealthy, b2f(st.Supervisor.Health.Well()))
 	gauge(descSupGroups, float64(st.Supervisor.Groups))
 	gauge(descConfigErrs, float64(len(st.ConfigErrors)))
 	if st.Proxy != nil {

@@ -43,7 +43,7 @@ func Scrape(t *testing.T, h http.Handler) metricstest.Families {
 
 func TestMetricsFromEvents(t *testing.T) {
 	st := control.Status{
-		Supervisor: control.Supervisor{Mode: "pgroup", Health: "ok", Groups: 2},
+		Supervisor: control.Supervisor{Mode: "pgroup", Health: control.Health{State: control.HealthOK}, Groups: 2},
 		Units: []control.Unit{
 			{Name: "web", State: "running", Ready: true, RSS: 4096},
 			{Name: "db", State: "failed"},

@@ -54,11 +54,9 @@ func CheckAddr(addr string, remote bool) error {
 
 // Live is the liveness verdict of a status read: nil, or why not.
 func Live(st control.Status) error {
-	h := st.Supervisor.Health
-	for _, bad := range []string{"failing", "stopped", "not responding"} {
-		if strings.HasPrefix(h, bad) {
-			return fmt.Errorf("death supervisor %s", h)
-		}
+	switch h := st.Supervisor.Health; h.State {
+	case control.HealthFailing, control.HealthStopped, control.HealthNotResponding:
+		return fmt.Errorf("death supervisor %s", h)
 	}
 	return nil
 }

@@ -13,7 +13,7 @@ import (
 )
 
 func TestHandler(t *testing.T) {
-	ok := control.Supervisor{Health: "ok"}
+	ok := control.Supervisor{Health: control.Health{State: control.HealthOK}}
 	running := control.Unit{Name: "web", State: control.StateRunning, Ready: true}
 	tests := []struct {
 		name       string
@@ -23,7 +23,7 @@ func TestHandler(t *testing.T) {
 		body       string // in /readyz's body
 	}{
 		{"all ready", control.Status{Supervisor: ok, Units: []control.Unit{running, {Name: "init", State: control.StateDone}}}, nil, 200, 200, "ok"},
-		{"idle supervisor, no units", control.Status{Supervisor: control.Supervisor{Health: "idle"}}, nil, 200, 200, "ok"},
+		{"idle supervisor, no units", control.Status{Supervisor: control.Supervisor{Health: control.Health{State: control.HealthIdle}}}, nil, 200, 200, "ok"},
 		{"a unit starting", control.Status{Supervisor: ok, Units: []control.Unit{running, {Name: "db", State: control.StateStarting}}}, nil, 200, 503, "unit db: starting"},
 		{"running, probe not passed", control.Status{Supervisor: ok, Units: []control.Unit{{Name: "db", State: control.StateRunning}}}, nil, 200, 503, "unit db: running (not ready)"},
 		{"a unit failed", control.Status{Supervisor: ok, Units: []control.Unit{{Name: "db", State: control.StateFailed, Error: "exit 1"}}}, nil, 200, 503, "unit db: failed: exit 1"},
@@ -34,8 +34,8 @@ func TestHandler(t *testing.T) {
 			{Name: "c", State: control.StateInactive, Job: &control.Job{}},
 			{Name: "d", State: control.StateReleased},
 		}}, nil, 200, 200, "ok"},
-		{"supervisor not responding", control.Status{Supervisor: control.Supervisor{Health: "not responding: no reply in 5s"}, Units: []control.Unit{running}}, nil, 503, 503, "death supervisor not responding"},
-		{"supervisor failing", control.Status{Supervisor: control.Supervisor{Health: "failing: cannot start /bin/sh"}}, nil, 503, 503, "death supervisor failing"},
+		{"supervisor not responding", control.Status{Supervisor: control.Supervisor{Health: control.Health{State: control.HealthNotResponding, Reason: "no reply in 5s"}}, Units: []control.Unit{running}}, nil, 503, 503, "death supervisor not responding"},
+		{"supervisor failing", control.Status{Supervisor: control.Supervisor{Health: control.Health{State: control.HealthFailing, Reason: "cannot start /bin/sh"}}}, nil, 503, 503, "death supervisor failing"},
 		{"loop does not answer", control.Status{}, context.DeadlineExceeded, 503, 503, "hermesd's loop did not answer"},
 	}
 	for _, tt := range tests {
@@ -93,7 +93,7 @@ func TestServeStops(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- Serve(ctx, ln, Handler(func(context.Context) (control.Status, error) {
-			return control.Status{Supervisor: control.Supervisor{Health: "ok"}}, nil
+			return control.Status{Supervisor: control.Supervisor{Health: control.Health{State: control.HealthOK}}}, nil
 		}))
 	}()
 	resp, err := http.Get("http://" + ln.Addr().String() + "/livez")

@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/proc"
 )
 
@@ -75,7 +75,7 @@ func (h *harness) stopSupervisor(ctx context.Context) {
 	}
 	if st, err := h.status(ctx); err != nil {
 		h.violate("status with supervisor %d stopped: %v", sup, err)
-	} else if !strings.HasPrefix(st.Supervisor.Health, "stopped") {
+	} else if st.Supervisor.Health.State != control.HealthStopped {
 		h.violate("status with supervisor %d stopped says health %q, want stopped…", sup, st.Supervisor.Health)
 	}
 
@@ -84,7 +84,7 @@ func (h *harness) stopSupervisor(ctx context.Context) {
 		deadline = time.Now().Add(answerBound)
 		for {
 			st, err := h.status(ctx)
-			if err == nil && st.Supervisor.Health == "ok" {
+			if err == nil && st.Supervisor.Health.State == control.HealthOK {
 				break
 			}
 			if time.Now().After(deadline) || ctx.Err() != nil {
