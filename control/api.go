@@ -11,9 +11,9 @@ package control
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
+	"github.com/hermes-units/hermes/events"
 	"github.com/hermes-units/hermes/units"
 )
 
@@ -193,27 +193,9 @@ type Job struct {
 	Skipped  int       `json:"skipped,omitempty"` // fires skipped because a run was still running
 }
 
-// ConfigError is a unit file or config file that did not load.
-type ConfigError struct {
-	File    string `json:"file"`
-	Line    int    `json:"line"`
-	Column  int    `json:"column"`
-	Message string `json:"message"`
-}
-
-// String formats e as package units formats its errors: "file:line:col:
-// message"; "file: message" when the error is about the file as a whole
-// (Line 0: a directory, a dangling symlink, permissions, size); the message
-// alone when there is no file.
-func (e ConfigError) String() string {
-	switch {
-	case e.File == "":
-		return e.Message
-	case e.Line <= 0:
-		return fmt.Sprintf("%s: %s", e.File, e.Message)
-	}
-	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Column, e.Message)
-}
+// ConfigError is a unit file or config file that did not load: the
+// config.error event's error.
+type ConfigError = events.FileError
 
 // Plan is what a reload does or would do.
 type Plan struct {

@@ -19,6 +19,7 @@ package events
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hermes-units/hermes/internal/word"
@@ -133,13 +134,28 @@ type Plan struct {
 	Keep    []string `json:"keep"`
 }
 
-// FileError is a file that did not load, at file:line:col (Line 0: the
-// file as a whole; File "": no file).
+// FileError is a file that did not load (control.ConfigError in status):
+// the message, and where, at file:line:col (Line 0: the file as a whole;
+// File "": no file).
 type FileError struct {
 	File    string `json:"file"`
 	Line    int    `json:"line"`
 	Column  int    `json:"column"`
 	Message string `json:"message"`
+}
+
+// String formats e as package units formats its errors: "file:line:col:
+// message"; "file: message" when the error is about the file as a whole
+// (a directory, a dangling symlink, permissions, size); the message alone
+// when there is no file.
+func (e FileError) String() string {
+	switch {
+	case e.File == "":
+		return e.Message
+	case e.Line <= 0:
+		return fmt.Sprintf("%s: %s", e.File, e.Message)
+	}
+	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Column, e.Message)
 }
 
 // Causes of a restart (Event.Cause), few and fixed, so that a metric can

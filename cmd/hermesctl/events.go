@@ -107,7 +107,7 @@ func eventLine(e events.Event) string {
 		}
 	case events.ConfigError:
 		if fe := e.Error; fe != nil {
-			b.WriteString(control.ConfigError{File: fe.File, Line: fe.Line, Column: fe.Column, Message: fe.Message}.String())
+			b.WriteString(fe.String())
 		}
 	case events.Adopted, events.Released:
 		field("%s pid %d", e.Unit, e.PID)

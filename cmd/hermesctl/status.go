@@ -170,7 +170,7 @@ func writeStatus(w io.Writer, st control.Status, color bool, now time.Time) {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "config errors:")
 		for _, e := range st.ConfigErrors {
-			fmt.Fprintf(w, "  %s\n", configError(e))
+			fmt.Fprintf(w, "  %s\n", e)
 		}
 	}
 	// Adopted covers two cases that end differently: a survivor (adoptable,

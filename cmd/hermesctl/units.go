@@ -239,7 +239,7 @@ func writePlan(w io.Writer, p control.Plan, dryRun bool) {
 	if len(p.Errors) > 0 {
 		fmt.Fprintln(w, "errors:")
 		for _, e := range p.Errors {
-			fmt.Fprintf(w, "  %s\n", configError(e))
+			fmt.Fprintf(w, "  %s\n", e)
 		}
 	}
 }
@@ -286,10 +286,6 @@ func writeJSON(w io.Writer, v any) error {
 	}
 	_, err = fmt.Fprintf(w, "%s\n", b)
 	return err
-}
-
-func configError(e control.ConfigError) string {
-	return e.String()
 }
 
 func plural(n int, one, many string) string {
