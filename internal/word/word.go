@@ -1,11 +1,10 @@
-// Package word is the one table of an enum's words: the string enums
-// written as their plain word (units.Type, units.Ownership, units.Role,
-// ledger.State, supervisor.Mode, control.HealthState) and the int enums
-// named by a word (timeouts.Layer, timeouts.API). A Table parses strictly,
-// names a value, and reads and writes it as text, so that no value is
-// written that does not parse back, and a word this build does not know is
-// an error where it is read. It imports only the standard library: every
-// package may use it.
+// Package word is the one table of an enum's words, for the string enums
+// written as their plain word (units.Type, ledger.State, supervisor.Mode,
+// control.HealthState) and the int enums named by one (timeouts.Layer,
+// events.Kind): it parses strictly, names a value, and reads and writes it
+// as text, so that no value is written that does not parse back and a word
+// this build does not know is an error where it is read. It imports only
+// the standard library.
 package word
 
 import (
@@ -105,11 +104,10 @@ func (t *Table[T]) Marshal(v T) ([]byte, error) {
 // as it was when text names none.
 func (t *Table[T]) Unmarshal(dst *T, text []byte) error {
 	v, err := t.Parse(string(text))
-	if err != nil {
-		return err
+	if err == nil {
+		*dst = v
 	}
-	*dst = v
-	return nil
+	return err
 }
 
 // Error is a word that no value of an enum has: what the value names, the
@@ -125,18 +123,14 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// maxQuote is how much of a value an error quotes, in runes: a 270 KB
-// scalar of garbage is named by its start and its size, not echoed into
-// every status.
-const maxQuote = 64
-
 // Quote quotes a value read from a file or the wire for an error message,
 // Go-escaped (control bytes and escape sequences print as \x1b, never
-// reach a terminal raw), and cut after 64 runes with the full size.
+// reach a terminal raw), and cut after 64 runes with the full size: a
+// 270 KB scalar of garbage is named by its start and its size, not echoed
+// into every status.
 func Quote(s string) string {
-	r := []rune(s)
-	if len(r) <= maxQuote {
-		return strconv.Quote(s)
+	if r := []rune(s); len(r) > 64 {
+		return strconv.Quote(string(r[:64])) + fmt.Sprintf("… (%d bytes)", len(s))
 	}
-	return strconv.Quote(string(r[:maxQuote])) + fmt.Sprintf("… (%d bytes)", len(s))
+	return strconv.Quote(s)
 }
