@@ -22,25 +22,41 @@
 # empty, KILL what is left, remove the cgroups, exit.
 set -f
 trap '' HUP INT QUIT TSTP TTIN TTOU PIPE
-grace=$1 opg=$2 base=$3 own=$4 tab=${5-} me=$$ ids=' ' idle=0 cg=- live=0 all=0
+grace=$1 opg=$2 base=$3 own=$4 tab=${5-} me=$$ ids=' ' idm='' idt='' idle=0 cg=- live=0 all=0
 case $tab in proc | ps) ;; *) if [ -r "/proc/$me/stat" ]; then tab=proc; else tab='ps'; fi ;; esac
 num() { case $1 in '' | *[!0-9]*) return 1 ;; esac; }
+# nums WORD...: true when every WORD is a number.
+nums() { for n_; do num "$n_" || return 1; done; }
 # words TEXT: w := the words of TEXT joined by single spaces (ps pads).
 # shellcheck disable=SC2086,SC2034 # splitting into words is the point; w is read by eval
 words() { set -- $1; w="$*"; }
 no() { echo "N $rid $*"; }
-# ids lists every id registered since it was last compacted, each once
+# ids (with idm and idt, see listed) lists every id registered since it
+# was last compacted, each once
 # (i_ID marks those in it); an unregistration only unsets g_ID, so that no
 # line costs work that grows with the registrations (cutting a word out of
 # a long string does). all and live count the ids listed and those still
 # registered; once the unregistered outnumber the registered, compact
 # drops them from ids: work proportional to the lines that came since.
 compact() {
-  k=$ids ids=' ' all=0
+  k=$ids$idm$idt ids=' ' idm='' idt='' all=0
   for x in $k; do
     eval "y=\${g_$x+1}"
-    if [ -n "$y" ]; then ids="$ids$x " all=$((all + 1)); else unset "i_$x"; fi
+    if [ -n "$y" ]; then listed "$x"; else unset "i_$x"; fi
   done
+}
+
+# listed ID: add ID to the list of ids. The list is three strings, ids,
+# idm and idt (in that order): an id is added to the short idt, which
+# moves into idm once it holds a kilobyte, and idm into ids once it holds
+# 16: appending to a string copies it, so that an addition costs work
+# that grows with the short strings, not with the whole list.
+listed() {
+  idt="$idt$1 " all=$((all + 1))
+  [ ${#idt} -ge 1024 ] || return 0
+  idm="$idm$idt" idt=''
+  [ ${#idm} -ge 16384 ] || return 0
+  ids="$ids$idm" idm=''
 }
 while IFS= read -r l; do
   rid=-
@@ -76,7 +92,7 @@ while IFS= read -r l; do
     fi
     eval "y=\${g_$2+1} z=\${i_$2-}"
     [ -n "$y" ] || live=$((live + 1))
-    [ -n "$z" ] || { ids="$ids$2 " all=$((all + 1)); eval "i_$2=1"; }
+    [ -n "$z" ] || { listed "$2"; eval "i_$2=1"; }
     eval "g_$2=\"\$3 \$4 \$5 \$6\" c_$2=\$c"
     echo "A $2"
     ;;
@@ -103,6 +119,7 @@ done
 exec >/dev/null
 # From here on, ids lists the registered ids alone.
 compact
+ids="$ids$idm$idt" idm='' idt=''
 
 # The process table is read one of two ways (TABLE):
 #   proc: /proc/PID/stat, of the processes a look needs (Linux);
@@ -133,17 +150,23 @@ record() {
   st=${1-} pg=${3-} t0=${20-}
 }
 
+# Sets of pids or pgids are variables, one a member (a_PID, v_PG, ...):
+# dash keeps them in a hash table, so a lookup costs the same however many
+# groups are registered, where a match in a list of words costs its
+# length. Every name is built from a number checked by num, or from the
+# registrations, whose numbers were checked when they came.
+
 # stats PID...: the stat files of PID... in one run of cat: s_PID := "ST PG
-# T0" for each that is alive (see leader), asked := " PID... ". A command
+# T0" for each that is alive (see leader), a_PID := 1 for each asked, and
+# asked := " PID... ". A command
 # name with a newline splits its record over lines: a record is whole once
 # 20 fields follow its last ") " (a name has at most 15 bytes).
 stats() {
   forget
-  fs=''
-  for p; do
-    asked="$asked$p " fs="$fs /proc/$p/stat"
-  done
-  [ -n "$fs" ] || return 0
+  [ $# -gt 0 ] || return 0
+  asked=" $* "
+  for p; do num "$p" && eval "a_$p=1"; done
+  fs=$(printf '/proc/%s/stat ' "$@")
   # shellcheck disable=SC2086 # a list of /proc paths: plain words
   t=$(cat $fs 2>/dev/null)
   r='' IFS=$nl
@@ -164,37 +187,56 @@ stats() {
 
 # forget: drop what stats read (a look reads the table afresh).
 forget() {
-  for p in $asked; do unset "s_$p"; done
+  for p in $asked; do num "$p" && unset "s_$p" "a_$p"; done
   asked=' '
 }
 asked=' '
 
+# unmark: empty the set of live groups (v_PG, listed in alive).
+unmark() {
+  for g in $alive; do unset "v_$g"; done
+  alive=' '
+}
+alive=' ' seen=' '
+
 # snap ID...: one read of the table by ps, for the registrations ID... and
-# the escapees in $esc: alive := " PG ... ", those of their groups that
-# have a live (non-zombie) member; seen := " PID ... ", their leaders and
-# escapees that are alive, each with q_PID := "PGID LSTART"; rows := every
-# live process as "PID PPID PGID" lines (for ancestry).
+# the escapees in $esc: v_PG := 1 (listed in alive) for those of their
+# groups that have a live (non-zombie) member; q_PID := "PGID LSTART"
+# (listed in seen) for their leaders and escapees that are alive; rows :=
+# every live process as "PID PPID PGID" lines (for ancestry). P_PID and
+# G_PG mark, while it reads, the pids and groups asked for.
 snap() {
-  wp=" ${esc# } " wg=' ' alive=' ' seen=' ' rows=''
+  unmark
+  for p in $seen; do unset "q_$p"; done
+  seen=' ' rows='' wp=$esc wi=$*
+  for p in $esc; do eval "P_$p=1"; done
   for id; do
     eval "set -- \$g_$id"
-    wp="$wp$2 " wg="$wg$1 "
+    eval "P_$2=1 G_$1=1"
+    wp="$wp $2"
   done
   t=$(ps -A -o pid=,ppid=,pgid=,stat=,lstart= 2>/dev/null)
   while read -r p pp g s l; do
     case $s in '' | Z* | X*) continue ;; esac
+    nums "$p" "$pp" "$g" || continue
     rows="$rows$p $pp $g
 "
-    case $wg in *" $g "*) case $alive in *" $g "*) ;; *) alive="$alive$g " ;; esac ;; esac
-    case $wp in *" $p "*)
+    eval "y=\${G_$g-} z=\${v_$g-}"
+    [ -n "$y" ] && [ -z "$z" ] && eval "v_$g=1" && alive="$alive$g "
+    eval "y=\${P_$p-}"
+    if [ -n "$y" ]; then
       words "$l"
       seen="$seen$p "
       eval "q_$p=\"\$g \$w\""
-      ;;
-    esac
+    fi
   done <<END
 $t
 END
+  for p in $wp; do unset "P_$p"; done
+  for id in $wi; do
+    eval "set -- \$g_$id"
+    unset "G_$1"
+  done
 }
 
 # leader PID: st, pg, t0 := the state, process group and start time of PID
@@ -203,11 +245,11 @@ END
 # from PID's stat file alone.
 leader() {
   if [ "$tab" = proc ]; then
-    case $asked in *" $1 "*) ;; *)
+    eval "y=\${a_$1-}"
+    if [ -z "$y" ]; then
       fields "/proc/$1/stat"
       return
-      ;;
-    esac
+    fi
     eval "s=\${s_$1-}"
     st=''
     [ -n "$s" ] || return 1
@@ -217,7 +259,8 @@ leader() {
     return 0
   fi
   st=''
-  case $seen in *" $1 "*) ;; *) return 1 ;; esac
+  eval "y=\${q_$1+1}"
+  [ -n "$y" ] || return 1
   eval "set -- \$q_$1"
   st=R pg=$1
   shift
@@ -276,7 +319,7 @@ table() {
 # cgroup.kill, and TERM to each member listed in its cgroup.procs, all read
 # with one cat).
 hit() {
-  sig=$1 to=''
+  sig=$1 to='' nto=0
   # shellcheck disable=SC2086 # a list of ids: splitting is the point
   table $pending
   for id in $pending; do
@@ -286,7 +329,7 @@ hit() {
     # with another start time means the group id is a stranger's (look).
     [ "$tab" = proc ] && w0=$3
     if [ "$3" != 0 ] && leader "$2" && [ "$t0" != "$w0" ]; then continue; fi
-    to="$to -$1"
+    target "-$1"
   done
   set --
   for id in $pending; do
@@ -304,22 +347,34 @@ hit() {
   if [ $# -gt 0 ]; then
     # shellcheck disable=SC2013 # cgroup.procs holds one pid a line: plain words
     for p in $(cat -- "$@" 2>/dev/null); do
-      num "$p" && [ "$p" -gt 1 ] && to="$to $p"
+      num "$p" && [ "$p" -gt 1 ] && target "$p"
     done
   fi
   # shellcheck disable=SC2086 # a list of targets: splitting is the point
   [ -z "$to$esc" ] || kill -s "$sig" -- $to $esc 2>/dev/null
 }
 
-# members PGID...: alive := those of the given groups that have a live
-# (non-zombie) member, as " PG PG ... ", from one scan of /proc by grep
+# target T: add T (a pid, or -PGID) to the targets of hit's kill, and
+# signal them by hundreds, so that the list never grows long (appending
+# to a string copies it).
+target() {
+  to="$to $1" nto=$((nto + 1))
+  [ "$nto" -ge 100 ] || return 0
+  # shellcheck disable=SC2086 # a list of targets: splitting is the point
+  kill -s "$sig" -- $to 2>/dev/null
+  to='' nto=0
+}
+
+# members PGID...: v_PG := 1 (listed in alive) for those of the given
+# groups that have a live (non-zombie) member, from one scan of /proc by grep
 # (the lines it picks are read again here: it only narrows them down).
 # With TABLE ps, snap has set alive already, from the same read as the
 # look.
 members() {
   [ "$tab" = proc ] || return 0
-  want=" $* " alive=' ' pgs=''
-  for g; do pgs="$pgs|$g"; done
+  unmark
+  pgs=''
+  for g; do pgs="$pgs|$g" && eval "w_$g=1"; done
   set +f
   t=$(grep -hE "\) [^ZX] [0-9]+ (${pgs#|}) " /proc/[0-9]*/stat 2>/dev/null)
   set -f
@@ -328,9 +383,12 @@ members() {
     unset IFS
     record "$l"
     case $st in '' | Z | X) continue ;; esac
-    case $want in *" $pg "*) case $alive in *" $pg "*) ;; *) alive="$alive$pg " ;; esac ;; esac
+    num "$pg" || continue
+    eval "y=\${w_$pg-} z=\${v_$pg-}"
+    [ -n "$y" ] && [ -z "$z" ] && eval "v_$pg=1" && alive="$alive$pg "
   done
   unset IFS
+  for g; do unset "w_$g"; done
 }
 
 # pgof ID: pgid := the process group of registration ID.
@@ -347,19 +405,23 @@ pgof() { eval "set -- \$g_$1"; pgid=$1; }
 # is known alive (the KILL round sweeps anew). With TABLE ps, one run of
 # ps serves the whole check.
 check() {
-  left=0 keep='' rest=$pending maybe='' looked=0
+  left=0 keep='' maybe='' looked=0
   # shellcheck disable=SC2086 # a list of ids: splitting is the point
   if [ "$tab" = ps ]; then snap $pending; else forget; fi
-  for id in $pending; do
-    # shellcheck disable=SC2086 # a list of ids: splitting is the point
-    [ "$looked" = 1 ] && [ "$tab" = proc ] && table $rest
+  # The ids still to look at are the positional parameters: shift drops
+  # one, where cutting it off the front of a string would copy the rest.
+  # shellcheck disable=SC2086 # a list of ids: splitting is the point
+  set -- $pending
+  while [ $# -gt 0 ]; do
+    id=$1
+    [ "$looked" = 1 ] && [ "$tab" = proc ] && table "$@"
     looked=$((looked + 1))
     look "$id"
     if [ "$live" = 1 ]; then left=1; break; fi
-    rest=${rest#"$id" }
+    shift
     [ -n "$pm" ] && keep="$keep$id " maybe="$maybe $pm"
   done
-  pending=$keep$rest
+  pending="$keep$*"
   if [ "$tab" = proc ]; then
     [ "$left" = 0 ] || return 0
     # shellcheck disable=SC2086 # a list of pids: splitting is the point
@@ -376,7 +438,8 @@ check() {
   keep=$pending pending=''
   for id in $keep; do
     pgof "$id"
-    case $alive in *" $pgid "*) pending="$pending$id " left=1 ;; esac
+    eval "y=\${v_$pgid-}"
+    [ -z "$y" ] || pending="$pending$id " left=1
   done
 }
 
@@ -402,23 +465,27 @@ sweep() {
 }
 
 # keyed: keys := "|KEY|KEY..." the spawn keys of the registrations without
-# a cgroup, marks := "|MARK|MARK..." their marks; regs := " PGID... " the
+# a cgroup, marks := "|MARK|MARK..." their marks, r_PGID := 1 for the
 # groups of those without a cgroup, cgs := the cgroup.procs files of those
 # with one.
 keyed() {
-  keys='' marks='' regs=' ' cgs=''
+  keys='' marks='' cgs='' kt='' mt='' ct=''
   for id in $ids; do
     # g_ID: "PGID LEADER START KEY"
     eval "x=\$g_$id cg=\$c_$id"
     if [ "$cg" != - ]; then
-      cgs="$cgs $cg/cgroup.procs"
+      ct="$ct $cg/cgroup.procs"
+      [ ${#ct} -lt 4096 ] || cgs="$cgs$ct" ct=''
       continue
     fi
-    regs="$regs${x%% *} "
+    eval "r_${x%% *}=1"
     [ "${x##* }" != - ] || continue
-    keys="$keys|${x##* }"
-    mark "${x##* }" && marks="$marks|$m"
+    kt="$kt|${x##* }"
+    mark "${x##* }" && mt="$mt|$m"
+    [ ${#kt} -lt 4096 ] || keys="$keys$kt" kt=''
+    [ ${#mt} -lt 4096 ] || marks="$marks$mt" mt=''
   done
+  keys="$keys$kt" marks="$marks$mt" cgs="$cgs$ct"
 }
 
 # mark KEY: m := the mark of the spawn key KEY, OWNERPID_OWNERSTART_SEQ:
@@ -474,35 +541,52 @@ procrows() {
 }
 
 # ancestry: esc += the live processes outside the registered groups that
-# descend from a member of one of them (in $regs, or listed in a cgroup
+# descend from a member of one of them (r_PGID, or listed in a cgroup
 # of $cgs), by the parent links of one read of the table (a few passes
 # over its rows reach a fixed point: children mostly come after their
 # parents).
 ancestry() {
   if [ "$tab" = ps ]; then snap; else procrows; fi
-  in=' ' n=0 more=1
-  if [ -n "$cgs" ]; then
-    # shellcheck disable=SC2013,SC2086 # one pid a line: plain words
-    for p in $(cat -- $cgs 2>/dev/null); do
-      # A member exiting may read as 0 (see hit): never a root.
-      num "$p" && [ "$p" -gt 1 ] && in="$in$p "
-    done
-  fi
+  n=0 more=1 cm=''
+  # shellcheck disable=SC2086 # a list of cgroup.procs files: plain words
+  [ -z "$cgs" ] || cm=$(cat -- $cgs 2>/dev/null)
+  # shellcheck disable=SC2013 # one pid a line: plain words
+  for p in $cm; do
+    # A member exiting may read as 0 (see hit): never a root.
+    num "$p" && [ "$p" -gt 1 ] && eval "n_$p=1"
+  done
   while read -r p pp g; do
-    case $regs in *" $g "*) [ "$p" -gt 1 ] && in="$in$p " ;; esac
+    nums "$p" "$pp" "$g" || continue
+    eval "y=\${r_$g-}"
+    [ -n "$y" ] && [ "$p" -gt 1 ] && eval "n_$p=1"
   done <<END
 $rows
 END
   while [ "$more" = 1 ] && [ "$n" -lt 16 ]; do
     more=0 n=$((n + 1))
     while read -r p pp g; do
-      case $in in *" $p "*) continue ;; esac
-      case $in in *" $pp "*) ;; *) continue ;; esac
+      nums "$p" "$pp" || continue
+      eval "y=\${n_$p-} z=\${n_$pp-}"
+      [ -z "$y" ] || continue
+      [ -n "$z" ] || continue
       [ "$p" = "$me" ] || [ "$p" -le 1 ] && continue
-      in="$in$p " esc="$esc $p" more=1
+      eval "n_$p=1"
+      esc="$esc $p" more=1
     done <<END
 $rows
 END
+  done
+  # n_PID was set for the members listed in a cgroup and for processes
+  # of the table alone.
+  for p in $cm; do num "$p" && unset "n_$p"; done
+  while read -r p pp g; do
+    num "$p" && unset "n_$p"
+  done <<END
+$rows
+END
+  for id in $ids; do
+    eval "x=\$g_$id"
+    unset "r_${x%% *}"
   done
 }
 
