@@ -19,7 +19,7 @@ import (
 // read is read again at every load until it is older: a write in the
 // same tick of the file system's clock as the read would leave every
 // time as it was. The cache forgets it all when the loader's settings
-// (defaults, Insecure) change. The zero value is ready; a Cache may be
+// (defaults, Insecure, Unprivileged) change. The zero value is ready; a Cache may be
 // shared by the Loaders of one goroutine after another, and is safe for
 // concurrent use.
 type Cache struct {
@@ -27,6 +27,7 @@ type Cache struct {
 	entries  map[string]cached // by path
 	defaults Defaults          // the settings entries were loaded with
 	insecure bool
+	unpriv   bool
 }
 
 // cacheTrust is how old a file's change time must be, when it was read,
@@ -64,8 +65,8 @@ func statID(path string) (fileID, error) {
 // were loaded with. The caller holds c.mu.
 func (c *Cache) settle(l *Loader) {
 	d := l.defaults()
-	if c.entries == nil || c.insecure != l.Insecure || !reflect.DeepEqual(c.defaults, d) {
-		c.entries, c.defaults, c.insecure = map[string]cached{}, d, l.Insecure
+	if c.entries == nil || c.insecure != l.Insecure || c.unpriv != l.Unprivileged || !reflect.DeepEqual(c.defaults, d) {
+		c.entries, c.defaults, c.insecure, c.unpriv = map[string]cached{}, d, l.Insecure, l.Unprivileged
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -221,7 +222,7 @@ var probesFields = keyed[*Probes]{
 
 // defaultsFields are the unit keys hermes.yaml may give every unit a
 // default for; a unit's own key decodes the same way (unitFields).
-var defaultsFields = keyed[*Defaults]{
+var defaultsFields = slices.Concat(keyed[*Defaults]{
 	{"restart", func(d *decoder, def *Defaults, f field) { def.Restart = enum(d, f, ParseRestart, def.Restart) }},
 	{"restart_sec", func(d *decoder, def *Defaults, f field) { def.RestartSec = d.duration(f, durEither, anyDelay) }},
 	{"restart_max_sec", func(d *decoder, def *Defaults, f field) { def.RestartMax = d.duration(f, durEither, someDelay) }},
@@ -229,7 +230,7 @@ var defaultsFields = keyed[*Defaults]{
 	{"timeouts", func(d *decoder, def *Defaults, f field) { timeoutsFields.decode(d, f.val, f.path, &def.Timeouts) }},
 	{"stop_signal", func(d *decoder, def *Defaults, f field) { def.StopSignal = d.signal(f, def.StopSignal) }},
 	{"log", func(d *decoder, def *Defaults, f field) { logFields[1:].decode(d, f.val, f.path, &def.Log) }},
-}
+}, lift(execFields, func(def *Defaults) *Exec { return &def.Exec }))
 
 func (d *decoder) providers(f field) map[string]Provider {
 	out := named(d, f, "provider id", func(id string, g field) Provider {

@@ -81,6 +81,18 @@ func (k keyed[V]) decode(d *decoder, n *yaml.Node, block string, v V) []field {
 	return fields
 }
 
+// lift makes k, a table of the keys of a part of V (found by part),
+// decode into V: a block whose keys two tables share (Exec's, in a unit
+// file and in defaults:).
+func lift[V, P any](k keyed[P], part func(V) P) keyed[V] {
+	out := make(keyed[V], len(k))
+	for i, e := range k {
+		out[i].key = e.key
+		out[i].decode = func(d *decoder, v V, f field) { e.decode(d, part(v), f) }
+	}
+	return out
+}
+
 // one decodes f into v when it is one of k's keys, and reports whether it
 // was: for a block whose other keys decode elsewhere.
 func (k keyed[V]) one(d *decoder, v V, f field) bool {

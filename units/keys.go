@@ -38,6 +38,7 @@ func KnownKeys() map[string][]string {
 		"unit.timeouts":    timeoutsKeys,
 		"unit.log":         logKeys,
 		"unit.provider":    unitProvKeys,
+		"unit.limits":      RlimitNames,
 
 		"config":                      configKeys,
 		"config.agent":                agentKeys,
@@ -49,6 +50,7 @@ func KnownKeys() map[string][]string {
 		"config.defaults.start_limit": startLimitKeys,
 		"config.defaults.timeouts":    timeoutsKeys,
 		"config.defaults.log":         defaultsLogKeys,
+		"config.defaults.limits":      RlimitNames,
 	}
 	for _, p := range []string{"unit.provider", "config.providers.*"} {
 		out[p+".models.*"] = modelKeys

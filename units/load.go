@@ -24,6 +24,11 @@ type Loader struct {
 	// Cache, when set, keeps what each file gave, and a load reads again
 	// only the files that changed since (see Cache).
 	Cache *Cache
+	// Unprivileged says the units run under a hermesd that is not root:
+	// user:, group: and supplementary_groups: (a unit's or the
+	// defaults') are refused at load, since no other process may change
+	// its identity. hermesd sets it from its effective uid.
+	Unprivileged bool
 }
 
 func (l *Loader) defaults() Defaults {
@@ -90,7 +95,7 @@ func (l *Loader) read(path, base string) (*Spec, refs, Errors) {
 	if base == "" {
 		base = filepath.Dir(abs)
 	}
-	s, r, errs := parseUnit(path, base, data, l.defaults())
+	s, r, errs := parseUnit(path, base, data, l.defaults(), l.Unprivileged)
 	if s != nil {
 		s.File = abs
 	}
@@ -106,7 +111,7 @@ func (l *Loader) Parse(file string, data []byte) (*Spec, error) {
 	if err != nil {
 		abs = file
 	}
-	s, _, errs := parseUnit(file, filepath.Dir(abs), data, l.defaults())
+	s, _, errs := parseUnit(file, filepath.Dir(abs), data, l.defaults(), l.Unprivileged)
 	if s != nil {
 		s.File = abs
 	}

@@ -38,6 +38,7 @@ func (s Spec) MarshalYAML() (any, error) {
 		}
 		m.add("env", env.node())
 	}
+	s.Exec.render(m)
 	m.str("ownership", string(s.Ownership), true)
 	m.str("reason", s.Reason, false)
 	m.str("restart", string(s.Restart), true)

@@ -47,8 +47,17 @@ func fullSpec() *Spec {
 			Floors:       []Floor{{Slug: "qwq", Timeout: 300 * time.Second}},
 		},
 		ProxyEnv: true,
+		Exec: Exec{
+			EnvFiles: []EnvFile{{Path: "/etc/web.env"}, {Path: "/home/u/web dir/.env", Optional: true}},
+			User:     "postgres", Group: "1001", Groups: []string{"ssl-cert", "video"},
+			Umask: ptr(uint32(0o027)), Nice: ptr(-5),
+			Limits: map[string]Rlimit{"nofile": {Soft: 1024, Hard: 65536}, "core": {Soft: Infinity, Hard: Infinity}, "nproc": {Soft: 512, Hard: Infinity}},
+			Cgroup: CgroupLimits{MemoryMax: 512 << 20, CPUWeight: 50, CPUMax: 150, TasksMax: 64},
+		},
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // variants are specs that, together, set every field: fullSpec holds one
 // readiness probe and command, the others the alternatives.

@@ -70,6 +70,7 @@ type Spec struct {
 	WrapupSig   Signal            // jobs: optional signal at 80 % of the budget
 	Provider    *Provider         // the unit serves an LLM endpoint (SPEC §10)
 	ProxyEnv    bool              // gets OPENAI_BASE_URL and OPENAI_API_KEY for the provider proxy (jobs always do)
+	Exec                          // user, limits, env files: from the defaults, then the unit's own keys
 }
 
 // StartLimit bounds restarts: more than Burst starts within Interval and the
@@ -234,4 +235,5 @@ type Defaults struct {
 	Timeouts   Timeouts
 	StopSignal Signal
 	Log        Log
+	Exec       // paths of env_file: resolve against hermes.yaml's directory
 }

@@ -103,7 +103,7 @@ type refs struct {
 // parseUnit decodes and validates one unit file's content. file is the
 // path used in messages and to derive the name; dir is the absolute
 // directory relative paths resolve against.
-func parseUnit(file, dir string, data []byte, def Defaults) (*Spec, refs, Errors) {
+func parseUnit(file, dir string, data []byte, def Defaults, unprivileged bool) (*Spec, refs, Errors) {
 	d := &decoder{file: file, dir: dir}
 	r := refs{deps: map[string]*yaml.Node{}, ports: map[int]*yaml.Node{}}
 	name, ok := NameOf(file)
@@ -123,13 +123,17 @@ func parseUnit(file, dir string, data []byte, def Defaults) (*Spec, refs, Errors
 		Name: name, File: file, Type: Simple, Ownership: Owned,
 		Restart: def.Restart, RestartSec: def.RestartSec, RestartMax: def.RestartMax,
 		StartLimit: def.StartLimit, Timeouts: def.Timeouts, StopSignal: def.StopSignal,
-		Log: Log{MaxSize: def.Log.MaxSize, Keep: def.Log.Keep},
+		Log:  Log{MaxSize: def.Log.MaxSize, Keep: def.Log.Keep},
+		Exec: def.Exec.clone(),
 	}
 	u := &unitDecode{s: s, r: r, seen: map[string]*field{}}
 	for _, f := range unitFields.decode(d, root, "", u) {
 		u.seen[f.name] = &f
 	}
 	d.checkUnit(root, u)
+	if unprivileged {
+		d.checkPrivilege(root, u, def)
+	}
 	if len(d.errs) > 0 {
 		d.errs.Sort()
 		return nil, r, d.errs
@@ -148,7 +152,7 @@ type unitDecode struct {
 
 // unitFields are a unit file's keys and their decoders. Rules that join
 // several keys are in checkUnit.
-var unitFields = keyed[*unitDecode]{
+var unitFields = slices.Concat(keyed[*unitDecode]{
 	{"description", func(d *decoder, u *unitDecode, f field) { u.s.Description = d.str(f) }},
 	{"type", func(d *decoder, u *unitDecode, f field) { u.s.Type = enum(d, f, ParseType, u.s.Type) }},
 	{"command", func(d *decoder, u *unitDecode, f field) {
@@ -164,6 +168,7 @@ var unitFields = keyed[*unitDecode]{
 	{"remain_after_exit", func(d *decoder, u *unitDecode, f field) { u.s.RemainAfter = d.bool(f) }},
 	{"workdir", func(d *decoder, u *unitDecode, f field) { u.s.Workdir = d.path(f) }},
 	{"env", func(d *decoder, u *unitDecode, f field) { u.s.Env = d.env(f) }},
+}, lift(execFields, func(u *unitDecode) *Exec { return &u.s.Exec }), keyed[*unitDecode]{
 	{"ownership", func(d *decoder, u *unitDecode, f field) { u.s.Ownership = enum(d, f, ParseOwnership, u.s.Ownership) }},
 	{"reason", func(d *decoder, u *unitDecode, f field) { u.s.Reason = d.str(f) }},
 	{"restart", func(d *decoder, u *unitDecode, f field) { u.s.Restart = enum(d, f, ParseRestart, u.s.Restart) }},
@@ -187,7 +192,7 @@ var unitFields = keyed[*unitDecode]{
 		}
 	}},
 	{"proxy_env", func(d *decoder, u *unitDecode, f field) { u.s.ProxyEnv = d.bool(f) }},
-}
+})
 
 // schedule reads a job's 5-field cron expression and refuses one that
 // never fires.
@@ -229,6 +234,22 @@ func (d *decoder) checkUnit(root *yaml.Node, u *unitDecode) {
 		if at != nil {
 			d.errf(at.val, "restart_max_sec (%v) is below restart_sec (%v); the backoff starts at restart_sec and doubles up to restart_max_sec", s.RestartMax, s.RestartSec)
 		}
+	}
+}
+
+// checkPrivilege refuses an identity (user:, group:,
+// supplementary_groups:, the unit's or the defaults') under a hermesd that
+// is not root: no other process may change its user or groups, so the
+// unit could never start.
+func (d *decoder) checkPrivilege(root *yaml.Node, u *unitDecode, def Defaults) {
+	fix := "run hermesd as root, or remove it (and run hermesd as the user the unit needs)"
+	for _, k := range []string{"user", "group", "supplementary_groups"} {
+		if f := u.seen[k]; f != nil {
+			d.errf(f.key, "%s: needs hermesd to run as root, and it does not; %s", k, fix)
+		}
+	}
+	if def.SetsIdentity() && u.seen["user"] == nil && u.seen["group"] == nil && u.seen["supplementary_groups"] == nil {
+		d.errf(root, "hermes.yaml's defaults: set user:, group: or supplementary_groups:, which need hermesd to run as root, and it does not; run hermesd as root, or remove them from defaults:")
 	}
 }
 
