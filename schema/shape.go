@@ -15,14 +15,15 @@ import "github.com/invopop/jsonschema"
 
 // UnitFile is the YAML shape of one unit file (SPEC §5).
 type UnitFile struct {
-	Description      string            `json:"description,omitempty" jsonschema_description:"What the unit is, for status output."`
-	Type             string            `json:"type,omitempty" jsonschema:"enum=simple,enum=oneshot,enum=forking,default=simple" jsonschema_description:"simple: up while the program runs in the foreground. oneshot: a step, done when it exits 0 (after: dependents start only then). forking: the program daemonizes and exits 0; the unit is up while the daemon runs (main pid from pid_file, or the one process left)."`
-	Command          []Arg             `json:"command,omitempty" jsonschema:"minItems=1" jsonschema_description:"The program and its arguments, run directly (no shell). Exclusive with shell."`
-	Shell            string            `json:"shell,omitempty" jsonschema:"minLength=1" jsonschema_description:"A command line run by /bin/sh -c. Exclusive with command."`
-	PIDFile          string            `json:"pid_file,omitempty" jsonschema:"minLength=1" jsonschema_description:"type: forking only. The file where the daemon writes its main pid; ~ and paths relative to the unit file are expanded. The pid must be in the unit's group. Default: the one process left after the launcher exits."`
-	RemainAfterExit  bool              `json:"remain_after_exit,omitempty" jsonschema:"default=false" jsonschema_description:"type: oneshot only. Once done, the unit counts as active: hermesctl start does not run it again until it is stopped."`
-	Workdir          string            `json:"workdir,omitempty" jsonschema:"minLength=1" jsonschema_description:"Working directory; ~ and paths relative to the unit file are expanded. Default: the units directory."`
-	Env              map[string]Scalar `json:"env,omitempty" jsonschema_description:"Extra environment variables."`
+	Description     string            `json:"description,omitempty" jsonschema_description:"What the unit is, for status output."`
+	Type            string            `json:"type,omitempty" jsonschema:"enum=simple,enum=oneshot,enum=forking,default=simple" jsonschema_description:"simple: up while the program runs in the foreground. oneshot: a step, done when it exits 0 (after: dependents start only then). forking: the program daemonizes and exits 0; the unit is up while the daemon runs (main pid from pid_file, or the one process left)."`
+	Command         []Arg             `json:"command,omitempty" jsonschema:"minItems=1" jsonschema_description:"The program and its arguments, run directly (no shell). Exclusive with shell."`
+	Shell           string            `json:"shell,omitempty" jsonschema:"minLength=1" jsonschema_description:"A command line run by /bin/sh -c. Exclusive with command."`
+	PIDFile         string            `json:"pid_file,omitempty" jsonschema:"minLength=1" jsonschema_description:"type: forking only. The file where the daemon writes its main pid; ~ and paths relative to the unit file are expanded. The pid must be in the unit's group. Default: the one process left after the launcher exits."`
+	RemainAfterExit bool              `json:"remain_after_exit,omitempty" jsonschema:"default=false" jsonschema_description:"type: oneshot only. Once done, the unit counts as active: hermesctl start does not run it again until it is stopped."`
+	Workdir         string            `json:"workdir,omitempty" jsonschema:"minLength=1" jsonschema_description:"Working directory; ~ and paths relative to the unit file are expanded. Default: the units directory."`
+	Env             map[string]Scalar `json:"env,omitempty" jsonschema_description:"Extra environment variables; they replace those of env_file."`
+	Exec
 	Ownership        string            `json:"ownership,omitempty" jsonschema:"enum=owned,enum=adoptable,enum=persist_on_release,default=owned" jsonschema_description:"owned: dies with its owner. adoptable: survives a gateway and is re-adopted. persist_on_release: survives any owner. Non-owned units need a reason."`
 	Reason           string            `json:"reason,omitempty" jsonschema_description:"Why this unit must outlive its owner; required unless ownership is owned."`
 	Restart          string            `json:"restart,omitempty" jsonschema:"enum=no,enum=on-failure,enum=always,default=on-failure" jsonschema_description:"Restart policy. A job (schedule) cannot use always."`
@@ -204,6 +205,50 @@ type Defaults struct {
 	Timeouts      *Timeouts         `json:"timeouts,omitempty"`
 	StopSignal    Signal            `json:"stop_signal,omitempty"`
 	Log           *DefaultsLog      `json:"log,omitempty"`
+	Exec
+}
+
+// Exec is how a unit's processes run: as whom, with which limits and
+// environment files; in a unit file and in defaults: (a unit's key
+// replaces the default's; limits: merge by resource).
+type Exec struct {
+	EnvFile             EnvFiles    `json:"env_file,omitempty" jsonschema_description:"Files of KEY=value lines read when the unit starts, as systemd's EnvironmentFile= and docker's env_file (comments, blank lines, export, quotes); ~ and paths relative to the unit file (to hermes.yaml under defaults:) are expanded. A leading - marks a file that may be missing; a missing one without it fails the start. A later file's variable replaces an earlier one's."`
+	User                Principal   `json:"user,omitempty" jsonschema_description:"User the unit's processes run as (a name or uid). Needs hermesd to run as root. Default: hermesd's user."`
+	Group               Principal   `json:"group,omitempty" jsonschema_description:"Group they run as (a name or gid). Needs hermesd to run as root. Default: the user's primary group."`
+	SupplementaryGroups []Principal `json:"supplementary_groups,omitempty" jsonschema:"uniqueItems=true" jsonschema_description:"Supplementary groups (names or gids); [] for none. Needs hermesd to run as root. Default: the user's groups from the group database, as systemd's User=."`
+	Umask               Umask       `json:"umask,omitempty"`
+	Nice                *int        `json:"nice,omitempty" jsonschema:"minimum=-20,maximum=19" jsonschema_description:"Scheduling niceness, -20 (first) to 19 (last). Default: hermesd's."`
+	Limits              *Limits     `json:"limits,omitempty"`
+	MemoryMax           Size        `json:"memory_max,omitempty" jsonschema_description:"cgroup mode: memory.max of the unit's cgroup, where the memory controller is delegated (a warning names it where not)."`
+	CPUWeight           int         `json:"cpu_weight,omitempty" jsonschema:"minimum=1,maximum=10000" jsonschema_description:"cgroup mode: cpu.weight of the unit's cgroup (the kernel's default is 100), where the cpu controller is delegated."`
+	CPUMax              Percent     `json:"cpu_max,omitempty" jsonschema_description:"cgroup mode: cpu.max of the unit's cgroup as a percentage of one CPU (\"150%\" is one and a half), where the cpu controller is delegated."`
+	TasksMax            int         `json:"tasks_max,omitempty" jsonschema:"minimum=1,maximum=4194304" jsonschema_description:"cgroup mode: pids.max of the unit's cgroup, where the pids controller is delegated."`
+}
+
+// Limits are resource limits (setrlimit), one key a resource, as systemd's
+// Limit*= keys (LimitNOFILE= is nofile).
+type Limits struct {
+	AS         Rlimit `json:"as,omitempty" jsonschema_description:"Address space, bytes."`
+	Core       Rlimit `json:"core,omitempty" jsonschema_description:"Core file size, bytes."`
+	CPU        Rlimit `json:"cpu,omitempty" jsonschema_description:"CPU time, seconds."`
+	Data       Rlimit `json:"data,omitempty" jsonschema_description:"Data segment, bytes."`
+	FSize      Rlimit `json:"fsize,omitempty" jsonschema_description:"File size, bytes."`
+	Locks      Rlimit `json:"locks,omitempty" jsonschema_description:"File locks."`
+	Memlock    Rlimit `json:"memlock,omitempty" jsonschema_description:"Locked memory, bytes."`
+	Msgqueue   Rlimit `json:"msgqueue,omitempty" jsonschema_description:"POSIX message queues, bytes."`
+	Nice       Rlimit `json:"nice,omitempty" jsonschema_description:"Ceiling of the nice value (20 - nice)."`
+	Nofile     Rlimit `json:"nofile,omitempty" jsonschema_description:"Open files."`
+	Nproc      Rlimit `json:"nproc,omitempty" jsonschema_description:"Processes of the user."`
+	RSS        Rlimit `json:"rss,omitempty" jsonschema_description:"Resident set, bytes."`
+	RTPrio     Rlimit `json:"rtprio,omitempty" jsonschema_description:"Real-time priority ceiling."`
+	RTTime     Rlimit `json:"rttime,omitempty" jsonschema_description:"Real-time CPU time, microseconds."`
+	Sigpending Rlimit `json:"sigpending,omitempty" jsonschema_description:"Queued signals."`
+	Stack      Rlimit `json:"stack,omitempty" jsonschema_description:"Stack size, bytes."`
+}
+
+// JSONSchemaExtend describes the block.
+func (Limits) JSONSchemaExtend(s *jsonschema.Schema) {
+	s.Description = "Resource limits, by resource; a resource not set keeps hermesd's."
 }
 
 // DefaultsLog are the log rotation defaults (no path: each unit has its own).

@@ -98,3 +98,54 @@ type Scalar string
 func (Scalar) JSONSchema() *jsonschema.Schema {
 	return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{{Type: "string"}, {Type: "number"}, {Type: "boolean"}, {Type: "null"}}}
 }
+
+// Principal is a user or group: a name of the passwd or group database,
+// or a number.
+type Principal string
+
+func (Principal) JSONSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{OneOf: []*jsonschema.Schema{
+		{Type: "integer", Minimum: "0", Description: "A uid or gid."},
+		{Type: "string", Pattern: `^[^:\s/]+$`, Description: "A name or number."},
+	}}
+}
+
+// Umask is an octal file mode creation mask.
+type Umask string
+
+func (Umask) JSONSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{OneOf: []*jsonschema.Schema{
+		{Type: "integer", Minimum: "0", Maximum: "777", Description: "Octal digits, as written: 27 is 027."},
+		{Type: "string", Pattern: `^(0o)?0*[0-7]{1,3}$`, Description: `An octal mask like "0027".`},
+	}, Description: "File mode creation mask (octal, as systemd's UMask=). Default: hermesd's."}
+}
+
+// Rlimit is one resource limit: a number or infinity for both the soft
+// and the hard limit, or soft:hard.
+type Rlimit string
+
+func (Rlimit) JSONSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{OneOf: []*jsonschema.Schema{
+		{Type: "integer", Minimum: "0", Description: "Soft and hard limit."},
+		{Type: "string", Pattern: `^\s*([0-9]+|infinity|unlimited)\s*(:\s*([0-9]+|infinity|unlimited)\s*)?$`, Description: `"infinity", or "soft:hard" like "1024:65536".`},
+	}}
+}
+
+// Percent is a percentage: "150%" or 150.
+type Percent string
+
+func (Percent) JSONSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{OneOf: []*jsonschema.Schema{
+		{Type: "integer", Minimum: "1", Maximum: "100000"},
+		{Type: "string", Pattern: `^\s*[0-9]+%?$`, Description: `A percentage like "50%".`},
+	}}
+}
+
+// EnvFiles is one env file path or a list of them, "-" before an optional
+// one.
+type EnvFiles []string
+
+func (EnvFiles) JSONSchema() *jsonschema.Schema {
+	path := &jsonschema.Schema{Type: "string", Pattern: `^-?\s*\S`}
+	return &jsonschema.Schema{OneOf: []*jsonschema.Schema{path, {Type: "array", Items: path}}}
+}
