@@ -272,6 +272,8 @@ var typeWords = map[string]string{
 	"Duration": "duration", "DurationOrSeconds": "duration or seconds", "Seconds": "seconds",
 	"Size": "size", "Signal": "signal", "Port": "port", "UnitName": "unit name",
 	"Schedule": "cron expression", "Arg": "string", "Scalar": "string",
+	"Principal": "name or number", "Umask": "octal mask", "Rlimit": "limit",
+	"Percent": "percentage", "EnvFiles": "path or list of paths",
 }
 
 // resolve follows a $ref and names the type.
