@@ -39,6 +39,10 @@ type Spec struct {
 	// Foreground makes the child's group the foreground group of the
 	// terminal on Stdin (a foreground command in a shell).
 	Foreground bool
+	// Exec is the child's user, groups, umask, nice, resource limits and
+	// cgroup limits (see limits.go); its EnvFiles are the caller's to
+	// read into Env.
+	Exec units.Exec
 }
 
 // Child is a spawned group whose leader is our child.
@@ -146,8 +150,11 @@ func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
 	} else if !spec.Survive {
 		o.becomeSubreaper()
 	}
-	if err == nil && (o.tree == nil || spec.Survive) {
+	if err == nil && (o.tree == nil || spec.Survive || needsGate(spec.Exec)) {
 		err = sp.gate()
+	}
+	if err == nil {
+		err = sp.identity()
 	}
 	if err == nil {
 		err = sp.start()
@@ -276,6 +283,11 @@ func (sp *spawning) cgroup(ctx context.Context) error {
 		return fmt.Errorf("create cgroup: %w", err)
 	}
 	sp.r.g.Cgroup = dir
+	if err := cgroupLimits(o.tree.base, parent, dir, spec.Exec.Cgroup, func(format string, args ...any) {
+		o.opts.Logf("supervisor: unit %s: "+format, append([]any{spec.Unit}, args...)...)
+	}); err != nil {
+		return err
+	}
 	fd, err := os.Open(dir)
 	if err != nil {
 		return fmt.Errorf("open cgroup: %w", err)
@@ -395,6 +407,9 @@ func (sp *spawning) commit(ctx context.Context) (*Child, error) {
 			}
 			sp.mark()
 		}
+	}
+	if err := sp.limit(); err != nil {
+		return c, err
 	}
 	if err := sp.record(ctx, id); err != nil {
 		return c, err
