@@ -53,7 +53,11 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 		return
 	}
 	jr := r.beginJobRun(u, now)
-	p, err := r.opt.Spawner.Spawn(context.WithoutCancel(ctx), r.spawnSpec(u, out, logPath, jr))
+	spec, err := r.spawnSpec(u, out, logPath, jr)
+	var p Process
+	if err == nil {
+		p, err = r.opt.Spawner.Spawn(context.WithoutCancel(ctx), spec)
+	}
 	out.started()
 	f.Close() // the child, or the log copiers, hold their own descriptors
 	u.starts = append(u.starts, now)
@@ -154,16 +158,22 @@ func (e backingOff) Unwrap() error { return e.cause }
 // to out (the log file itself for a survivor, pipes into hermesd for an
 // owned unit; logOutput); jr is the job run it begins, or nil.
 // Survive is set for adoptable and persist_on_release units under a
-// gateway, and for persist_on_release under a worker (SPEC §3).
-func (r *Reconciler) spawnSpec(u *unit, out output, logPath string, jr *jobRun) supervisor.Spec {
+// gateway, and for persist_on_release under a worker (SPEC §3). The
+// unit's env files are read now, at each start: one that is missing (and
+// not optional) or that holds a bad line fails the start, named.
+func (r *Reconciler) spawnSpec(u *unit, out output, logPath string, jr *jobRun) (supervisor.Spec, error) {
 	dir := u.spec.Workdir
 	if dir == "" {
 		dir = r.opt.UnitsDir
 	}
+	fileEnv, err := units.ReadEnvFiles(u.spec.EnvFiles)
+	if err != nil {
+		return supervisor.Spec{}, err
+	}
 	return supervisor.Spec{
 		Unit:      u.spec.Name,
 		Argv:      argv(u.spec),
-		Env:       append(r.env(u.spec, r.notifySocket(u)), r.proxyEnv(u.spec, jr)...),
+		Env:       append(r.env(u.spec, r.notifySocket(u), fileEnv), r.proxyEnv(u.spec, jr)...),
 		Dir:       dir,
 		Stdout:    out.stdout,
 		Stderr:    out.stderr,
@@ -171,7 +181,8 @@ func (r *Reconciler) spawnSpec(u *unit, out output, logPath string, jr *jobRun) 
 		Reason:    u.spec.Reason,
 		LogPath:   logPath,
 		Survive:   keeps(r.opt.Role, u.spec.Ownership),
-	}
+		Exec:      u.spec.Exec,
+	}, nil
 }
 
 // began makes u the starting run of the process p spawned at now, under a
@@ -495,7 +506,7 @@ func argv(s units.Spec) []string {
 // env is a unit's environment: the base environment without hermesd's own
 // systemd variables, the unit's env, then NOTIFY_SOCKET (notifySocket, when
 // not "") and WATCHDOG_USEC.
-func (r *Reconciler) env(s units.Spec, notifySocket string) []string {
+func (r *Reconciler) env(s units.Spec, notifySocket string, fileEnv []string) []string {
 	var env []string
 	for _, kv := range r.opt.Env {
 		k, _, _ := strings.Cut(kv, "=")
@@ -505,6 +516,7 @@ func (r *Reconciler) env(s units.Spec, notifySocket string) []string {
 		}
 		env = append(env, kv)
 	}
+	env = append(env, fileEnv...) // the unit's env files, then its env: (later wins in the child)
 	keys := make([]string, 0, len(s.Env))
 	for k := range s.Env {
 		keys = append(keys, k)
