@@ -532,7 +532,7 @@ func loader(cfg config, log *slog.Logger, seen func(units.Config, *reconciler.Lo
 		} else {
 			last = c
 		}
-		l := &units.Loader{Defaults: &last.Defaults, Insecure: cfg.insecure, Cache: cache}
+		l := &units.Loader{Defaults: &last.Defaults, Insecure: cfg.insecure, Cache: cache, Unprivileged: os.Geteuid() != 0}
 		out, err := reconciler.LoadDir(l, cfg.Units)(ctx)
 		if err != nil {
 			return out, err

@@ -61,7 +61,7 @@ func startProxy(ctx context.Context, cfg config, log *slog.Logger, obs *observer
 	if err != nil {
 		c = units.DefaultConfig()
 	}
-	l := &units.Loader{Defaults: &c.Defaults, Insecure: cfg.insecure}
+	l := &units.Loader{Defaults: &c.Defaults, Insecure: cfg.insecure, Unprivileged: os.Geteuid() != 0}
 	var specs []*units.Spec
 	if d, err := l.LoadDir(cfg.Units); err == nil {
 		for _, n := range d.Order() {
