@@ -156,7 +156,8 @@ func TestEveryKeyAccounted(t *testing.T) {
 		"Service.Type", "Service.ExecStartPre", "Service.ExecStart", "Service.WorkingDirectory", "Service.Environment",
 		"Service.Restart", "Service.RestartSec", "Service.RestartMaxDelaySec", "Service.TimeoutStopSec",
 		"Service.WatchdogSec", "Service.KillSignal", "Service.StandardOutput", "Service.StandardError",
-		"Service.PIDFile", "Service.RemainAfterExit", "Service.TimeoutStartSec", "Timer.Unit", "Timer.OnCalendar"}
+		"Service.PIDFile", "Service.RemainAfterExit", "Service.TimeoutStartSec", "Timer.Unit", "Timer.OnCalendar",
+		"Service.User", "Service.EnvironmentFile", "Service.LimitNOFILE", "Service.MemoryMax", "Service.Nice"}
 	for _, fx := range fixtures[0].files {
 		b, _ := os.ReadFile(filepath.Join("testdata", fx))
 		section := ""

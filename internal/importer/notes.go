@@ -10,9 +10,9 @@ import (
 // whatever the source.
 const (
 	whyNotYet     = "not supported by hermes yet"
-	whyUser       = whyNotYet + ": hermes runs every unit as the user hermesd runs as"
+	whyUser       = "not carried over: write user: and group: in the unit (they need hermesd to run as root)"
 	whyLimits     = whyNotYet + ": hermes sets no resource limits on a unit"
-	whyEnvFile    = whyNotYet + ": hermes reads no environment file; copy the variables into env:"
+	whyEnvFile    = "not carried over: write env_file: in the unit"
 	whyNoSeparate = "hermes writes a unit's stdout and stderr to one log file"
 )
 

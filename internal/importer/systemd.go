@@ -161,14 +161,8 @@ func gapReason(section, name string) string {
 
 // serviceGaps are keys with a reason of their own.
 var serviceGaps = map[string]string{
-	"User":                      whyUser,
-	"Group":                     whyUser,
-	"SupplementaryGroups":       whyUser,
 	"DynamicUser":               whyUser,
-	"Nice":                      whyLimits,
 	"OOMScoreAdjust":            whyLimits,
-	"UMask":                     whyNotYet + ": units inherit hermesd's umask",
-	"EnvironmentFile":           whyEnvFile,
 	"ExecStop":                  "hermes stops a unit with stop_signal, then KILL after timeouts.stop; it runs no stop command",
 	"ExecStopPost":              "hermes runs no command after a unit stops",
 	"ExecReload":                "hermes has no per-unit reload command; an edit of the unit file restarts it",

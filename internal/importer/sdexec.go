@@ -1,0 +1,123 @@
+package importer
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/hermes-units/hermes/schema"
+	"github.com/hermes-units/hermes/units"
+)
+
+// execKeys map systemd's identity, limit and environment file options to
+// the unit's exec keys (units.Exec). They join serviceKeys at init.
+var execKeys = map[string]func(*sdConv, string, string){
+	"User":  func(c *sdConv, k, v string) { c.f.User = c.principal(k, v) },
+	"Group": func(c *sdConv, k, v string) { c.f.Group = c.principal(k, v) },
+	"SupplementaryGroups": func(c *sdConv, k, v string) {
+		if v == "" {
+			c.f.SupplementaryGroups = nil // an empty assignment resets the list
+			return
+		}
+		for _, g := range strings.Fields(v) {
+			if p := c.principal(k, g); p != "" {
+				c.f.SupplementaryGroups = append(c.f.SupplementaryGroups, p)
+			}
+		}
+	},
+	"UMask": func(c *sdConv, k, v string) {
+		if n, err := strconv.ParseUint(v, 8, 32); err != nil || n > 0o777 {
+			c.n.add(k, "%s is not an octal mask; left out", v)
+			return
+		}
+		c.f.Umask = schema.Umask(v)
+	},
+	"Nice": func(c *sdConv, k, v string) {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < -20 || n > 19 {
+			c.n.add(k, "%s is not a niceness from -20 to 19; left out", v)
+			return
+		}
+		c.f.Nice = &n
+	},
+	"EnvironmentFile": func(c *sdConv, k, v string) {
+		if v == "" {
+			c.f.EnvFile = nil // an empty assignment resets the list
+			return
+		}
+		c.f.EnvFile = append(c.f.EnvFile, v)
+	},
+	"MemoryMax": func(c *sdConv, k, v string) {
+		if sz, err := units.ParseSize(strings.TrimSuffix(v, "B")); err == nil && sz > 0 {
+			c.f.MemoryMax = schema.Size(v)
+		} else {
+			c.n.add(k, "%s: memory_max takes bytes or a size like 512M (no infinity, no percentage); left out", v)
+		}
+	},
+	"CPUWeight": func(c *sdConv, k, v string) {
+		if n, err := strconv.Atoi(v); err == nil && n >= 1 && n <= units.MaxCPUWeight {
+			c.f.CPUWeight = n
+		} else {
+			c.n.add(k, "%s: cpu_weight takes 1 to %d; left out", v, units.MaxCPUWeight)
+		}
+	},
+	"CPUQuota": func(c *sdConv, k, v string) {
+		if n, err := strconv.Atoi(strings.TrimSuffix(v, "%")); err == nil && strings.HasSuffix(v, "%") && n >= 1 && n <= units.MaxCPUMax {
+			c.f.CPUMax = schema.Percent(v)
+		} else {
+			c.n.add(k, "%s: cpu_max takes a percentage of one CPU like 50%%; left out", v)
+		}
+	},
+	"TasksMax": func(c *sdConv, k, v string) {
+		if n, err := strconv.Atoi(v); err == nil && n >= 1 && n <= units.MaxTasks {
+			c.f.TasksMax = n
+		} else {
+			c.n.add(k, "%s: tasks_max takes a number of tasks (no infinity, no percentage); left out", v)
+		}
+	},
+}
+
+// rlimitKeys are systemd's Limit*= options, by the resource they name.
+var rlimitKeys = map[string]string{
+	"LimitAS": "as", "LimitCORE": "core", "LimitCPU": "cpu", "LimitDATA": "data", "LimitFSIZE": "fsize",
+	"LimitLOCKS": "locks", "LimitMEMLOCK": "memlock", "LimitMSGQUEUE": "msgqueue", "LimitNICE": "nice",
+	"LimitNOFILE": "nofile", "LimitNPROC": "nproc", "LimitRSS": "rss", "LimitRTPRIO": "rtprio",
+	"LimitRTTIME": "rttime", "LimitSIGPENDING": "sigpending", "LimitSTACK": "stack",
+}
+
+func init() {
+	for k, h := range execKeys {
+		serviceKeys[k] = h
+	}
+	for k, res := range rlimitKeys {
+		serviceKeys[k] = func(c *sdConv, key, v string) { c.limit(key, res, v) }
+	}
+}
+
+// principal takes a user or group as written; specifiers were expanded.
+func (c *sdConv) principal(key, v string) schema.Principal {
+	if v == "" || strings.ContainsAny(v, ": \t/") {
+		c.n.add(key, "%q is not a user or group name; left out", v)
+		return ""
+	}
+	return schema.Principal(v)
+}
+
+// limit maps one Limit*= option: numbers, infinity and soft:hard as
+// hermes reads them; a value with a unit (1K, 2s) is left out, said.
+func (c *sdConv) limit(key, res, v string) {
+	if _, err := units.ParseRlimit(v); err != nil {
+		c.n.add(key, "%s: limits.%s takes a number, infinity or soft:hard (no units); left out", v, res)
+		return
+	}
+	if c.f.Limits == nil {
+		c.f.Limits = &schema.Limits{}
+	}
+	field := map[string]*schema.Rlimit{
+		"as": &c.f.Limits.AS, "core": &c.f.Limits.Core, "cpu": &c.f.Limits.CPU, "data": &c.f.Limits.Data,
+		"fsize": &c.f.Limits.FSize, "locks": &c.f.Limits.Locks, "memlock": &c.f.Limits.Memlock,
+		"msgqueue": &c.f.Limits.Msgqueue, "nice": &c.f.Limits.Nice, "nofile": &c.f.Limits.Nofile,
+		"nproc": &c.f.Limits.Nproc, "rss": &c.f.Limits.RSS, "rtprio": &c.f.Limits.RTPrio,
+		"rttime": &c.f.Limits.RTTime, "sigpending": &c.f.Limits.Sigpending, "stack": &c.f.Limits.Stack,
+	}[res]
+	*field = schema.Rlimit(v)
+}
