@@ -54,7 +54,7 @@ func TestExecKeysRefused(t *testing.T) {
 		{"nice out of range", "nice: 20\n", "nice: 20 is out of range; allowed: -20 (first) to 19 (last)"},
 		{"unknown limit", "limits: {files: 10}\n", `limits: unknown key "files"`},
 		{"limit not a number", "limits: {nofile: lots}\n", `limits.nofile: "lots" is not a limit`},
-		{"soft above hard", "limits: {nofile: \"4096:1024\"}\n", "limits.nofile: soft limit 4096 is above the hard limit 1024"},
+		{"soft above hard", "limits: {nofile: \"4096:1024\"}\n", "db.yaml:2:18: limits.nofile: soft limit 4096 is above the hard limit 1024; the soft limit comes first"},
 		{"user with a colon", "user: \"a:b\"\n", `user: "a:b" is not a name or number`},
 		{"cpu_max not a percentage", "cpu_max: half\n", `cpu_max: "half" is not a percentage of one CPU`},
 		{"cpu_weight out of range", "cpu_weight: 0\n", "cpu_weight: 0 is out of range; allowed: 1 to 10000"},
