@@ -49,13 +49,17 @@ func TestQueueOrder(t *testing.T) {
 	for i := range writers {
 		name := fmt.Sprintf("w%d", i)
 		env := []string{"LEDGER_DIR=" + dir, "WRITER_NAME=" + name, "WRITER_N=1", fmt.Sprintf("LEADER_PID=%d", os.Getpid())}
-		h := startHelper(t, "writer", env, nil, "ready")
+		hs = append(hs, startHelper(t, "writer", env, nil, "ready"))
+		want = append(want, name+"-0")
+	}
+	// Every writer runs before the first queues: a writer waits for the
+	// lock at most LockTimeout from its "go", and starting a helper can
+	// take longer than that on a loaded machine.
+	for i, h := range hs {
 		if _, err := io.WriteString(h.stdin, "go\n"); err != nil {
 			t.Fatal(err)
 		}
 		waitInLine(t, dir, int64(i))
-		hs = append(hs, h)
-		want = append(want, name+"-0")
 	}
 	holder.stop()
 	writersDone(t, hs)

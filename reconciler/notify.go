@@ -70,7 +70,7 @@ func (r *Reconciler) NotifyOn(socket string, pid int, fields map[string]string) 
 	ev := notifyEvent{socket: socket, pid: pid, fields: fields}
 	if pid > 0 {
 		if st, err := proc.ReadStat(pid); err == nil {
-			ev.pgid, ev.sid = st.PGID, st.SID
+			ev.pgid, ev.sid, ev.seen = st.PGID, st.SID, true
 		}
 		ev.cgroup = cgroupOf(pid)
 	}
@@ -94,7 +94,11 @@ func (r *Reconciler) notifySender(ev notifyEvent) *unit {
 		if c.notifySock != ev.socket {
 			continue
 		}
-		if ev.pgid > 0 && !sentBy(c, ev) {
+		// A sender that has exited already cannot be placed: its message
+		// counts (systemd-notify exits as soon as it has sent). One seen
+		// is checked, whatever its group reads as (0 for a group made
+		// outside hermesd's PID namespace, which is no unit's).
+		if ev.seen && !sentBy(c, ev) {
 			r.log.Debug("notify message on a unit's socket from a process outside it; ignored", "unit", c.spec.Name, "pid", ev.pid, "pgid", ev.pgid)
 			return nil
 		}

@@ -281,6 +281,7 @@ type (
 	notifyEvent struct {
 		socket    string // a unit's own socket (NotifyOn); "" on the shared one
 		pid, pgid int
+		seen      bool   // the sender's stat was read (it had not exited yet)
 		sid       int    // the sender's session
 		cgroup    string // the sender's, relative to the cgroup mount
 		fields    map[string]string

@@ -345,7 +345,9 @@ func TestRunBudgetEndsCalls(t *testing.T) {
 	}
 	socket, _, _, _ := startBudgetHermesd(t, budgetUpstream(t))
 	record := filepath.Join(t.TempDir(), "record")
-	run := exec.Command(hermesctl, "--socket", socket, "run", "--run-budget", "2", "--grace", "5s", "--",
+	// A budget that a race-built child starts well within on a loaded
+	// machine (it must be blocked in its call before the deadline).
+	run := exec.Command(hermesctl, "--socket", socket, "run", "--run-budget", "6", "--grace", "5s", "--",
 		"env", envRunChild+"=stream", envRunRecord+"="+record, "GORACE=atexit_sleep_ms=0", os.Args[0], "-test.run=^$")
 	run.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
 	var stderr strings.Builder
