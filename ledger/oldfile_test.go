@@ -114,7 +114,7 @@ func TestStateRoundTrip(t *testing.T) {
 		}
 	}
 	// A corrupt file's state is quoted in the error only in part, as every
-	// other word of the vocabulary is (units.ParseWord).
+	// other word of the vocabulary is (word.Quote).
 	long := strings.Repeat("x", 4096)
 	_, err := ParseState(long)
 	if err == nil || len(err.Error()) > 200 || !strings.Contains(err.Error(), "want released, adopted or none") {
