@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,5 +42,40 @@ func TestEnvFileEndToEnd(t *testing.T) {
 	want := "unit db: env_file " + missing + ": no such file; create it, or write the path as \"-" + missing + "\" if it is optional"
 	l.waitFor("db failed on its env file", func(m map[string]control.Unit) bool {
 		return m["db"].State == "failed" && strings.HasPrefix(m["db"].Error, want)
+	})
+}
+
+// TestUserEnv: a unit with user: gets that user's USER, LOGNAME and HOME
+// (not hermesd's), as systemd's User= gives them; its env: is above them.
+func TestUserEnv(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: only root may start a unit as another user")
+	}
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skipf("no user nobody: %v", err)
+	}
+	shared, err := os.MkdirTemp("", "hermes-userenv-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(shared) })
+	if err := os.Chmod(shared, 0o777); err != nil { // nobody writes its answer there
+		t.Fatal(err)
+	}
+	out := filepath.Join(shared, "out")
+	l := startLive(t, map[string]string{
+		"web.yaml": "user: nobody\nworkdir: /\nshell: 'echo \"$USER|$LOGNAME|$HOME\" > " + out + "; exec sleep 100'\nenv: {LOGNAME: mine}\n",
+	})
+	l.waitFor("web running", running("web"))
+	testkit.EventuallyOK(t, 15*time.Second, func() error {
+		b, err := os.ReadFile(out)
+		if err != nil {
+			return err
+		}
+		if got, want := strings.TrimSpace(string(b)), "nobody|mine|"+nobody.HomeDir; got != want {
+			t.Fatalf("the unit saw %q, want %q", got, want)
+		}
+		return nil
 	})
 }

@@ -173,7 +173,7 @@ func (r *Reconciler) spawnSpec(u *unit, out output, logPath string, jr *jobRun) 
 	return supervisor.Spec{
 		Unit:      u.spec.Name,
 		Argv:      argv(u.spec),
-		Env:       append(r.env(u.spec, r.notifySocket(u), fileEnv), r.proxyEnv(u.spec, jr)...),
+		Env:       append(r.env(u.spec, r.notifySocket(u), append(userEnv(u.spec.Exec), fileEnv...)), r.proxyEnv(u.spec, jr)...),
 		Dir:       dir,
 		Stdout:    out.stdout,
 		Stderr:    out.stderr,
@@ -516,7 +516,7 @@ func (r *Reconciler) env(s units.Spec, notifySocket string, fileEnv []string) []
 		}
 		env = append(env, kv)
 	}
-	env = append(env, fileEnv...) // the unit's env files, then its env: (later wins in the child)
+	env = append(env, fileEnv...) // the user's (see userEnv), the unit's env files, then its env: (later wins in the child)
 	keys := make([]string, 0, len(s.Env))
 	for k := range s.Env {
 		keys = append(keys, k)
