@@ -168,9 +168,6 @@ func (o *Owner) finishStop(ctx context.Context, r *reg, s StopOrder, ev *lazyEve
 		}
 		o.signal(r, sig)
 	}
-	if o.emptied != nil {
-		o.emptied()
-	}
 	if r.id == "" && o.tree.leaf(r.g.Cgroup) {
 		// A survivor's kept cgroup (or a released group's) has no
 		// registration to drop: the one who saw it empty removes it.

@@ -238,9 +238,6 @@ type Owner struct {
 	// afterSpawn, when set (tests), runs between a child's start and its
 	// registration.
 	afterSpawn func(pid int)
-	// emptied, when set (tests), runs in Stop once the group is empty,
-	// before Stop releases it.
-	emptied func()
 	// tidyScanned, when set (tests; guarded by mu), runs in tidy between
 	// the scan and the look at the groups that wait to be dropped.
 	tidyScanned func()
