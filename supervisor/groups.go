@@ -587,7 +587,10 @@ func (o *Owner) waitEmptyOn(ctx context.Context, r *reg, d time.Duration, ev *la
 		}
 		var tick <-chan time.Time
 		if changed == nil {
-			want := cmp.Or(o.emptyPoll, emptyPollEvery)
+			want := emptyPollEvery
+			if o.hooks != nil {
+				want = cmp.Or(o.hooks.emptyPoll, want)
+			}
 			if waited != nil {
 				want = max(want, slowPollEvery)
 			}
@@ -667,14 +670,13 @@ func (o *Owner) tidy(scan bool) {
 		}
 		spawned = spawned || r.key != ""
 	}
-	hook := o.tidyScanned
 	o.mu.Unlock()
 	scanned := o.mode == ModePGroup && (scan || len(pending) > 0) && spawned
 	if scanned {
 		o.scan() // before dropping: an escapee keeps its spawn's registration
 	}
-	if hook != nil && len(pending) > 0 {
-		hook()
+	if h := o.hooks; h != nil && h.tidyScanned != nil && len(pending) > 0 {
+		h.tidyScanned()
 	}
 	var empty []*reg
 	for _, r := range pending {

@@ -130,17 +130,18 @@ func playOwner() int {
 	n, _ := strconv.Atoi(os.Getenv(envN))
 	lines, _ := strconv.Atoi(os.Getenv(envLines))
 	graceMS, _ := strconv.Atoi(os.Getenv(envGraceMS))
-	o, err := New(Options{StateDir: os.Getenv(envState), Role: "worker", Mode: Mode(os.Getenv(envMode)),
-		Backend: Backend(os.Getenv(envBackend)), Grace: time.Duration(graceMS) * time.Millisecond})
+	var hooks *ownerHooks
+	if os.Getenv(envPause) != "" {
+		hooks = &ownerHooks{afterSpawn: func(pid int) {
+			fmt.Printf("spawned %d\n", pid)
+			forever()
+		}}
+	}
+	o, err := newOwner(Options{StateDir: os.Getenv(envState), Role: "worker", Mode: Mode(os.Getenv(envMode)),
+		Backend: Backend(os.Getenv(envBackend)), Grace: time.Duration(graceMS) * time.Millisecond}, startShell, hooks)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "owner:", err)
 		return 3
-	}
-	if os.Getenv(envPause) != "" {
-		o.afterSpawn = func(pid int) {
-			fmt.Printf("spawned %d\n", pid)
-			forever()
-		}
 	}
 	ctx := context.Background()
 	r, w, _ := os.Pipe()

@@ -102,16 +102,10 @@ func TestEscapeeLeavingAsTheGroupEmpties(t *testing.T) {
 	marker := fmt.Sprintf("late-setsid-%d", os.Getpid())
 	t.Cleanup(func() { killMarked(marker) })
 	gate := t.TempDir() + "/go"
-	o, err := New(Options{Mode: ModePGroup, Grace: testGrace})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { o.Close() })
 	var pgid atomic.Int64
 	var once sync.Once
 	left := make(chan bool, 1)
-	o.mu.Lock()
-	o.tidyScanned = func() {
+	hooks := &ownerHooks{tidyScanned: func() {
 		once.Do(func() {
 			// The leader exited and the scan is done: the daemon leaves now.
 			os.WriteFile(gate, nil, 0o600)
@@ -127,8 +121,12 @@ func TestEscapeeLeavingAsTheGroupEmpties(t *testing.T) {
 			}
 			left <- false
 		})
+	}}
+	o, err := newOwner(Options{Mode: ModePGroup, Grace: testGrace}, startShell, hooks)
+	if err != nil {
+		t.Fatal(err)
 	}
-	o.mu.Unlock()
+	t.Cleanup(func() { o.Close() })
 	script := fmt.Sprintf("(while [ ! -e %q ]; do sleep 0.01; done; exec setsid sleep 1000) & exit 0", gate)
 	c, err := o.SpawnOwned(t.Context(), Spec{Unit: "d", Argv: []string{"sh", "-c", script},
 		Env: append(os.Environ(), envRow+"="+marker)})

@@ -70,7 +70,7 @@ func TestOwnAllOrNone(t *testing.T) {
 		launch := func(time.Duration, int, string, string, string) (deathPipe, error) {
 			return &refusingPipe{&fakePipe{pid: 100001, exited: make(chan struct{})}, second.PGID}, nil
 		}
-		o, err := newOwner(Options{Mode: ModePGroup}, launch)
+		o, err := newOwner(Options{Mode: ModePGroup}, launch, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

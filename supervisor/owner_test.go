@@ -97,7 +97,7 @@ func TestIdleClose(t *testing.T) {
 	g := externalGroup(t)
 	synctest.Test(t, func(t *testing.T) {
 		l := &fakeLauncher{}
-		o, err := newOwner(Options{Mode: ModePGroup, IdleClose: 30 * time.Second}, l.launch)
+		o, err := newOwner(Options{Mode: ModePGroup, IdleClose: 30 * time.Second}, l.launch, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +153,7 @@ func TestRestartReplaysAndBacksOff(t *testing.T) {
 			logMu.Lock()
 			logs = append(logs, f)
 			logMu.Unlock()
-		}}, l.launch)
+		}}, l.launch, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,7 +214,7 @@ func TestRestartReplaysAndBacksOff(t *testing.T) {
 
 func TestOwnRefusesUnsafeGroups(t *testing.T) {
 	l := &fakeLauncher{}
-	o, err := newOwner(Options{Mode: ModePGroup}, l.launch)
+	o, err := newOwner(Options{Mode: ModePGroup}, l.launch, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,17 +268,18 @@ func TestJanitorIdle(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := externalGroup(t)
 			synctest.Test(t, func(t *testing.T) {
-				o, err := newOwner(Options{Mode: ModePGroup, IdleClose: 30 * time.Second}, (&fakeLauncher{}).launch)
+				h := &ownerHooks{}
+				o, err := newOwner(Options{Mode: ModePGroup, IdleClose: 30 * time.Second}, (&fakeLauncher{}).launch, h)
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer o.Close()
 				tc.setup(t, o, g)
 				synctest.Wait()
-				before := o.passes.Load()
+				before := h.passes.Load()
 				time.Sleep(time.Hour)
 				synctest.Wait()
-				if got := o.passes.Load() - before; got != 0 {
+				if got := h.passes.Load() - before; got != 0 {
 					t.Errorf("janitor wake-ups in an idle hour: got %d, want 0", got)
 				}
 			})
@@ -287,7 +288,8 @@ func TestJanitorIdle(t *testing.T) {
 	t.Run("pending until empty", func(t *testing.T) {
 		g, cmd := sleepGroup(t, "ext")
 		synctest.Test(t, func(t *testing.T) {
-			o, err := newOwner(Options{Mode: ModePGroup}, (&fakeLauncher{}).launch)
+			h := &ownerHooks{}
+			o, err := newOwner(Options{Mode: ModePGroup}, (&fakeLauncher{}).launch, h)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -300,7 +302,7 @@ func TestJanitorIdle(t *testing.T) {
 			}
 			time.Sleep(time.Second)
 			synctest.Wait()
-			if got := o.passes.Load(); got < 4 {
+			if got := h.passes.Load(); got < 4 {
 				t.Errorf("janitor wake-ups in a second with a group waiting to be empty: got %d, want ≥ 4 (it polls)", got)
 			}
 			if got := o.Status().Groups; got != 1 {
@@ -315,10 +317,10 @@ func TestJanitorIdle(t *testing.T) {
 			}
 			time.Sleep(time.Second) // the idle close is due 30 s later, not in this window
 			synctest.Wait()
-			before := o.passes.Load()
+			before := h.passes.Load()
 			time.Sleep(10 * time.Second)
 			synctest.Wait()
-			if got := o.passes.Load() - before; got != 0 {
+			if got := h.passes.Load() - before; got != 0 {
 				t.Errorf("janitor wake-ups after the group was dropped: got %d, want 0", got)
 			}
 		})

@@ -388,8 +388,8 @@ func (sp *spawning) commit(ctx context.Context) (*Child, error) {
 	}
 	o.mu.Unlock()
 	c := &Child{Group: r.g, Key: r.key, done: make(chan struct{})}
-	if o.afterSpawn != nil {
-		o.afterSpawn(pid)
+	if h := o.hooks; h != nil && h.afterSpawn != nil {
+		h.afterSpawn(pid)
 	}
 	if !spec.Survive {
 		o.mu.Lock()

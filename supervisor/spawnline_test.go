@@ -45,7 +45,7 @@ func TestCgroupSpawnRegistersOnce(t *testing.T) {
 		}
 		return pipes[i]
 	}
-	o, err := newOwner(Options{Mode: ModeCgroup, Grace: testGrace}, launch)
+	o, err := newOwner(Options{Mode: ModeCgroup, Grace: testGrace}, launch, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

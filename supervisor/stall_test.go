@@ -168,7 +168,7 @@ func TestRegistrationRefused(t *testing.T) {
 		bogus := func(grace time.Duration, pgid int, _, own, table string) (deathPipe, error) {
 			return startShell(grace, pgid, elsewhere, own, table)
 		}
-		o, err := newOwner(Options{Mode: ModeCgroup, Grace: testGrace}, bogus)
+		o, err := newOwner(Options{Mode: ModeCgroup, Grace: testGrace}, bogus, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -193,7 +193,7 @@ func TestRegistrationRefused(t *testing.T) {
 		unsafe := func(grace time.Duration, _ int, base, own, table string) (deathPipe, error) {
 			return startShell(grace, victim.PGID, base, own, table)
 		}
-		o, err := newOwner(Options{Mode: ModePGroup, Grace: testGrace}, unsafe)
+		o, err := newOwner(Options{Mode: ModePGroup, Grace: testGrace}, unsafe, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

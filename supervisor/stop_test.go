@@ -41,7 +41,7 @@ func TestStopAfterJanitorRelease(t *testing.T) {
 func TestStopEndsOnLeaderExit(t *testing.T) {
 	for _, mode := range []Mode{ModePGroup, ModeCgroup} {
 		t.Run(string(mode), func(t *testing.T) {
-			o, err := New(Options{Mode: mode})
+			o, err := newOwner(Options{Mode: mode}, startShell, &ownerHooks{emptyPoll: time.Hour})
 			if err != nil {
 				if mode == ModeCgroup {
 					t.Skipf("no cgroup mode here (%v); the pgroup case ran", err)
@@ -49,7 +49,6 @@ func TestStopEndsOnLeaderExit(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer o.Close()
-			o.emptyPoll = time.Hour
 			c, err := o.SpawnOwned(t.Context(), Spec{Unit: "s", Argv: []string{"sleep", "1000"}, Env: []string{"PATH=" + os.Getenv("PATH")}})
 			if err != nil {
 				t.Fatal(err)

@@ -145,12 +145,11 @@ func TestStopEndsOnCgroupEvents(t *testing.T) {
 	if ok, why := cgroupAvailable(); !ok {
 		t.Skip(why)
 	}
-	o, err := New(Options{Mode: ModeCgroup})
+	o, err := newOwner(Options{Mode: ModeCgroup}, startShell, &ownerHooks{emptyPoll: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer o.Close()
-	o.emptyPoll = time.Hour
 	c, err := o.SpawnOwned(t.Context(), Spec{Unit: "s", Env: []string{"PATH=" + os.Getenv("PATH")},
 		Argv: []string{"/bin/sh", "-c", `(trap "" TERM; exec sleep 100000) & echo started; wait`}})
 	if err != nil {

@@ -235,19 +235,10 @@ type Owner struct {
 	// reaping is set once the owner is the child subreaper: orphans of
 	// its groups come to it. Without it they go to init (see scan).
 	reaping atomic.Bool
-	// afterSpawn, when set (tests), runs between a child's start and its
-	// registration.
-	afterSpawn func(pid int)
-	// tidyScanned, when set (tests; guarded by mu), runs in tidy between
-	// the scan and the look at the groups that wait to be dropped.
-	tidyScanned func()
 	// warning is what went wrong with a registration nobody waits for (an
 	// escapee's, a replay's): Status reports it while the supervisor is
 	// otherwise fine. Set from the pipe's goroutines, hence atomic.
 	warning atomic.Pointer[string]
-	// emptyPoll, when set (tests), replaces waitEmpty's polling period
-	// emptyPollEvery, to show what does not depend on polling.
-	emptyPoll time.Duration
 
 	mu        sync.Mutex
 	regs      map[string]*reg   // guarded by mu; by id
@@ -275,7 +266,16 @@ type Owner struct {
 	sigchld chan os.Signal
 	stop    chan struct{}
 	done    chan struct{} // closed when the janitor returned
-	passes  atomic.Int64  // janitor wake-ups (tests: an idle owner has none)
+	hooks   *ownerHooks   // nil but in tests
+}
+
+// ownerHooks let a test order an Owner's steps and count its janitor's
+// wake-ups: given to newOwner, never changed after; nil in production.
+type ownerHooks struct {
+	afterSpawn  func(pid int) // between a child's start and its registration
+	tidyScanned func()        // in tidy, between the scan and the look at the groups to drop
+	emptyPoll   time.Duration // replaces waitEmpty's emptyPollEvery: what does not depend on polling
+	passes      atomic.Int64  // janitor wake-ups: an idle owner has none
 }
 
 // New makes an owner. It starts nothing: the supervisor starts lazily at the
@@ -284,10 +284,10 @@ type Owner struct {
 // cgroup is not the hierarchy's root, and removes the empty cgroups that
 // owners that are gone left behind. Call Close at a clean exit.
 func New(opts Options) (*Owner, error) {
-	return newOwner(opts, startShell)
+	return newOwner(opts, startShell, nil)
 }
 
-func newOwner(opts Options, launch launcher) (*Owner, error) {
+func newOwner(opts Options, launch launcher, hooks *ownerHooks) (*Owner, error) {
 	if opts.Grace <= 0 {
 		opts.Grace = DefaultGrace
 	}
@@ -321,7 +321,7 @@ func newOwner(opts Options, launch launcher) (*Owner, error) {
 		regs:    map[string]*reg{},
 		leaders: map[int]bool{}, escPids: map[int]bool{}, supPids: map[int]bool{},
 		wake: make(chan struct{}, 1), sigchld: make(chan os.Signal, 1),
-		stop: make(chan struct{}), done: make(chan struct{}),
+		stop: make(chan struct{}), done: make(chan struct{}), hooks: hooks,
 	}
 	o.portable = backend == BackendPortable || runtime.GOOS != "linux"
 	// Every supervisor is remembered (called with mu held, by startLocked):
@@ -614,7 +614,9 @@ func (o *Owner) run() {
 		case <-fire:
 		}
 		t.Stop()
-		o.passes.Add(1)
+		if o.hooks != nil {
+			o.hooks.passes.Add(1)
+		}
 		last = time.Now()
 		o.mu.Lock()
 		scan = scan || o.scanDueLocked() && !last.Before(o.scanned.Add(escapeeScan))
