@@ -214,22 +214,7 @@ type reg struct {
 
 // Owner owns the groups it spawns or adopts: they die with it.
 type Owner struct {
-	opts   Options
-	mode   Mode
-	self   proc.Identity
-	pgid   int
-	name   string // owner's name in keys and cgroup dirs: PID_STARTTIME
-	led    *ledger.Ledger
-	jr     *journal    // nil without a ledger; every ledger change goes through it
-	tree   *cgroupTree // nil in pgroup mode
-	launch launcher
-	ctx    context.Context // lives until Close; used by the janitor's ledger writes
-	cancel context.CancelFunc
-
-	// portable: the portable backend's behaviour (asked, or the only one
-	// the platform has): no subreaper, ps in the script, no open-file
-	// attribution. Set by newOwner.
-	portable bool
+	ownerConfig
 
 	subreaper sync.Once
 	// reaping is set once the owner is the child subreaper: orphans of
@@ -267,6 +252,26 @@ type Owner struct {
 	stop    chan struct{}
 	done    chan struct{} // closed when the janitor returned
 	hooks   *ownerHooks   // nil but in tests
+}
+
+// ownerConfig is what newOwner sets before the janitor starts, and
+// nothing changes after: it is read without mu.
+type ownerConfig struct {
+	opts   Options
+	mode   Mode
+	self   proc.Identity
+	pgid   int
+	name   string // owner's name in keys and cgroup dirs: PID_STARTTIME
+	led    *ledger.Ledger
+	jr     *journal    // nil without a ledger; every ledger change goes through it
+	tree   *cgroupTree // nil in pgroup mode
+	launch launcher
+	ctx    context.Context // lives until Close; used by the janitor's ledger writes
+	cancel context.CancelFunc
+	// portable: the portable backend's behaviour (asked, or the only one
+	// the platform has): no subreaper, ps in the script, no open-file
+	// attribution.
+	portable bool
 }
 
 // ownerHooks let a test order an Owner's steps and count its janitor's
@@ -316,10 +321,9 @@ func newOwner(opts Options, launch launcher, hooks *ownerHooks) (*Owner, error) 
 		return nil, fmt.Errorf("supervisor: own identity: %w", err)
 	}
 	o := &Owner{
-		opts: opts, self: self, pgid: syscall.Getpgrp(),
-		name:    fmt.Sprintf("%d_%d", self.PID, self.StartTime),
-		regs:    map[string]*reg{},
-		leaders: map[int]bool{}, escPids: map[int]bool{}, supPids: map[int]bool{},
+		ownerConfig: ownerConfig{opts: opts, self: self, pgid: syscall.Getpgrp(), name: fmt.Sprintf("%d_%d", self.PID, self.StartTime)},
+		regs:        map[string]*reg{},
+		leaders:     map[int]bool{}, escPids: map[int]bool{}, supPids: map[int]bool{},
 		wake: make(chan struct{}, 1), sigchld: make(chan os.Signal, 1),
 		stop: make(chan struct{}), done: make(chan struct{}), hooks: hooks,
 	}
