@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hermes-units/hermes/ledger"
@@ -95,6 +96,18 @@ func (o *Owner) scan() {
 		o.scanDone = began
 	}
 	o.mu.Unlock()
+}
+
+// scanState is what the scans keep from one to the next (pgroup mode).
+type scanState struct {
+	subreaper sync.Once // becomeSubreaper
+	// reaping is set once the owner is the child subreaper: orphans of
+	// its groups come to it. Without it they go to init (see scan).
+	reaping  atomic.Bool
+	lineage  map[int]lineEntry // guarded by Owner.mu; what the last scan attributed, by pid
+	scanned  time.Time         // guarded by Owner.mu; when the last scan began
+	scanDone time.Time         // guarded by Owner.mu; when the latest of the scans that ended began
+	escPids  map[int]bool      // guarded by Owner.mu; escapee pids identified, reaped by the scan
 }
 
 // lateScans coalesces the scans a StopAll's groups ask for once each

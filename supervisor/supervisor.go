@@ -215,33 +215,25 @@ type reg struct {
 // Owner owns the groups it spawns or adopts: they die with it.
 type Owner struct {
 	ownerConfig
-
-	subreaper sync.Once
-	// reaping is set once the owner is the child subreaper: orphans of
-	// its groups come to it. Without it they go to init (see scan).
-	reaping atomic.Bool
+	scanState
 	// warning is what went wrong with a registration nobody waits for (an
 	// escapee's, a replay's): Status reports it while the supervisor is
 	// otherwise fine. Set from the pipe's goroutines, hence atomic.
 	warning atomic.Pointer[string]
 
 	mu        sync.Mutex
-	regs      map[string]*reg   // guarded by mu; by id
-	pipe      deathPipe         // guarded by mu; nil when no supervisor runs
-	retired   []deathPipe       // guarded by mu; closed pipes whose supervisor may still run
-	started   time.Time         // guarded by mu; when pipe started
-	idleSince time.Time         // guarded by mu; when regs last became empty
-	failures  int               // guarded by mu; consecutive quick exits
-	retryAt   time.Time         // guarded by mu; next automatic restart, zero for none
-	health    string            // guarded by mu; "" = ok
-	seq       uint64            // guarded by mu
-	closed    bool              // guarded by mu
-	leaders   map[int]bool      // guarded by mu; pids of our exec.Cmd children (never reaped by the scan)
-	escPids   map[int]bool      // guarded by mu; escapee pids identified, reaped by the scan
-	lineage   map[int]lineEntry // guarded by mu; what the last scan attributed, by pid (pgroup mode)
-	scanned   time.Time         // guarded by mu; when the last scan ran
-	scanDone  time.Time         // guarded by mu; when the latest of the scans that ended began
-	supPids   map[int]bool      // guarded by mu; the supervisors started (the latest 64 at least)
+	regs      map[string]*reg // guarded by mu; by id
+	pipe      deathPipe       // guarded by mu; nil when no supervisor runs
+	retired   []deathPipe     // guarded by mu; closed pipes whose supervisor may still run
+	started   time.Time       // guarded by mu; when pipe started
+	idleSince time.Time       // guarded by mu; when regs last became empty
+	failures  int             // guarded by mu; consecutive quick exits
+	retryAt   time.Time       // guarded by mu; next automatic restart, zero for none
+	health    string          // guarded by mu; "" = ok
+	seq       uint64          // guarded by mu
+	closed    bool            // guarded by mu
+	leaders   map[int]bool    // guarded by mu; pids of our exec.Cmd children (never reaped by the scan)
+	supPids   map[int]bool    // guarded by mu; the supervisors started (the latest 64 at least)
 
 	wake chan struct{} // buffered(1): janitor should look now
 	// sigchld receives SIGCHLD once the owner is a child subreaper
@@ -323,7 +315,8 @@ func newOwner(opts Options, launch launcher, hooks *ownerHooks) (*Owner, error) 
 	o := &Owner{
 		ownerConfig: ownerConfig{opts: opts, self: self, pgid: syscall.Getpgrp(), name: fmt.Sprintf("%d_%d", self.PID, self.StartTime)},
 		regs:        map[string]*reg{},
-		leaders:     map[int]bool{}, escPids: map[int]bool{}, supPids: map[int]bool{},
+		scanState:   scanState{escPids: map[int]bool{}},
+		leaders:     map[int]bool{}, supPids: map[int]bool{},
 		wake: make(chan struct{}, 1), sigchld: make(chan os.Signal, 1),
 		stop: make(chan struct{}), done: make(chan struct{}), hooks: hooks,
 	}
