@@ -214,26 +214,16 @@ type reg struct {
 
 // Owner owns the groups it spawns or adopts: they die with it.
 type Owner struct {
-	ownerConfig
-	scanState
+	ownerConfig // set by newOwner; read without mu
+
+	mu         sync.Mutex
+	ownerState // guarded by mu
+	scanState  // what the scans keep; see its fields for their guards
+
 	// warning is what went wrong with a registration nobody waits for (an
 	// escapee's, a replay's): Status reports it while the supervisor is
 	// otherwise fine. Set from the pipe's goroutines, hence atomic.
 	warning atomic.Pointer[string]
-
-	mu        sync.Mutex
-	regs      map[string]*reg // guarded by mu; by id
-	pipe      deathPipe       // guarded by mu; nil when no supervisor runs
-	retired   []deathPipe     // guarded by mu; closed pipes whose supervisor may still run
-	started   time.Time       // guarded by mu; when pipe started
-	idleSince time.Time       // guarded by mu; when regs last became empty
-	failures  int             // guarded by mu; consecutive quick exits
-	retryAt   time.Time       // guarded by mu; next automatic restart, zero for none
-	health    string          // guarded by mu; "" = ok
-	seq       uint64          // guarded by mu
-	closed    bool            // guarded by mu
-	leaders   map[int]bool    // guarded by mu; pids of our exec.Cmd children (never reaped by the scan)
-	supPids   map[int]bool    // guarded by mu; the supervisors started (the latest 64 at least)
 
 	wake chan struct{} // buffered(1): janitor should look now
 	// sigchld receives SIGCHLD once the owner is a child subreaper
@@ -264,6 +254,23 @@ type ownerConfig struct {
 	// the platform has): no subreaper, ps in the script, no open-file
 	// attribution.
 	portable bool
+}
+
+// ownerState is what an Owner's registrations and supervisor are now:
+// every field is guarded by Owner.mu.
+type ownerState struct {
+	regs      map[string]*reg // by id
+	pipe      deathPipe       // nil when no supervisor runs
+	retired   []deathPipe     // closed pipes whose supervisor may still run
+	started   time.Time       // when pipe started
+	idleSince time.Time       // when regs last became empty
+	failures  int             // consecutive quick exits
+	retryAt   time.Time       // next automatic restart, zero for none
+	health    string          // "" = ok
+	seq       uint64          // the last number given (nextLocked)
+	closed    bool            // Close was called
+	leaders   map[int]bool    // pids of our exec.Cmd children (never reaped by the scan)
+	supPids   map[int]bool    // the supervisors started (the latest 64 at least)
 }
 
 // ownerHooks let a test order an Owner's steps and count its janitor's
@@ -314,10 +321,9 @@ func newOwner(opts Options, launch launcher, hooks *ownerHooks) (*Owner, error) 
 	}
 	o := &Owner{
 		ownerConfig: ownerConfig{opts: opts, self: self, pgid: syscall.Getpgrp(), name: fmt.Sprintf("%d_%d", self.PID, self.StartTime)},
-		regs:        map[string]*reg{},
+		ownerState:  ownerState{regs: map[string]*reg{}, leaders: map[int]bool{}, supPids: map[int]bool{}},
 		scanState:   scanState{escPids: map[int]bool{}},
-		leaders:     map[int]bool{}, supPids: map[int]bool{},
-		wake: make(chan struct{}, 1), sigchld: make(chan os.Signal, 1),
+		wake:        make(chan struct{}, 1), sigchld: make(chan os.Signal, 1),
 		stop: make(chan struct{}), done: make(chan struct{}), hooks: hooks,
 	}
 	o.portable = backend == BackendPortable || runtime.GOOS != "linux"
