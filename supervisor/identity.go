@@ -50,19 +50,15 @@ func signalMember(pid int, dir, mount string, sig syscall.Signal) {
 		return // gone
 	}
 	defer h.Close()
-	if !inCgroupAt(pid, dir, mount) {
+	if !inCgroup(pid, dir, mount) {
 		return
 	}
 	h.Signal(sig)
 }
 
-// inCgroup reports whether pid's v2 cgroup is dir.
-func inCgroup(pid int, dir string) bool {
-	return inCgroupAt(pid, dir, proc.CgroupMount())
-}
-
-// inCgroupAt is inCgroup with the hierarchy's mount point known.
-func inCgroupAt(pid int, dir, mount string) bool {
+// inCgroup reports whether pid's v2 cgroup is dir, in the hierarchy
+// mounted at mount.
+func inCgroup(pid int, dir, mount string) bool {
 	rel := proc.Cgroup(pid)
 	return rel != "" && mount != "" && filepath.Join(mount, rel) == filepath.Clean(dir)
 }

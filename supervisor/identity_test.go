@@ -90,10 +90,10 @@ func TestInCgroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !inCgroup(os.Getpid(), filepath.Join(mount, rel)) {
+	if !inCgroup(os.Getpid(), filepath.Join(mount, rel), mount) {
 		t.Errorf("inCgroup(self, %s): got false, want true", filepath.Join(mount, rel))
 	}
-	if inCgroup(os.Getpid(), filepath.Join(mount, rel, "not-here")) {
+	if inCgroup(os.Getpid(), filepath.Join(mount, rel, "not-here"), mount) {
 		t.Errorf("inCgroup(self, a child dir): got true, want false")
 	}
 	o := &Owner{}

@@ -117,11 +117,6 @@ func (j *journal) do(ctx context.Context, apply func([]ledger.Entry) []ledger.En
 	}
 }
 
-// sync waits until every op queued before the call has been applied.
-func (j *journal) sync(ctx context.Context) error {
-	return j.do(ctx, func(es []ledger.Entry) []ledger.Entry { return es })
-}
-
 // enqueue adds op and wakes the writer; false once the journal is closed.
 func (j *journal) enqueue(op *jop) bool {
 	j.mu.Lock()
@@ -166,13 +161,6 @@ func (j *journal) backlog() (int, error) {
 		return 0, nil
 	}
 	return len(j.queue), j.lastErr
-}
-
-// queued reports how many ops wait for the writer (tests).
-func (j *journal) queued() int {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return len(j.queue)
 }
 
 // close applies what is queued, stops the writer and joins it. Ops queued

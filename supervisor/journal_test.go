@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -198,4 +199,16 @@ func selfIdentity(t *testing.T) proc.Identity {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// queued reports how many ops wait for the writer.
+func (j *journal) queued() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.queue)
+}
+
+// sync waits until every op queued before the call has been applied.
+func (j *journal) sync(ctx context.Context) error {
+	return j.do(ctx, func(es []ledger.Entry) []ledger.Entry { return es })
 }
