@@ -547,7 +547,7 @@ func (o *Owner) waitEmpty(ctx context.Context, r *reg, d time.Duration) bool {
 //     the leader's reaping (or there is no leader of ours to wait for).
 //
 // What else may be left of a process group (a leader's children,
-// escapees) gives no event, so it is polled: every emptyPoll once the
+// escapees) gives no event, so it is polled: every emptyPollEvery once the
 // leader is reaped. Before, a look every slowPollEvery is the safety net
 // of a group its leader left (setpgid).
 func (o *Owner) waitEmptyOn(ctx context.Context, r *reg, d time.Duration, ev *lazyEvents) bool {

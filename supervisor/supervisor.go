@@ -301,6 +301,9 @@ func newOwner(opts Options, launch launcher, hooks *ownerHooks) (*Owner, error) 
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}
+	if opts.OnRestart == nil {
+		opts.OnRestart = func(int, string) {}
+	}
 	if _, err := ParseMode(string(opts.Mode)); err != nil {
 		return nil, err
 	}
@@ -708,24 +711,16 @@ func (o *Owner) supervisorExited(p deathPipe) {
 		o.retryAt = now.Add(backoff)
 		o.health = fmt.Sprintf("failing: supervisor %d exited %v after its start (%d in a row); next try in %v", p.PID(), lived.Round(time.Millisecond), o.failures, backoff)
 		o.opts.Logf("supervisor: %s", o.health)
-		o.restarted(p.PID(), o.health)
+		o.opts.OnRestart(p.PID(), o.health)
 		return
 	}
 	o.opts.Logf("supervisor: supervisor %d exited after %v; restarting and replaying %d groups", p.PID(), lived.Round(time.Second), len(o.regs))
-	o.restarted(p.PID(), fmt.Sprintf("exited after %v; restarted, %d groups replayed", lived.Round(time.Second), len(o.regs)))
+	o.opts.OnRestart(p.PID(), fmt.Sprintf("exited after %v; restarted, %d groups replayed", lived.Round(time.Second), len(o.regs)))
 	o.retryAt = time.Time{}
 	if len(o.regs) > 0 {
 		if err := o.startLocked(); err != nil {
 			o.opts.Logf("supervisor: restart: %v", err)
 		}
-	}
-}
-
-// restarted reports an unasked exit of supervisor pid (Options.OnRestart);
-// o.mu is held.
-func (o *Owner) restarted(pid int, why string) {
-	if o.opts.OnRestart != nil {
-		o.opts.OnRestart(pid, why)
 	}
 }
 
@@ -784,7 +779,11 @@ func (o *Owner) startLocked() error {
 			o.opts.Logf("supervisor: owner cgroup %s: %v", cgOwn, err)
 		}
 	}
-	p, err := o.launch(o.opts.Grace, o.pgid, cgBase, cgOwn, o.scriptTable())
+	table := "proc"
+	if o.portable {
+		table = "ps" // as on darwin, which has no /proc
+	}
+	p, err := o.launch(o.opts.Grace, o.pgid, cgBase, cgOwn, table)
 	if err != nil {
 		o.health = fmt.Sprintf("failing: %v", err)
 		return fmt.Errorf("%w: %v", ErrSupervisor, err)
@@ -811,15 +810,6 @@ func (o *Owner) startLocked() error {
 		})
 	}
 	return nil
-}
-
-// scriptTable is where the supervisor script reads the process table:
-// ps for the portable backend (darwin has no /proc), else /proc.
-func (o *Owner) scriptTable() string {
-	if o.portable {
-		return "ps"
-	}
-	return "proc"
 }
 
 // warn records and logs what went wrong with a registration that nobody
