@@ -28,14 +28,20 @@ const cookbookDir = "../../examples/cookbook"
 var cookbookUnits = []struct {
 	name  string
 	needs []string
+	root  bool     // runs as another user (user:): hermesd must be root
+	with  []string // other units of the cookbook it needs, left out with it
 	check func(t *testing.T)
 }{
-	{"nginx", []string{"nginx"}, httpSays("http://127.0.0.1:18080/", "hello from nginx")},
-	{"nginx-forking", []string{"nginx"}, httpSays("http://127.0.0.1:18081/", "hello from nginx, daemonized")},
-	{"redis", []string{"redis-server"}, redisPong("127.0.0.1:16380")},
-	{"web", []string{"python3"}, httpSays("http://127.0.0.1:18082/", "")},
-	{"node-app", []string{"node"}, httpSays("http://127.0.0.1:18083/", "hello from node")},
-	{"model", []string{"python3"}, httpSays("http://127.0.0.1:18084/v1/models", `"id": "stand-in"`)},
+	{name: "nginx", needs: []string{"nginx"}, check: httpSays("http://127.0.0.1:18080/", "hello from nginx")},
+	{name: "nginx-forking", needs: []string{"nginx"}, check: httpSays("http://127.0.0.1:18081/", "hello from nginx, daemonized")},
+	{name: "redis", needs: []string{"redis-server"}, check: redisPong("127.0.0.1:16380")},
+	{name: "web", needs: []string{"python3"}, check: httpSays("http://127.0.0.1:18082/", "")},
+	{name: "node-app", needs: []string{"node"}, check: httpSays("http://127.0.0.1:18083/", "hello from node")},
+	{name: "model", needs: []string{"python3"}, check: httpSays("http://127.0.0.1:18084/v1/models", `"id": "stand-in"`)},
+	{name: "gunicorn", needs: []string{"gunicorn"}, check: httpSays("http://127.0.0.1:18085/", "hello from gunicorn")},
+	// pg_ctlcluster is Debian's postgresql-common, which the postgresql
+	// package brings with the programs the units run.
+	{name: "postgres", needs: []string{"pg_ctlcluster"}, root: true, with: []string{"postgres-init"}, check: pgAnswers("127.0.0.1:15432")},
 }
 
 // TestCookbook runs every unit of examples/cookbook as written under a
@@ -53,11 +59,17 @@ func TestCookbook(t *testing.T) {
 	}
 	var run []string
 	for _, u := range cookbookUnits {
+		why := ""
 		if missing := missingProgram(u.needs); missing != "" {
-			os.Remove(filepath.Join(unitsDir, u.name+".yaml"))
-			t.Run(u.name, func(t *testing.T) {
-				t.Skipf("%s is not installed here: unit %s left out (.ci/run installs it)", missing, u.name)
-			})
+			why = fmt.Sprintf("%s is not installed here: unit %s left out (.ci/run installs it)", missing, u.name)
+		} else if u.root && os.Geteuid() != 0 {
+			why = fmt.Sprintf("unit %s runs as another user (user:), which needs a hermesd running as root: left out", u.name)
+		}
+		if why != "" {
+			for _, n := range append([]string{u.name}, u.with...) {
+				os.Remove(filepath.Join(unitsDir, n+".yaml"))
+			}
+			t.Run(u.name, func(t *testing.T) { t.Skip(why) })
 			continue
 		}
 		run = append(run, u.name)
@@ -176,6 +188,26 @@ func redisPong(addr string) func(t *testing.T) {
 		line, err := bufio.NewReader(conn).ReadString('\n')
 		if err != nil || line != "+PONG\r\n" {
 			t.Errorf("PING: %q, %v; want +PONG", line, err)
+		}
+	}
+}
+
+// pgAnswers checks that a PostgreSQL server at addr answers its protocol:
+// to an SSLRequest (length 8, code 80877103) it says S or N, one byte.
+func pgAnswers(addr string) func(t *testing.T) {
+	return func(t *testing.T) {
+		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := conn.Write([]byte{0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f}); err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, 1)
+		if _, err := io.ReadFull(conn, b); err != nil || (b[0] != 'S' && b[0] != 'N') {
+			t.Errorf("SSLRequest: %q, %v; want S or N", b, err)
 		}
 	}
 }
