@@ -11,7 +11,7 @@ import (
 const (
 	whyNotYet     = "not supported by hermes yet"
 	whyUser       = "not carried over: write user: and group: in the unit (they need hermesd to run as root)"
-	whyLimits     = whyNotYet + ": hermes sets no resource limits on a unit"
+	whyLimits     = whyNotYet + ": a unit's limits are limits: (rlimits), nice, and in cgroup mode memory_max, cpu_weight, cpu_max and tasks_max"
 	whyEnvFile    = "not carried over: write env_file: in the unit"
 	whyNoSeparate = "hermes writes a unit's stdout and stderr to one log file"
 )

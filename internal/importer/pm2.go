@@ -30,9 +30,6 @@ var pm2Gaps = map[string]string{
 	"watch_options":         "hermes restarts a unit when its unit file changes, not when its code does",
 	"watch_delay":           "hermes restarts a unit when its unit file changes, not when its code does",
 	"max_memory_restart":    whyLimits,
-	"uid":                   whyUser,
-	"gid":                   whyUser,
-	"user":                  whyUser,
 	"env_file":              whyEnvFile,
 	"cron_restart":          "hermes has no periodic restart of a running unit; schedule: makes a unit a job that runs to its end",
 	"wait_ready":            "hermes does not read process.send('ready'); declare ready: {tcp: host:port} or {http: URL}",
@@ -172,6 +169,10 @@ func (c *pm2Conv) key(k string, v any) {
 		c.iargs = append(c.iargs, argList(v)...)
 	case "cwd":
 		c.f.Workdir = str(v)
+	case "user", "uid":
+		c.f.User = pm2Principal(c.n, key, v)
+	case "gid":
+		c.f.Group = pm2Principal(c.n, key, v)
 	case "env":
 		c.env(key, v)
 	case "autorestart":
@@ -349,4 +350,21 @@ func argList(v any) []string {
 		return []string{s}
 	}
 	return nil
+}
+
+// pm2Principal is a user or group of an app (a name, or a number as JSON
+// gives it); anything else is left out, said.
+func pm2Principal(n *noter, key string, v any) schema.Principal {
+	switch x := v.(type) {
+	case string:
+		if x != "" && !strings.ContainsAny(x, ": \t/") {
+			return schema.Principal(x)
+		}
+	case float64:
+		if x >= 0 && x == float64(int64(x)) {
+			return schema.Principal(strconv.FormatInt(int64(x), 10))
+		}
+	}
+	n.add(key, "%v is not a user or group name or number; left out", v)
+	return ""
 }
