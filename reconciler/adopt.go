@@ -98,29 +98,20 @@ func (r *Reconciler) readoptGroup(ctx context.Context, spec units.Spec, declared
 // r.units: the leader's exit is watched (it is not our child), its log
 // continues, and the ledger records it as ours.
 func (r *Reconciler) adoptRun(ctx context.Context, u *unit, s Survivor) error {
-	exited, err := r.opt.Spawner.WatchExit(r.base, s.Group)
+	rn := r.newRun(nil, s.Group, time.Now())
+	exited, err := r.opt.Spawner.WatchExit(rn.ctx, s.Group)
 	if err != nil {
+		rn.cancel()
 		return err
 	}
-	u.group, u.proc = s.Group, nil
-	u.state, u.ready, u.adopted, u.started, u.logPath, u.err = Running, true, true, time.Now(), s.Log, nil
+	u.logPath, u.err = s.Log, nil
 	if u.logPath == "" {
 		u.logPath = r.logPath(u.spec)
 	}
-	u.gen = r.nextGen()
-	runCtx, cancel := context.WithCancel(r.base)
-	u.cancel = cancel
-	r.resumeJobRun(runCtx, u, s.Group.Leader)
-	name, gen := u.spec.Name, u.gen
-	r.wg.Go(func() {
-		select {
-		case <-exited:
-			r.post(exitEvent{name: name, gen: gen})
-		case <-runCtx.Done():
-		}
-	})
-	if r.units[name] != u {
-		r.units[name] = u
+	r.runAdopted(u, rn, exited)
+	r.resumeJobRun(rn.ctx, u, s.Group.Leader)
+	if r.units[u.spec.Name] != u {
+		r.units[u.spec.Name] = u
 		r.reorder()
 	}
 	if err := r.opt.Checkpoint.Adopted(ctx, s); err != nil {
@@ -401,7 +392,7 @@ func (r *Reconciler) take(ctx context.Context, ad Adopter, g supervisor.Group, n
 		return control.Adopted{}, err
 	}
 	for _, u := range r.units {
-		if u.state.active() && u.group.PGID == g.PGID {
+		if u.state.active() && u.run.group.PGID == g.PGID {
 			return control.Adopted{}, refused("group %d is already owned by this hermesd, as unit %s", g.PGID, u.spec.Name)
 		}
 	}
@@ -440,11 +431,18 @@ func (r *Reconciler) take(ctx context.Context, ad Adopter, g supervisor.Group, n
 		return control.Adopted{}, fmt.Errorf("adopt group %d: %w", g.PGID, err)
 	}
 	spec := units.Spec{Name: name, Ownership: units.Owned}
-	u := &unit{spec: spec, hash: hash(spec), external: true, group: g,
-		state: Running, ready: true, adopted: true, started: time.Now()}
+	u := &unit{spec: spec, hash: hash(spec), external: true}
+	rn := r.newRun(nil, g, time.Now())
+	exited, err := r.opt.Spawner.WatchExit(rn.ctx, g)
+	if err != nil { // an exit now: what is left of the group is stopped
+		r.log.Warn("adopted group's leader exited already", "unit", name, "pid", g.Leader.PID, "err", err)
+		c := make(chan struct{})
+		close(c)
+		exited = c
+	}
+	r.runAdopted(u, rn, exited)
 	r.units[name] = u
 	r.reorder()
-	r.watchAdopted(u)
 	r.log.Info("group adopted", "unit", name, "pgid", g.PGID, "leader", g.Leader.PID)
 	members, _ := proc.GroupMembers(g.PGID)
 	cmd := ""
@@ -454,26 +452,17 @@ func (r *Reconciler) take(ctx context.Context, ad Adopter, g supervisor.Group, n
 	return control.Adopted{Unit: name, PGID: g.PGID, PID: g.Leader.PID, Command: cmd, Members: len(members)}, nil
 }
 
-// watchAdopted starts a new run of u, whose leader is not our child: its
-// exit arrives through a pidfd (WatchExit). A leader that has already gone
-// is an exit now.
-func (r *Reconciler) watchAdopted(u *unit) {
-	u.gen = r.nextGen()
-	runCtx, cancel := context.WithCancel(r.base)
-	u.cancel = cancel
+// runAdopted makes rn, a run of a group whose leader is not our child,
+// u's running run under a new gen: the leader's exit (exited closed,
+// through a pidfd: WatchExit) is u's exitEvent, unless the run ends first.
+func (r *Reconciler) runAdopted(u *unit, rn *run, exited <-chan struct{}) {
+	u.gen, u.run, u.state = r.nextGen(), rn, Running
 	name, gen := u.spec.Name, u.gen
-	exited, err := r.opt.Spawner.WatchExit(runCtx, u.group)
-	if err != nil {
-		r.log.Warn("adopted group's leader exited already", "unit", name, "pid", u.group.Leader.PID, "err", err)
-		c := make(chan struct{})
-		close(c)
-		exited = c
-	}
 	r.wg.Go(func() {
 		select {
 		case <-exited:
 			r.post(exitEvent{name: name, gen: gen})
-		case <-runCtx.Done():
+		case <-rn.ctx.Done():
 		}
 	})
 }

@@ -166,26 +166,26 @@ func (r *Reconciler) unitStatus(u *unit, fileErr string) control.Unit {
 	n := u.spec.Name
 	cu := control.Unit{
 		Name: n, Description: u.spec.Description, State: r.stateWord(u), Ownership: ownership(u.spec),
-		Restarts: u.restarts, Adopted: u.adopted, Ready: u.ready,
+		Restarts: u.restarts, Adopted: u.adopted(), Ready: u.state == Running,
 		Ports: u.spec.Ports, Log: u.logPath, Requires: u.spec.Requires,
 		Disabled: r.disabled[n] && !u.external, Stopped: u.held && !r.disabled[n] && !u.spec.IsJob() && !u.external,
 	}
 	if cu.Log == "" {
 		cu.Log = r.logPath(u.spec)
 	}
-	if u.state.active() {
-		cu.PID, cu.PGID, cu.Cgroup = u.group.Leader.PID, u.group.PGID, u.group.Cgroup
-		cu.Uptime = uptime(u)
+	if rn := u.run; u.state.active() {
+		cu.PID, cu.PGID, cu.Cgroup = rn.group.Leader.PID, rn.group.PGID, rn.group.Cgroup
+		cu.Uptime = rn.uptime()
 		switch {
-		case !u.main.IsZero():
-			cu.PID = u.main.PID // forking: the daemon, not its launcher
-			if u.mainPGID > 0 {
-				cu.PGID = u.mainPGID
+		case !rn.main.IsZero():
+			cu.PID = rn.main.PID // forking: the daemon, not its launcher
+			if rn.mainPGID > 0 {
+				cu.PGID = rn.mainPGID
 			}
-		case u.launched || u.left > 0:
+		case rn.launched || rn.left > 0:
 			cu.PID = 0 // the leader is gone, and no process is the main one (yet)
 		}
-		cu.Daemonized = u.left
+		cu.Daemonized = rn.left
 	}
 	cu.Error = rowError(u, fileErr)
 	if cu.State == control.StateStopped && u.state == Waiting && fileErr == "" {
@@ -199,22 +199,6 @@ func (r *Reconciler) unitStatus(u *unit, fileErr string) control.Unit {
 	return cu
 }
 
-// uptime is how long u's process has run: the age, from its kernel start
-// time, of the process status shows (the main one of a forking unit, else
-// the leader), so that a survivor re-adopted by this hermesd counts from
-// its own start, not from its adoption. When the age cannot be had (an
-// identity without a pid), it counts from the start this hermesd saw.
-func uptime(u *unit) time.Duration {
-	id := u.group.Leader
-	if !u.main.IsZero() {
-		id = u.main
-	}
-	if age, err := id.Age(); err == nil {
-		return age
-	}
-	return time.Since(u.started)
-}
-
 // rowError is the error a status row shows for u, the first that applies:
 // a name taken by an adopted group, its unit file's error, what it waits
 // for, whose listener its tcp probe reaches, its last error, or the
@@ -222,17 +206,17 @@ func uptime(u *unit) time.Duration {
 func rowError(u *unit, fileErr string) string {
 	switch {
 	case u.external && u.declared != nil:
-		return fmt.Sprintf("name %s is taken by an adopted group (pgid %d); stop it or rename the unit file", u.spec.Name, u.group.PGID)
+		return fmt.Sprintf("name %s is taken by an adopted group (pgid %d); stop it or rename the unit file", u.spec.Name, u.run.group.PGID)
 	case fileErr != "":
 		return fileErr
 	case u.state == Waiting:
 		return u.waitMsg
-	case u.state == Starting && u.listener != nil:
-		return u.listener.Error()
+	case u.state == Starting && u.run.listener != nil:
+		return u.run.listener.Error()
 	case u.err != nil:
 		return u.err.Error()
-	case u.left > 0 && u.state.active():
-		return daemonized(u.left)
+	case u.state.active() && u.run.left > 0:
+		return daemonized(u.run.left)
 	}
 	return ""
 }

@@ -82,14 +82,15 @@ func daemonized(n int) string {
 // A oneshot's leftovers are stopped with it, as systemd does.
 func (r *Reconciler) leaderLeft(u *unit, ev exitEvent) bool {
 	d, ok := r.opt.Spawner.(Daemons)
-	if !ok || ev.err != nil || u.adopted || u.runCtx == nil {
+	if !ok || ev.err != nil || u.adopted() {
 		return false
 	}
-	ctx, name, gen, g := u.runCtx, u.spec.Name, u.gen, u.group
+	rn := u.run
+	ctx, name, gen, g := rn.ctx, u.spec.Name, u.gen, rn.group
 	switch u.spec.Type {
 	case units.Forking:
-		u.launched = true
-		deadline := u.started.Add(u.spec.Timeouts.Start)
+		rn.launched = true
+		deadline := rn.started.Add(u.spec.Timeouts.Start)
 		if u.spec.Timeouts.Start <= 0 {
 			deadline = time.Now().Add(units.BuiltinDefaults().Timeouts.Start)
 		}
@@ -108,9 +109,9 @@ func (r *Reconciler) leaderLeft(u *unit, ev exitEvent) bool {
 	if len(ev.left) == 0 {
 		return false
 	}
-	u.left = len(ev.left)
+	rn.left = len(ev.left)
 	r.log.Warn("unit daemonized: its leader exited 0, its processes stay with the unit", "unit", name,
-		"left", u.left, "advice", daemonized(u.left))
+		"left", rn.left, "advice", daemonized(rn.left))
 	r.wg.Go(func() {
 		tk := time.NewTicker(emptyPollEvery)
 		defer tk.Stop()
@@ -136,21 +137,21 @@ func (r *Reconciler) onMain(ev mainEvent) {
 		r.stop(u, stopFailure, fmt.Errorf("unit %s: %w", u.spec.Name, ev.err))
 		return
 	}
-	u.main = ev.main
+	rn := u.run
+	rn.main = ev.main
 	if st, err := proc.ReadStat(ev.main.PID); err == nil {
-		u.mainPGID = st.PGID
+		rn.mainPGID = st.PGID
 	}
-	r.log.Info("unit's main process found", "unit", u.spec.Name, "main", ev.main.PID, "pgid", u.mainPGID)
+	r.log.Info("unit's main process found", "unit", u.spec.Name, "main", ev.main.PID, "pgid", rn.mainPGID)
 	if ownership(u.spec).Survivor() {
 		r.rebase(u, ev.main)
 	}
-	name, gen, main := u.spec.Name, u.gen, ev.main
-	exited, err := r.opt.Spawner.WatchExit(u.runCtx, supervisor.Group{Unit: name, Leader: main})
+	name, gen, main, ctx := u.spec.Name, u.gen, ev.main, rn.ctx
+	exited, err := r.opt.Spawner.WatchExit(ctx, supervisor.Group{Unit: name, Leader: main})
 	if err != nil {
 		r.stop(u, stopFailure, fmt.Errorf("main process %d: %w", main.PID, ErrMainExited))
 		return
 	}
-	ctx := u.runCtx
 	r.wg.Go(func() {
 		select {
 		case <-exited:
@@ -158,7 +159,7 @@ func (r *Reconciler) onMain(ev mainEvent) {
 		case <-ctx.Done():
 		}
 	})
-	if u.state == Starting && (u.spec.Ready == (units.Ready{}) || u.probed) {
+	if u.state == Starting && (u.spec.Ready == (units.Ready{}) || rn.probed) {
 		r.markReady(u)
 	}
 }
@@ -179,12 +180,12 @@ func (r *Reconciler) rebase(u *unit, main proc.Identity) {
 	if !ok || err != nil {
 		return
 	}
-	g := supervisor.Group{Unit: u.spec.Name, PGID: st.PGID, Leader: main, Cgroup: u.group.Cgroup}
-	if err := rb.Rebased(u.runCtx, u.group, g); err != nil {
+	g := supervisor.Group{Unit: u.spec.Name, PGID: st.PGID, Leader: main, Cgroup: u.run.group.Cgroup}
+	if err := rb.Rebased(u.run.ctx, u.run.group, g); err != nil {
 		r.log.Warn("survivor's ledger entry still names its launcher: a next hermesd will not re-adopt it", "unit", u.spec.Name, "main", main.PID, "err", err)
 		return
 	}
-	u.group = g
+	u.run.group = g
 }
 
 // daemonKeeper is a Spawner that says whether the daemon of a forking

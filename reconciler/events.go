@@ -109,9 +109,9 @@ func (r *Reconciler) publishUnit(p *publisher, u *unit, now time.Time) {
 	if !known {
 		was = seen{state: Inactive.word()}
 	}
-	now1 := seen{state: r.stateWord(u), ready: u.ready, restarts: u.restarts, adopted: u.adopted}
+	now1 := seen{state: r.stateWord(u), ready: u.state == Running, restarts: u.restarts, adopted: u.adopted()}
 	if u.state.active() {
-		now1.pid = u.group.Leader.PID
+		now1.pid = u.run.group.Leader.PID
 	}
 	p.units[name] = now1
 	if now1.adopted && (!was.adopted || was.pid != now1.pid) {
@@ -129,7 +129,7 @@ func (r *Reconciler) publishUnit(p *publisher, u *unit, now time.Time) {
 			Reason: r.reason(u), PID: now1.pid, Restarts: now1.restarts})
 	}
 	if now1.ready && !was.ready && !now1.adopted {
-		r.publish(events.Event{Kind: events.UnitReady, Unit: name, PID: now1.pid, Ready: true, Duration: now.Sub(u.started)})
+		r.publish(events.Event{Kind: events.UnitReady, Unit: name, PID: now1.pid, Ready: true, Duration: now.Sub(u.run.started)})
 	}
 }
 

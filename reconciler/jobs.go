@@ -544,7 +544,7 @@ func runID(unit string, now time.Time) string {
 
 // watchJobRun turns the run's budget into events for Run's goroutine, and
 // ends the run (jobRun.end) once ctx, the run's context, ends: the run's
-// end always passes through unit.endRun, which cancels it.
+// end always cancels it (run.end, or the stop's dispatch: dispatchStops).
 func (r *Reconciler) watchJobRun(ctx context.Context, u *unit, jr *jobRun) {
 	if jr == nil {
 		return
@@ -589,8 +589,8 @@ func (r *Reconciler) wrapUp(u *unit, jr *jobRun) {
 		r.log.Error("job wrap-up notice file not written", "unit", u.spec.Name, "run", jr.id, "path", jr.wrapFile, "err", err)
 	}
 	r.log.Info("job run at 80% of its budget: wrap-up notice given", "unit", u.spec.Name, "run", jr.id, "file", jr.wrapFile, "remaining", b.Remaining())
-	if sig := u.spec.WrapupSig; sig != 0 && u.proc != nil {
-		if err := signalLeader(u.proc, sig.Syscall()); err != nil {
+	if sig := u.spec.WrapupSig; sig != 0 && u.run.proc != nil {
+		if err := signalLeader(u.run.proc, sig.Syscall()); err != nil {
 			r.log.Warn("wrapup_signal not sent", "unit", u.spec.Name, "signal", sig, "err", err)
 		}
 	}

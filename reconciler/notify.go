@@ -26,35 +26,33 @@ func listensForNotify(s units.Spec) bool {
 	return s.Ready.Notify || s.Timeouts.Watchdog > 0
 }
 
-// openNotify gives u's next run its own socket, when NotifySockets is set
-// and u listens for sd_notify; the caller spawns u next, and closeNotify
-// removes the socket once the run has ended.
-func (r *Reconciler) openNotify(u *unit) error {
-	if r.opt.NotifySockets == nil || !listensForNotify(u.spec) {
-		return nil
+// openNotify opens the socket of the next run of a unit of spec s, when
+// NotifySockets is set and s listens for sd_notify ("" otherwise); the
+// caller spawns the run next, and closeNotify removes the socket once the
+// run has ended or failed to begin.
+func (r *Reconciler) openNotify(s units.Spec) (string, error) {
+	if r.opt.NotifySockets == nil || !listensForNotify(s) {
+		return "", nil
 	}
 	path, err := r.opt.NotifySockets.Open()
 	if err != nil {
-		return fmt.Errorf("unit %s: notify socket: %w", u.spec.Name, err)
+		return "", fmt.Errorf("unit %s: notify socket: %w", s.Name, err)
 	}
-	u.notifySock = path
-	return nil
+	return path, nil
 }
 
-// closeNotify removes the socket of u's run, when it has one: the run has
-// ended (its group is empty) or never began.
-func (r *Reconciler) closeNotify(u *unit) {
-	if u.notifySock != "" {
-		r.opt.NotifySockets.Remove(u.notifySock)
-		u.notifySock = ""
+// closeNotify removes a run's socket path, when it has one ("" none).
+func (r *Reconciler) closeNotify(path string) {
+	if path != "" {
+		r.opt.NotifySockets.Remove(path)
 	}
 }
 
-// notifySocket is the NOTIFY_SOCKET of u's run: its own socket with
-// NotifySockets (none when u does not listen), else the shared one.
-func (r *Reconciler) notifySocket(u *unit) string {
+// notifySocket is a run's NOTIFY_SOCKET: its own socket sock with
+// NotifySockets (none when the unit does not listen), else the shared one.
+func (r *Reconciler) notifySocket(sock string) string {
 	if r.opt.NotifySockets != nil {
-		return u.notifySock
+		return sock
 	}
 	return r.opt.NotifySocket
 }
@@ -91,7 +89,7 @@ func (r *Reconciler) notifySender(ev notifyEvent) *unit {
 			}
 			continue
 		}
-		if c.notifySock != ev.socket {
+		if c.run.notifySock != ev.socket {
 			continue
 		}
 		// A sender that has exited already cannot be placed: its message
@@ -122,14 +120,14 @@ func (r *Reconciler) notifySender(ev notifyEvent) *unit {
 // It reads the leader's stat when the process group is all that matches
 // (Run's goroutine; one unit per message).
 func sentBy(u *unit, ev notifyEvent) bool {
-	g := u.group
-	hasMain := !u.main.IsZero()
+	g, main := u.run.group, u.run.main
+	hasMain := !main.IsZero()
 	switch {
-	case ev.pid == g.Leader.PID, hasMain && ev.pid == u.main.PID:
+	case ev.pid == g.Leader.PID, hasMain && ev.pid == main.PID:
 		return true
 	case g.Cgroup != "":
 		return ev.cgroup != "" && inCgroup(g.Cgroup, ev.cgroup)
-	case ev.sid > 0 && (ev.sid == g.Leader.PID || hasMain && ev.sid == u.main.PID):
+	case ev.sid > 0 && (ev.sid == g.Leader.PID || hasMain && ev.sid == main.PID):
 		return true
 	case ev.pgid > 0 && ev.pgid == g.PGID:
 		st, err := proc.ReadStat(g.Leader.PID)

@@ -108,8 +108,8 @@ func poll(ctx context.Context, ok func(context.Context) bool) error {
 // startTimeout is the error of u's start timeout, with why its tcp probe
 // did not count the listener it reached, if that is why.
 func startTimeout(u *unit) error {
-	if u.listener != nil {
-		return fmt.Errorf("%w (%s): %w", ErrStartTimeout, u.spec.Timeouts.Start, u.listener)
+	if l := u.run.listener; l != nil {
+		return fmt.Errorf("%w (%s): %w", ErrStartTimeout, u.spec.Timeouts.Start, l)
 	}
 	return fmt.Errorf("%w (%s)", ErrStartTimeout, u.spec.Timeouts.Start)
 }

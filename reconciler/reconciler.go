@@ -433,10 +433,10 @@ func (r *Reconciler) onExit(ev exitEvent) {
 		return
 	}
 	cause := ev.err
-	if u.adopted && cause == nil {
+	if u.adopted() && cause == nil {
 		cause = errExitUnknown
 	}
-	r.log.Info("unit exited", "unit", u.spec.Name, "pid", u.group.Leader.PID, "err", cause)
+	r.log.Info("unit exited", "unit", u.spec.Name, "pid", u.run.group.Leader.PID, "err", cause)
 	r.stop(u, stopFailure, exitCause{cause})
 }
 
@@ -455,8 +455,8 @@ func (r *Reconciler) onReady(ev readyEvent) {
 		r.stop(u, stopFailure, fmt.Errorf("%w: %w", errProbe, ev.err))
 		return
 	}
-	if u.spec.Type == units.Forking && u.main.IsZero() {
-		u.probed = true // ready once the main process is found too (onMain)
+	if u.spec.Type == units.Forking && u.run.main.IsZero() {
+		u.run.probed = true // ready once the main process is found too (onMain)
 		return
 	}
 	r.markReady(u)
@@ -488,17 +488,17 @@ var (
 
 func (r *Reconciler) onTimer(ev timerEvent) {
 	u := r.units[ev.name]
-	if u == nil || u.gen != ev.gen {
+	if u == nil || u.gen != ev.gen || ev.kind != timerBackoff && u.run == nil {
 		return
 	}
-	delete(u.timers, ev.kind)
+	*u.timer(ev.kind) = nil // it fired
 	switch ev.kind {
 	case timerBackoff:
 		if u.state == BackingOff {
 			u.state = Inactive // reconcile starts it
 		}
 	case timerStart:
-		if u.state == Starting && u.launched && u.main.IsZero() {
+		if u.state == Starting && u.run.launched && u.run.main.IsZero() {
 			return // findMain has the same deadline, and says why the main process was not found
 		}
 		if u.state == Starting {
@@ -516,21 +516,19 @@ func (r *Reconciler) onTimer(ev timerEvent) {
 }
 
 func (r *Reconciler) arm(u *unit, k timerKind, d time.Duration) {
-	u.stopTimer(k)
-	if u.timers == nil {
-		u.timers = map[timerKind]*time.Timer{}
-	}
+	t := u.timer(k)
+	stopTimer(t)
 	name, gen := u.spec.Name, u.gen
-	u.timers[k] = time.AfterFunc(d, func() { r.post(timerEvent{name, gen, k}) })
+	*t = time.AfterFunc(d, func() { r.post(timerEvent{name, gen, k}) })
 }
 
+// markReady makes u's starting run ready: state Running is being ready.
 func (r *Reconciler) markReady(u *unit) {
 	u.state = Running
-	u.ready = true
 	u.stopTimer(timerStart)
-	pid := u.group.Leader.PID
-	if !u.main.IsZero() {
-		pid = u.main.PID // forking: the daemon, not its launcher
+	pid := u.run.group.Leader.PID
+	if !u.run.main.IsZero() {
+		pid = u.run.main.PID // forking: the daemon, not its launcher
 	}
 	r.log.Info("unit ready", "unit", u.spec.Name, "pid", pid)
 }
@@ -590,7 +588,7 @@ func (r *Reconciler) beginShutdown() {
 
 func (r *Reconciler) finishShutdown() {
 	for _, u := range r.units {
-		u.endRun()
+		u.run.end()
 		u.stopTimer(timerBackoff)
 		u.replyWaiters(ErrStopped)
 	}

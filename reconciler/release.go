@@ -37,7 +37,7 @@ func (r *Reconciler) Release(ctx context.Context, name string) (control.Released
 			err = refused("unit %s is %s: only a running group can be released", name, u.state)
 			return
 		}
-		g := u.group
+		g := u.run.group
 		if err = ad.Release(ctx, g); err != nil {
 			err = fmt.Errorf("release %s: %w", name, err)
 			return
@@ -48,7 +48,8 @@ func (r *Reconciler) Release(ctx context.Context, name string) (control.Released
 				r.log.Warn("ledger: release not recorded", "unit", name, "err", cerr)
 			}
 		}
-		u.endRun()
+		u.run.end()
+		u.run = nil
 		u.stopTimer(timerBackoff)
 		u.gen = r.nextGen() // events of the released run are stale
 		r.addReleased(s)
@@ -57,7 +58,7 @@ func (r *Reconciler) Release(ctx context.Context, name string) (control.Released
 			r.reorder()
 			r.declare(u, g.PGID)
 		} else {
-			u.state, u.enabled, u.proc, u.adopted, u.ready, u.err = Inactive, false, nil, false, false, nil
+			u.state, u.enabled, u.err = Inactive, false, nil
 		}
 		r.log.Info("group released: it outlives hermesd", "unit", name, "pgid", g.PGID)
 		res = control.Released{Unit: name, PGID: g.PGID, PID: g.Leader.PID}
@@ -212,7 +213,7 @@ func indexOf(recs []Record, o control.Orphan) int {
 // holds reports whether an active unit of this hermesd runs group pgid.
 func (r *Reconciler) holds(pgid int) bool {
 	for _, u := range r.units {
-		if u.state.active() && u.group.PGID == pgid {
+		if u.state.active() && u.run.group.PGID == pgid {
 			return true
 		}
 	}

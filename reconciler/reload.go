@@ -204,7 +204,7 @@ func (r *Reconciler) apply(ctx context.Context, p control.Plan, l Loaded) {
 		s := specs[n]
 		if u := r.units[n]; u != nil && u.external {
 			if u.declared == nil {
-				r.log.Warn("unit file waits: its name is taken by an adopted group", "unit", n, "pgid", u.group.PGID)
+				r.log.Warn("unit file waits: its name is taken by an adopted group", "unit", n, "pgid", u.run.group.PGID)
 			}
 			u.declared, u.declEpoch = &s, r.reloads
 			continue

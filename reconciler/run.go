@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/hermes-units/hermes/internal/logfile"
@@ -36,7 +35,8 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 		r.fail(u, fmt.Errorf("unit %s: open log: %w", u.spec.Name, err))
 		return
 	}
-	if err := r.openNotify(u); err != nil {
+	sock, err := r.openNotify(u.spec)
+	if err != nil {
 		f.Close()
 		r.fail(u, err)
 		return
@@ -48,12 +48,12 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 	out, err := r.logOutput(u, f)
 	if err != nil {
 		f.Close()
-		r.closeNotify(u)
+		r.closeNotify(sock)
 		r.fail(u, fmt.Errorf("unit %s: log pipe: %w", u.spec.Name, err))
 		return
 	}
 	jr := r.beginJobRun(u, now)
-	spec, err := r.spawnSpec(u, out, logPath, jr)
+	spec, err := r.spawnSpec(u, out, logPath, sock, jr)
 	var p Process
 	if err == nil {
 		p, err = r.opt.Spawner.Spawn(context.WithoutCancel(ctx), spec)
@@ -67,15 +67,15 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 	}
 	if err != nil {
 		jr.end()
-		u.started = now
-		r.afterRun(u, spawnError(u.spec, err))
+		r.closeNotify(sock)
+		r.afterRun(u, 0, spawnError(u.spec, err))
 		return
 	}
-	runCtx := r.began(u, p, now)
-	r.log.Info("unit started", "unit", u.spec.Name, "pid", u.group.Leader.PID, "pgid", u.group.PGID)
-	r.watchJobRun(runCtx, u, jr)
-	r.watchExit(runCtx, u, p)
-	r.armRun(runCtx, u, logPath, offset)
+	rn := r.began(u, p, now, sock)
+	r.log.Info("unit started", "unit", u.spec.Name, "pid", rn.group.Leader.PID, "pgid", rn.group.PGID)
+	r.watchJobRun(rn.ctx, u, jr)
+	r.watchExit(u, p)
+	r.armRun(u, logPath, offset)
 }
 
 // mayStart checks u's start limit and declared ports before a spawn; it
@@ -156,12 +156,13 @@ func (e backingOff) Unwrap() error { return e.cause }
 
 // spawnSpec is what the Spawner is given to start u, writing its output
 // to out (the log file itself for a survivor, pipes into hermesd for an
-// owned unit; logOutput); jr is the job run it begins, or nil.
+// owned unit; logOutput), with sock its own notify socket ("" when none);
+// jr is the job run it begins, or nil.
 // Survive is set for adoptable and persist_on_release units under a
 // gateway, and for persist_on_release under a worker (SPEC §3). The
 // unit's env files are read now, at each start: one that is missing (and
 // not optional) or that holds a bad line fails the start, named.
-func (r *Reconciler) spawnSpec(u *unit, out output, logPath string, jr *jobRun) (supervisor.Spec, error) {
+func (r *Reconciler) spawnSpec(u *unit, out output, logPath, sock string, jr *jobRun) (supervisor.Spec, error) {
 	dir := u.spec.Workdir
 	if dir == "" {
 		dir = r.opt.UnitsDir
@@ -173,7 +174,7 @@ func (r *Reconciler) spawnSpec(u *unit, out output, logPath string, jr *jobRun) 
 	return supervisor.Spec{
 		Unit:      u.spec.Name,
 		Argv:      argv(u.spec),
-		Env:       append(r.env(u.spec, r.notifySocket(u), append(userEnv(u.spec.Exec), fileEnv...)), r.proxyEnv(u.spec, jr)...),
+		Env:       append(r.env(u.spec, r.notifySocket(sock), append(userEnv(u.spec.Exec), fileEnv...)), r.proxyEnv(u.spec, jr)...),
 		Dir:       dir,
 		Stdout:    out.stdout,
 		Stderr:    out.stderr,
@@ -185,29 +186,26 @@ func (r *Reconciler) spawnSpec(u *unit, out output, logPath string, jr *jobRun) 
 	}, nil
 }
 
-// began makes u the starting run of the process p spawned at now, under a
-// new gen, and returns the context of that run (cancelled when it ends).
-func (r *Reconciler) began(u *unit, p Process, now time.Time) context.Context {
-	u.gen = r.nextGen()
-	u.proc, u.group = p, p.Group()
-	u.state, u.ready, u.adopted, u.started = Starting, false, false, now
+// began makes the process p spawned at now, with its notify socket sock,
+// u's starting run, under a new gen.
+func (r *Reconciler) began(u *unit, p Process, now time.Time, sock string) *run {
+	rn := r.newRun(p, p.Group(), now)
+	rn.notifySock = sock
+	u.gen, u.run, u.state = r.nextGen(), rn, Starting
 	var bo backingOff
 	if errors.As(u.err, &bo) {
 		u.err = bo.cause // the restart it promised has begun
 	}
-	u.main, u.mainPGID, u.launched, u.probed, u.left, u.listener = proc.Identity{}, 0, false, false, 0, nil
-	runCtx, cancel := context.WithCancel(r.base)
-	u.cancel, u.runCtx = cancel, runCtx
-	return runCtx
+	return rn
 }
 
 // watchExit posts u's exitEvent when p exits, unless the run ends first.
 // A simple unit's exit 0 carries the members its group still has (daemons
 // left behind), read off Run's goroutine: a /proc scan in pgroup mode.
-func (r *Reconciler) watchExit(runCtx context.Context, u *unit, p Process) {
+func (r *Reconciler) watchExit(u *unit, p Process) {
 	daemons, _ := r.opt.Spawner.(Daemons)
 	simple := u.spec.Type != units.Oneshot && u.spec.Type != units.Forking
-	g := u.group
+	runCtx, g := u.run.ctx, u.run.group
 	name, gen := u.spec.Name, u.gen
 	r.wg.Go(func() {
 		select {
@@ -228,7 +226,7 @@ func (r *Reconciler) watchExit(runCtx context.Context, u *unit, p Process) {
 // once for a unit with no probe, by READY=1 or the probe (reading the log
 // from offset) within the start timeout otherwise. A oneshot has none: it
 // is done at exit 0 (afterRun).
-func (r *Reconciler) armRun(runCtx context.Context, u *unit, logPath string, offset int64) {
+func (r *Reconciler) armRun(u *unit, logPath string, offset int64) {
 	if t := u.spec.Timeouts.RuntimeMax; t > 0 {
 		r.arm(u, timerRuntime, t)
 	}
@@ -251,7 +249,7 @@ func (r *Reconciler) armRun(runCtx context.Context, u *unit, logPath string, off
 	if rd.Notify || rd == (units.Ready{}) {
 		return // READY=1 arrives through Notify; a forking unit without a probe is ready once its main process is found
 	}
-	name, gen, lines := u.spec.Name, u.gen, r.opt.Lines
+	name, gen, lines, runCtx := u.spec.Name, u.gen, r.opt.Lines, u.run.ctx
 	var own *listenerCheck
 	if rd.TCP != "" || rd.HTTP != "" {
 		own = r.listenerCheck(u)
@@ -264,10 +262,10 @@ func (r *Reconciler) armRun(runCtx context.Context, u *unit, logPath string, off
 
 // listenerCheck is the check of u's tcp or http probe for its current
 // run: the members are its group's (Daemons.Members; the process group's
-// with a Spawner without Daemons), and each verdict lands on u.listener on
+// with a Spawner without Daemons), and each verdict lands on its listener on
 // Run's goroutine, for status and the start timeout's error.
 func (r *Reconciler) listenerCheck(u *unit) *listenerCheck {
-	g, name, gen := u.group, u.spec.Name, u.gen
+	g, name, gen := u.run.group, u.spec.Name, u.gen
 	d, _ := r.opt.Spawner.(Daemons)
 	return &listenerCheck{
 		members: func() []int {
@@ -284,7 +282,7 @@ func (r *Reconciler) listenerCheck(u *unit) *listenerCheck {
 		note: func(e *ListenerError) {
 			r.post(request{fn: func(context.Context) {
 				if u := r.units[name]; u != nil && u.gen == gen && u.state == Starting {
-					u.listener = e
+					u.run.listener = e
 				}
 			}})
 		},
@@ -294,14 +292,13 @@ func (r *Reconciler) listenerCheck(u *unit) *listenerCheck {
 // fail leaves u failed with err, no restart.
 func (r *Reconciler) fail(u *unit, err error) {
 	r.log.Error("unit failed", "unit", u.spec.Name, "err", err)
-	u.state, u.err, u.ready = Failed, err, false
+	u.state, u.err = Failed, err
 }
 
-// afterRun applies the restart policy once a run has ended and its group is
-// empty. cause is an exitCause for a plain exit (nil inside: status 0).
-func (r *Reconciler) afterRun(u *unit, cause error) {
-	u.proc, u.ready, u.adopted = nil, false, false
-	r.closeNotify(u)
+// afterRun applies the restart policy once a run that lasted ran has ended
+// and its group is empty (or a spawn failed). cause is an exitCause for a
+// plain exit (nil inside: status 0).
+func (r *Reconciler) afterRun(u *unit, ran time.Duration, cause error) {
 	var ec exitCause
 	success := errors.As(cause, &ec) && ec.err == nil
 	var restart bool
@@ -328,7 +325,7 @@ func (r *Reconciler) afterRun(u *unit, cause error) {
 		}
 		return
 	}
-	if Stable(time.Since(u.started), u.spec.RestartMax) {
+	if Stable(ran, u.spec.RestartMax) {
 		u.attempt = 0
 	}
 	d := Backoff(u.spec.RestartSec, u.spec.RestartMax, u.attempt, r.opt.Rand())
@@ -353,38 +350,29 @@ func (r *Reconciler) stop(u *unit, why stopReason, cause error) {
 	if !u.state.active() {
 		return
 	}
-	// The run ends (its timers now; its context, which wakes its
-	// watchers, once the batch is handed over: dispatchStops).
-	cancel := u.cancel
-	u.cancel = nil
-	u.endRun()
-	u.state, u.ready, u.stopWhy, u.cause = Stopping, false, why, cause
+	// The run's timers end now; its context, which wakes its watchers,
+	// once the batch is handed over (dispatchStops).
+	rn := u.run
+	rn.stopTimers()
+	u.state, u.stopWhy, u.cause = Stopping, why, cause
 	u.gen = r.nextGen()
-	name, gen, g, main, p := u.spec.Name, u.gen, u.group, u.main, u.proc
-	sig := syscall.Signal(u.spec.StopSignal)
-	if sig == 0 {
-		sig = syscall.SIGTERM
-	}
-	grace := u.spec.Timeouts.Stop
-	if grace <= 0 {
-		grace = DefaultStopGrace
-	}
 	// Handed to the spawner with the other stops of this pass once the
 	// pass is over (dispatchStops, stop.go): every group of a batch gets
 	// its signal before any is waited for.
-	r.batch = append(r.batch, pendingStop{name: name, gen: gen, p: p, cancel: cancel,
-		order: supervisor.StopOrder{Group: g, Main: main, Signal: sig, Grace: grace}})
+	r.batch = append(r.batch, pendingStop{name: u.spec.Name, gen: u.gen, p: rn.proc, cancel: rn.cancel,
+		order: supervisor.StopOrder{Group: rn.group, Main: rn.main, Signal: stopSignal(u.spec), Grace: stopGrace(u.spec)}})
 }
 
-// stopped runs once u's group is empty (or Stop failed).
+// stopped runs once u's group is empty (or Stop failed): the run ends.
 func (r *Reconciler) stopped(ctx context.Context, u *unit, err error) {
-	u.proc = nil
-	r.closeNotify(u)
+	rn := u.run
+	r.closeNotify(rn.notifySock)
 	if err != nil {
 		r.fail(u, fmt.Errorf("unit %s: stop: %w", u.spec.Name, err))
 		u.replyWaiters(u.err)
 		return
 	}
+	u.run = nil
 	if u.external { // an adopted group, now empty: nothing to restart
 		delete(r.units, u.spec.Name)
 		r.reorder()
@@ -405,13 +393,12 @@ func (r *Reconciler) stopped(ctx context.Context, u *unit, err error) {
 	}
 	switch u.stopWhy {
 	case stopFailure:
-		r.afterRun(u, u.cause)
+		r.afterRun(u, time.Since(rn.started), u.cause)
 	case stopCommand:
 		u.state, u.enabled = Inactive, false
 	case stopRestart, stopRequires, stopShutdown, stopReload:
 		u.state = Inactive
 	}
-	u.adopted = false
 	if len(u.waiters) > 0 {
 		// A Restart caller hears once the new run is started; otherwise
 		// the pass that follows every event (Run) starts it.

@@ -68,54 +68,41 @@ const (
 	stopFailure                    // exit, start timeout, watchdog, runtime max: restart policy
 )
 
-// timerKind names a unit timer.
+// timerKind names a unit timer. The backoff comes last: a run's timers
+// are those before it (run.timers).
 type timerKind int
 
 const (
-	timerBackoff timerKind = iota
-	timerStart
+	timerStart timerKind = iota
 	timerRuntime
 	timerWatchdog
+	timerBackoff
 )
 
-// unit is one unit's state. Every field is owned by the Run goroutine.
+// unit is one unit's state. Every field is owned by Run's goroutine. What
+// exists only during one phase of the unit lives in that phase's value:
+// run while a group of the unit runs, stop while it is being stopped.
 type unit struct {
 	spec     units.Spec
 	hash     string
 	state    State
 	enabled  bool   // wanted running: declared and not stopped by command
 	gen      uint64 // the current run or stop; events with another gen are stale
-	proc     Process
-	group    supervisor.Group
-	adopted  bool
-	external bool // adopted with `hermesctl adopt`: no unit file, nothing to restart
-	ready    bool
-	started  time.Time
-	logPath  string
-	// notifySock is the run's own NOTIFY_SOCKET (Options.NotifySockets),
-	// from openNotify before the spawn until closeNotify after the run.
-	notifySock string
+	external bool   // adopted with `hermesctl adopt`: no unit file, nothing to restart
+	logPath  string // the log file of the latest run; "" before the first
 
 	restarts int         // automatic restarts so far
 	attempt  int         // consecutive failed runs, for the backoff
 	starts   []time.Time // starts inside the start-limit window
 	err      error       // the last error, shown in status; nil when none
 	waitMsg  string      // why a Waiting unit waits
+	backoff  *time.Timer // armed while BackingOff
 
-	cancel context.CancelFunc // ends the run's probes and exit watcher
-	runCtx context.Context    // the run's context, ended by cancel
-
-	// Daemons (daemon.go), reset at each start.
-	main     proc.Identity // forking: the daemon's main process, once found
-	mainPGID int           // forking: main's process group (it may have left the launcher's)
-	launched bool          // forking: the launcher exited 0
-	probed   bool          // forking: the probe passed before the main process was found
-	left     int           // simple: the processes its leader left at its exit 0 (daemonized)
-	timers   map[timerKind]*time.Timer
-
-	// listener (tcp probe, reset at each start): the listener the probe
-	// reaches is held by a process outside the unit (listenerCheck).
-	listener *ListenerError
+	// run is the unit's group while it runs: set when it is spawned or
+	// adopted (state Starting or Running), dropped once its group is
+	// empty or released; nil otherwise. A stop that failed leaves it:
+	// the group may still have processes.
+	run *run
 
 	// epoch is the reload (Reconciler.reloads) that produced spec: a start
 	// waits for the stops of that reload and earlier ones (blocked).
@@ -146,21 +133,89 @@ type unit struct {
 	held bool
 }
 
-func (u *unit) stopTimer(k timerKind) {
-	if t := u.timers[k]; t != nil {
-		t.Stop()
-		delete(u.timers, k)
+// run is one run of a unit: its group, from the spawn (or the adoption)
+// until the group is empty (or released). Owned by Run's goroutine; the
+// goroutines that watch the run get copies of what they need, and end
+// with ctx.
+type run struct {
+	proc       Process // the leader, our child; nil for an adopted group (its leader is not our child)
+	group      supervisor.Group
+	started    time.Time
+	notifySock string             // the run's own NOTIFY_SOCKET (Options.NotifySockets); "" when none
+	ctx        context.Context    // ends with the run: its probes and watchers
+	cancel     context.CancelFunc // ends ctx
+	timers     [timerBackoff]*time.Timer
+
+	// Daemons (daemon.go).
+	main     proc.Identity // forking: the daemon's main process, once found
+	mainPGID int           // forking: main's process group (it may have left the launcher's)
+	launched bool          // forking: the launcher exited 0
+	probed   bool          // forking: the probe passed before the main process was found
+	left     int           // simple: the processes its leader left at its exit 0 (daemonized)
+
+	// listener (tcp probe): the listener the probe reaches is held by a
+	// process outside the unit (listenerCheck).
+	listener *ListenerError
+}
+
+// newRun is a run of the group g led by p (nil: an adopted group), begun
+// at now; its context ends with it (end).
+func (r *Reconciler) newRun(p Process, g supervisor.Group, now time.Time) *run {
+	ctx, cancel := context.WithCancel(r.base)
+	return &run{proc: p, group: g, started: now, ctx: ctx, cancel: cancel}
+}
+
+// end stops the run's timers and ends its context, which wakes its
+// watchers. nil-safe.
+func (rn *run) end() {
+	if rn != nil {
+		rn.stopTimers()
+		rn.cancel()
 	}
 }
 
-// endRun stops the run's timers (backoff excepted) and probes.
-func (u *unit) endRun() {
-	for _, k := range []timerKind{timerStart, timerRuntime, timerWatchdog} {
-		u.stopTimer(k)
+func (rn *run) stopTimers() {
+	for i := range rn.timers {
+		stopTimer(&rn.timers[i])
 	}
-	if u.cancel != nil {
-		u.cancel()
-		u.cancel = nil
+}
+
+// uptime is how long the run's process has run: the age, from its kernel
+// start time, of the process status shows (the main one of a forking
+// unit, else the leader), so that a survivor re-adopted by this hermesd
+// counts from its own start, not from its adoption. When the age cannot
+// be had (an identity without a pid), it counts from the start this
+// hermesd saw.
+func (rn *run) uptime() time.Duration {
+	id := rn.group.Leader
+	if !rn.main.IsZero() {
+		id = rn.main
+	}
+	if age, err := id.Age(); err == nil {
+		return age
+	}
+	return time.Since(rn.started)
+}
+
+// adopted reports whether u runs a group it did not spawn (re-adopted, or
+// adopted by command): its leader is not our child.
+func (u *unit) adopted() bool { return u.run != nil && u.run.proc == nil }
+
+// timer is where u's timer k is kept: the backoff on u (it runs between
+// runs), the others on its run.
+func (u *unit) timer(k timerKind) **time.Timer {
+	if k == timerBackoff {
+		return &u.backoff
+	}
+	return &u.run.timers[k]
+}
+
+func (u *unit) stopTimer(k timerKind) { stopTimer(u.timer(k)) }
+
+func stopTimer(t **time.Timer) {
+	if *t != nil {
+		(*t).Stop()
+		*t = nil
 	}
 }
 
