@@ -104,7 +104,7 @@ func (r *Reconciler) takenDown(ctx context.Context, up []string) ([]string, erro
 			taken = append(taken, n)
 			if u.state == Stopping {
 				w := make(chan error, 1)
-				u.waiters = append(u.waiters, w)
+				u.stop.waiters = append(u.stop.waiters, w)
 				waits = append(waits, w)
 			}
 		}

@@ -309,7 +309,7 @@ func (r *Reconciler) Start(ctx context.Context, name string) error {
 	var err error
 	if e := r.do(ctx, func(ctx context.Context) {
 		u := r.units[name]
-		if u == nil || u.removed {
+		if u == nil || u.removed() {
 			err = fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
 			return
 		}
@@ -360,7 +360,7 @@ func (r *Reconciler) stopAndWait(ctx context.Context, name string, why stopReaso
 	waiting := false
 	if e := r.do(ctx, func(ctx context.Context) {
 		u := r.units[name]
-		if u == nil || u.removed {
+		if u == nil || u.removed() {
 			err = fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
 			return
 		}
@@ -380,7 +380,7 @@ func (r *Reconciler) stopAndWait(ctx context.Context, name string, why stopReaso
 		}
 		if u.state.active() {
 			r.stop(u, why, nil)
-			u.waiters = append(u.waiters, wait)
+			u.stop.waiters = append(u.stop.waiters, wait)
 			waiting = true
 			return
 		}

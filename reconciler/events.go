@@ -139,7 +139,7 @@ func (r *Reconciler) reason(u *unit) string {
 	case Waiting:
 		return u.waitMsg
 	case Stopping:
-		switch u.stopWhy {
+		switch u.stop.why {
 		case stopCommand:
 			if r.disabled[u.spec.Name] {
 				return "disabled by command"
@@ -148,7 +148,7 @@ func (r *Reconciler) reason(u *unit) string {
 		case stopRestart:
 			return "restarted by command"
 		case stopReload:
-			if u.removed {
+			if u.stop.removed {
 				return "removed from the units directory"
 			}
 			return "unit file changed"
@@ -157,7 +157,7 @@ func (r *Reconciler) reason(u *unit) string {
 		case stopShutdown:
 			return "hermesd is stopping"
 		case stopFailure:
-			return errText(u.cause)
+			return errText(u.stop.cause)
 		}
 	case Starting, Running:
 		return "" // u.err is the last run's, shown by status; not why it runs

@@ -122,7 +122,7 @@ func (r *Reconciler) Disable(ctx context.Context, name string) error {
 	if e := r.do(ctx, func(ctx context.Context) {
 		u := r.units[name]
 		switch {
-		case u == nil || u.removed:
+		case u == nil || u.removed():
 			err = fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
 			return
 		case u.external:
@@ -145,7 +145,7 @@ func (r *Reconciler) Disable(ctx context.Context, name string) error {
 		u.stopTimer(timerBackoff)
 		if u.state.active() {
 			r.stop(u, stopCommand, nil)
-			u.waiters = append(u.waiters, wait)
+			u.stop.waiters = append(u.stop.waiters, wait)
 			waiting = true
 			return
 		}
@@ -170,7 +170,7 @@ func (r *Reconciler) Enable(ctx context.Context, name string, start bool) error 
 	var err error
 	if e := r.do(ctx, func(context.Context) {
 		u := r.units[name]
-		if u != nil && u.removed {
+		if u != nil && u.removed() {
 			u = nil
 		}
 		switch {

@@ -252,7 +252,7 @@ func (r *Reconciler) schedule() {
 	s.see(now)
 	var first time.Time
 	for _, u := range r.units {
-		if !u.spec.IsJob() || u.removed || u.external {
+		if !u.spec.IsJob() || u.removed() || u.external {
 			continue
 		}
 		r.watchClock()
@@ -438,7 +438,7 @@ func (r *Reconciler) onFire() {
 // still going (skipped: no overlap) or a reload is replacing the unit.
 func (r *Reconciler) fire(u *unit, j *job) {
 	switch {
-	case u.removed || u.pending != nil:
+	case u.stop.forReload():
 		return
 	case r.disabled[u.spec.Name]:
 		r.log.Info("job fire skipped: the job is disabled", "unit", u.spec.Name)
@@ -649,7 +649,7 @@ func jobResult(u *unit) string {
 	case Starting, Running:
 		return ResultRunning
 	case Stopping:
-		if u.stopWhy == stopFailure && errors.Is(u.cause, ErrBudgetExceeded) {
+		if u.stop.why == stopFailure && errors.Is(u.stop.cause, ErrBudgetExceeded) {
 			return ResultBudgetExceeded
 		}
 		return ResultRunning

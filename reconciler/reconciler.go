@@ -204,7 +204,7 @@ type Reconciler struct {
 	readyCalled  bool
 	jobs         scheduler // jobs.go
 	more         bool      // the last pass ran out of its start budget (pace.go)
-	asked        *unit     // the unit a Start call is starting: exempt from the budget
+	asked        *unit     // the unit a caller waits to see started (Start, Restart): exempt from the budget
 	reloads      uint64    // plans applied so far (the first load is 1); see unit.epoch
 	ordered      []*unit   // order's cache; nil when stale (reorder)
 
@@ -590,7 +590,7 @@ func (r *Reconciler) finishShutdown() {
 	for _, u := range r.units {
 		u.run.end()
 		u.stopTimer(timerBackoff)
-		u.replyWaiters(ErrStopped)
+		u.stop.reply(ErrStopped)
 	}
 }
 
@@ -687,8 +687,8 @@ func (f *inFlight) add(c *unit) {
 	if c.state != Stopping {
 		return
 	}
-	if (c.removed || c.pending != nil) && (f.reload == nil || c.stopEpoch < f.reload.stopEpoch ||
-		(c.stopEpoch == f.reload.stopEpoch && c.spec.Name < f.reload.spec.Name)) {
+	if e := c.stop.epoch; c.stop.forReload() && (f.reload == nil || e < f.reload.stop.epoch ||
+		(e == f.reload.stop.epoch && c.spec.Name < f.reload.spec.Name)) {
 		f.reload = c
 	}
 	for _, p := range c.spec.Ports {
@@ -708,7 +708,7 @@ func (f *inFlight) add(c *unit) {
 // stop is always under way, and waiting for all of them would hold every
 // start until the edits end.
 func (r *Reconciler) blocked(u *unit, f *inFlight) string {
-	if c := f.reload; c != nil && c.stopEpoch <= u.epoch {
+	if c := f.reload; c != nil && c.stop.epoch <= u.epoch {
 		return "waiting for " + c.spec.Name + " to stop (reload)"
 	}
 	for _, p := range u.spec.Ports {
@@ -846,7 +846,7 @@ func (r *Reconciler) startOrWait(ctx context.Context, u *unit, pass *startPass, 
 		u.state, u.waitMsg = Waiting, why
 		return false
 	}
-	if !pass.allows() && len(u.waiters) == 0 && u != r.asked {
+	if !pass.allows() && u != r.asked {
 		u.state, u.waitMsg = Waiting, waitQueued
 		r.more = true
 		return false
@@ -859,7 +859,7 @@ func (r *Reconciler) startOrWait(ctx context.Context, u *unit, pass *startPass, 
 // stopIfRequiredDown stops a starting or running unit one of whose required
 // units is gone or down, unless a stop is already on its way.
 func (r *Reconciler) stopIfRequiredDown(u *unit, stops *inFlight) {
-	if !u.enabled || u.removed || u.pending != nil {
+	if !u.enabled || u.stop.forReload() {
 		return // a stop is already on its way via a command or reload
 	}
 	for _, d := range u.spec.Requires {

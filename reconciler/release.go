@@ -29,7 +29,7 @@ func (r *Reconciler) Release(ctx context.Context, name string) (control.Released
 	var err error
 	if e := r.do(ctx, func(ctx context.Context) {
 		u := r.units[name]
-		if u == nil || u.removed {
+		if u == nil || u.removed() {
 			err = fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
 			return
 		}

@@ -141,10 +141,10 @@ func (r *Reconciler) plan(l *Loaded) control.Plan {
 	cur := map[string]string{}
 	declared := map[string][]int{}
 	for n, u := range r.units {
-		if !u.removed && !u.external { // an adopted group is no unit file
+		if !u.removed() && !u.external { // an adopted group is no unit file
 			cur[n], declared[n] = u.hash, u.spec.Ports
-			if u.pending != nil {
-				cur[n], declared[n] = u.pendHash, u.pending.Ports
+			if st := u.stop; st != nil && st.next != nil {
+				cur[n], declared[n] = st.next.hash, st.next.spec.Ports
 			}
 		}
 	}
@@ -206,13 +206,12 @@ func (r *Reconciler) apply(ctx context.Context, p control.Plan, l Loaded) {
 			if u.declared == nil {
 				r.log.Warn("unit file waits: its name is taken by an adopted group", "unit", n, "pgid", u.run.group.PGID)
 			}
-			u.declared, u.declEpoch = &s, r.reloads
+			u.declared = &version{s, l.hashOf(s), r.reloads}
 			continue
 		}
 		if u := r.units[n]; u != nil { // still stopping after a removal
-			u.removed, u.pending, u.pendHash, u.pendEpoch = false, &s, l.hashOf(s), r.reloads
+			u.stop.removed, u.stop.next, u.stop.why = false, &version{s, l.hashOf(s), r.reloads}, stopReload
 			u.held = false // removed and declared again: a new unit
-			u.stopWhy = stopReload
 			continue
 		}
 		held := r.heldAtDeclare(n)
@@ -224,8 +223,8 @@ func (r *Reconciler) apply(ctx context.Context, p control.Plan, l Loaded) {
 		if s, ok := specs[n]; ok {
 			// Fields outside the hash apply without a restart, to the
 			// version the unit runs or is about to run.
-			if u := r.units[n]; u.pending != nil {
-				u.pending = &s
+			if u := r.units[n]; u.stop != nil && u.stop.next != nil {
+				u.stop.next.spec = s
 			} else {
 				if !sameDeps(u.spec, s) {
 					r.reorder()
@@ -235,24 +234,20 @@ func (r *Reconciler) apply(ctx context.Context, p control.Plan, l Loaded) {
 		}
 	}
 	for _, n := range p.Restart {
-		u, s := r.units[n], specs[n]
+		u, v := r.units[n], version{specs[n], l.hashOf(specs[n]), r.reloads}
 		if u.state.active() {
-			r.markReloadStop(u)
-			u.pending, u.pendHash, u.pendEpoch = &s, l.hashOf(s), r.reloads
 			r.log.Info("unit changed; restarting", "unit", n)
-			r.stop(u, stopReload, nil)
+			r.stopForReload(u, &v)
 		} else {
-			r.replace(u, s, l.hashOf(s), r.reloads)
+			r.replace(u, v)
 		}
 	}
 	for _, n := range p.Stop {
 		u := r.units[n]
-		r.markReloadStop(u)
-		u.removed, u.pending = true, nil
 		u.stopTimer(timerBackoff)
 		if u.state.active() {
 			r.log.Info("unit removed; stopping", "unit", n)
-			r.stop(u, stopReload, nil)
+			r.stopForReload(u, nil)
 		} else {
 			delete(r.units, n)
 			r.reorder()
@@ -277,14 +272,17 @@ func (r *Reconciler) apply(ctx context.Context, p control.Plan, l Loaded) {
 	r.watchLogs()
 }
 
-// markReloadStop stamps the stop a reload is about to begin (or take over)
-// with the current reload, unless it already is a reload's stop: then it
-// keeps the earlier reload, whose starts still wait for it (blocked).
-func (r *Reconciler) markReloadStop(u *unit) {
-	if u.state == Stopping && (u.removed || u.pending != nil) {
-		return
+// stopForReload stops active unit u for the current reload: to switch to
+// next, or with next nil to forget u. A stop under way is taken over; it
+// keeps the earlier reload when it already is a reload's, as that
+// reload's starts still wait for it (blocked).
+func (r *Reconciler) stopForReload(u *unit, next *version) {
+	earlier := u.state == Stopping && u.stop.forReload()
+	r.stop(u, stopReload, nil)
+	if !earlier {
+		u.stop.epoch = r.reloads
 	}
-	u.stopEpoch = r.reloads
+	u.stop.next, u.stop.removed = next, next == nil
 }
 
 // LoadDir adapts units.Loader.LoadDir to Options.Load. The clashes on

@@ -344,7 +344,7 @@ func (r *Reconciler) afterRun(u *unit, ran time.Duration, cause error) {
 // stopped).
 func (r *Reconciler) stop(u *unit, why stopReason, cause error) {
 	if u.state == Stopping {
-		u.stopWhy = why
+		u.stop.why = why
 		return
 	}
 	if !u.state.active() {
@@ -354,7 +354,10 @@ func (r *Reconciler) stop(u *unit, why stopReason, cause error) {
 	// once the batch is handed over (dispatchStops).
 	rn := u.run
 	rn.stopTimers()
-	u.state, u.stopWhy, u.cause = Stopping, why, cause
+	if u.stop == nil { // else a stop that failed: its reload still waits for it
+		u.stop = &stopping{}
+	}
+	u.state, u.stop.why, u.stop.cause = Stopping, why, cause
 	u.gen = r.nextGen()
 	// Handed to the spawner with the other stops of this pass once the
 	// pass is over (dispatchStops, stop.go): every group of a batch gets
@@ -365,46 +368,48 @@ func (r *Reconciler) stop(u *unit, why stopReason, cause error) {
 
 // stopped runs once u's group is empty (or Stop failed): the run ends.
 func (r *Reconciler) stopped(ctx context.Context, u *unit, err error) {
-	rn := u.run
+	rn, st := u.run, u.stop
 	r.closeNotify(rn.notifySock)
 	if err != nil {
 		r.fail(u, fmt.Errorf("unit %s: stop: %w", u.spec.Name, err))
-		u.replyWaiters(u.err)
+		st.reply(u.err)
 		return
 	}
-	u.run = nil
+	u.run, u.stop = nil, nil
 	if u.external { // an adopted group, now empty: nothing to restart
 		delete(r.units, u.spec.Name)
 		r.reorder()
 		r.declare(u, 0)
-		u.replyWaiters(nil)
+		st.reply(nil)
 		return
 	}
 	// A reload's removal or new version applies whatever stop came last
 	// (a command, a restart, shutdown): the file is the truth.
-	if u.removed {
+	if st.removed {
 		delete(r.units, u.spec.Name)
 		r.reorder()
-		u.replyWaiters(nil)
+		st.reply(nil)
 		return
 	}
-	if u.pending != nil {
-		r.replace(u, *u.pending, u.pendHash, u.pendEpoch)
+	if st.next != nil {
+		r.replace(u, *st.next)
 	}
-	switch u.stopWhy {
+	switch st.why {
 	case stopFailure:
-		r.afterRun(u, time.Since(rn.started), u.cause)
+		r.afterRun(u, time.Since(rn.started), st.cause)
 	case stopCommand:
 		u.state, u.enabled = Inactive, false
 	case stopRestart, stopRequires, stopShutdown, stopReload:
 		u.state = Inactive
 	}
-	if len(u.waiters) > 0 {
-		// A Restart caller hears once the new run is started; otherwise
-		// the pass that follows every event (Run) starts it.
+	if len(st.waiters) > 0 {
+		// A Restart caller hears once the new run is started (startErr);
+		// otherwise the pass that follows every event (Run) starts it.
+		r.asked = u
 		r.reconcile(ctx)
+		r.asked = nil
 	}
-	u.replyWaiters(u.replyErr())
+	st.reply(u.startErr())
 }
 
 // spawnError is the error of a failed spawn of s. The spawner's error says
@@ -421,10 +426,6 @@ func spawnError(s units.Spec, err error) error {
 	}
 	return fmt.Errorf("unit %s: %w", s.Name, spawnFailed{err})
 }
-
-// replyErr is what a Stop or Restart caller hears once the stop is done:
-// for a Restart, the outcome of the start that followed (startErr).
-func (u *unit) replyErr() error { return u.startErr() }
 
 // startErr is the outcome of a start a caller asked for (Start, Restart),
 // read once the pass that started it has run: the error of a spawn that
@@ -445,9 +446,10 @@ func (r *Reconciler) declare(x *unit, takenBy int) {
 	if x.declared == nil {
 		return
 	}
-	s := *x.declared
+	v := *x.declared
+	s := v.spec
 	held := r.heldAtDeclare(s.Name)
-	r.units[s.Name] = &unit{spec: s, hash: hash(s), enabled: !s.IsJob() && !held, held: held, epoch: x.declEpoch, takenBy: takenBy}
+	r.units[s.Name] = &unit{spec: s, hash: v.hash, enabled: !s.IsJob() && !held, held: held, epoch: v.epoch, takenBy: takenBy}
 	r.reorder()
 	r.log.Info("adopted group gone; its name goes to the unit file", "unit", s.Name, "file", s.File)
 }
@@ -458,14 +460,15 @@ func sameDeps(a, b units.Spec) bool {
 	return slices.Equal(a.After, b.After) && slices.Equal(a.Requires, b.Requires)
 }
 
-// replace switches u to a new spec of hash h, as if newly declared by
-// reload epoch.
-func (r *Reconciler) replace(u *unit, s units.Spec, h string, epoch uint64) {
+// replace switches u to version v, as if newly declared by v's reload:
+// once its stop is over, or while it is not active (a stop that failed is
+// forgotten).
+func (r *Reconciler) replace(u *unit, v version) {
+	s := v.spec
 	if !sameDeps(u.spec, s) {
 		r.reorder()
 	}
-	u.spec, u.hash, u.epoch = s, h, epoch
-	u.pending, u.removed = nil, false
+	u.spec, u.hash, u.epoch, u.stop = s, v.hash, v.epoch, nil
 	u.starts, u.attempt, u.err = nil, 0, nil
 	// Jobs run on their schedule, not at load; a unit stopped by command
 	// stays stopped.
@@ -547,7 +550,7 @@ func (r *Reconciler) watchLogs() {
 	}
 	set := map[string]logfile.Limits{}
 	for _, u := range r.units {
-		if u.spec.Log.MaxSize <= 0 || u.removed { // a removed unit is on its way out
+		if u.spec.Log.MaxSize <= 0 || u.removed() { // a removed unit is on its way out
 			continue
 		}
 		path := u.logPath

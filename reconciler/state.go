@@ -108,20 +108,15 @@ type unit struct {
 	// waits for the stops of that reload and earlier ones (blocked).
 	epoch uint64
 
-	stopWhy   stopReason
-	cause     error          // stopFailure: what failed
-	pending   *units.Spec    // stopReload: the spec to switch to
-	pendHash  string         // pending's hash
-	pendEpoch uint64         // the reload that produced pending
-	removed   bool           // stopReload: forget the unit once stopped
-	stopEpoch uint64         // pending or removed: the reload that began the stop
-	waiters   []chan<- error // Stop callers waiting for the group to be empty
+	// stop is the unit's stop: set when it begins (state Stopping),
+	// dropped once the group is empty; nil otherwise. A stop that failed
+	// stays, as its run does, and the next stop takes it over (stop).
+	stop *stopping
 
 	// declared (external units only): the unit file of the same name,
-	// which waits for the adopted group to be gone, then starts as a unit
-	// of reload declEpoch. nil when no file declares the name.
-	declared  *units.Spec
-	declEpoch uint64
+	// which waits for the adopted group to be gone, then starts as a new
+	// unit. nil when no file declares the name.
+	declared *version
 	// takenBy: the pgid of a released group that was adopted under this
 	// unit's name; the unit waits while it is listed as released.
 	takenBy int
@@ -132,6 +127,45 @@ type unit struct {
 	// is new: not held, unless disabled.
 	held bool
 }
+
+// version is a version of a unit's file that it is to switch to: the
+// spec, its hash, and the reload (Reconciler.reloads) that produced it.
+type version struct {
+	spec  units.Spec
+	hash  string
+	epoch uint64
+}
+
+// stopping is a unit's stop, from its stop signal until its group is
+// empty: why it was begun, and so what follows (stopped). Owned by Run's
+// goroutine.
+type stopping struct {
+	why     stopReason
+	cause   error          // stopFailure: what failed
+	next    *version       // stopReload: the version to switch to; nil when none
+	removed bool           // stopReload: forget the unit once stopped
+	epoch   uint64         // next or removed: the reload that began the stop
+	waiters []chan<- error // callers waiting for the group to be empty
+}
+
+// forReload reports whether s is a reload's stop: to a new version, or of
+// a removed unit. nil-safe.
+func (s *stopping) forReload() bool { return s != nil && (s.removed || s.next != nil) }
+
+// reply tells the stop's waiters how it ended. nil-safe.
+func (s *stopping) reply(err error) {
+	if s == nil {
+		return
+	}
+	for _, w := range s.waiters {
+		w <- err
+	}
+	s.waiters = nil
+}
+
+// removed reports whether u is being stopped to be forgotten: its file is
+// gone.
+func (u *unit) removed() bool { return u.stop != nil && u.stop.removed }
 
 // run is one run of a unit: its group, from the spawn (or the adoption)
 // until the group is empty (or released). Owned by Run's goroutine; the
@@ -217,13 +251,6 @@ func stopTimer(t **time.Timer) {
 		(*t).Stop()
 		*t = nil
 	}
-}
-
-func (u *unit) replyWaiters(err error) {
-	for _, w := range u.waiters {
-		w <- err
-	}
-	u.waiters = nil
 }
 
 // keeps reports whether a unit's group outlives a clean stop of its owner:
