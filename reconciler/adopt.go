@@ -79,19 +79,13 @@ func (r *Reconciler) readopt(ctx context.Context, l Loaded) {
 			}
 			continue
 		}
-		if err := r.readoptGroup(ctx, spec, ok, s); err != nil {
+		if err := r.adoptRun(ctx, &unit{spec: spec, hash: hash(spec), enabled: ok}, s); err != nil {
 			r.log.Warn("survivor not re-adopted: cannot watch its exit", "unit", s.Unit, "pid", s.Group.Leader.PID, "err", err)
 			continue
 		}
 		r.log.Info("survivor re-adopted", "unit", s.Unit, "pid", s.Group.Leader.PID, "pgid", s.Group.PGID)
 	}
 	r.recover(ctx, declared)
-}
-
-// readoptGroup makes s's group the running, adopted run of spec, a new
-// unit (enabled when declared).
-func (r *Reconciler) readoptGroup(ctx context.Context, spec units.Spec, declared bool, s Survivor) error {
-	return r.adoptRun(ctx, &unit{spec: spec, hash: hash(spec), enabled: declared}, s)
 }
 
 // adoptRun makes s's group the running, adopted run of u and puts u in

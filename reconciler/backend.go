@@ -167,11 +167,8 @@ func (r *Reconciler) unitStatus(u *unit, fileErr string) control.Unit {
 	cu := control.Unit{
 		Name: n, Description: u.spec.Description, State: r.stateWord(u), Ownership: ownership(u.spec),
 		Restarts: u.restarts, Adopted: u.adopted(), Ready: u.state == Running,
-		Ports: u.spec.Ports, Log: u.logPath, Requires: u.spec.Requires,
+		Ports: u.spec.Ports, Log: r.logOf(u), Requires: u.spec.Requires,
 		Disabled: r.disabled[n] && !u.external, Stopped: u.held && !r.disabled[n] && !u.spec.IsJob() && !u.external,
-	}
-	if cu.Log == "" {
-		cu.Log = r.logPath(u.spec)
 	}
 	if rn := u.run; u.state.active() {
 		cu.PID, cu.PGID, cu.Cgroup = rn.group.Leader.PID, rn.group.PGID, rn.group.Cgroup
@@ -423,10 +420,7 @@ func (r *Reconciler) LogPath(ctx context.Context, name string) (string, error) {
 	var err error
 	if e := r.do(ctx, func(context.Context) {
 		if u := r.units[name]; u != nil {
-			path = u.logPath
-			if path == "" {
-				path = r.logPath(u.spec)
-			}
+			path = r.logOf(u)
 			return
 		}
 		for _, s := range r.released {

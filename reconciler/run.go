@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -376,18 +376,13 @@ func (r *Reconciler) stopped(ctx context.Context, u *unit, err error) {
 		return
 	}
 	u.run, u.stop = nil, nil
-	if u.external { // an adopted group, now empty: nothing to restart
+	// An adopted group, now empty, has nothing to restart; a reload's
+	// removal or new version applies whatever stop came last (a command,
+	// a restart, shutdown): the file is the truth.
+	if u.external || st.removed {
 		delete(r.units, u.spec.Name)
 		r.reorder()
 		r.declare(u, 0)
-		st.reply(nil)
-		return
-	}
-	// A reload's removal or new version applies whatever stop came last
-	// (a command, a restart, shutdown): the file is the truth.
-	if st.removed {
-		delete(r.units, u.spec.Name)
-		r.reorder()
 		st.reply(nil)
 		return
 	}
@@ -507,12 +502,7 @@ func (r *Reconciler) env(s units.Spec, notifySocket string, fileEnv []string) []
 		env = append(env, kv)
 	}
 	env = append(env, fileEnv...) // the user's (see userEnv), the unit's env files, then its env: (later wins in the child)
-	keys := make([]string, 0, len(s.Env))
-	for k := range s.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		env = append(env, k+"="+s.Env[k])
 	}
 	if notifySocket != "" {
@@ -522,6 +512,14 @@ func (r *Reconciler) env(s units.Spec, notifySocket string, fileEnv []string) []
 		env = append(env, "WATCHDOG_USEC="+strconv.FormatInt(w.Microseconds(), 10))
 	}
 	return env
+}
+
+// logOf is u's log file: its latest run's, or the one its next run opens.
+func (r *Reconciler) logOf(u *unit) string {
+	if u.logPath != "" {
+		return u.logPath
+	}
+	return r.logPath(u.spec)
 }
 
 func (r *Reconciler) logPath(s units.Spec) string {
@@ -553,11 +551,7 @@ func (r *Reconciler) watchLogs() {
 		if u.spec.Log.MaxSize <= 0 || u.removed() { // a removed unit is on its way out
 			continue
 		}
-		path := u.logPath
-		if path == "" {
-			path = r.logPath(u.spec)
-		}
-		set[path] = logfile.Limits{MaxSize: int64(u.spec.Log.MaxSize), Keep: u.spec.Log.Keep}
+		set[r.logOf(u)] = logfile.Limits{MaxSize: int64(u.spec.Log.MaxSize), Keep: u.spec.Log.Keep}
 	}
 	r.opt.Logs.Watch(set)
 }
