@@ -27,10 +27,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -627,34 +627,29 @@ func (r *Reconciler) order() []*unit {
 	if r.ordered != nil && len(r.ordered) == len(r.units) {
 		return r.ordered
 	}
-	r.ordered = r.sortUnits()
+	r.ordered = depOrder(r.units, func(u *unit) *units.Spec { return &u.spec })
 	return r.ordered
 }
 
-func (r *Reconciler) sortUnits() []*unit {
-	names := make([]string, 0, len(r.units))
-	for n := range r.units {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	seen := map[string]int{} // 1 visiting, 2 done
-	var out []*unit
+// depOrder lists the values of by so that each comes after the values it
+// names (spec) in after and requires, ties and cycles broken by name.
+func depOrder[T any](by map[string]T, spec func(T) *units.Spec) []T {
+	seen := map[string]bool{}
+	var out []T
 	var visit func(n string)
 	visit = func(n string) {
-		u := r.units[n]
-		if u == nil || seen[n] != 0 {
+		x, ok := by[n]
+		if !ok || seen[n] {
 			return
 		}
-		seen[n] = 1
-		deps := slices.Concat(u.spec.After, u.spec.Requires)
-		sort.Strings(deps)
-		for _, d := range deps {
+		seen[n] = true
+		s := spec(x)
+		for _, d := range slices.Sorted(slices.Values(slices.Concat(s.After, s.Requires))) {
 			visit(d)
 		}
-		seen[n] = 2
-		out = append(out, u)
+		out = append(out, x)
 	}
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(by)) {
 		visit(n)
 	}
 	return out

@@ -61,30 +61,12 @@ func Diff(cur map[string]string, l Loaded) control.Plan {
 // conditions: README, Dependency conditions).
 func StartOrder(specs []units.Spec) []control.Step {
 	by := make(map[string]*units.Spec, len(specs))
-	names := make([]string, 0, len(specs))
 	for i := range specs {
 		by[specs[i].Name] = &specs[i]
-		names = append(names, specs[i].Name)
 	}
-	sort.Strings(names)
-	seen := map[string]bool{}
 	var out []control.Step
-	var visit func(n string)
-	visit = func(n string) {
-		s := by[n]
-		if s == nil || seen[n] {
-			return
-		}
-		seen[n] = true
-		deps := slices.Concat(s.After, s.Requires)
-		sort.Strings(deps)
-		for _, d := range deps {
-			visit(d)
-		}
-		out = append(out, control.Step{Unit: n, Type: typeOf(*s), Waits: waits(*s, by)})
-	}
-	for _, n := range names {
-		visit(n)
+	for _, s := range depOrder(by, func(s *units.Spec) *units.Spec { return s }) {
+		out = append(out, control.Step{Unit: s.Name, Type: typeOf(*s), Waits: waits(*s, by)})
 	}
 	return out
 }
