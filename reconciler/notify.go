@@ -26,12 +26,16 @@ func listensForNotify(s units.Spec) bool {
 	return s.Ready.Notify || s.Timeouts.Watchdog > 0
 }
 
-// openNotify opens the socket of the next run of a unit of spec s, when
-// NotifySockets is set and s listens for sd_notify ("" otherwise); the
-// caller spawns the run next, and closeNotify removes the socket once the
-// run has ended or failed to begin.
+// openNotify is the NOTIFY_SOCKET of the next run of a unit of spec s:
+// with NotifySockets, a socket of the run's own when s listens for
+// sd_notify ("" when not), which the caller spawns the run with and
+// closeNotify removes once the run has ended or failed to begin; else the
+// shared one.
 func (r *Reconciler) openNotify(s units.Spec) (string, error) {
-	if r.opt.NotifySockets == nil || !listensForNotify(s) {
+	if r.opt.NotifySockets == nil {
+		return r.opt.NotifySocket, nil
+	}
+	if !listensForNotify(s) {
 		return "", nil
 	}
 	path, err := r.opt.NotifySockets.Open()
@@ -41,20 +45,11 @@ func (r *Reconciler) openNotify(s units.Spec) (string, error) {
 	return path, nil
 }
 
-// closeNotify removes a run's socket path, when it has one ("" none).
+// closeNotify removes a run's socket (openNotify), when it has its own.
 func (r *Reconciler) closeNotify(path string) {
-	if path != "" {
+	if path != "" && r.opt.NotifySockets != nil {
 		r.opt.NotifySockets.Remove(path)
 	}
-}
-
-// notifySocket is a run's NOTIFY_SOCKET: its own socket sock with
-// NotifySockets (none when the unit does not listen), else the shared one.
-func (r *Reconciler) notifySocket(sock string) string {
-	if r.opt.NotifySockets != nil {
-		return sock
-	}
-	return r.opt.NotifySocket
 }
 
 // NotifyOn hands Run an sd_notify message received on a unit's own socket

@@ -156,7 +156,7 @@ func (e backingOff) Unwrap() error { return e.cause }
 
 // spawnSpec is what the Spawner is given to start u, writing its output
 // to out (the log file itself for a survivor, pipes into hermesd for an
-// owned unit; logOutput), with sock its own notify socket ("" when none);
+// owned unit; logOutput), with sock its NOTIFY_SOCKET ("" when none);
 // jr is the job run it begins, or nil.
 // Survive is set for adoptable and persist_on_release units under a
 // gateway, and for persist_on_release under a worker (SPEC §3). The
@@ -174,7 +174,7 @@ func (r *Reconciler) spawnSpec(u *unit, out output, logPath, sock string, jr *jo
 	return supervisor.Spec{
 		Unit:      u.spec.Name,
 		Argv:      argv(u.spec),
-		Env:       append(r.env(u.spec, r.notifySocket(sock), append(userEnv(u.spec.Exec), fileEnv...)), r.proxyEnv(u.spec, jr)...),
+		Env:       append(r.env(u.spec, sock, append(userEnv(u.spec.Exec), fileEnv...)), r.proxyEnv(u.spec, jr)...),
 		Dir:       dir,
 		Stdout:    out.stdout,
 		Stderr:    out.stderr,

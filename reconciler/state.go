@@ -175,7 +175,7 @@ type run struct {
 	proc       Process // the leader, our child; nil for an adopted group (its leader is not our child)
 	group      supervisor.Group
 	started    time.Time
-	notifySock string             // the run's own NOTIFY_SOCKET (Options.NotifySockets); "" when none
+	notifySock string             // the run's NOTIFY_SOCKET (openNotify); "" when none
 	ctx        context.Context    // ends with the run: its probes and watchers
 	cancel     context.CancelFunc // ends ctx
 	timers     [timerBackoff]*time.Timer
