@@ -25,8 +25,8 @@ func (r *Reconciler) Status(ctx context.Context, names ...string) (control.Statu
 	var err error
 	if e := r.do(ctx, func(context.Context) {
 		st, rel, err = r.status(names)
-		ended = r.ended
-		for _, g := range r.leftovers {
+		ended = r.found.ended
+		for _, g := range r.found.leftovers {
 			if !r.holds(g.PGID) { // adopted since (adopt --orphans): no longer a leftover
 				left = append(left, g)
 			}

@@ -24,7 +24,7 @@ func TestReloadHashesOffRun(t *testing.T) {
 		}
 		var gated atomic.Bool
 		gate := make(chan struct{})
-		r.specHash = func(s units.Spec) string {
+		r.load.hash = func(s units.Spec) string {
 			if gated.Load() && s.Name == "a" {
 				<-gate // a slow hash
 			}

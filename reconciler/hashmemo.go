@@ -19,21 +19,21 @@ type hashed struct {
 }
 
 // hashLoaded computes the hash of every spec of l (Loaded.hashAll), with
-// r.specHash for a spec that differs from the one of its name in the last
+// r.load.hash for a spec that differs from the one of its name in the last
 // load and the last load's hash for one that does not, and keeps l's
 // specs for the next load. Equality is reflect.DeepEqual over the whole
 // spec: a spec that differs only outside the hashed fields is hashed
-// again, which costs time and never a wrong hash. The caller holds loadMu.
+// again, which costs time and never a wrong hash. The caller holds load.mu.
 func (r *Reconciler) hashLoaded(l *Loaded) {
-	last := r.lastHashed
+	last := r.load.last
 	next := make(map[string]hashed, len(l.Specs))
 	l.hashAll(func(s units.Spec) string {
 		h, ok := last[s.Name]
 		if !ok || !reflect.DeepEqual(h.spec, s) {
-			h = hashed{spec: s, hash: r.specHash(s)}
+			h = hashed{spec: s, hash: r.load.hash(s)}
 		}
 		next[s.Name] = h
 		return h.hash
 	})
-	r.lastHashed = next
+	r.load.last = next
 }

@@ -23,7 +23,7 @@ func TestReloadHashesChangedSpecs(t *testing.T) {
 		}
 		var mu sync.Mutex
 		var hashedNames []string
-		r.specHash = func(s units.Spec) string {
+		r.load.hash = func(s units.Spec) string {
 			mu.Lock()
 			hashedNames = append(hashedNames, s.Name)
 			mu.Unlock()

@@ -105,7 +105,7 @@ func (r *Reconciler) forgetStops(specs map[string]bool, invalid map[string]bool)
 // heldAtDeclare reports whether a newly declared unit named n starts
 // stopped: by command, disabled, or for a released group a dead owner left.
 func (r *Reconciler) heldAtDeclare(n string) bool {
-	return r.stops[n] || r.disabled[n] || r.holdReleased[n]
+	return r.stops[n] || r.disabled[n] || r.found.held[n]
 }
 
 // Disable stops the unit, as Stop does (it returns once the group is

@@ -14,7 +14,7 @@ import (
 // while a reload reads; only the diff and its application run on Run's
 // goroutine.
 //
-// Reads and applications are serialised by loadMu: each reader (Run's first
+// Reads and applications are serialised by load.mu: each reader (Run's first
 // load, followChanges, Reload) holds it from its read until Run has applied
 // the result. So results are applied in the order they were read, and an
 // older read never lands after a newer one: no edit is undone by a late
@@ -44,8 +44,8 @@ func (r *Reconciler) reload(ctx context.Context, dryRun bool) (control.Plan, err
 		return control.Plan{}, ErrStopped
 	default:
 	}
-	r.loadMu.Lock()
-	defer r.loadMu.Unlock()
+	r.load.mu.Lock()
+	defer r.load.mu.Unlock()
 	began := time.Now()
 	l, err := r.opt.Load(ctx)
 	if err != nil {

@@ -176,6 +176,7 @@ type Logs interface {
 // its control methods (the control.Backend) are safe for concurrent use
 // while Run runs.
 type Reconciler struct {
+	// Set by New, then only read.
 	opt    Options
 	log    *slog.Logger
 	events chan any
@@ -183,41 +184,43 @@ type Reconciler struct {
 	// status is not queued behind a backlog of exits and timers.
 	requests chan request
 	done     chan struct{} // closed when Run returns
-	// loadMu serialises reading the units with handing the result to Run
+
+	// load serialises reading the units with handing the result to Run
 	// (loader.go), so that reads are applied in the order they were made.
-	loadMu sync.Mutex
+	load struct {
+		mu   sync.Mutex
+		last map[string]hashed       // guarded by mu: the last load's specs and their hashes, by name (hashmemo.go)
+		hash func(units.Spec) string // hash; tests replace it before Run
+	}
+	rss rssCache // Status's, on its callers' goroutines; guarded by its own mutex
 
 	// Owned by Run's goroutine.
-	units     map[string]*unit
-	errs      []*units.Error
-	released  []Survivor
-	ended     []endedGroup       // groups of dead owners ended at the start (recover)
-	leftovers []supervisor.Group // other groups of dead owners found alive at the start (recover)
-	// holdReleased names the units whose released group a dead owner left
-	// running: the first load declares them stopped (recover).
-	holdReleased map[string]bool
-	seq          uint64
-	shutting     bool
-	batch        []pendingStop   // stops begun by this pass, for dispatchStops (stop.go)
-	base         context.Context // runs' parent; ends after Run's shutdown
-	wg           sync.WaitGroup  // goroutines started by Run's goroutine
-	readyCalled  bool
-	jobs         scheduler // jobs.go
-	more         bool      // the last pass ran out of its start budget (pace.go)
-	asked        *unit     // the unit a caller waits to see started (Start, Restart): exempt from the budget
-	reloads      uint64    // plans applied so far (the first load is 1); see unit.epoch
-	ordered      []*unit   // order's cache; nil when stale (reorder)
+	units    map[string]*unit
+	errs     []*units.Error
+	released []Survivor
+	// found is what recover found of dead owners at the start.
+	found struct {
+		ended     []endedGroup       // their groups it ended
+		leftovers []supervisor.Group // their other groups alive
+		// held names the units whose released group a dead owner left
+		// running: the first load declares them stopped.
+		held map[string]bool
+	}
+	seq         uint64
+	shutting    bool
+	batch       []pendingStop   // stops begun by this pass, for dispatchStops (stop.go)
+	base        context.Context // runs' parent; ends after Run's shutdown
+	wg          sync.WaitGroup  // goroutines started by Run's goroutine
+	readyCalled bool
+	jobs        scheduler // jobs.go
+	more        bool      // the last pass ran out of its start budget (pace.go)
+	asked       *unit     // the unit a caller waits to see started (Start, Restart): exempt from the budget
+	reloads     uint64    // plans applied so far (the first load is 1); see unit.epoch
+	ordered     []*unit   // order's cache; nil when stale (reorder)
+	pub         publisher // what was published (events.go)
 
 	// disabled and stops are the units kept stopped, by name (holds.go).
 	disabled, stops map[string]bool
-
-	specHash func(units.Spec) string // hash; tests replace it before Run
-	rss      rssCache                // Status's, on its callers' goroutines
-	pub      publisher               // what was published (events.go); Run's
-
-	// lastHashed is the last load's specs and their hashes, by name
-	// (hashmemo.go). Guarded by loadMu.
-	lastHashed map[string]hashed
 }
 
 // New checks opts and returns a Reconciler ready to Run.
@@ -241,18 +244,18 @@ func New(opts Options) (*Reconciler, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Reconciler{
-		opt:          opts,
-		log:          log,
-		events:       make(chan any, 64),
-		requests:     make(chan request),
-		done:         make(chan struct{}),
-		units:        map[string]*unit{},
-		specHash:     hash,
-		holdReleased: map[string]bool{},
-		disabled:     map[string]bool{},
-		stops:        map[string]bool{},
-	}, nil
+	r := &Reconciler{
+		opt:      opts,
+		log:      log,
+		events:   make(chan any, 64),
+		requests: make(chan request),
+		done:     make(chan struct{}),
+		units:    map[string]*unit{},
+		disabled: map[string]bool{},
+		stops:    map[string]bool{},
+	}
+	r.load.hash, r.found.held = hash, map[string]bool{}
+	return r, nil
 }
 
 // Events.
@@ -312,10 +315,10 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	}()
 
 	r.loadHolds()
-	r.loadMu.Lock() // a Reload called meanwhile reads after this first load
+	r.load.mu.Lock() // a Reload called meanwhile reads after this first load
 	loaded, err := r.opt.Load(ctx)
 	if err != nil {
-		r.loadMu.Unlock()
+		r.load.mu.Unlock()
 		return fmt.Errorf("load units: %w", err)
 	}
 	r.hashLoaded(&loaded)
@@ -325,7 +328,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	r.reconcile(ctx)
 	r.dispatchStops()
 	r.publishChanges()
-	r.loadMu.Unlock()
+	r.load.mu.Unlock()
 	r.wg.Go(func() { r.followChanges(base) })
 
 	shut := ctx.Done()

@@ -62,7 +62,7 @@ func (r *Reconciler) recover(ctx context.Context, declared map[string]units.Spec
 			r.log.Warn("ended a group left by a dead hermesd: the unit starts anew", "unit", g.Unit, "pid", g.Leader.PID, "pgid", g.PGID, "owner", e.owner.PID)
 		}
 	}
-	r.ended = append(r.ended, res...)
+	r.found.ended = append(r.found.ended, res...)
 }
 
 // ending is a group of a dead owner that recover ends, with the spec its
@@ -135,12 +135,12 @@ func (r *Reconciler) sortDead(rec Record, declared map[string]units.Spec) (endin
 		// again (reclaim).
 		r.addReleased(rec.Survivor)
 		if free {
-			r.holdReleased[rec.Unit] = true
+			r.found.held[rec.Unit] = true
 		}
 	case free && (rec.Role == units.RoleGateway || rec.Role == units.RoleWorker):
 		return ending{rec: rec, spec: spec}, true
 	default:
-		r.leftovers = append(r.leftovers, rec.Group)
+		r.found.leftovers = append(r.found.leftovers, rec.Group)
 	}
 	return ending{}, false
 }

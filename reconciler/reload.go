@@ -197,7 +197,7 @@ func (r *Reconciler) apply(ctx context.Context, p control.Plan, l Loaded) {
 			continue
 		}
 		held := r.heldAtDeclare(n)
-		delete(r.holdReleased, n)
+		delete(r.found.held, n)
 		r.units[n] = &unit{spec: s, hash: l.hashOf(s), enabled: !s.IsJob() && !held, held: held, epoch: r.reloads}
 		r.reorder()
 	}
