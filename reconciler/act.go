@@ -94,7 +94,7 @@ func (r *Reconciler) requiring(ctx context.Context, name string) ([]string, erro
 // is left out.
 func (r *Reconciler) takenDown(ctx context.Context, up []string) ([]string, error) {
 	var taken []string
-	var waits []chan error
+	var waits []<-chan error
 	if err := r.do(ctx, func(context.Context) {
 		for _, n := range up {
 			u := r.units[n]
@@ -103,24 +103,15 @@ func (r *Reconciler) takenDown(ctx context.Context, up []string) ([]string, erro
 			}
 			taken = append(taken, n)
 			if u.state == Stopping {
-				w := make(chan error, 1)
-				u.stop.waiters = append(u.stop.waiters, w)
-				waits = append(waits, w)
+				waits = append(waits, u.stop.join())
 			}
 		}
 	}); err != nil {
 		return nil, err
 	}
 	for _, w := range waits {
-		select {
-		case err := <-w:
-			if err != nil {
-				return taken, err
-			}
-		case <-ctx.Done():
-			return taken, ctx.Err()
-		case <-r.done:
-			return taken, ErrStopped
+		if err := r.await(ctx, w); err != nil {
+			return taken, err
 		}
 	}
 	return taken, nil

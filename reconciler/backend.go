@@ -353,8 +353,7 @@ func (r *Reconciler) Restart(ctx context.Context, name string) error {
 
 func (r *Reconciler) stopAndWait(ctx context.Context, name string, why stopReason) error {
 	var err error
-	wait := make(chan error, 1)
-	waiting := false
+	var wait <-chan error
 	if e := r.do(ctx, func(ctx context.Context) {
 		u := r.units[name]
 		if u == nil || u.removed() {
@@ -366,38 +365,50 @@ func (r *Reconciler) stopAndWait(ctx context.Context, name string, why stopReaso
 				return
 			}
 		}
-		u.enabled, u.held = why == stopRestart, why == stopCommand
-		// A job's stop ends its run, not its schedule: nothing to keep.
-		if !u.external && !u.spec.IsJob() && !r.disabled[name] {
-			r.setStop(name, why == stopCommand)
-		}
-		u.stopTimer(timerBackoff)
-		if why == stopRestart {
-			u.starts, u.attempt = nil, 0
-		}
-		if u.state.active() {
-			r.stop(u, why, nil)
-			u.stop.waiters = append(u.stop.waiters, wait)
-			waiting = true
-			return
-		}
-		u.state, u.err = Inactive, nil
-		r.reconcile(ctx)
-		if why == stopRestart {
-			err = u.startErr()
+		if wait = r.stopAsked(u, why); wait == nil {
+			r.reconcile(ctx)
+			if why == stopRestart {
+				err = u.startErr()
+			}
 		}
 	}); e != nil {
 		return e
 	}
-	if err != nil || !waiting {
+	if err != nil {
 		return err
 	}
 	return r.await(ctx, wait)
 }
 
-// await waits for the stop a caller joined (wait, one of a unit's
-// waiters), ctx, or the reconciler's end.
+// stopAsked does what a caller's Stop (why stopCommand) or Restart
+// (stopRestart) does to u, on Run's goroutine: u is held, or wanted
+// again, and stopped; an inactive u is left inactive. It returns the
+// channel the stop's outcome arrives on (stopping.join), nil when u was
+// not active.
+func (r *Reconciler) stopAsked(u *unit, why stopReason) <-chan error {
+	u.enabled, u.held = why == stopRestart, why == stopCommand
+	// A job's stop ends its run, not its schedule: nothing to keep.
+	if !u.external && !u.spec.IsJob() && !r.disabled[u.spec.Name] {
+		r.setStop(u.spec.Name, why == stopCommand)
+	}
+	u.stopTimer(timerBackoff)
+	if why == stopRestart {
+		u.starts, u.attempt = nil, 0
+	}
+	if !u.state.active() {
+		u.state, u.err = Inactive, nil
+		return nil
+	}
+	r.stop(u, why, nil)
+	return u.stop.join()
+}
+
+// await waits for the stop a caller joined (wait, from stopping.join; nil
+// when there is none), ctx, or the reconciler's end.
 func (r *Reconciler) await(ctx context.Context, wait <-chan error) error {
+	if wait == nil {
+		return nil
+	}
 	select {
 	case err := <-wait:
 		return err

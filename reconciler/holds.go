@@ -117,8 +117,7 @@ func (r *Reconciler) heldAtDeclare(n string) bool {
 // (control.ErrConflict): stop it.
 func (r *Reconciler) Disable(ctx context.Context, name string) error {
 	var err error
-	wait := make(chan error, 1)
-	waiting := false
+	var wait <-chan error
 	if e := r.do(ctx, func(ctx context.Context) {
 		u := r.units[name]
 		switch {
@@ -141,19 +140,11 @@ func (r *Reconciler) Disable(ctx context.Context, name string) error {
 			r.disabled, r.stops = dis, stops
 			r.log.Info("unit disabled", "unit", name)
 		}
-		u.enabled, u.held = false, true
-		u.stopTimer(timerBackoff)
-		if u.state.active() {
-			r.stop(u, stopCommand, nil)
-			u.stop.waiters = append(u.stop.waiters, wait)
-			waiting = true
-			return
-		}
-		u.state, u.err = Inactive, nil
+		wait = r.stopAsked(u, stopCommand)
 	}); e != nil {
 		return e
 	}
-	if err != nil || !waiting {
+	if err != nil {
 		return err
 	}
 	return r.await(ctx, wait)

@@ -152,6 +152,14 @@ type stopping struct {
 // a removed unit. nil-safe.
 func (s *stopping) forReload() bool { return s != nil && (s.removed || s.next != nil) }
 
+// join makes a caller one of the stop's waiters: its outcome arrives on
+// the channel returned.
+func (s *stopping) join() <-chan error {
+	w := make(chan error, 1)
+	s.waiters = append(s.waiters, w)
+	return w
+}
+
 // reply tells the stop's waiters how it ended. nil-safe.
 func (s *stopping) reply(err error) {
 	if s == nil {
