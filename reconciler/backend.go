@@ -44,8 +44,7 @@ func (r *Reconciler) Status(ctx context.Context, names ...string) (control.Statu
 	st.Recovery = recovery(ended, left)
 	out := st.Units[:0]
 	for _, u := range st.Units {
-		switch {
-		case u.State == control.StateReleased:
+		if u.State == control.StateReleased {
 			g := rel[0]
 			rel = rel[1:]
 			if !groupAlive(g) {
