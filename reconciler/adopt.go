@@ -451,12 +451,16 @@ func (r *Reconciler) take(ctx context.Context, ad Adopter, g supervisor.Group, n
 // through a pidfd: WatchExit) is u's exitEvent, unless the run ends first.
 func (r *Reconciler) runAdopted(u *unit, rn *run, exited <-chan struct{}) {
 	u.gen, u.run, u.state = r.nextGen(), rn, Running
-	name, gen := u.spec.Name, u.gen
+	r.postAt(rn.ctx, exited, exitEvent{name: u.spec.Name, gen: u.gen})
+}
+
+// postAt posts ev once c is closed, unless ctx, a run's, ends first.
+func (r *Reconciler) postAt(ctx context.Context, c <-chan struct{}, ev any) {
 	r.wg.Go(func() {
 		select {
-		case <-exited:
-			r.post(exitEvent{name: name, gen: gen})
-		case <-rn.ctx.Done():
+		case <-c:
+			r.post(ev)
+		case <-ctx.Done():
 		}
 	})
 }

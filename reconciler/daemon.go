@@ -152,13 +152,7 @@ func (r *Reconciler) onMain(ev mainEvent) {
 		r.stop(u, stopFailure, fmt.Errorf("main process %d: %w", main.PID, ErrMainExited))
 		return
 	}
-	r.wg.Go(func() {
-		select {
-		case <-exited:
-			r.post(goneEvent{name, gen, fmt.Errorf("main process %d: %w", main.PID, ErrMainExited)})
-		case <-ctx.Done():
-		}
-	})
+	r.postAt(ctx, exited, goneEvent{name, gen, fmt.Errorf("main process %d: %w", main.PID, ErrMainExited)})
 	if u.state == Starting && (u.spec.Ready == (units.Ready{}) || rn.probed) {
 		r.markReady(u)
 	}

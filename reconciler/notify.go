@@ -58,7 +58,7 @@ func (r *Reconciler) closeNotify(path string) {
 // is a live process of no group of the unit, the message is ignored (a
 // sender that has already exited cannot be checked and is believed: only
 // hermesd's user can reach the socket). It is called from the notify
-// server's goroutine.
+// server's goroutine; socket "" is the shared one (Notify).
 func (r *Reconciler) NotifyOn(socket string, pid int, fields map[string]string) {
 	ev := notifyEvent{socket: socket, pid: pid, fields: fields}
 	if pid > 0 {

@@ -555,17 +555,10 @@ func (r *Reconciler) onNotify(ev notifyEvent) {
 	}
 }
 
-// Notify hands an sd_notify message received on NOTIFY_SOCKET to Run. It is
-// called from the notify server's goroutine; it resolves the sender's group
-// at once, since systemd-notify exits right after sending.
-func (r *Reconciler) Notify(pid int, fields map[string]string) {
-	ev := notifyEvent{pid: pid, fields: fields}
-	if st, err := proc.ReadStat(pid); err == nil {
-		ev.pgid, ev.sid = st.PGID, st.SID
-	}
-	ev.cgroup = cgroupOf(pid)
-	r.post(ev)
-}
+// Notify hands an sd_notify message received on the shared NOTIFY_SOCKET
+// to Run, as NotifyOn does for a unit's own: the sender's group is
+// resolved at once, since systemd-notify exits right after sending.
+func (r *Reconciler) Notify(pid int, fields map[string]string) { r.NotifyOn("", pid, fields) }
 
 // settled reports whether shutdown is complete: no unit that must stop has a
 // group left.
