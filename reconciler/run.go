@@ -68,6 +68,7 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 	if err != nil {
 		jr.end()
 		r.closeNotify(sock)
+		u.run = nil // what is left of a run whose stop failed is forgotten
 		r.afterRun(u, 0, spawnError(u.spec, err))
 		return
 	}
@@ -354,7 +355,7 @@ func (r *Reconciler) stop(u *unit, why stopReason, cause error) {
 	// once the batch is handed over (dispatchStops).
 	rn := u.run
 	rn.stopTimers()
-	if u.stop == nil { // else a stop that failed: its reload still waits for it
+	if u.stop == nil { // else one that failed: its reload's version or removal applies once this one is done
 		u.stop = &stopping{}
 	}
 	u.state, u.stop.why, u.stop.cause = Stopping, why, cause
