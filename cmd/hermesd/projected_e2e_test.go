@@ -93,7 +93,14 @@ func TestProjectedUnits(t *testing.T) {
 	}
 
 	testkit.ProjectVolume(t, units, "v3", map[string]string{"web.yaml": unitYAML(", V: two"), "api.yaml": unitYAML(""), "db.yaml": unitYAML("")})
-	if got, want := nextReload(t, rl), "reload applied start[db] stop[] restart[] keep[api web]"; got != want {
+	// A late event of the v2 swap (the old version directory's removal)
+	// may make one reload that changes nothing: passed over. Any reload
+	// that changes something before the key added fails the test.
+	got := nextReload(t, rl)
+	if got == "reload applied start[] stop[] restart[] keep[api web]" {
+		got = nextReload(t, rl)
+	}
+	if want := "reload applied start[db] stop[] restart[] keep[api web]"; got != want {
 		t.Errorf("after the update, the next reload is %q, want the key added: %q", got, want)
 	}
 	d.waitStatus("db running", running("db"))
