@@ -177,31 +177,19 @@ func httpSays(url, want string) func(t *testing.T) {
 
 // redisPong checks that a redis server at addr answers PING.
 func redisPong(addr string) func(t *testing.T) {
-	return func(t *testing.T) {
-		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		conn.SetDeadline(time.Now().Add(5 * time.Second))
+	return talk(addr, func(t *testing.T, conn net.Conn) {
 		fmt.Fprint(conn, "PING\r\n")
 		line, err := bufio.NewReader(conn).ReadString('\n')
 		if err != nil || line != "+PONG\r\n" {
 			t.Errorf("PING: %q, %v; want +PONG", line, err)
 		}
-	}
+	})
 }
 
 // pgAnswers checks that a PostgreSQL server at addr answers its protocol:
 // to an SSLRequest (length 8, code 80877103) it says S or N, one byte.
 func pgAnswers(addr string) func(t *testing.T) {
-	return func(t *testing.T) {
-		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		conn.SetDeadline(time.Now().Add(5 * time.Second))
+	return talk(addr, func(t *testing.T, conn net.Conn) {
 		if _, err := conn.Write([]byte{0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f}); err != nil {
 			t.Fatal(err)
 		}
@@ -209,6 +197,20 @@ func pgAnswers(addr string) func(t *testing.T) {
 		if _, err := io.ReadFull(conn, b); err != nil || (b[0] != 'S' && b[0] != 'N') {
 			t.Errorf("SSLRequest: %q, %v; want S or N", b, err)
 		}
+	})
+}
+
+// talk is a check that connects to addr and runs ask on the connection,
+// all within 5 s.
+func talk(addr string, ask func(t *testing.T, conn net.Conn)) func(t *testing.T) {
+	return func(t *testing.T) {
+		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(5 * time.Second))
+		ask(t, conn)
 	}
 }
 
