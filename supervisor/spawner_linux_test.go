@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/ledger"
@@ -69,6 +70,12 @@ func TestSpawnerOf(t *testing.T) {
 			c.Env = tc.env
 			id := testkit.StartIdentified(t, c)
 			t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+			// Start returns once the exec has begun: the new environment
+			// shows in /proc a moment later.
+			testkit.Eventually(t, 10*time.Second, fmt.Sprintf("%d's environment in /proc", id.PID), func() bool {
+				env, err := proc.Environ(id.PID)
+				return err == nil && len(env) > 0
+			})
 			got, ok := SpawnerOf(id.PID)
 			if ok != tc.want || ok && got.PID != liveID.PID {
 				t.Errorf("SpawnerOf = %v, %v; want %v (live owner %v)", got, ok, tc.want, liveID)
