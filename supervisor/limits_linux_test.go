@@ -267,3 +267,35 @@ func TestCgroupLimitsOnThisMachine(t *testing.T) {
 		}
 	}
 }
+
+// TestSpawnWorkdirClosedToUser: a unit that runs as another user in a
+// working directory that user cannot enter fails its spawn with an error
+// that names the directory and the user, not only the chdir's errno
+// reported against the program ("fork/exec /bin/sh: permission denied").
+func TestSpawnWorkdirClosedToUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: only root may start a process as another user")
+	}
+	dir := t.TempDir()
+	closed := filepath.Join(dir, "closed")
+	if err := os.Mkdir(closed, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range modes(t) {
+		t.Run(string(mode), func(t *testing.T) {
+			o, err := New(Options{Mode: mode})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer o.Close()
+			_, err = o.SpawnOwned(t.Context(), Spec{
+				Unit: "db", Dir: closed, Env: []string{"PATH=" + os.Getenv("PATH")}, Argv: []string{"sleep", "100"},
+				Exec: units.Exec{User: "nobody"},
+			})
+			want := "working directory " + closed + ": the unit's user nobody may not be able to enter it"
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("got %v, want an error saying %q", err, want)
+			}
+		})
+	}
+}

@@ -164,7 +164,7 @@ func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
 		if err == ErrClosed { // as from reserve: the owner's own word, unwrapped
 			return nil, err
 		}
-		return nil, fmt.Errorf("spawn %s: %w", spec.Unit, err)
+		return nil, fmt.Errorf("spawn %s: %w", spec.Unit, workdirHint(spec, err))
 	}
 	c, err := sp.commit(ctx)
 	if err != nil {
@@ -205,6 +205,25 @@ func checkSpec(spec Spec) (string, error) {
 		}
 	}
 	return path, nil
+}
+
+// workdirHint says what a start that failed with EACCES most likely met,
+// for a child that runs as another user in a working directory: the
+// chdir into it fails in the child, and its error names the program
+// ("fork/exec /bin/sh: permission denied").
+func workdirHint(spec Spec, err error) error {
+	if spec.Dir == "" || !spec.Exec.SetsIdentity() || !errors.Is(err, syscall.EACCES) {
+		return err
+	}
+	who := "user " + spec.Exec.User
+	switch {
+	case spec.Exec.User != "":
+	case spec.Exec.Group != "":
+		who = "group " + spec.Exec.Group
+	default:
+		who = "supplementary groups"
+	}
+	return fmt.Errorf("working directory %s: the unit's %s may not be able to enter it; give the unit a workdir: that it may enter (%w)", spec.Dir, who, err)
 }
 
 // spawning is one SpawnOwned call between its steps: what the steps made,
