@@ -2,9 +2,7 @@ package control
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -13,12 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/legacy"
-
 	"github.com/hermes-units/hermes/events"
+	"github.com/hermes-units/hermes/internal/testkit/openapitest"
 	"github.com/hermes-units/hermes/units"
 )
 
@@ -27,18 +21,6 @@ import (
 // answers of a Server on a socket validate against it.
 
 const openAPIFile = "../docs/openapi.yaml"
-
-func loadOpenAPI(t *testing.T) *openapi3.T {
-	t.Helper()
-	doc, err := openapi3.NewLoader().LoadFromFile(openAPIFile)
-	if err != nil {
-		t.Fatalf("load %s: %v", openAPIFile, err)
-	}
-	if err := doc.Validate(context.Background()); err != nil {
-		t.Fatalf("%s is not valid OpenAPI 3: %v", openAPIFile, err)
-	}
-	return doc
-}
 
 // fullBackend is a fakeBackend with every optional part of a Backend, so
 // that the Server registers every route it has.
@@ -85,7 +67,7 @@ func (fullBackend) Orphans(context.Context, OrphansRequest) (OrphanReport, error
 // docs/openapi.yaml, and every route there is served: a new route without
 // its document fails here.
 func TestOpenAPIRoutes(t *testing.T) {
-	doc := loadOpenAPI(t)
+	doc, _ := openapitest.Load(t, openAPIFile)
 	var documented []string
 	for p, item := range doc.Paths.Map() {
 		for m := range item.Operations() {
@@ -114,7 +96,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 // TestOpenAPIEventKinds: the document's Event kinds are the kinds the
 // daemon publishes.
 func TestOpenAPIEventKinds(t *testing.T) {
-	doc := loadOpenAPI(t)
+	doc, _ := openapitest.Load(t, openAPIFile)
 	var documented, kinds []string
 	for _, v := range doc.Components.Schemas["Event"].Value.Properties["kind"].Value.Enum {
 		documented = append(documented, v.(string))
@@ -136,54 +118,10 @@ func socketClient(path string) *http.Client {
 	}}}
 }
 
-// validateAnswer checks resp (its body already read into body) against the
-// document's operation for req.
-func validateAnswer(t *testing.T, router routers.Router, req *http.Request, resp *http.Response, body []byte, noBody bool) {
-	t.Helper()
-	route, params, err := router.FindRoute(req)
-	if err != nil {
-		t.Errorf("%s %s: no route in %s: %v", req.Method, req.URL, openAPIFile, err)
-		return
-	}
-	in := &openapi3filter.ResponseValidationInput{
-		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
-		Status:                 resp.StatusCode,
-		Header:                 resp.Header,
-		Options:                &openapi3filter.Options{IncludeResponseStatus: true, ExcludeResponseBody: noBody},
-	}
-	in.SetBodyBytes(body)
-	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
-		t.Errorf("%s %s: answer %d %s does not match %s: %v", req.Method, req.URL, resp.StatusCode, body, openAPIFile, err)
-	}
-}
-
-// validateLines checks each JSON line of body against the schema name.
-func validateLines(t *testing.T, doc *openapi3.T, what, name string, body []byte) int {
-	t.Helper()
-	schema := doc.Components.Schemas[name].Value
-	n := 0
-	for line := range bytes.Lines(body) {
-		var v any
-		if err := json.Unmarshal(line, &v); err != nil {
-			t.Errorf("%s: line %q is not JSON: %v", what, line, err)
-			continue
-		}
-		if err := schema.VisitJSON(v); err != nil {
-			t.Errorf("%s: line %s does not match %s: %v", what, line, name, err)
-		}
-		n++
-	}
-	return n
-}
-
 // TestOpenAPIAnswers validates the answers of a Server on a socket, for
 // each route and the main errors, against docs/openapi.yaml.
 func TestOpenAPIAnswers(t *testing.T) {
-	doc := loadOpenAPI(t)
-	router, err := legacy.NewRouter(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc, router := openapitest.Load(t, openAPIFile)
 	st := sampleStatus()
 	st.Units[0].Job = &Job{Schedule: "@every 1h", Next: keptSince, RunID: "r0"}
 	st.Units[0].Timeouts = &Timeouts{Start: time.Second, Stop: 2 * time.Second}
@@ -230,23 +168,7 @@ func TestOpenAPIAnswers(t *testing.T) {
 		{"GET", "/v1/version", "", 200},
 		{"GET", "/v1/paths", "", 200},
 	} {
-		req, err := http.NewRequestWithContext(t.Context(), c.method, "http://hermesd"+c.path, strings.NewReader(c.body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatalf("%s %s: %v", c.method, c.path, err)
-		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatalf("%s %s: %v", c.method, c.path, err)
-		}
-		if resp.StatusCode != c.status {
-			t.Errorf("%s %s: status %d %s, want %d", c.method, c.path, resp.StatusCode, body, c.status)
-		}
-		validateAnswer(t, router, req, resp, body, false)
+		openapitest.Do(t, hc, router, openapitest.Case{Method: c.method, Path: c.path, Body: c.body, Status: c.status}, false)
 	}
 
 	// A path the daemon does not serve: an ErrorBody with code no_route.
@@ -259,7 +181,7 @@ func TestOpenAPIAnswers(t *testing.T) {
 	if resp.StatusCode != 404 {
 		t.Errorf("GET /v1/nothing: status %d, want 404", resp.StatusCode)
 	}
-	validateLines(t, doc, "GET /v1/nothing", "ErrorBody", body)
+	openapitest.ValidateLines(t, doc, "GET /v1/nothing", "ErrorBody", body)
 
 	// The event history: headers by the document, each line an Event.
 	req, _ := http.NewRequestWithContext(t.Context(), "GET", "http://hermesd/v1/events", nil)
@@ -269,8 +191,8 @@ func TestOpenAPIAnswers(t *testing.T) {
 	}
 	body, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	validateAnswer(t, router, req, resp, nil, true)
-	if n := validateLines(t, doc, "GET /v1/events", "Event", body); n != 4 {
+	openapitest.ValidateAnswer(t, router, req, resp, nil, true)
+	if n := openapitest.ValidateLines(t, doc, "GET /v1/events", "Event", body); n != 4 {
 		t.Errorf("GET /v1/events: %d lines, want the 4 published: %s", n, body)
 	}
 
@@ -287,12 +209,12 @@ func TestOpenAPIAnswers(t *testing.T) {
 			cancel()
 			t.Fatalf("%s %s: %v", c.method, c.path, err)
 		}
-		validateAnswer(t, router, req, resp, nil, true)
+		openapitest.ValidateAnswer(t, router, req, resp, nil, true)
 		line, err := bufio.NewReader(resp.Body).ReadBytes('\n')
 		if err != nil {
 			t.Errorf("%s %s: first line: %v", c.method, c.path, err)
 		}
-		validateLines(t, doc, c.method+" "+c.path, c.schema, line)
+		openapitest.ValidateLines(t, doc, c.method+" "+c.path, c.schema, line)
 		cancel()
 		resp.Body.Close()
 	}
