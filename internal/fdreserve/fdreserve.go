@@ -137,9 +137,12 @@ func (l *listener) Accept() (net.Conn, error) {
 		default:
 			return c, nil
 		}
-		c.Close()
+		// Counted before the close: whoever sees the connection end may
+		// read the count at once.
 		l.r.refused.Add(1)
-		if n := l.refused.Add(1); n == 1 || n%100 == 0 {
+		n := l.refused.Add(1)
+		c.Close()
+		if n == 1 || n%100 == 0 {
 			l.logf("%s: closed a connection from %s at once: %s; %d closed so far", l.name, c.RemoteAddr(), why, n)
 		}
 	}
