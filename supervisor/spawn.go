@@ -444,15 +444,17 @@ func (sp *spawning) commit(ctx context.Context) (*Child, error) {
 // mark gives an owned child in pgroup mode its spawn's mark (see markOf)
 // while it waits at the gate, so that every process it starts carries it;
 // not with the portable backend, which does as darwin does (no marks
-// there). A child that cannot be marked runs unmarked: it is found by its
-// other evidence.
+// there). A child that runs as another user is marked as its limits are
+// set (asOwnerOf). A child that cannot be marked runs unmarked: it is
+// found by its other evidence.
 func (sp *spawning) mark() {
 	o, r := sp.o, sp.r
 	m, ok := markOf(r.key)
 	if o.portable || !ok {
 		return
 	}
-	if err := setMark(sp.cmd.Process.Pid, m); err != nil {
+	pid := sp.cmd.Process.Pid
+	if err := asOwnerOf(sp.attr.Credential, func() error { return setMark(pid, m) }); err != nil {
 		o.opts.Logf("supervisor: %s: no mark (%v); its escapees are found by ancestry, tags and scans", sp.spec.Unit, err)
 		return
 	}

@@ -1,9 +1,11 @@
 package supervisor
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"syscall"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/units"
 )
 
 // TestSpawnerOf: a spawn names its live owner by its own evidence, with
@@ -81,5 +84,45 @@ func TestSpawnerOf(t *testing.T) {
 				t.Errorf("SpawnerOf = %v, %v; want %v (live owner %v)", got, ok, tc.want, liveID)
 			}
 		})
+	}
+}
+
+// TestSpawnerOfOtherUser: a spawn that runs as another user, with its
+// environment erased, in pgroup mode (no cgroup to name it) still names
+// its owner: the owner marks it from a thread with that user's ids, since
+// root is not always given CAP_SYS_RESOURCE, and the mark is read from
+// /proc where prlimit is refused.
+func TestSpawnerOfOtherUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: only root may start a process as another user")
+	}
+	if _, err := user.Lookup("nobody"); err != nil {
+		t.Skipf("no user nobody here: %v", err)
+	}
+	self, err := proc.Read(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := New(Options{Mode: ModePGroup, Grace: testGrace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	c, err := o.SpawnOwned(t.Context(), Spec{
+		Unit: "s", Dir: "/", Argv: []string{"env", "-i", "sleep", "1000"},
+		Env: []string{"PATH=" + os.Getenv("PATH")}, Exec: units.Exec{User: "nobody"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Stop(context.Background(), c.Group, syscall.SIGKILL, 0)
+	pid := c.Leader.PID
+	testkit.Eventually(t, testGrace*20, fmt.Sprintf("%d running sleep, its environment erased", pid), func() bool {
+		st, err := proc.ReadStat(pid)
+		env, eerr := proc.Environ(pid)
+		return err == nil && st.Comm == "sleep" && eerr == nil && len(env) == 0
+	})
+	if got, ok := SpawnerOf(pid); !ok || got.PID != self.PID || got.StartTime != self.StartTime {
+		t.Errorf("SpawnerOf(%d), a spawn as nobody with no environment = %v, %v; want this owner %v", pid, got, ok, self)
 	}
 }
