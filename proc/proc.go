@@ -74,6 +74,12 @@ type Stat struct {
 	SID       int
 	StartTime uint64 // as in Identity
 	CPU       uint64 // user + system time in clock ticks (fields 14 and 15); 0 where the platform's table has none (darwin)
+	// ChildCPU is the user + system time, in clock ticks, of the children
+	// this process has waited for (fields 16 and 17); RSS its resident
+	// set in bytes (field 24, in pages). 0 where the platform's table has
+	// none (darwin).
+	ChildCPU uint64
+	RSS      int64
 }
 
 // Zombie reports whether the process has exited and waits to be reaped.

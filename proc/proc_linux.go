@@ -102,8 +102,19 @@ func parseStat(pid int, b []byte) (Stat, error) {
 		return Stat{}, fmt.Errorf("pid %d: utime, stime: %w", pid, err)
 	}
 	s.CPU = utime + stime
+	if len(f) >= 22 { // a stat line of a kernel older than 2.6 stops short of them
+		cutime, err1 := strconv.ParseUint(f[13], 10, 64)
+		cstime, err2 := strconv.ParseUint(f[14], 10, 64)
+		pages, err3 := strconv.ParseInt(f[21], 10, 64)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return Stat{}, fmt.Errorf("pid %d: cutime, cstime, rss: %w", pid, err)
+		}
+		s.ChildCPU, s.RSS = cutime+cstime, pages*pageSize
+	}
 	return s, nil
 }
+
+var pageSize = int64(os.Getpagesize())
 
 var bootID = sync.OnceValues(func() (string, error) {
 	b, err := os.ReadFile(Root + "/sys/kernel/random/boot_id")

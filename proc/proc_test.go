@@ -87,23 +87,25 @@ func (c *child) stop() {
 }
 
 func TestParseStat(t *testing.T) {
-	tail := " S 1 100 100 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 123456 1000 10"
+	tail := " S 1 100 100 0 -1 4194560 100 0 0 0 1 2 3 4 20 0 1 0 123456 1000 10"
 	for _, tc := range []struct {
 		name    string
 		in      string
 		want    Stat
 		wantErr bool
 	}{
-		{"plain", "42 (sleep)" + tail, Stat{PID: 42, Comm: "sleep", State: 'S', PPID: 1, PGID: 100, SID: 100, StartTime: 123456, CPU: 3}, false},
-		{"spaces", "42 (my prog name)" + tail, Stat{PID: 42, Comm: "my prog name", State: 'S', PPID: 1, PGID: 100, SID: 100, StartTime: 123456, CPU: 3}, false},
-		{"paren", "42 (a) b)" + tail, Stat{PID: 42, Comm: "a) b", State: 'S', PPID: 1, PGID: 100, SID: 100, StartTime: 123456, CPU: 3}, false},
-		{"paren and spaces", "42 ((x) ) S 9 9 ()" + tail, Stat{PID: 42, Comm: "(x) ) S 9 9 (", State: 'S', PPID: 1, PGID: 100, SID: 100, StartTime: 123456, CPU: 3}, false},
-		{"zombie", "42 (z)" + strings.Replace(tail, " S ", " Z ", 1), Stat{PID: 42, Comm: "z", State: 'Z', PPID: 1, PGID: 100, SID: 100, StartTime: 123456, CPU: 3}, false},
-		{"empty comm", "42 ()" + tail, Stat{PID: 42, Comm: "", State: 'S', PPID: 1, PGID: 100, SID: 100, StartTime: 123456, CPU: 3}, false},
+		{"plain", "42 (sleep)" + tail, Stat{PID: 42, Comm: "sleep", State: 'S', PPID: 1, PGID: 100, SID: 100, StartTime: 123456, CPU: 3, ChildCPU: 7, RSS: 10 * pageSize}, false},
+		{"spaces", "42 (my prog name)" + tail, Stat{PID: 42, Comm: "my prog name", State: 'S', PPID: 1, PGID: 100, SID: 100, StartTime: 123456, CPU: 3, ChildCPU: 7, RSS: 10 * pageSize}, false},
+		{"paren", "42 (a) b)" + tail, Stat{PID: 42, Comm: "a) b", State: 'S', PPID: 1, PGID: 100, SID: 100, StartTime: 123456, CPU: 3, ChildCPU: 7, RSS: 10 * pageSize}, false},
+		{"paren and spaces", "42 ((x) ) S 9 9 ()" + tail, Stat{PID: 42, Comm: "(x) ) S 9 9 (", State: 'S', PPID: 1, PGID: 100, SID: 100, StartTime: 123456, CPU: 3, ChildCPU: 7, RSS: 10 * pageSize}, false},
+		{"zombie", "42 (z)" + strings.Replace(tail, " S ", " Z ", 1), Stat{PID: 42, Comm: "z", State: 'Z', PPID: 1, PGID: 100, SID: 100, StartTime: 123456, CPU: 3, ChildCPU: 7, RSS: 10 * pageSize}, false},
+		{"empty comm", "42 ()" + tail, Stat{PID: 42, Comm: "", State: 'S', PPID: 1, PGID: 100, SID: 100, StartTime: 123456, CPU: 3, ChildCPU: 7, RSS: 10 * pageSize}, false},
 		{"no parens", "42 sleep S 1 2 3", Stat{}, true},
 		{"short", "42 (sleep) S 1 100 100", Stat{}, true},
 		{"bad pgid", "42 (x) S 1 x 100 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 123456 1000 10", Stat{}, true},
 		{"bad starttime", "42 (x) S 1 100 100 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 -5 1000 10", Stat{}, true},
+		{"bad rss", "42 (x) S 1 100 100 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 123456 1000 x", Stat{}, true},
+		{"no rss", "42 (x) S 1 100 100 0 -1 4194560 100 0 0 0 1 2 3 4 20 0 1 0 123456", Stat{PID: 42, Comm: "x", State: 'S', PPID: 1, PGID: 100, SID: 100, StartTime: 123456, CPU: 3}, false},
 		{"empty", "", Stat{}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/events"
 	"github.com/hermes-units/hermes/internal/version"
+	"github.com/hermes-units/hermes/proc"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -215,6 +216,16 @@ var (
 		"1 when a unit is ready.", []string{"unit"}, nil)
 	descUnitRSS = prometheus.NewDesc("hermes_unit_resident_memory_bytes",
 		"Resident memory of a unit's main process (the pid status shows), not of the rest of its group.", []string{"unit"}, nil)
+	descUnitMemory = prometheus.NewDesc("hermes_unit_memory_bytes",
+		"Memory of the whole unit, 0 while it runs nothing. In cgroup mode with the memory controller enabled: its cgroup's memory.current "+
+			"(page cache and kernel memory included). Else (pgroup mode, or a hierarchy without the memory controller): the resident sets "+
+			"summed over its processes (its cgroup's; in pgroup mode its process group's and its main process's group's), a shared page counted once per process.",
+		[]string{"unit"}, nil)
+	descUnitCPU = prometheus.NewDesc("hermes_unit_cpu_seconds_total",
+		"CPU time (user + system) of the whole unit's current run, from 0 at each start. In cgroup mode: its cgroup's cpu.stat usage_usec, "+
+			"which keeps the time of processes that exited. In pgroup mode: the sum over its live processes, each with the children it waited for; "+
+			"the time of a process that exited unwaited for by the unit is lost, and the sum then falls (rate() reads a fall as a reset).",
+		[]string{"unit"}, nil)
 	descUnitStart = prometheus.NewDesc("hermes_unit_start_time_seconds",
 		"Start time of a unit's main process since the Unix epoch (absent while it runs none).", []string{"unit"}, nil)
 	descSupMode = prometheus.NewDesc("hermes_supervisor_mode",
@@ -236,7 +247,7 @@ var (
 func (c statusCollector) Describe(ch chan<- *prometheus.Desc) {
 	c.m.restarts.Describe(ch)
 	c.m.startToReady.Describe(ch)
-	for _, d := range []*prometheus.Desc{descUnitState, descUnitReady, descUnitRSS, descUnitStart, descSupMode, descSupHealthy,
+	for _, d := range []*prometheus.Desc{descUnitState, descUnitReady, descUnitRSS, descUnitMemory, descUnitCPU, descUnitStart, descSupMode, descSupHealthy,
 		descSupGroups, descConfigErrs, descBreakers, descStreak, descScrapeErr} {
 		ch <- d
 	}
@@ -261,11 +272,15 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	seen := map[string]bool{}
+	var use usage
 	for _, u := range st.Units {
 		if seen[u.Name] { // a released group under a unit's name: the unit's row counts
 			continue
 		}
 		seen[u.Name] = true
+		mem, cpu := use.of(u)
+		gauge(descUnitMemory, float64(mem), u.Name)
+		ch <- prometheus.MustNewConstMetric(descUnitCPU, prometheus.CounterValue, cpu.Seconds(), u.Name)
 		for _, s := range States {
 			gauge(descUnitState, b2f(u.State == s), u.Name, string(s))
 		}
@@ -300,6 +315,51 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descStreak, float64(n), k.provider, k.model)
 		}
 	}
+}
+
+// usage reads the whole-unit memory and CPU of one scrape. The process
+// table is read once, at the first unit that needs it (one in pgroup
+// mode, or in a cgroup without the memory controller), however many units
+// there are: a scrape costs one read of /proc/PID/stat per process on the
+// machine, plus two small files per unit in cgroup mode.
+type usage struct {
+	snap *proc.Snapshot
+	err  error // of the read of snap
+}
+
+func (s *usage) snapshot() *proc.Snapshot {
+	if s.snap == nil && s.err == nil {
+		s.snap, s.err = proc.ReadSnapshot()
+	}
+	return s.snap
+}
+
+// of is u's memory and CPU time: of its cgroup, else of its process group
+// and of its main process's (a forking unit's daemon may have left the
+// group); 0 when it has neither, or its use cannot be read (another
+// platform: see proc.ReadSnapshot).
+func (s *usage) of(u control.Unit) (memory int64, cpu time.Duration) {
+	if u.Cgroup != "" {
+		use, hasMemory, err := proc.CgroupUsage(u.Cgroup)
+		if err != nil {
+			return 0, 0
+		}
+		if !hasMemory {
+			if pids, err := proc.CgroupProcs(u.Cgroup); err == nil && s.snapshot() != nil {
+				use.Memory = s.snap.Processes(pids).Memory
+			}
+		}
+		return use.Memory, use.CPU
+	}
+	if u.PGID <= 0 || s.snapshot() == nil {
+		return 0, 0
+	}
+	use := s.snap.Group(u.PGID)
+	if pg, ok := s.snap.PGID(u.PID); ok && pg != u.PGID {
+		g := s.snap.Group(pg)
+		use.Memory, use.CPU = use.Memory+g.Memory, use.CPU+g.CPU
+	}
+	return use.Memory, use.CPU
 }
 
 // born makes the per-unit counters and histograms of unit exist, at 0,

@@ -1,0 +1,106 @@
+package metrics
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/proc"
+)
+
+// TestUnitUsage: hermes_unit_memory_bytes and hermes_unit_cpu_seconds_total
+// are the whole unit's. pgroup mode: a real group of two processes (a
+// shell and its cat) counts both, more than the leader's resident set
+// alone. cgroup mode, on a stand-in cgroup directory: memory.current and
+// usage_usec when the memory controller is there; without it (this
+// machine's hybrid hierarchy), the resident sets of cgroup.procs' pids.
+func TestUnitUsage(t *testing.T) {
+	cmd := exec.Command("sh", "-c", `exec 3<&0; cat <&3 >/dev/null & echo ready; wait`)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("shell said %q (%v), want ready", line, err)
+	}
+	pgid := cmd.Process.Pid
+	var members []int
+	for deadline := time.Now().Add(10 * time.Second); len(members) < 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("group %d has members %v, want the shell and cat", pgid, members)
+		}
+		if members, err = proc.GroupMembers(pgid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leaderRSS, err := proc.RSS(pgid)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	withMem, noMem := t.TempDir(), t.TempDir()
+	for dir, files := range map[string]map[string]string{
+		withMem: {"cpu.stat": "usage_usec 2500000\nuser_usec 2000000\n", "memory.current": "73400320\n", "cgroup.procs": ""},
+		noMem:   {"cpu.stat": "usage_usec 1500000\n", "cgroup.procs": formatPids(members)},
+	} {
+		for name, s := range files {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	st := control.Status{Units: []control.Unit{
+		{Name: "pg", State: control.StateRunning, PID: pgid, PGID: pgid},
+		{Name: "cg", State: control.StateRunning, PID: 1, PGID: 1, Cgroup: withMem},
+		{Name: "cgnomem", State: control.StateRunning, PID: pgid, PGID: pgid, Cgroup: noMem},
+		{Name: "idle", State: control.StateInactive},
+	}}
+	m := New(Options{Status: func(context.Context) (control.Status, error) { return st, nil }})
+	f := Scrape(t, m.Handler("", false))
+
+	if got := f.Value("hermes_unit_memory_bytes", "unit", "pg"); got <= float64(leaderRSS) {
+		t.Errorf("pgroup: memory %v, want more than the leader's resident set alone (%d): the cat's too", got, leaderRSS)
+	}
+	if got := f.Value("hermes_unit_memory_bytes", "unit", "cg"); got != 73400320 {
+		t.Errorf("cgroup: memory %v, want memory.current 73400320", got)
+	}
+	if got := f.Value("hermes_unit_cpu_seconds_total", "unit", "cg"); got != 2.5 {
+		t.Errorf("cgroup: CPU %v, want usage_usec's 2.5 s", got)
+	}
+	pg, nomem := f.Value("hermes_unit_memory_bytes", "unit", "pg"), f.Value("hermes_unit_memory_bytes", "unit", "cgnomem")
+	if nomem <= float64(leaderRSS) || nomem < pg/2 || nomem > pg*2 {
+		t.Errorf("cgroup without the memory controller: memory %v, want its processes' sum (the group's is %v, the leader's %d)", nomem, pg, leaderRSS)
+	}
+	if got := f.Value("hermes_unit_cpu_seconds_total", "unit", "cgnomem"); got != 1.5 {
+		t.Errorf("cgroup without the memory controller: CPU %v, want usage_usec's 1.5 s", got)
+	}
+	for _, name := range []string{"hermes_unit_memory_bytes", "hermes_unit_cpu_seconds_total"} {
+		if got := f.Value(name, "unit", "idle"); got != 0 {
+			t.Errorf("%s of a unit that runs nothing = %v, want 0 (a series from its first appearance)", name, got)
+		}
+	}
+}
+
+func formatPids(pids []int) string {
+	var b []byte
+	for _, p := range pids {
+		b = append(b, []byte(strconv.Itoa(p)+"\n")...)
+	}
+	return string(b)
+}
