@@ -58,6 +58,8 @@ func (fullBackend) RegisterRun(_ context.Context, req RunRequest) (RunRegistrati
 	return RunRegistration{ID: "r1", BaseURL: "http://127.0.0.1:1/run/r1/v1", Deadline: keptSince.Add(req.Budget)}, func() {}, nil
 }
 
+func (fullBackend) EndRun(context.Context, string) (bool, error) { return true, nil }
+
 func (fullBackend) Orphans(context.Context, OrphansRequest) (OrphanReport, error) {
 	// nil Ports and Evidence: the server must answer [].
 	return OrphanReport{Orphans: []Orphan{{Unit: "old", PID: 9, PGID: 9, StartTime: 123, PPID: 1, Command: "sleep", Ownership: "owned", Owner: 3, OwnerRole: "gateway"}}}, nil
@@ -201,6 +203,7 @@ func TestOpenAPIAnswers(t *testing.T) {
 	for _, c := range []struct{ method, path, body, schema string }{
 		{"GET", "/v1/events?follow=1", "", "Event"},
 		{"POST", "/v1/proxy/runs", `{"budget_ns":60000000000,"wrapup":"wrap up"}`, "RunRegistration"},
+		{"DELETE", "/v1/proxy/runs/r1", "", "RunEnded"},
 	} {
 		ctx, cancel := context.WithCancel(t.Context())
 		req, _ := http.NewRequestWithContext(ctx, c.method, "http://hermesd"+c.path, strings.NewReader(c.body))

@@ -9,19 +9,24 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"time"
 )
 
 // Ad-hoc runs with a budget (`hermesctl run --run-budget`). Route, served
 // when the Backend is a RunRegistrar:
 //
-//	POST /v1/proxy/runs  RunRequest → one JSON line, RunRegistration, then
-//	                                  nothing until the run ends
+//	POST   /v1/proxy/runs       RunRequest → one JSON line, RunRegistration,
+//	                                         then nothing until the run ends
+//	DELETE /v1/proxy/runs/{id}  → RunEnded, once the run's calls are cut
 //
 // The run stays registered with the provider proxy for as long as the
 // request is open: the client ends it by closing the connection (by any
 // death of the client too, kill -9 included), and the daemon ends it when
-// it shuts down, which ends the answer. A daemon without the route answers
+// it shuts down, which ends the answer. Closing returns before the daemon
+// has seen it; a client that must know the run's calls are over before it
+// acts (`hermesctl run` at its deadline, before the TERM) ends it with
+// DELETE, which answers once they are. A daemon without the route answers
 // with an error of Code CodeNoRoute; one with the proxy off with
 // ErrConflict.
 const pathRuns = "/v1/proxy/runs"
@@ -38,6 +43,16 @@ type RunRegistrar interface {
 	// release is called exactly once. The proxy off is an error wrapping
 	// ErrConflict.
 	RegisterRun(ctx context.Context, req RunRequest) (RunRegistration, func(), error)
+	// EndRun unregisters the run id, as its release does, and returns
+	// once its calls in flight are cut. ended is false when the run was
+	// not registered (ended already, or never known): not an error.
+	EndRun(ctx context.Context, id string) (ended bool, err error)
+}
+
+// RunEnded is the answer to DELETE /v1/proxy/runs/{id}.
+type RunEnded struct {
+	ID    string `json:"run_id"`
+	Ended bool   `json:"ended"` // false: it was not registered
 }
 
 // RunRequest is the body of POST /v1/proxy/runs.
@@ -94,9 +109,29 @@ func (s *Server) routeRuns(mux *router, end <-chan struct{}) {
 		case <-end:
 		}
 	})
+	mux.HandleFunc("DELETE "+pathRuns+"/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		ended, err := rr.EndRun(r.Context(), id)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, RunEnded{ID: id, Ended: ended})
+	})
 }
 
 var _ RunRegistrar = (*Client)(nil)
+
+// EndRun ends the run id (see RunRegistrar) and returns once the daemon
+// has cut its calls.
+func (c *Client) EndRun(ctx context.Context, id string) (bool, error) {
+	if id == "" {
+		return false, fmt.Errorf("%w: empty run id", ErrBadRequest)
+	}
+	var res RunEnded
+	err := c.do(ctx, http.MethodDelete, pathRuns+"/"+url.PathEscape(id), nil, &res)
+	return res.Ended, err
+}
 
 // RegisterRun registers a run with the daemon's provider proxy (see
 // RunRegistrar). The run stays registered until release is called or ctx

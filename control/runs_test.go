@@ -28,6 +28,16 @@ func (b runsBackend) RegisterRun(_ context.Context, req RunRequest) (RunRegistra
 		func() { b.released <- "run-1" }, nil
 }
 
+// EndRun ends run-1 as its release does, recorded.
+func (b runsBackend) EndRun(_ context.Context, id string) (bool, error) {
+	b.record("end %s", id)
+	if id != "run-1" {
+		return false, nil
+	}
+	b.released <- id
+	return true, nil
+}
+
 // waitRelease waits for the daemon side to release a run.
 func (b runsBackend) waitRelease(t *testing.T, why string) {
 	t.Helper()
@@ -112,5 +122,31 @@ func TestRunRoute(t *testing.T) {
 	b.waitRelease(t, "after shutdown")
 	if d := time.Since(began); d > 5*time.Second {
 		t.Errorf("shutdown took %v with a run registered, want it ended at once", d)
+	}
+}
+
+// TestEndRunRoute: Client.EndRun reaches the Backend's EndRun and returns
+// once it has (the release is seen before EndRun returns); a run that is
+// not registered is no error, and says so.
+func TestEndRunRoute(t *testing.T) {
+	b := newRunsBackend()
+	s := serve(t, NewServer(b, Options{}))
+	ended, err := s.client.EndRun(t.Context(), "run-1")
+	if err != nil || !ended {
+		t.Fatalf("EndRun(run-1) = %v, %v; want true, nil", ended, err)
+	}
+	select {
+	case <-b.released:
+	default:
+		t.Error("EndRun returned before the backend released the run")
+	}
+	if ended, err := s.client.EndRun(t.Context(), "run-2"); err != nil || ended {
+		t.Errorf("EndRun(run-2), not registered = %v, %v; want false, nil", ended, err)
+	}
+	if _, err := s.client.EndRun(t.Context(), ""); !errors.Is(err, ErrBadRequest) {
+		t.Errorf("EndRun(\"\") = %v, want ErrBadRequest", err)
+	}
+	if got := b.Calls(); !slices.Equal(got, []string{"end run-1", "end run-2"}) {
+		t.Errorf("calls %q", got)
 	}
 }

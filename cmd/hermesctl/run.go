@@ -139,6 +139,7 @@ func runOwned(ctx context.Context, opts *runOptions, mode supervisor.Mode, rb ru
 		stopped = make(chan bool, 1)
 		go func() {
 			stopped <- watchBudget(run.budget, child.Done(), func() { run.wrapUp(child) }, func() {
+				run.cut(opts.errOut)
 				if err := o.Stop(ctx, child.Group, syscall.SIGTERM, grace); err != nil {
 					fmt.Fprintln(opts.errOut, "hermesctl run: stopping at the run budget:", err)
 				}

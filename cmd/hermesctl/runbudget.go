@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -105,6 +106,7 @@ type budgetedRun struct {
 	wrapFile string
 	env      []string // the child's run and proxy variables
 	release  func()   // ends the proxy's registration; nil when none
+	socket   string   // hermesd's control socket, to end the run (cut)
 }
 
 // startRun starts the budget clock of a run of argv, and registers it with
@@ -124,7 +126,7 @@ func startRun(ctx context.Context, g *globals, env, argv []string, rb runBudget)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "hermesctl run: the provider proxy does not budget this run's calls (%v); its local budget applies\n", err)
 		} else {
-			r.id, r.release, base = reg.ID, release, reg.BaseURL
+			r.id, r.release, r.socket, base = reg.ID, release, g.Socket, reg.BaseURL
 			// The proxy's clock started spent into the run when the
 			// request reached it, at most now: this clock restarts from
 			// the same point now, so that its wrap-up signal (and TERM)
@@ -233,6 +235,29 @@ func signalLeader(child *supervisor.Child, sig syscall.Signal) error {
 func (r *budgetedRun) exceeded(argv []string, grace time.Duration) error {
 	return &exitError{code: exitcode.HermesctlBudget, err: fmt.Errorf("run: %w: %s (run %s) used its whole run budget of %s and was stopped (TERM, then KILL after %s); give it a larger --run-budget if it needs longer",
 		reconciler.ErrBudgetExceeded, filepath.Base(argv[0]), r.id, r.budget.Total(), grace)}
+}
+
+// cut ends the run's registration with the proxy and waits, within
+// registerWait, until hermesd has cut its calls in flight: at the
+// deadline, before the TERM, so that the child is not stopped while
+// blocked in a call the budget should already have ended. The proxy's own
+// clock cuts them at the same deadline, a transit time earlier; cut makes
+// the order hold whatever either clock's timer is late by. A failure is
+// said on stderr, and the stop goes on.
+func (r *budgetedRun) cut(errOut io.Writer) {
+	if r.release == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), registerWait)
+	defer cancel()
+	c, err := control.Dial(r.socket)
+	if err == nil {
+		_, err = c.EndRun(ctx, r.id)
+		c.Close()
+	}
+	if err != nil {
+		fmt.Fprintf(errOut, "hermesctl run: the provider proxy was not told that run %s ended (%v); its calls end at the proxy's own deadline\n", r.id, err)
+	}
 }
 
 // end releases the run: the proxy's registration (cutting its calls in

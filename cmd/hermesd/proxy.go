@@ -45,6 +45,9 @@ type gatewayProxy struct {
 	token atomic.Pointer[string]
 	// rotateMu serialises rotations: file and proxy change together.
 	rotateMu sync.Mutex
+	// adhoc holds the release of each ad-hoc run registered, by id, for
+	// EndRun; a release removes its own.
+	adhoc sync.Map
 }
 
 // ErrProxyListen reports that the proxy cannot listen on gateway.listen.
@@ -192,6 +195,20 @@ func (b backend) RegisterRun(ctx context.Context, req control.RunRequest) (contr
 	return b.px.registerRun(req)
 }
 
+// EndRun ends the ad-hoc run id as its release does: once it returns,
+// the run's calls in flight are cut. A job's run is not ended here (its
+// job ends it).
+func (b backend) EndRun(ctx context.Context, id string) (bool, error) {
+	if b.px == nil {
+		return false, nil
+	}
+	release, ok := b.px.adhoc.Load(id)
+	if ok {
+		release.(func())()
+	}
+	return ok, nil
+}
+
 func (g *gatewayProxy) registerRun(req control.RunRequest) (control.RunRegistration, func(), error) {
 	if g == nil {
 		return control.RunRegistration{}, nil, fmt.Errorf("%w: the provider proxy is off: hermesd serves it when hermes.yaml (providers:) or a unit (provider:) declares a provider", control.ErrConflict)
@@ -201,10 +218,12 @@ func (g *gatewayProxy) registerRun(req control.RunRequest) (control.RunRegistrat
 	g.p.RegisterRun(id, budget, req.WrapUp)
 	g.log.Info("ad-hoc run registered with the proxy", "run", id, "budget", req.Budget)
 	release := sync.OnceFunc(func() {
+		g.adhoc.Delete(id)
 		g.p.UnregisterRun(id)
 		budget.Stop()
 		g.log.Info("ad-hoc run ended", "run", id, "elapsed", budget.Elapsed().Round(time.Millisecond))
 	})
+	g.adhoc.Store(id, release)
 	return control.RunRegistration{ID: id, BaseURL: proxy.RunBaseURL(g.url(), id), Deadline: budget.Deadline()}, release, nil
 }
 
