@@ -143,9 +143,15 @@ type Unit struct {
 	Uptime    time.Duration   `json:"uptime_ns"`
 	Ports     []int           `json:"ports,omitempty"`
 	RSS       int64           `json:"rss_bytes"`
-	Log       string          `json:"log,omitempty"`
-	Job       *Job            `json:"job,omitempty"`
-	Requires  []string        `json:"requires,omitempty"` // the unit's requires: (restart with dependents follows them back)
+	// ExitStatus is the exit status of the latest run's leader once
+	// reaped, in the shell's convention (128+N: killed by signal N).
+	// Absent before any, and when hermesd could not read it: a re-adopted
+	// group's leader is not its child, and a forking unit's launcher
+	// exits 0 when its daemon starts.
+	ExitStatus *int     `json:"exit_status,omitempty"`
+	Log        string   `json:"log,omitempty"`
+	Job        *Job     `json:"job,omitempty"`
+	Requires   []string `json:"requires,omitempty"` // the unit's requires: (restart with dependents follows them back)
 	// Description is the unit file's description: (absent when it has
 	// none, and for adopted and released groups).
 	Description string `json:"description,omitempty"`
@@ -191,6 +197,13 @@ type Job struct {
 	RunID    string    `json:"run_id,omitempty"`  // HERMES_RUN_ID of the latest run
 	Deadline time.Time `json:"deadline,omitzero"` // of the latest run, when it has a budget
 	Skipped  int       `json:"skipped,omitempty"` // fires skipped because a run was still running
+	// Runs counts the runs that ended since hermesd started, by result
+	// (success, failed, budget exceeded, stopped). Absent before the first.
+	Runs map[string]int `json:"runs,omitempty"`
+	// Duration is how long the latest run lasted, or has lasted while it
+	// runs; Budget is its run budget (absent: none).
+	Duration time.Duration `json:"duration_ns,omitempty"`
+	Budget   time.Duration `json:"budget_ns,omitempty"`
 }
 
 // ConfigError is a unit file or config file that did not load: the

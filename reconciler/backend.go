@@ -188,6 +188,9 @@ func (r *Reconciler) unitStatus(u *unit, fileErr string) control.Unit {
 		d := r.heldWith(u, nil)
 		cu.Error = fmt.Sprintf("stopped with %s, which it requires; starts again when %s starts", d, d)
 	}
+	if code, ok := u.exitStatus(); ok {
+		cu.ExitStatus = &code
+	}
 	cu.Job = r.jobStatus(u)
 	if !u.external {
 		describe(&cu, u.spec)

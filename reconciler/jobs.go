@@ -41,6 +41,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -135,6 +136,9 @@ type job struct {
 	next    time.Time
 	run     *jobRun // the latest run; nil before the first
 	skipped int     // fires skipped because a run was still running
+	// runs counts the runs that ended since hermesd started, by result
+	// (Result*: never ResultRunning).
+	runs map[string]int
 }
 
 // jobRun is one run of a job. Its fields are set before the spawn and only
@@ -144,7 +148,8 @@ type jobRun struct {
 	started  time.Time
 	budget   *timeouts.Budget // nil: no budget
 	wrapFile string
-	runs     Runs // non-nil when registered with the proxy
+	ended    time.Time // when the run ended (endJobRun); zero while it runs. Run's goroutine only.
+	runs     Runs      // non-nil when registered with the proxy
 	once     sync.Once
 	unreg    sync.Once
 }
@@ -621,6 +626,22 @@ func signalLeader(p Process, sig syscall.Signal) error {
 	return h.Signal(sig)
 }
 
+// endJobRun counts the end of u's latest run by its result, read from
+// u's state once the run's end has been applied (stopped, or a spawn that
+// failed), and fixes its duration. A run is counted once; a unit that is
+// no job, or whose run was counted, is left alone. Run's goroutine.
+func (r *Reconciler) endJobRun(u *unit, now time.Time) {
+	j := r.jobs.m[u.spec.Name]
+	if !u.spec.IsJob() || j == nil || j.run == nil || !j.run.ended.IsZero() {
+		return
+	}
+	j.run.ended = now
+	if j.runs == nil {
+		j.runs = map[string]int{}
+	}
+	j.runs[jobResult(u)]++
+}
+
 // jobStatus is u's control.Job, nil for a unit that is no job.
 func (r *Reconciler) jobStatus(u *unit) *control.Job {
 	if !u.spec.IsJob() {
@@ -632,12 +653,20 @@ func (r *Reconciler) jobStatus(u *unit) *control.Job {
 		return cj
 	}
 	cj.Next, cj.Skipped = j.next, j.skipped
+	if len(j.runs) > 0 {
+		cj.Runs = maps.Clone(j.runs)
+	}
 	if j.run == nil {
 		return cj
 	}
 	cj.LastRun, cj.RunID = j.run.started.Format(time.RFC3339), j.run.id
+	end := j.run.ended
+	if end.IsZero() {
+		end = time.Now()
+	}
+	cj.Duration = max(end.Sub(j.run.started), 0)
 	if j.run.budget != nil {
-		cj.Deadline = j.run.budget.Deadline()
+		cj.Deadline, cj.Budget = j.run.budget.Deadline(), j.run.budget.Total()
 	}
 	cj.Result = jobResult(u)
 	return cj
@@ -653,8 +682,8 @@ func jobResult(u *unit) string {
 			return ResultBudgetExceeded
 		}
 		return ResultRunning
-	case Exited:
-		return ResultSuccess
+	case Exited, Done:
+		return ResultSuccess // Done: a oneshot job's exit 0
 	case Failed, BackingOff:
 		if errors.Is(u.err, ErrBudgetExceeded) {
 			return ResultBudgetExceeded

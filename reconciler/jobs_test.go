@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -362,6 +363,9 @@ func TestJobBudget(t *testing.T) {
 		if n := len(h.fs.spawnTimes("agent")); n != 1 {
 			t.Errorf("spawned %d times, want 1: a run stopped at its budget is not restarted", n)
 		}
+		if u.Job.Runs[ResultBudgetExceeded] != 1 || u.Job.Budget != 100*time.Second || u.Job.Duration < 100*time.Second {
+			t.Errorf("runs %v budget %s duration %s, want budget exceeded 1, 1m40s, at least 1m40s", u.Job.Runs, u.Job.Budget, u.Job.Duration)
+		}
 		if _, err := os.Stat(wrapFile); !os.IsNotExist(err) {
 			t.Errorf("notice file after the run: %v, want removed", err)
 		}
@@ -459,4 +463,69 @@ func TestWrapUpNotice(t *testing.T) {
 			t.Errorf("notice %q lacks %q", got, want)
 		}
 	}
+}
+
+// TestJobRunsCounted: status counts a job's ended runs by result, and
+// gives the latest run's duration and budget; each run's leader's exit
+// status is the unit's (128+N for a signal), the previous one's while a
+// new run has not ended.
+func TestJobRunsCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startJobs(t, jobSpec("batch", "0 0 1 1 *", func(s *units.Spec) {
+			s.RunBudget = 100 * time.Second
+			s.Restart = units.RestartNo
+		}))
+		synctest.Wait()
+		if u := h.unit("batch"); u.Job.Runs != nil || u.ExitStatus != nil || u.Job.Duration != 0 {
+			t.Fatalf("before any run: runs %v exit %v duration %s, want none", u.Job.Runs, u.ExitStatus, u.Job.Duration)
+		}
+		run := func(d time.Duration, err error) control.Unit {
+			t.Helper()
+			if err := h.r.Start(t.Context(), "batch"); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(d)
+			synctest.Wait()
+			h.fs.last(t, "batch").exit(err)
+			synctest.Wait()
+			return h.unit("batch")
+		}
+		u := run(30*time.Second, nil)
+		if !maps.Equal(u.Job.Runs, map[string]int{ResultSuccess: 1}) || u.Job.Duration != 30*time.Second || u.Job.Budget != 100*time.Second {
+			t.Errorf("after a 30 s success: runs %v duration %s budget %s, want success 1, 30s, 1m40s", u.Job.Runs, u.Job.Duration, u.Job.Budget)
+		}
+		if u.ExitStatus == nil || *u.ExitStatus != 0 {
+			t.Errorf("after exit 0: exit status %v, want 0", u.ExitStatus)
+		}
+		u = run(10*time.Second, &supervisor.ExitError{Code: 3})
+		if !maps.Equal(u.Job.Runs, map[string]int{ResultSuccess: 1, ResultFailed: 1}) || u.Job.Duration != 10*time.Second {
+			t.Errorf("after a failed run: runs %v duration %s, want success 1 failed 1, 10s", u.Job.Runs, u.Job.Duration)
+		}
+		if u.ExitStatus == nil || *u.ExitStatus != 3 {
+			t.Errorf("after exit 3: exit status %v, want 3", u.ExitStatus)
+		}
+		if err := h.r.Start(t.Context(), "batch"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if u := h.unit("batch"); u.Job.Duration != 5*time.Second || u.ExitStatus == nil || *u.ExitStatus != 3 {
+			t.Errorf("running for 5 s: duration %s exit status %v, want 5s and the last run's 3", u.Job.Duration, u.ExitStatus)
+		}
+		h.fs.last(t, "batch").exit(&supervisor.ExitError{Code: -1, Signal: syscall.SIGKILL})
+		synctest.Wait()
+		if u := h.unit("batch"); u.ExitStatus == nil || *u.ExitStatus != 128+9 || u.Job.Runs[ResultFailed] != 2 {
+			t.Errorf("killed by KILL: exit status %v runs %v, want 137 and failed 2", u.ExitStatus, u.Job.Runs)
+		}
+		if err := h.r.Start(t.Context(), "batch"); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.r.Stop(t.Context(), "batch"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if u := h.unit("batch"); u.Job.Runs[ResultStopped] != 1 {
+			t.Errorf("after a stop by command: runs %v, want stopped 1", u.Job.Runs)
+		}
+	})
 }

@@ -70,6 +70,7 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 		r.closeNotify(sock)
 		u.run = nil // what is left of a run whose stop failed is forgotten
 		r.afterRun(u, 0, spawnError(u.spec, err))
+		r.endJobRun(u, time.Now())
 		return
 	}
 	rn := r.began(u, p, now, sock)
@@ -377,6 +378,10 @@ func (r *Reconciler) stopped(ctx context.Context, u *unit, err error) {
 		return
 	}
 	u.run, u.stop = nil, nil
+	u.leader = nil
+	if rn.proc != nil && !rn.launched {
+		u.leader = rn.proc
+	}
 	// An adopted group, now empty, has nothing to restart; a reload's
 	// removal or new version applies whatever stop came last (a command,
 	// a restart, shutdown): the file is the truth.
@@ -398,6 +403,7 @@ func (r *Reconciler) stopped(ctx context.Context, u *unit, err error) {
 	case stopRestart, stopRequires, stopShutdown, stopReload:
 		u.state = Inactive
 	}
+	r.endJobRun(u, time.Now())
 	if len(st.waiters) > 0 {
 		// A Restart caller hears once the new run is started (startErr);
 		// otherwise the pass that follows every event (Run) starts it.
@@ -421,6 +427,38 @@ func spawnError(s units.Spec, err error) error {
 		return fmt.Errorf("unit %s: %w; install it, or write its absolute path in command:%s", s.Name, spawnFailed{err}, where)
 	}
 	return fmt.Errorf("unit %s: %w", s.Name, spawnFailed{err})
+}
+
+// exitStatus is the exit status of u's latest run's leader, in the
+// shell's convention (128+N: killed by signal N); ok is false before one
+// was reaped, and when its status is unknown (see unit.leader).
+func (u *unit) exitStatus() (status int, ok bool) {
+	if rn := u.run; rn != nil && rn.proc != nil && !rn.launched {
+		if s, ok := reaped(rn.proc); ok { // its run not over yet: its status is the latest
+			return s, true
+		}
+	}
+	if u.leader == nil {
+		return 0, false
+	}
+	return reaped(u.leader)
+}
+
+// reaped is p's exit status once it has been reaped, as exitStatus says.
+func reaped(p Process) (status int, ok bool) {
+	select {
+	case <-p.Done():
+	default:
+		return 0, false
+	}
+	var ee *supervisor.ExitError
+	switch err := p.Err(); {
+	case err == nil:
+		return 0, true
+	case errors.As(err, &ee):
+		return ee.Status(), true
+	}
+	return 0, false // the wait failed: no status
 }
 
 // startErr is the outcome of a start a caller asked for (Start, Restart),

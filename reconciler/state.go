@@ -121,6 +121,13 @@ type unit struct {
 	// unit's name; the unit waits while it is listed as released.
 	takenBy int
 
+	// leader is the latest run's leader, our child, kept once the run
+	// has ended for its exit status (exitStatus); nil before the first
+	// run, for an adopted run (its leader is not our child) and for a
+	// forking unit that launched its daemon (the launcher's exit 0 says
+	// nothing of the unit).
+	leader Process
+
 	// held: stopped by `hermesctl stop` or `disable` (holds.go). Reloads
 	// still switch the unit to its file's new version, but do not start
 	// it; Start (or Restart) clears it. A unit removed and declared again

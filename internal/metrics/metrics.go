@@ -228,6 +228,22 @@ var (
 		[]string{"unit"}, nil)
 	descUnitStart = prometheus.NewDesc("hermes_unit_start_time_seconds",
 		"Start time of a unit's main process since the Unix epoch (absent while it runs none).", []string{"unit"}, nil)
+	descUnitExit = prometheus.NewDesc("hermes_unit_last_exit_status",
+		"Exit status of the latest run's main process once it ended, 128+N when killed by signal N (absent before one ended, "+
+			"and when unknown: a re-adopted group's leader is not hermesd's child; a forking unit's launcher exits 0 when its daemon starts).", []string{"unit"}, nil)
+	descJobRuns = prometheus.NewDesc("hermes_job_runs_total",
+		"Runs of a job (a unit with schedule:) that ended since hermesd started, by result (success, failed, budget_exceeded, stopped); every result at 0 from the job's first scrape.",
+		[]string{"unit", "result"}, nil)
+	descJobSkipped = prometheus.NewDesc("hermes_job_skipped_total",
+		"Fires of a job skipped because its previous run was still running.", []string{"unit"}, nil)
+	descJobDuration = prometheus.NewDesc("hermes_job_last_run_duration_seconds",
+		"How long a job's latest run lasted, or has lasted while it runs (absent before its first run).", []string{"unit"}, nil)
+	descJobBudget = prometheus.NewDesc("hermes_job_budget_seconds",
+		"The run budget of a job's latest run (absent without one).", []string{"unit"}, nil)
+	descJobBudgetUsed = prometheus.NewDesc("hermes_job_last_run_budget_used_ratio",
+		"The part of its run budget a job's latest run used (its duration over its budget; 1 when stopped at the budget; absent without one).", []string{"unit"}, nil)
+	descJobNext = prometheus.NewDesc("hermes_job_next_run_time_seconds",
+		"When a job's schedule fires next, since the Unix epoch.", []string{"unit"}, nil)
 	descSupMode = prometheus.NewDesc("hermes_supervisor_mode",
 		"1 for the containment mode of the death supervisor (cgroup or pgroup).", []string{"mode"}, nil)
 	descSupHealthy = prometheus.NewDesc("hermes_supervisor_healthy",
@@ -247,7 +263,8 @@ var (
 func (c statusCollector) Describe(ch chan<- *prometheus.Desc) {
 	c.m.restarts.Describe(ch)
 	c.m.startToReady.Describe(ch)
-	for _, d := range []*prometheus.Desc{descUnitState, descUnitReady, descUnitRSS, descUnitMemory, descUnitCPU, descUnitStart, descSupMode, descSupHealthy,
+	for _, d := range []*prometheus.Desc{descUnitState, descUnitReady, descUnitRSS, descUnitMemory, descUnitCPU, descUnitStart, descUnitExit,
+		descJobRuns, descJobSkipped, descJobDuration, descJobBudget, descJobBudgetUsed, descJobNext, descSupMode, descSupHealthy,
 		descSupGroups, descConfigErrs, descBreakers, descStreak, descScrapeErr} {
 		ch <- d
 	}
@@ -289,6 +306,12 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 		if u.Uptime > 0 {
 			gauge(descUnitStart, float64(now.Add(-u.Uptime).UnixMilli())/1e3, u.Name)
 		}
+		if u.ExitStatus != nil {
+			gauge(descUnitExit, float64(*u.ExitStatus), u.Name)
+		}
+		if u.Job != nil {
+			collectJob(ch, u.Name, u.Job)
+		}
 		c.m.born(u.Name)
 	}
 	for _, md := range modes {
@@ -314,6 +337,32 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descBreakers, float64(closed[k]), k.provider, k.model, "closed")
 			gauge(descStreak, float64(n), k.provider, k.model)
 		}
+	}
+}
+
+// jobResults are the results hermes_job_runs_total has a series for, each
+// at 0 from a job's first scrape: the words of control.Job.Runs, and the
+// label value of each (no spaces in a label).
+var jobResults = []struct{ word, label string }{
+	{"success", "success"}, {"failed", "failed"}, {"budget exceeded", "budget_exceeded"}, {"stopped", "stopped"},
+}
+
+// collectJob sends the series of the job unit.
+func collectJob(ch chan<- prometheus.Metric, unit string, j *control.Job) {
+	for _, r := range jobResults {
+		ch <- prometheus.MustNewConstMetric(descJobRuns, prometheus.CounterValue, float64(j.Runs[r.word]), unit, r.label)
+	}
+	ch <- prometheus.MustNewConstMetric(descJobSkipped, prometheus.CounterValue, float64(j.Skipped), unit)
+	if !j.Next.IsZero() {
+		ch <- prometheus.MustNewConstMetric(descJobNext, prometheus.GaugeValue, float64(j.Next.Unix()), unit)
+	}
+	if j.LastRun == "" {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(descJobDuration, prometheus.GaugeValue, j.Duration.Seconds(), unit)
+	if j.Budget > 0 {
+		ch <- prometheus.MustNewConstMetric(descJobBudget, prometheus.GaugeValue, j.Budget.Seconds(), unit)
+		ch <- prometheus.MustNewConstMetric(descJobBudgetUsed, prometheus.GaugeValue, min(j.Duration.Seconds()/j.Budget.Seconds(), 1), unit)
 	}
 }
 

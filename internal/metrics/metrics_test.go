@@ -278,3 +278,45 @@ func TestRemote(t *testing.T) {
 	}
 	ln.Close()
 }
+
+// TestExitAndJobSeries: a unit's last exit status, and a job's runs by
+// result (every result at 0 from its first scrape), skipped fires, next
+// fire, latest duration, budget and the part of it used, from status.
+func TestExitAndJobSeries(t *testing.T) {
+	exit := 137
+	next := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	st := control.Status{Units: []control.Unit{
+		{Name: "web", State: "running", ExitStatus: &exit},
+		{Name: "fresh", State: "running"},
+		{Name: "batch", State: "failed", Job: &control.Job{Schedule: "0 * * * *", Next: next, LastRun: "2026-12-05T10:00:00Z",
+			Runs: map[string]int{"success": 4, "budget exceeded": 1}, Skipped: 2, Duration: 75 * time.Second, Budget: 100 * time.Second}},
+		{Name: "idle", State: "inactive", Job: &control.Job{Schedule: "0 * * * *", Next: next}},
+	}}
+	m := New(Options{Status: func(context.Context) (control.Status, error) { return st, nil }})
+	f := Scrape(t, m.Handler("", false))
+	for _, tc := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"hermes_unit_last_exit_status", []string{"unit", "web"}, 137},
+		{"hermes_unit_last_exit_status", []string{"unit", "fresh"}, -1}, // none ended yet: no series
+		{"hermes_job_runs_total", []string{"unit", "batch", "result", "success"}, 4},
+		{"hermes_job_runs_total", []string{"unit", "batch", "result", "budget_exceeded"}, 1},
+		{"hermes_job_runs_total", []string{"unit", "batch", "result", "failed"}, 0},
+		{"hermes_job_runs_total", []string{"unit", "idle", "result", "success"}, 0},
+		{"hermes_job_runs_total", []string{"unit", "idle", "result", "stopped"}, 0},
+		{"hermes_job_runs_total", []string{"unit", "web", "result", "success"}, -1}, // no job
+		{"hermes_job_skipped_total", []string{"unit", "batch"}, 2},
+		{"hermes_job_next_run_time_seconds", []string{"unit", "idle"}, float64(next.Unix())},
+		{"hermes_job_last_run_duration_seconds", []string{"unit", "batch"}, 75},
+		{"hermes_job_last_run_duration_seconds", []string{"unit", "idle"}, -1},
+		{"hermes_job_budget_seconds", []string{"unit", "batch"}, 100},
+		{"hermes_job_last_run_budget_used_ratio", []string{"unit", "batch"}, 0.75},
+	} {
+		if got := f.Value(tc.name, tc.labels...); got != tc.want {
+			t.Errorf("%s%v = %v, want %v (-1: no series)", tc.name, tc.labels, got, tc.want)
+		}
+	}
+	metricstest.CheckPromtool(t, scrapeBytes(t, m.Handler("", false)))
+}
