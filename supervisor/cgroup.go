@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hermes-units/hermes/proc"
@@ -72,6 +73,7 @@ func openCgroupTree(name string) (*cgroupTree, error) {
 	if err := os.Mkdir(root, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("create owner cgroup %s: %w", root, err)
 	}
+	stampNamespace(root)
 	if _, err := os.Stat(filepath.Join(root, "cgroup.kill")); err != nil {
 		os.Remove(root)
 		return nil, fmt.Errorf("cgroup %s has no cgroup.kill (kernel < 5.14?): %w", root, err)
@@ -179,10 +181,46 @@ func mkdirIn(parent, dir string) error {
 	err := os.Mkdir(dir, 0o755)
 	if errors.Is(err, os.ErrNotExist) {
 		if err = os.Mkdir(parent, 0o755); err == nil || errors.Is(err, os.ErrExist) {
+			stampNamespace(parent)
 			err = os.Mkdir(dir, 0o755)
 		}
 	}
+	if err == nil {
+		stampNamespace(dir)
+	}
 	return err
+}
+
+// Owners in different PID namespaces (containers that share one cgroup
+// hierarchy, a test run under unshare --pid) share the names of their
+// cgroups, PID_STARTTIME, but not the pids those name: an owner of
+// another namespace looks dead to a sweep here. So each cgroup an owner
+// creates carries its PID namespace in an extended attribute, and a sweep
+// leaves those of another namespace alone. Where the attribute cannot be
+// set or read (a kernel before 5.7 has no user xattrs on cgroupfs), the
+// sweep does as before.
+const nsAttr = "user.hermes.pidns"
+
+// ownNamespace is this process's PID namespace ("pid:[4026531836]"), ""
+// when it cannot be read.
+var ownNamespace = sync.OnceValue(func() string {
+	ns, _ := os.Readlink("/proc/self/ns/pid")
+	return ns
+})
+
+// stampNamespace marks the cgroup dir as created in this PID namespace.
+func stampNamespace(dir string) {
+	if ns := ownNamespace(); ns != "" {
+		_ = unix.Setxattr(dir, nsAttr, []byte(ns), 0)
+	}
+}
+
+// otherNamespace reports whether the cgroup dir was created in a PID
+// namespace other than this process's.
+func otherNamespace(dir string) bool {
+	buf := make([]byte, 64)
+	n, err := unix.Getxattr(dir, nsAttr, buf)
+	return err == nil && ownNamespace() != "" && string(buf[:n]) != ownNamespace()
 }
 
 // removeEmpty removes the cgroup dir if no process lives in it (the kernel
@@ -272,14 +310,15 @@ func (t *cgroupTree) sweep(logf func(string, ...any)) {
 			kept, _ := os.ReadDir(dir)
 			for _, k := range kept {
 				_, key, ok := cutLast(k.Name(), ".")
-				if k.IsDir() && ok && ownerOf(key) != 0 && !ownerAlive(key) && removeTree(filepath.Join(dir, k.Name())) {
+				kdir := filepath.Join(dir, k.Name())
+				if k.IsDir() && ok && ownerOf(key) != 0 && !otherNamespace(kdir) && !ownerAlive(key) && removeTree(kdir) {
 					n++
 				}
 			}
 			continue
 		}
 		owner, ok := strings.CutPrefix(name, "hermes-")
-		if ok && ownerOf(owner) != 0 && !ownerAlive(owner) && removeTree(dir) {
+		if ok && ownerOf(owner) != 0 && !otherNamespace(dir) && !ownerAlive(owner) && removeTree(dir) {
 			n++
 		}
 	}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proc"
+
+	"golang.org/x/sys/unix"
 )
 
 // keptOf lists the kept cgroups of owner o.
@@ -184,7 +186,7 @@ func TestSweepDeadOwners(t *testing.T) {
 		cmd.Wait()
 		return n
 	}
-	dead1, dead2, live := dead(), dead(), name(sleeper().Process.Pid)
+	dead1, dead2, dead3, live := dead(), dead(), dead(), name(sleeper().Process.Pid)
 	kept := filepath.Join(base, keptDir)
 	cases := []struct {
 		name string
@@ -200,12 +202,18 @@ func TestSweepDeadOwners(t *testing.T) {
 		{"dead owner's empty kept group", filepath.Join(kept, "u."+dead1+"_3"), true},
 		{"dead owner's kept group holding a process", filepath.Join(kept, "u."+dead1+"_4"), false},
 		{"live owner's empty kept group", filepath.Join(kept, "u."+live+"_1"), false},
+		// An owner of another PID namespace whose pid here names a dead
+		// process (or none) is not dead.
+		{"another namespace's owner's subtree", filepath.Join(base, "hermes-"+dead3), false},
+		{"another namespace's owner's empty group", filepath.Join(base, "hermes-"+dead3, "u."+dead3+"_1"), false},
+		{"another namespace's owner's empty kept group", filepath.Join(kept, "u."+dead3+"_2"), false},
 	}
+	otherNS := []string{filepath.Join(base, "hermes-"+dead3), filepath.Join(base, "hermes-"+dead3, "u."+dead3+"_1"), filepath.Join(kept, "u."+dead3+"_2")}
 	busy := []string{filepath.Join(base, "hermes-"+dead2, "u."+dead2+"_1"), filepath.Join(kept, "u."+dead1+"_4")}
 	if err := os.Mkdir(kept, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		t.Fatal(err)
 	}
-	for _, d := range []string{"hermes-" + dead1, "hermes-" + dead2, "hermes-" + live} {
+	for _, d := range []string{"hermes-" + dead1, "hermes-" + dead2, "hermes-" + dead3, "hermes-" + live} {
 		if err := os.Mkdir(filepath.Join(base, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -213,6 +221,11 @@ func TestSweepDeadOwners(t *testing.T) {
 	for _, c := range cases {
 		if err := os.Mkdir(c.dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			t.Fatal(err)
+		}
+	}
+	for _, d := range otherNS {
+		if err := unix.Setxattr(d, nsAttr, []byte("pid:[1]"), 0); err != nil {
+			t.Fatalf("mark %s as another namespace's: %v (user xattrs on cgroupfs need Linux 5.7)", d, err)
 		}
 	}
 	t.Cleanup(func() {
@@ -248,6 +261,10 @@ func TestSweepDeadOwners(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer o.Close()
+	buf := make([]byte, 64)
+	if n, err := unix.Getxattr(o.tree.root, nsAttr, buf); err != nil || string(buf[:n]) != ownNamespace() {
+		t.Errorf("the owner's subtree %s carries %s %q (%v), want its PID namespace %q", o.tree.root, nsAttr, buf[:max(n, 0)], err, ownNamespace())
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if got := gone(c.dir); got != c.want {
