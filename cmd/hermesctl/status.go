@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/exitcode"
 	"github.com/spf13/cobra"
@@ -24,6 +24,7 @@ type statusOptions struct {
 	clientOptions
 	units []string // none: every unit
 	watch bool     // --watch
+	full  bool     // --full: no cut to the terminal's width
 }
 
 func newStatusCmd(g *globals) *cobra.Command {
@@ -37,6 +38,11 @@ func newStatusCmd(g *globals) *cobra.Command {
 			"(file:line:col); groups released, survivors re-adopted, and groups adopted\n" +
 			"with `hermesctl adopt`.\n" +
 			"-o json prints the stable JSON contract instead.\n\n" +
+			"On a terminal the text fits its width: long texts are cut with an ellipsis\n" +
+			"and the least useful columns left out (PGID first, then DESCRIPTION, RSS,\n" +
+			"PORTS, READY, OWNERSHIP, RESTARTS, UPTIME, PID); --full shows everything.\n" +
+			"COLUMNS, when set, is the width wherever the output goes; through a pipe\n" +
+			"without it, nothing is cut.\n\n" +
 			"Exit status, as LSB's and systemctl's (the same with -o json):\n" +
 			"  0  every unit named is active (running, or adopted); with none named,\n" +
 			"     every unit is active or at rest on purpose (stopped, disabled, a\n" +
@@ -51,6 +57,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			"     known: its state is error, with the file's file:line:col error)",
 	}, &opts.units, func(ctx context.Context) error { return runStatus(ctx, opts) })
 	cmd.Flags().BoolVarP(&opts.watch, "watch", "w", false, "redraw the table on each event (a unit changes, a reload, a cut…) until interrupted")
+	cmd.Flags().BoolVarP(&opts.full, "full", "l", false, "show every column and every text whole, whatever the terminal's width")
 	return cmd
 }
 
@@ -73,8 +80,8 @@ func runStatus(ctx context.Context, opts *statusOptions) error {
 		if err != nil {
 			return fmt.Errorf("status: %w", err)
 		}
-		color := colorFor(opts.out)
-		if err := show(opts.streams, st, func(w io.Writer, st control.Status) { writeStatus(w, st, color, time.Now()) }); err != nil {
+		lk := opts.look(time.Now())
+		if err := show(opts.streams, st, func(w io.Writer, st control.Status) { writeStatus(w, st, lk) }); err != nil {
 			return err
 		}
 		// The table (or JSON) has said what is wrong: the verdict is the
@@ -84,6 +91,24 @@ func runStatus(ctx context.Context, opts *statusOptions) error {
 		}
 		return nil
 	})
+}
+
+// look is how status draws: in colour or not, fitted to width cells (0:
+// no limit), with the daemon's uptime as of now.
+type look struct {
+	color bool
+	width int
+	now   time.Time
+}
+
+// look is how opts draws on its output at now: a terminal's width (see
+// outputWidth) unless --full.
+func (opts *statusOptions) look(now time.Time) look {
+	lk := look{color: colorFor(opts.out), now: now}
+	if !opts.full {
+		lk.width = outputWidth(opts.out)
+	}
+	return lk
 }
 
 // colorFor says whether w is a terminal that wants colour: NO_COLOR and
@@ -117,8 +142,17 @@ func stateColor(state control.UnitState) string {
 	return ""
 }
 
-// writeStatus prints st for a human; now dates the daemon's uptime.
-func writeStatus(w io.Writer, st control.Status, color bool, now time.Time) {
+// writeStatus prints st for a human, as lk says.
+func writeStatus(out io.Writer, st control.Status, lk look) {
+	var b strings.Builder
+	writeStatusLines(&b, st, lk)
+	fitLines(out, b.String(), lk.width)
+}
+
+// writeStatusLines writes the lines of writeStatus, the unit table fitted
+// to lk's width, the rest whole.
+func writeStatusLines(w io.Writer, st control.Status, lk look) {
+	now := lk.now
 	if d := st.Daemon; d.PID != 0 {
 		line := fmt.Sprintf("hermesd:    pid %d", d.PID)
 		if d.Role != "" {
@@ -163,7 +197,8 @@ func writeStatus(w io.Writer, st control.Status, color bool, now time.Time) {
 	if len(st.Units) == 0 {
 		fmt.Fprintln(w, "no units")
 	} else {
-		unitTable(st.Units, color).write(w, "")
+		t, cols := unitTable(st.Units, lk.color)
+		t.writeFit(w, "", cols, lk.width)
 	}
 
 	if len(st.ConfigErrors) > 0 {
@@ -209,16 +244,27 @@ func writeStatus(w io.Writer, st control.Status, color bool, now time.Time) {
 	writeJobsAndProxy(w, st)
 }
 
-// unitTable is the table of us, one row a unit. Its DESCRIPTION column,
-// before ERROR, is there only when a unit has a description: most have
-// none, and an empty column would only widen the table.
-func unitTable(us []control.Unit, color bool) table {
+// unitTable is the table of us, one row a unit, and how each of its
+// columns gives way on a narrow terminal (see fitColumns): the long texts
+// (ERROR, DESCRIPTION; NAME and STATE last) are cut; PGID goes first (it
+// is the pid but for a forking unit's), then DESCRIPTION, RSS, PORTS,
+// READY, OWNERSHIP, RESTARTS, UPTIME and PID. NAME, STATE and ERROR stay.
+// Its DESCRIPTION column, before ERROR, is there only when a unit has a
+// description: most have none, and an empty column would only widen the
+// table.
+func unitTable(us []control.Unit, color bool) (table, []column) {
 	described := slices.ContainsFunc(us, func(u control.Unit) bool { return u.Description != "" })
 	head := []cell{{text: "NAME"}, {text: "STATE"}, {text: "PID"}, {text: "PGID"}, {text: "OWNERSHIP"}, {text: "READY"}, {text: "UPTIME"}, {text: "RESTARTS"}, {text: "PORTS"}, {text: "RSS"}}
+	cols := []column{
+		{soft: 20, least: 8, grow: 1}, {soft: 10, least: 8, grow: 2}, {drop: 9}, {drop: 1}, {drop: 6},
+		{drop: 5}, {drop: 8}, {drop: 7}, {drop: 4}, {drop: 3},
+	}
 	if described {
 		head = append(head, cell{text: "DESCRIPTION"})
+		cols = append(cols, column{soft: 16, least: 8, grow: 4, drop: 2})
 	}
 	t := table{append(head, cell{text: "ERROR"})}
+	cols = append(cols, column{soft: 24, least: 8, grow: 3})
 	for _, u := range us {
 		state := cell{text: dash(string(u.State))}
 		if u.Daemonized > 0 && u.State == control.StateRunning {
@@ -237,7 +283,7 @@ func unitTable(us []control.Unit, color bool) table {
 		}
 		t = append(t, append(row, cell{text: dash(oneLine(u.Error))}))
 	}
-	return t
+	return t, cols
 }
 
 // cell is one table cell; color, if set, wraps text without counting
@@ -248,29 +294,41 @@ type cell struct{ text, color string }
 type table [][]cell
 
 // write prints t, each line after indent.
-func (t table) write(w io.Writer, indent string) {
+func (t table) write(w io.Writer, indent string) { t.writeFit(w, indent, nil, 0) }
+
+// writeFit prints t, each line after indent, its columns fitted to width
+// cells as cols say (fitColumns; nil cols or width 0: as wide as they are).
+// A cut text ends with an ellipsis; a dropped column is left out.
+func (t table) writeFit(w io.Writer, indent string, cols []column, width int) {
 	var widths []int
 	for _, row := range t {
 		for i, c := range row {
 			if i == len(widths) {
 				widths = append(widths, 0)
 			}
-			widths[i] = max(widths[i], utf8.RuneCountInString(c.text))
+			widths[i] = max(widths[i], ansi.StringWidth(c.text))
 		}
+	}
+	if cols != nil && width > 0 {
+		widths = fitColumns(widths, cols, width-ansi.StringWidth(indent))
 	}
 	var b strings.Builder
 	for _, row := range t {
 		b.Reset()
 		b.WriteString(indent)
+		pad := 0
 		for i, c := range row {
+			if widths[i] == 0 {
+				continue
+			}
+			b.WriteString(strings.Repeat(" ", pad))
+			text := ellipsize(c.text, widths[i])
 			if c.color != "" {
-				b.WriteString(c.color + c.text + reset)
+				b.WriteString(c.color + text + reset)
 			} else {
-				b.WriteString(c.text)
+				b.WriteString(text)
 			}
-			if i < len(row)-1 {
-				b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c.text)+2))
-			}
+			pad = widths[i] - ansi.StringWidth(text) + 2
 		}
 		fmt.Fprintln(w, b.String())
 	}

@@ -41,7 +41,7 @@ func TestStatusJobsAndProxy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var b strings.Builder
-			writeStatus(&b, tt.st, false, time.Now())
+			writeStatus(&b, tt.st, look{now: time.Now()})
 			out := b.String()
 			for _, w := range tt.want {
 				if !strings.Contains(out, w) {

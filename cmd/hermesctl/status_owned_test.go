@@ -17,7 +17,7 @@ func TestStatusOwned(t *testing.T) {
 		{Name: "build", PGID: 4343, PID: 4343, Owner: 4000, Ownership: units.PersistOnRelease, Reason: "a release build must finish", State: "persisting"},
 	}}
 	var b strings.Builder
-	writeStatus(&b, st, false, time.Now())
+	writeStatus(&b, st, look{now: time.Now()})
 	out := b.String()
 	want := "groups kept for their owners (owned ones die with the owner, and with hermesd):\n" +
 		"  NAME   PGID  OWNER     OWNERSHIP           STATE       REASON\n" +

@@ -29,7 +29,7 @@ func TestStatusWarnings(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var b strings.Builder
-			writeStatus(&b, tt.st, false, time.Now())
+			writeStatus(&b, tt.st, look{now: time.Now()})
 			for _, w := range tt.want {
 				if !strings.Contains(b.String(), w) {
 					t.Errorf("status output:\n%s\nwant a line %q", b.String(), w)

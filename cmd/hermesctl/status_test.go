@@ -17,8 +17,8 @@ func TestStatusColor(t *testing.T) {
 		{Name: "c", State: "inactive", PID: 333},
 	}}
 	var plain, color strings.Builder
-	writeStatus(&plain, st, false, time.Time{})
-	writeStatus(&color, st, true, time.Time{})
+	writeStatus(&plain, st, look{})
+	writeStatus(&color, st, look{color: true})
 	for _, tc := range []struct {
 		name, want string
 	}{

@@ -64,7 +64,7 @@ func watchStatus(ctx context.Context, opts *statusOptions) error {
 		case n > 0:
 			fmt.Fprintln(out)
 		}
-		writeStatus(out, st, color, time.Now())
+		writeStatus(out, st, opts.look(time.Now()))
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

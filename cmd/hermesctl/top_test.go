@@ -27,7 +27,7 @@ type screen struct {
 	changed chan struct{} // closed and replaced on each write
 }
 
-var ansi = regexp.MustCompile(`\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78DEHMc]`)
+var escapes = regexp.MustCompile(`\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78DEHMc]`)
 
 func (s *screen) Write(p []byte) (int, error) {
 	s.mu.Lock()
@@ -44,7 +44,7 @@ func (s *screen) text(from int) (string, int, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b := s.raw.Bytes()
-	return ansi.ReplaceAllString(string(b[min(from, len(b)):]), ""), len(b), s.changed
+	return escapes.ReplaceAllString(string(b[min(from, len(b)):]), ""), len(b), s.changed
 }
 
 // wait waits until what was drawn since from matches re, and returns the
