@@ -21,6 +21,12 @@ type validateOptions struct {
 	clientOptions
 	paths    []string // the PATH arguments; none: the config and the units directory
 	insecure bool     // --insecure-units
+	// euid is the effective uid hermesd is taken to run as: validate's
+	// own (os.Geteuid) when nil, since the user who checks the units is
+	// normally the one who runs hermesd. Under a uid other than 0,
+	// user:, group: and supplementary_groups: are refused, as hermesd
+	// refuses them (units.Loader.Unprivileged).
+	euid func() int
 }
 
 // newValidateCmd is validate; runValidate does the work.
@@ -48,6 +54,11 @@ the change, and fails). The errors printed are the files'. With no units
 directory there, each file is checked alone (its own rules), and stderr
 says so.
 
+The files are checked for a hermesd that runs as the user running
+validate: unless that is root, user:, group: and supplementary_groups:
+(a unit's, or those of the config's defaults:) are errors, as hermesd
+refuses them when it is not root. Run validate as hermesd's user.
+
 -o json prints {"valid": ..., "errors": [{"file", "line", "column",
 "message"}], "units": N, "config": ..., "units_dir": ...}. Exits 1 on any
 error.`,
@@ -64,7 +75,11 @@ error.`,
 // and a summary. Exit status: 0 when every file is valid, 1 on any error.
 func runValidate(ctx context.Context, opts *validateOptions) error {
 	g := opts.g
-	v := &validator{loader: units.Loader{Insecure: opts.insecure}, note: opts.errOut}
+	euid := opts.euid
+	if euid == nil {
+		euid = os.Geteuid
+	}
+	v := &validator{loader: units.Loader{Insecure: opts.insecure, Unprivileged: euid() != 0}, note: opts.errOut}
 	if len(opts.paths) == 0 {
 		v.defaultPaths(g, g.daemonPaths(ctx))
 	}

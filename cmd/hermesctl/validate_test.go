@@ -1,9 +1,14 @@
 package main
 
 import (
+	"errors"
 	"os"
+	"os/exec"
+	"os/user"
 	"path/filepath"
 	"regexp"
+	"strconv"
+	"syscall"
 	"testing"
 
 	"github.com/hermes-units/hermes/internal/exitcode"
@@ -49,5 +54,98 @@ func TestRunValidate(t *testing.T) {
 				t.Errorf("got error stream %q, want %s", errOut.String(), tc.errOut)
 			}
 		})
+	}
+}
+
+// identityUnits writes a units directory whose unit sets user:, group:
+// and supplementary_groups:, readable by every user (the re-executed test
+// runs as nobody), and returns it.
+func identityUnits(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	ud := filepath.Join(dir, "units")
+	if err := os.Mkdir(ud, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	unit := "command: [sleep, \"3600\"]\nuser: nobody\ngroup: nogroup\nsupplementary_groups: [nogroup]\n"
+	if err := os.WriteFile(filepath.Join(ud, "db.yaml"), []byte(unit), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{filepath.Dir(dir), dir, ud} { // t.TempDir's parent and itself are 0700
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ud
+}
+
+// identityRefused is validate's error for the unit of identityUnits (the
+// units package's words, at each key).
+var identityRefused = regexp.MustCompile(`(?s)^\S*db\.yaml:2:1: user: needs hermesd to run as root, and it does not;.*db\.yaml:3:1: group: needs hermesd to run as root.*db\.yaml:4:1: supplementary_groups: needs hermesd to run as root`)
+
+// TestValidateIdentityNeedsRoot: validate refuses user:, group: and
+// supplementary_groups: when hermesd, taken to run as validate's user,
+// would not be root, as hermesd refuses them at load; as root it accepts
+// them. It accepted them under any uid.
+func TestValidateIdentityNeedsRoot(t *testing.T) {
+	ud := identityUnits(t)
+	for _, tc := range []struct {
+		name     string
+		euid     int
+		out      *regexp.Regexp
+		wantCode int
+	}{
+		{"root", 0, regexp.MustCompile(`^ok: 1 unit\(s\) valid`), 0},
+		{"not root", 1000, identityRefused, exitcode.Failure},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, out, _ := testClient(t, "", false)
+			err := runValidate(t.Context(), &validateOptions{clientOptions: o, paths: []string{ud}, euid: func() int { return tc.euid }})
+			checkRun(t, err, tc.wantCode, "", out.Bytes(), tc.out.String())
+		})
+	}
+}
+
+// TestValidateAsNobody runs `hermesctl validate` (this test binary,
+// dispatched by name as in the scripts) as the user nobody, without an
+// injected uid: it reads its own effective uid and refuses the identity
+// keys. It needs root to change its uid, and skips without.
+func TestValidateAsNobody(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run a process as nobody; TestValidateIdentityNeedsRoot covers the rule with an injected uid")
+	}
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skipf("no user nobody to run as: %v", err)
+	}
+	uid, _ := strconv.Atoi(nobody.Uid)
+	gid, _ := strconv.Atoi(nobody.Gid)
+	ud := identityUnits(t)
+	// A copy of the test binary that nobody may run: go test's own lies
+	// in a directory only its user can enter.
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(filepath.Dir(ud), "hermesctl")
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "validate", "--config", filepath.Join(filepath.Dir(ud), "hermes.yaml"), ud)
+	cmd.Args[0] = "hermesctl"
+	cmd.Env = append(os.Environ(), "HOME="+filepath.Dir(ud))
+	cmd.Dir = filepath.Dir(ud)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitcode.Failure {
+		t.Fatalf("validate as nobody: %v, want exit status %d; output:\n%s", err, exitcode.Failure, out)
+	}
+	if !identityRefused.Match(out) {
+		t.Errorf("validate as nobody said:\n%s\nwant it to match %s", out, identityRefused)
 	}
 }
