@@ -29,7 +29,7 @@ import (
 )
 
 func main() {
-	os.Exit(report(newRoot().Execute(), os.Stderr))
+	os.Exit(report(execute(newRoot()), os.Stderr))
 }
 
 // report prints err on w once, as one "hermesctl: …" line, and returns the

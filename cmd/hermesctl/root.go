@@ -84,6 +84,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newVersionCmd(g))
 	root.AddCommand(newCompletionCmd(g, root))
 	plainBools(root)
+	usageErrors(root)
 	return root
 }
 

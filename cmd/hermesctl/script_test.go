@@ -16,7 +16,7 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(leakChecked{m}, map[string]func(){
 		"hermesctl": func() {
-			os.Exit(report(newRoot().Execute(), os.Stderr))
+			os.Exit(report(execute(newRoot()), os.Stderr))
 		},
 	})
 }
