@@ -47,6 +47,10 @@ func streamsOf(cmd *cobra.Command, g *globals) (streams, error) {
 type clientOptions struct {
 	g *globals
 	streams
+	// unknownExit is the exit status of a unit pattern that matches no
+	// unit (glob.go): the command's for a unit it does not know. 0 is
+	// exitcode.Failure.
+	unknownExit int
 }
 
 // command is cmd, with the RunE of a command with a run function: it
@@ -65,12 +69,28 @@ func (o *clientOptions) command(cmd *cobra.Command, run func(ctx context.Context
 }
 
 // unitsCommand is command for a command whose arguments are unit names:
-// they complete from the units directory (completeUnits) and are set into
-// *units before run is called.
+// they complete from the units directory (completeUnits), and their
+// patterns are expanded against the units hermesd knows (daemonUnits:
+// expandUnits) and set into *units before run is called.
 func (o *clientOptions) unitsCommand(cmd *cobra.Command, units *[]string, run func(context.Context) error) *cobra.Command {
+	return o.unitsCommandOf(cmd, units, daemonUnits, run)
+}
+
+// unitsCommandOf is unitsCommand, with patterns expanded against names.
+func (o *clientOptions) unitsCommandOf(cmd *cobra.Command, units *[]string, names unitNames, run func(context.Context) error) *cobra.Command {
 	cmd.ValidArgsFunction = completeUnits(o.g)
 	return o.command(cmd, func(ctx context.Context, args []string) error {
-		*units = args
+		var err error
+		if *units, err = expandUnits(ctx, o.g, args, names); err != nil {
+			code := o.unknownExit
+			if code == 0 {
+				code = exitcode.Failure
+			}
+			if errors.Is(err, errNoMatch) {
+				return &exitError{code: code, err: fmt.Errorf("%s: %w", cmd.Name(), err)}
+			}
+			return err
+		}
 		return run(ctx)
 	})
 }

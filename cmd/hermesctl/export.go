@@ -84,8 +84,11 @@ Files are written atomically into DIR (created if missing), for example
 Then: systemctl --user daemon-reload.`,
 		ValidArgsFunction: completeUnits(g),
 	}, func(ctx context.Context, args []string) error {
-		opts.names = args
 		opts.daemon = g.daemonPaths(ctx)
+		var err error
+		if opts.names, err = expandUnits(ctx, g, args, fileUnits); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
 		return runExportSystemd(opts)
 	})
 	f := cmd.Flags()

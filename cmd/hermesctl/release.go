@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/exitcode"
 	"github.com/spf13/cobra"
 )
 
@@ -18,17 +20,20 @@ type releaseOptions struct {
 
 func newReleaseCmd(g *globals) *cobra.Command {
 	opts := &releaseOptions{clientOptions: clientOptions{g: g}}
-	return opts.command(&cobra.Command{
+	var names []string
+	return opts.unitsCommand(&cobra.Command{
 		Use:   "release UNIT",
 		Short: "Give a unit's group up: it will outlive hermesd",
 		Long: "release UNIT unregisters the unit's process group from the death supervisor,\n" +
 			"so that it outlives hermesd, and marks it released in the ledger. hermesd stops\n" +
 			"managing it: no restart, and `hermesctl start UNIT` is refused while the released\n" +
 			"group still runs. Take it back with `hermesctl adopt --pgid N`.",
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: completeUnits(g),
-	}, func(ctx context.Context, args []string) error {
-		opts.unit = args[0]
+		Args: cobra.ExactArgs(1),
+	}, &names, func(ctx context.Context) error {
+		if len(names) != 1 {
+			return &exitError{code: exitcode.Usage, err: fmt.Errorf("release takes one unit; the pattern matches %s", strings.Join(names, ", "))}
+		}
+		opts.unit = names[0]
 		return runRelease(ctx, opts)
 	})
 }

@@ -28,7 +28,7 @@ type statusOptions struct {
 }
 
 func newStatusCmd(g *globals) *cobra.Command {
-	opts := &statusOptions{clientOptions: clientOptions{g: g}}
+	opts := &statusOptions{clientOptions: clientOptions{g: g, unknownExit: exitcode.HermesctlUnknownUnit}}
 	cmd := opts.unitsCommand(&cobra.Command{
 		Use:   "status [UNIT...]",
 		Short: "Show units, the supervisor, config errors, released and adopted groups",
