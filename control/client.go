@@ -201,7 +201,10 @@ func answerError(resp *http.Response, data []byte, otherwise string) *Error {
 	if json.Unmarshal(data, &eb) != nil || eb.Error == "" {
 		eb = ErrorBody{Error: otherwise, Code: CodeInternal}
 	}
-	return &Error{Status: resp.StatusCode, Code: eb.Code, Message: eb.Error}
+	if eb.Summary == "" { // a daemon older than the split
+		eb.Summary, eb.Detail = eb.Error, ""
+	}
+	return &Error{Status: resp.StatusCode, Code: eb.Code, Message: eb.Error, Summary: eb.Summary, Detail: eb.Detail}
 }
 
 // dialError words a failure to reach the socket for a human.

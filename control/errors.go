@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+
+	"github.com/hermes-units/hermes/internal/diag"
 )
 
 // More sentinel errors. ErrDenied and ErrBadRequest travel across the socket
@@ -30,10 +32,21 @@ const (
 	CodeInternal    = "internal"
 )
 
-// ErrorBody is the JSON body of every non-2xx answer.
+// ErrorBody is the JSON body of every non-2xx answer. Error is the whole
+// text, what a client older than Summary and Detail shows; Summary is what
+// happened and Detail what to do about it (absent when there is nothing to
+// do), the text of Error with the detail apart.
 type ErrorBody struct {
-	Error string `json:"error"` // one line for a human
-	Code  string `json:"code"`  // one of the Code constants
+	Error   string `json:"error"`            // the whole text, for a human
+	Summary string `json:"summary"`          // what happened, and where
+	Detail  string `json:"detail,omitempty"` // what to do
+	Code    string `json:"code"`             // one of the Code constants
+}
+
+// newErrorBody is err as the body of an answer with code.
+func newErrorBody(err error, code string) ErrorBody {
+	summary, detail := diag.Split(err)
+	return ErrorBody{Error: err.Error(), Summary: summary, Detail: detail, Code: code}
 }
 
 // Error is a failure the daemon reported. It unwraps to the sentinel its
@@ -43,9 +56,14 @@ type Error struct {
 	Status  int    // HTTP status of the answer
 	Code    string // ErrorBody.Code
 	Message string // ErrorBody.Error
+	Summary string // ErrorBody.Summary, or Message from a daemon that sends none
+	Detail  string // ErrorBody.Detail
 }
 
 func (e *Error) Error() string { return e.Message }
+
+// Parts is e's summary and detail, as the daemon split them.
+func (e *Error) Parts() (summary, detail string) { return e.Summary, e.Detail }
 
 // Unwrap returns the sentinel of e.Code, or nil for codes with none.
 func (e *Error) Unwrap() error { return sentinel(e.Code) }

@@ -3,6 +3,7 @@ package control
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -184,6 +185,10 @@ func TestOpenAPIAnswers(t *testing.T) {
 		t.Errorf("GET /v1/nothing: status %d, want 404", resp.StatusCode)
 	}
 	openapitest.ValidateLines(t, doc, "GET /v1/nothing", "ErrorBody", body)
+	var eb ErrorBody
+	if err := json.Unmarshal(body, &eb); err != nil || eb.Summary != "hermesd does not serve GET /v1/nothing" || eb.Detail == "" {
+		t.Errorf("GET /v1/nothing: got %+v (%v), want the summary and a detail apart", eb, err)
+	}
 
 	// The event history: headers by the document, each line an Event.
 	req, _ := http.NewRequestWithContext(t.Context(), "GET", "http://hermesd/v1/events", nil)

@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"errors"
 	"net/http"
 )
 
@@ -24,7 +25,7 @@ type Paths struct {
 func (s *Server) routePaths(mux *router) {
 	mux.HandleFunc("GET "+pathPaths, func(w http.ResponseWriter, _ *http.Request) {
 		if s.paths == (Paths{}) {
-			writeBody(w, http.StatusNotFound, ErrorBody{Error: "hermesd does not report its paths", Code: CodeNoRoute})
+			writeBody(w, http.StatusNotFound, newErrorBody(errors.New("hermesd does not report its paths"), CodeNoRoute))
 			return
 		}
 		writeJSON(w, s.paths)

@@ -164,11 +164,7 @@ func (c *Client) RegisterRun(ctx context.Context, req RunRequest) (RunRegistrati
 	if resp.StatusCode/100 != 2 {
 		defer release()
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		var eb ErrorBody
-		if json.Unmarshal(data, &eb) != nil || eb.Error == "" {
-			eb = ErrorBody{Error: fmt.Sprintf("hermesd answered %s: %s", resp.Status, bytes.TrimSpace(data)), Code: CodeInternal}
-		}
-		return RunRegistration{}, nil, &Error{Status: resp.StatusCode, Code: eb.Code, Message: eb.Error}
+		return RunRegistration{}, nil, answerError(resp, data, fmt.Sprintf("hermesd answered %s: %s", resp.Status, bytes.TrimSpace(data)))
 	}
 	line, err := bufio.NewReaderSize(io.LimitReader(resp.Body, 64<<10), 4096).ReadBytes('\n')
 	var reg RunRegistration

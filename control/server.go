@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/events"
+	"github.com/hermes-units/hermes/internal/diag"
 )
 
 // Routes, all under /v1 (a new major version gets a new prefix; fields are
@@ -215,10 +216,10 @@ func (s *Server) routes(end <-chan struct{}) (*router, []string) {
 	s.routePaths(mux)
 	patterns := slices.Clone(mux.patterns)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeBody(w, http.StatusNotFound, ErrorBody{
-			Error: fmt.Sprintf("hermesd does not serve %s %s; are hermesctl and hermesd the same version?", r.Method, r.URL.Path),
-			Code:  CodeNoRoute,
-		})
+		writeBody(w, http.StatusNotFound, newErrorBody(&diag.Error{
+			What: fmt.Sprintf("hermesd does not serve %s %s", r.Method, r.URL.Path),
+			Fix:  "are hermesctl and hermesd the same version?",
+		}, CodeNoRoute))
 	})
 	return mux, patterns
 }
@@ -322,7 +323,7 @@ func normalizePlan(p Plan) Plan {
 
 func writeError(w http.ResponseWriter, err error) {
 	code, status := encodeError(err)
-	writeBody(w, status, ErrorBody{Error: err.Error(), Code: code})
+	writeBody(w, status, newErrorBody(err, code))
 }
 
 func writeJSON(w http.ResponseWriter, v any) { writeBody(w, http.StatusOK, v) }

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hermes-units/hermes/internal/diag"
 )
 
 func sampleStatus() Status {
@@ -175,23 +177,40 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// TestErrorBodyOfOlderDaemon: an ErrorBody with no summary (a daemon
+// older than the split) is all summary, with no detail.
+func TestErrorBodyOfOlderDaemon(t *testing.T) {
+	resp := &http.Response{StatusCode: http.StatusConflict}
+	ce := answerError(resp, []byte(`{"error":"web.yaml is invalid: conflict","code":"conflict"}`), "")
+	if ce.Message != "web.yaml is invalid: conflict" || ce.Summary != ce.Message || ce.Detail != "" {
+		t.Errorf("got message %q, summary %q, detail %q; want the whole text as message and summary, no detail", ce.Message, ce.Summary, ce.Detail)
+	}
+	if !errors.Is(ce, ErrConflict) {
+		t.Errorf("got %v, want it to match ErrConflict", ce)
+	}
+}
+
 // TestErrorsAcrossSocket checks that the client's errors match the
 // backend's sentinels, and only those.
 func TestErrorsAcrossSocket(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
-		err      error
-		want     error // nil: matches no sentinel
-		code     string
-		status   int
-		deadline bool // errors.Is(err, context.DeadlineExceeded) must be false anyway
+		name            string
+		err             error
+		want            error // nil: matches no sentinel
+		code            string
+		status          int
+		deadline        bool   // errors.Is(err, context.DeadlineExceeded) must be false anyway
+		summary, detail string // the split; summary "": the whole text, no detail
 	}{
-		{"unknown unit", fmt.Errorf("%w %q", ErrUnknownUnit, "web"), ErrUnknownUnit, CodeUnknownUnit, http.StatusNotFound, false},
-		{"conflict", fmt.Errorf("web.yaml is invalid: %w", ErrConflict), ErrConflict, CodeConflict, http.StatusConflict, false},
-		{"bad request", ErrBadRequest, ErrBadRequest, CodeBadRequest, http.StatusBadRequest, false},
-		{"denied", ErrDenied, ErrDenied, CodeDenied, http.StatusForbidden, false},
-		{"timeout", fmt.Errorf("stop web: %w", context.DeadlineExceeded), nil, CodeTimeout, http.StatusGatewayTimeout, true},
-		{"other", errors.New("disk on fire"), nil, CodeInternal, http.StatusInternalServerError, false},
+		{"unknown unit", fmt.Errorf("%w %q", ErrUnknownUnit, "web"), ErrUnknownUnit, CodeUnknownUnit, http.StatusNotFound, false, "", ""},
+		{"conflict", fmt.Errorf("web.yaml is invalid: %w", ErrConflict), ErrConflict, CodeConflict, http.StatusConflict, false, "", ""},
+		{"bad request", ErrBadRequest, ErrBadRequest, CodeBadRequest, http.StatusBadRequest, false, "", ""},
+		{"denied", ErrDenied, ErrDenied, CodeDenied, http.StatusForbidden, false, "", ""},
+		{"timeout", fmt.Errorf("stop web: %w", context.DeadlineExceeded), nil, CodeTimeout, http.StatusGatewayTimeout, true, "", ""},
+		{"other", errors.New("disk on fire"), nil, CodeInternal, http.StatusInternalServerError, false, "", ""},
+		{"detail", fmt.Errorf("start web: %w", &diag.Error{Kind: ErrConflict, Where: "unit web", What: "needs cgroup mode", Fix: "run hermesd with --supervisor-mode cgroup"}),
+			ErrConflict, CodeConflict, http.StatusConflict, false,
+			"start web: conflicting state: unit web: needs cgroup mode", "run hermesd with --supervisor-mode cgroup"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := serve(t, NewServer(&fakeBackend{err: tc.err}, Options{}))
@@ -205,6 +224,12 @@ func TestErrorsAcrossSocket(t *testing.T) {
 			}
 			if ce.Message != tc.err.Error() {
 				t.Errorf("got message %q, want %q", ce.Message, tc.err.Error())
+			}
+			if tc.summary == "" {
+				tc.summary = tc.err.Error()
+			}
+			if ce.Summary != tc.summary || ce.Detail != tc.detail {
+				t.Errorf("got summary %q, detail %q; want %q, %q", ce.Summary, ce.Detail, tc.summary, tc.detail)
 			}
 			for _, sen := range []error{ErrUnknownUnit, ErrConflict, ErrBadRequest, ErrDenied, context.DeadlineExceeded} {
 				if got, want := errors.Is(err, sen), sen == tc.want; got != want {

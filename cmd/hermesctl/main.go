@@ -24,7 +24,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
+	"github.com/hermes-units/hermes/internal/diag"
 	"github.com/hermes-units/hermes/internal/exitcode"
 )
 
@@ -32,9 +34,11 @@ func main() {
 	os.Exit(report(execute(newRoot()), os.Stderr))
 }
 
-// report prints err on w once, as one "hermesctl: …" line, and returns the
-// status to exit with: 0 for nil, an exitError's code, else exitcode.Failure. A
-// bare exit status (an exitError with no message) prints nothing.
+// report prints err on w once, as a "hermesctl: …" line of its summary
+// with its detail (what to do: diag.Split, hermesd's as it sent them)
+// indented below, and returns the status to exit with: 0 for nil, an
+// exitError's code, else exitcode.Failure. A bare exit status (an
+// exitError with no message) prints nothing.
 func report(err error, w io.Writer) int {
 	if err == nil {
 		return exitcode.Success
@@ -42,7 +46,11 @@ func report(err error, w io.Writer) int {
 	if ee, ok := err.(*exitError); ok && ee.err == nil {
 		return ee.code
 	}
-	fmt.Fprintln(w, "hermesctl:", inert(err.Error()))
+	summary, detail := diag.Split(err)
+	fmt.Fprintln(w, "hermesctl:", inert(summary))
+	if detail != "" {
+		fmt.Fprintln(w, "  "+strings.ReplaceAll(inert(detail), "\n", "\n  "))
+	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
