@@ -34,9 +34,9 @@ import (
 // logged with the method, path, peer and reason, never with the presented
 // credentials or the body.
 func (p *Proxy) guard(w http.ResponseWriter, r *http.Request) bool {
-	refuse := func(status int, code, why, msg string) bool {
+	refuse := func(status int, code, why, msg, fix string) bool {
 		p.opts.Logf("proxy: refused %s %q from %s: %s", r.Method, r.URL.EscapedPath(), r.RemoteAddr, why)
-		e := badRequest(status, code, msg, "").closing()
+		e := badRequest(status, code, msg, fix).closing()
 		if status == http.StatusUnauthorized {
 			e.with("WWW-Authenticate", `Bearer realm="hermes proxy"`)
 		}
@@ -45,13 +45,15 @@ func (p *Proxy) guard(w http.ResponseWriter, r *http.Request) bool {
 	}
 	if !p.hostAllowed(r.Host) {
 		return refuse(http.StatusForbidden, "host_not_allowed", fmt.Sprintf("Host %q is not loopback", r.Host),
-			fmt.Sprintf("refused: Host %q is not a loopback name or address; the proxy answers only requests addressed to 127.0.0.1, [::1] or localhost (a web page on another name that resolves to this machine is a DNS rebinding attack)", r.Host))
+			fmt.Sprintf("refused: Host %q is not a loopback name or address", r.Host),
+			"the proxy answers only requests addressed to 127.0.0.1, [::1] or localhost (a web page on another name that resolves to this machine is a DNS rebinding attack)")
 	}
 	origins := r.Header.Values("Origin")
 	for _, o := range origins {
 		if !slices.Contains(p.opts.AllowedOrigins, strings.ToLower(o)) {
 			return refuse(http.StatusForbidden, "origin_not_allowed", fmt.Sprintf("Origin %q is not in gateway.allowed_origins", o),
-				fmt.Sprintf("refused: a web page (Origin %q) may not use the proxy and the API keys it holds; if you trust that page, add its origin to gateway.allowed_origins in hermes.yaml and restart hermesd", o))
+				fmt.Sprintf("refused: a web page (Origin %q) may not use the proxy and the API keys it holds", o),
+				"if you trust that page, add its origin to gateway.allowed_origins in hermes.yaml and restart hermesd")
 		}
 	}
 	if len(origins) > 0 {
@@ -74,13 +76,13 @@ func (p *Proxy) guard(w http.ResponseWriter, r *http.Request) bool {
 	switch {
 	case auth == "":
 		return refuse(http.StatusUnauthorized, "proxy_token_missing", "no API key",
-			`no API key: send the proxy token as the API key (Authorization: Bearer TOKEN); eval "$(hermesctl proxy env)" sets OPENAI_BASE_URL and OPENAI_API_KEY for it`)
+			`no API key: send the proxy token as the API key (Authorization: Bearer TOKEN); eval "$(hermesctl proxy env)" sets OPENAI_BASE_URL and OPENAI_API_KEY for it`, "")
 	case !strings.EqualFold(scheme, "Bearer") || tok == "":
 		return refuse(http.StatusUnauthorized, "invalid_api_key", "Authorization is not a bearer token",
-			`the Authorization header is not "Bearer TOKEN": send the proxy token as the API key; eval "$(hermesctl proxy env)" sets OPENAI_API_KEY to it`)
+			`the Authorization header is not "Bearer TOKEN": send the proxy token as the API key; eval "$(hermesctl proxy env)" sets OPENAI_API_KEY to it`, "")
 	case !p.tokens.valid(tokenPart(tok), p.opts.Now()):
 		return refuse(http.StatusUnauthorized, "invalid_api_key", "the API key is not the proxy token",
-			`the API key is not this proxy's token (a provider's own key, or a token replaced by hermesctl proxy rotate-token): eval "$(hermesctl proxy env)" for the current one`)
+			`the API key is not this proxy's token (a provider's own key, or a token replaced by hermesctl proxy rotate-token): eval "$(hermesctl proxy env)" for the current one`, "")
 	}
 	return true
 }

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/diag"
 	"github.com/hermes-units/hermes/internal/safefile"
 	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/supervisor"
@@ -198,8 +199,12 @@ func (r *Reconciler) forkingSurvivorRefused(u *unit) error {
 	if u.spec.Type != units.Forking || !ownership(u.spec).Survivor() || !ok || k.KeepsDaemons() {
 		return nil
 	}
-	return fmt.Errorf("unit %s: type: forking with ownership: %s needs cgroup mode: in pgroup mode its daemon leaves the process group, and once hermesd is gone nothing tells it apart from a stranger (its process title may overwrite its environment); run it in the foreground as type: simple (nginx: -g 'daemon off;', redis: --daemonize no), make it owned, or run hermesd with --supervisor-mode cgroup",
-		u.spec.Name, ownership(u.spec))
+	return &diag.Error{
+		Where: "unit " + u.spec.Name,
+		What: fmt.Sprintf("type: forking with ownership: %s needs cgroup mode: ", ownership(u.spec)) +
+			"in pgroup mode its daemon leaves the process group, and once hermesd is gone nothing tells it apart from a stranger (its process title may overwrite its environment)",
+		Fix: "run it in the foreground as type: simple (nginx: -g 'daemon off;', redis: --daemonize no), make it owned, or run hermesd with --supervisor-mode cgroup",
+	}
 }
 
 // onGone ends the run whose main process exited, or whose daemonized
@@ -301,8 +306,10 @@ func readPIDFile(pidFile string) (b []byte, final bool, err error) {
 		return nil, false, fmt.Errorf("pid file %s: %w", pidFile, err)
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() && st.Uid != 0 {
-		return nil, false, fmt.Errorf("pid file %s belongs to uid %d, not to uid %d that runs hermesd (nor to root): another user could name any process in it; remove it (rm %s), or point pid_file: to a directory of your own",
-			pidFile, st.Uid, os.Geteuid(), safefile.Quote(pidFile))
+		return nil, false, &diag.Error{
+			What: fmt.Sprintf("pid file %s belongs to uid %d, not to uid %d that runs hermesd (nor to root): another user could name any process in it", pidFile, st.Uid, os.Geteuid()),
+			Fix:  fmt.Sprintf("remove it (rm %s), or point pid_file: to a directory of your own", safefile.Quote(pidFile)),
+		}
 	}
 	if fi.Size() > maxPIDFile {
 		return nil, true, fmt.Errorf("pid file %s holds %d bytes, not a pid", pidFile, fi.Size())

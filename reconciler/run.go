@@ -114,13 +114,18 @@ type StartLimitError struct {
 }
 
 func (e *StartLimitError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%v: %d starts in %s", ErrStartLimit, e.Burst, e.Interval)
+	summary, detail := e.Parts()
+	return summary + "; " + detail
+}
+
+// Parts is e's text as what happened (the limit, and the last failure)
+// and what to do about it.
+func (e *StartLimitError) Parts() (summary, detail string) {
+	summary = fmt.Sprintf("%v: %d starts in %s", ErrStartLimit, e.Burst, e.Interval)
 	if e.Last != nil {
-		fmt.Fprintf(&b, "; last: %v", e.Last)
+		summary += fmt.Sprintf("; last: %v", e.Last)
 	}
-	fmt.Fprintf(&b, "; fix the unit, then run `hermesctl start %s`", e.Unit)
-	return b.String()
+	return summary, fmt.Sprintf("fix the unit, then run `hermesctl start %s`", e.Unit)
 }
 
 // Unwrap is ErrStartLimit alone: Last is what came before, not this

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 
+	"github.com/hermes-units/hermes/internal/diag"
 	"github.com/hermes-units/hermes/supervisor"
 	"golang.org/x/sys/unix"
 )
@@ -34,8 +35,9 @@ func checkShell(path string) error {
 	if errors.As(err, &pe) {
 		err = pe.Err
 	}
-	return fmt.Errorf("%w: %s: %v; hermesd runs its death supervisor (what kills the units when hermesd dies) with a POSIX sh at %s: use an image that has one (alpine, busybox, debian-slim, distroless :debug), or add one at that path",
-		errNoShell, path, err, path)
+	return &diag.Error{Kind: errNoShell, Where: path, What: err.Error(),
+		Fix: "hermesd runs its death supervisor (what kills the units when hermesd dies) with a POSIX sh at " + path +
+			": use an image that has one (alpine, busybox, debian-slim, distroless :debug), or add one at that path"}
 }
 
 // adviseMode says once, at start, that hermesd runs in pgroup mode on

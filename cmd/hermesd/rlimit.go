@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/hermes-units/hermes/internal/diag"
 	"github.com/hermes-units/hermes/internal/fdreserve"
 	"github.com/hermes-units/hermes/proxy"
 	"github.com/hermes-units/hermes/reconciler"
@@ -127,6 +128,9 @@ func (w *fdWatch) check(c units.Config, l *reconciler.Loaded) {
 		return
 	}
 	w.warned = need
-	w.log.Warn(fmt.Sprintf("descriptor limit %d (RLIMIT_NOFILE, hard limit %d) cannot serve %d units and the proxy's %d connections: about %d needed; raise the hard limit (LimitNOFILE= in a systemd unit, `ulimit -Hn` as root, /etc/security/limits.conf) or declare fewer units",
-		w.soft, w.hard, len(l.Specs), conns, need), "part", "limits", "limit", w.soft, "need", need)
+	short := &diag.Error{
+		What: fmt.Sprintf("descriptor limit %d (RLIMIT_NOFILE, hard limit %d) cannot serve %d units and the proxy's %d connections: about %d needed", w.soft, w.hard, len(l.Specs), conns, need),
+		Fix:  "raise the hard limit (LimitNOFILE= in a systemd unit, `ulimit -Hn` as root, /etc/security/limits.conf) or declare fewer units",
+	}
+	w.log.Warn(short.Error(), "part", "limits", "limit", w.soft, "need", need)
 }
