@@ -66,8 +66,14 @@ func newExportSystemdCmd(g *globals) *cobra.Command {
 unit of the units directory, or for the units named, with the same semantics
 as far as systemd has them: command, working directory, environment,
 restart policy and backoff, start limit, readiness (Type=notify), timeouts,
-stop signal, dependencies, log file. What systemd cannot express is said in
-a comment in the file. Also writes hermesd.service, which runs the gateway
+stop signal, dependencies, log file, identity (User=, Group=,
+SupplementaryGroups=), UMask=, Nice=, limits: (Limit*=), env_file:
+(EnvironmentFile=, "-" for an optional file), memory_max (MemoryMax=),
+cpu_weight (CPUWeight=), cpu_max (CPUQuota=) and tasks_max (TasksMax=).
+What systemd cannot express, or reads otherwise, is said in a comment in
+the file (User= and Group= hold only in a system unit; systemd adds
+SupplementaryGroups= to the user's own groups; EnvironmentFile= comes
+before Environment=). Also writes hermesd.service, which runs the gateway
 itself under systemd (KillMode=process, Delegate=yes for cgroup mode).
 
 When a hermesd answers on the socket, its units directory, state directory,

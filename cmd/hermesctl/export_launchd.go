@@ -54,7 +54,10 @@ that launchd leaves the survivors (adoptable, persist_on_release) alone when
 hermesd exits; owned units die through hermes's own supervisor. Its
 EnvironmentVariables are PATH as hermesctl has it (launchd's own is
 /usr/bin:/bin:/usr/sbin:/sbin) and each --env. Only hermesd becomes a
-launchd job: it runs the units itself, as on Linux.
+launchd job: it runs the units itself, as on Linux, and applies their
+user:, group:, umask, nice, limits: and env_file: as it starts each (so
+none of them is a key of the agent: the plist's UserName, Umask, Nice and
+resource limits would be hermesd's own).
 
 What launchd cannot express (the file says it too):
   ` + strings.Join(launchd.Limitations, "\n  ") + `

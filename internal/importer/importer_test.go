@@ -157,7 +157,9 @@ func TestEveryKeyAccounted(t *testing.T) {
 		"Service.Restart", "Service.RestartSec", "Service.RestartMaxDelaySec", "Service.TimeoutStopSec",
 		"Service.WatchdogSec", "Service.KillSignal", "Service.StandardOutput", "Service.StandardError",
 		"Service.PIDFile", "Service.RemainAfterExit", "Service.TimeoutStartSec", "Timer.Unit", "Timer.OnCalendar",
-		"Service.User", "Service.EnvironmentFile", "Service.LimitNOFILE", "Service.MemoryMax", "Service.Nice"}
+		"Service.User", "Service.EnvironmentFile", "Service.LimitNOFILE", "Service.MemoryMax", "Service.Nice",
+		"Service.Group", "Service.SupplementaryGroups", "Service.UMask", "Service.LimitCORE", "Service.CPUWeight",
+		"Service.CPUQuota", "Service.TasksMax"}
 	for _, fx := range fixtures[0].files {
 		b, _ := os.ReadFile(filepath.Join("testdata", fx))
 		section := ""

@@ -263,6 +263,9 @@ func serviceSection(b *builder, s *units.Spec, o Options) error {
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		b.add(secService, "Environment", quoteWord(k+"="+s.Env[k]))
 	}
+	if err := execOpts(b, s); err != nil {
+		return err
+	}
 	restartOpts(b, s)
 	timeoutOpts(b, s)
 	if s.StopSignal != 0 {

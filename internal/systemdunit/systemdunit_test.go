@@ -129,6 +129,12 @@ func load(t *testing.T, dir, name, yaml string) *units.Spec {
 	return s
 }
 
+// identityYAML sets every key of units.Exec.
+const identityYAML = "command: [/bin/sleep, \"3600\"]\nuser: postgres\ngroup: postgres\nsupplementary_groups: [adm, \"100\"]\n" +
+	"umask: \"027\"\nnice: 5\nlimits: {nofile: 65536, core: \"0:infinity\", stack: infinity}\n" +
+	"env_file: [/etc/app.env, \"-/etc/app%.local.env\"]\nenv: {A: b}\n" +
+	"memory_max: 512MiB\ncpu_weight: 200\ncpu_max: 150%\ntasks_max: 64\n"
+
 func TestFiles(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
@@ -183,6 +189,37 @@ func TestFiles(t *testing.T) {
 			env: map[string]string{
 				"SPACES": "two  words", "QUOTES": `say "hi" it's`, "PCT": "100%", "BACK": `a\b\`, "PLAIN": "0",
 			},
+		},
+		{
+			name: "exec",
+			yaml: identityYAML,
+			checks: []check{
+				{"Service", "User", []string{"postgres"}},
+				{"Service", "Group", []string{"postgres"}},
+				{"Service", "SupplementaryGroups", []string{"adm 100"}},
+				{"Service", "UMask", []string{"0027"}},
+				{"Service", "Nice", []string{"5"}},
+				{"Service", "LimitNOFILE", []string{"65536"}},
+				{"Service", "LimitCORE", []string{"0:infinity"}},
+				{"Service", "LimitSTACK", []string{"infinity"}},
+				{"Service", "EnvironmentFile", []string{"/etc/app.env", "-/etc/app%%.local.env"}},
+				{"Service", "MemoryMax", []string{"536870912"}},
+				{"Service", "CPUWeight", []string{"200"}},
+				{"Service", "CPUQuota", []string{"150%"}},
+				{"Service", "TasksMax", []string{"64"}},
+			},
+			env: map[string]string{"A": "b"},
+			text: []string{
+				"for these to hold.\nUser=postgres\nGroup=postgres\n",
+				"# hermes gives these alone.\nSupplementaryGroups=",
+				"# hermes gives env: precedence: a variable set in both differs.\nEnvironmentFile=/etc/app.env",
+			},
+		},
+		{
+			name:   "nogroups",
+			yaml:   "command: [/bin/true]\nuser: nobody\nsupplementary_groups: []\n",
+			checks: []check{{"Service", "SupplementaryGroups", nil}, {"Service", "User", []string{"nobody"}}},
+			text:   []string{"# supplementary_groups: [] (none) has no systemd equivalent"},
 		},
 		{
 			name: "oneshot",
@@ -542,6 +579,7 @@ func TestVerify(t *testing.T) {
 		{"db", "command: [/bin/sleep, \"3600\"]\nready: {notify: true}\n"},
 		{"web", "shell: \"exec sleep 3600\"\nrequires: [db]\nenv: {A: \"x y\"}\ntimeouts: {watchdog: 10s, runtime_max: 1h}\n"},
 		{"job", "command: [/bin/true]\nschedule: \"*/5 * * * 1-5\"\n"},
+		{"exec", identityYAML},
 	} {
 		fs, err := Files(load(t, src, u.name, u.yaml), Options{StateDir: filepath.Join(dir, "state")})
 		if err != nil {
