@@ -42,7 +42,7 @@ cross: ## go vet and go test -c of every package for darwin/arm64, darwin/amd64 
 	.ci/cross
 
 lint-metrics: ## promtool check metrics on a scrape of every series and of a live hermesd (Debian package prometheus)
-	HERMES_REQUIRE_PROMTOOL=1 $(GO) test -count=1 -run 'TestMetricsFromEvents|TestEventsAndMetricsScenario' ./internal/metrics ./cmd/hermesd
+	HERMES_REQUIRE_PROMTOOL=1 $(GO) test -count=1 -run 'TestMetricsFromEvents|TestExitAndJobSeries|TestEventsAndMetricsScenario|TestDashboardQueries' ./internal/metrics ./cmd/hermesd
 
 bench: build ## measure the targets; prints a table (figure, value, method, machine); BENCH_FLAGS="-owner-trials 20" for a quicker run (a max, not a p99), "-only hermesd,owner" for some sections, "-only scale -sizes 10,100" for the scale table at some sizes
 	$(GO) run ./tools/bench $(BENCH_FLAGS)
