@@ -46,68 +46,24 @@ async function waitFor(cond, what) {
 
 const newMarker = () => String(100000000 + Math.floor(Math.random() * 899999999));
 
-// AGENT is a Node agent: it starts the seeds' families through spawnOwned
-// (each marked by MARKER in its command line, which hermesctl's holds
-// too), a persistOnRelease task marked by PERSIST, hands over a group it
-// started elsewhere, says "ready" and waits until it is killed.
-const AGENT = `
-const h = require(process.env.CLIENT);
-const { spawn } = require('node:child_process');
-const fs = require('node:fs');
-const path = require('node:path');
-const { MARKER: m, MODE: mode, GRACE: grace } = process.env;
-const arg = '4000.' + m;
-const own = (cmd, args, o = {}) => h.spawnOwned(cmd, args, { mode, grace, stdio: 'ignore', ...o });
-(async () => {
-  await own('sleep', [arg]);
-  if (process.env.FAMILIES) {
-    await own('sh', ['-c', 'sleep "$0" & sleep "$0" & wait', arg]);
-    await own('sh', ['-c', 'trap "" TERM; exec sleep "$0"', arg]);
-    await own('sh', ['-c', 'setsid sleep "$0" & wait', arg]);
-    await own('sh', ['-c', '(env -i setsid sleep "$0" &); sleep "$0"', arg]);
-    await own('sh', ['-c', 'cat >/dev/null; exec sleep "$0"', arg], { stdio: ['pipe', 'ignore', 'ignore'] });
-    await h.spawnOwned('sleep', ['4000.' + process.env.PERSIST], { mode, grace, stdio: 'ignore', name: 'task-' + process.env.PERSIST,
-      persistOnRelease: 'a background task the test left running on purpose' });
-    const ext = spawn('sleep', [arg], { detached: true, stdio: 'ignore' });
-    await h.ownProcessGroups([ext.pid]);
-  }
-  if (process.env.MCP_SERVER) {
-    const root = path.join(process.env.TMPDIR_FOR_MCP, 'mcp-' + m);
-    fs.mkdirSync(root, { recursive: true });
-    const p = await own('node', [process.env.MCP_SERVER, root], { stdio: ['pipe', 'pipe', 'ignore'] });
-    p.stdin.write(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {
-      protocolVersion: '2024-11-05', capabilities: {}, clientInfo: { name: 't', version: '0' } } }) + '\\n');
-    await new Promise((resolve, reject) => {
-      let buf = '';
-      p.stdout.on('data', (c) => {
-        buf += c;
-        if (buf.includes('\\n')) {
-          if (JSON.parse(buf.split('\\n')[0]).result) resolve(); else reject(new Error(buf));
-        }
-      });
-    });
-  }
-  console.log('ready');
-})().catch((e) => { console.error(e); process.exit(3); });
-setInterval(() => {}, 1 << 30);
-`;
-
 function modes() {
   return (process.env.HERMES_TEST_MODES || 'pgroup').split(/\s+/).filter(Boolean);
 }
 
-// startAgent runs AGENT and resolves once it said ready.
-function startAgent(t, marker, mode, { families = false, persist = '', mcp = false } = {}) {
-  const env = { ...process.env, CLIENT: require.resolve('./hermes-owned.js'), MARKER: marker, MODE: mode, GRACE,
-    PERSIST: persist, FAMILIES: families ? '1' : '', MCP_SERVER: mcp ? process.env.HERMES_TEST_MCP_SERVER || '' : '',
-    TMPDIR_FOR_MCP: os.tmpdir() };
-  const p = spawn(process.execPath, ['-e', AGENT], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+// startAgent runs families-agent.js (the seeds' families, or a plain
+// child only) and resolves to the process and the families it started,
+// once it said ready.
+function startAgent(t, marker, mode, { families = false } = {}) {
+  const env = { ...process.env, MARKER: marker, MODE: mode, GRACE, FAMILIES: families ? '1' : '',
+    MCP_SERVER: families ? process.env.HERMES_TEST_MCP_SERVER || '' : '', MCP_ROOT: os.tmpdir() };
+  const p = spawn(process.execPath, [path.join(__dirname, 'families-agent.js')], { env, stdio: ['ignore', 'pipe', 'inherit'] });
   t.after(() => p.kill('SIGKILL'));
   return new Promise((resolve, reject) => {
     let out = '';
     p.stdout.on('data', (c) => {
       out += c;
-      if (out.includes('ready\n')) resolve(p);
+      const i = out.indexOf('\n');
+      if (i >= 0 && out.startsWith('ready ')) resolve({ p, rows: JSON.parse(out.slice(6, i)) });
     });
     p.on('exit', (code) => reject(new Error(`agent exited ${code} before ready`)));
   });
@@ -122,41 +78,32 @@ async function killed(p) {
 for (const mode of modes()) {
   test(`families: a Node owner killed with kill -9 (${mode})`, { skip: !LIVE && WHY }, async (t) => {
     const m = newMarker();
-    const persist = newMarker();
     const ctl = newMarker();
-    t.after(() => [persist, m, ctl].flatMap(marked).forEach((pid) => { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }));
+    t.after(() => [m, ctl].flatMap(marked).forEach((pid) => { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }));
     await startAgent(t, ctl, mode);
-    const agent = await startAgent(t, m, mode, { families: true, persist });
-    // As in the Python families (test_hermes_owned.py): hermesctl with
-    // each, 2 + 4 + 2 + 3 + 4 + 2, and the handed-over sleep.
-    const want = 18;
-    await waitFor(() => marked(m).length >= want, `all ${want} processes of the families running`);
+    const agent = await startAgent(t, m, mode, { families: true });
+    if (process.env.HERMES_TEST_MCP_SERVER) {
+      assert.ok(agent.rows.some((r) => r.family === 'MCP server on stdio (npm)'), 'the MCP server is among the families');
+    }
+    for (const r of agent.rows) {
+      await waitFor(() => marked(r.marker).length >= r.processes, `${r.family}: ${r.processes} processes running`);
+    }
     const before = marked(ctl).sort();
     assert.strictEqual(before.length, 2, 'the control\'s hermesctl and sleep');
-    await killed(agent);
-    await waitFor(() => marked(m).length === 0, 'every owned process gone after the owner\'s kill -9');
-    assert.ok(marked(persist).length > 0, 'the persist_on_release task is gone');
+    await killed(agent.p);
+    const owned = agent.rows.filter((r) => r.ownership === 'owned');
+    await waitFor(() => owned.every((r) => marked(r.marker).length === 0), 'every owned process gone after the owner\'s kill -9');
     const st = await h.status();
-    const kept = (st.owned || []).filter((g) => g.name === 'task-' + persist);
-    assert.strictEqual(kept.length, 1, JSON.stringify(st.owned));
-    assert.strictEqual(kept[0].ownership, 'persist_on_release');
-    assert.strictEqual(kept[0].reason, 'a background task the test left running on purpose');
-    assert.strictEqual(kept[0].state, 'persisting');
+    for (const r of agent.rows.filter((x) => x.ownership === 'persist_on_release')) {
+      assert.strictEqual(marked(r.marker).length, r.processes, 'the persist_on_release task is gone');
+      const kept = (st.owned || []).filter((g) => g.name === 'task-' + r.marker);
+      assert.strictEqual(kept.length, 1, JSON.stringify(st.owned));
+      assert.strictEqual(kept[0].ownership, 'persist_on_release');
+      assert.strictEqual(kept[0].reason, 'a background task the test left running on purpose');
+      assert.strictEqual(kept[0].state, 'persisting');
+    }
     assert.deepStrictEqual(marked(ctl).sort(), before, 'the live control owner\'s children');
   });
-}
-
-const MCP_ABSENT = '@modelcontextprotocol/server-filesystem is absent (.ci/run installs it with npm into .ci/npm)';
-for (const mode of modes()) {
-  test(`a real MCP server on stdio: its Node owner killed with kill -9 (${mode})`,
-    { skip: (!LIVE && WHY) || (!process.env.HERMES_TEST_MCP_SERVER && MCP_ABSENT) }, async (t) => {
-      const m = newMarker();
-      t.after(() => marked(m).forEach((pid) => { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }));
-      const agent = await startAgent(t, m, mode, { mcp: true });
-      await waitFor(() => marked(m).length >= 4, 'the MCP server and its hermesctl running');
-      await killed(agent);
-      await waitFor(() => marked(m).length === 0, 'the MCP server gone after its owner\'s kill -9');
-    });
 }
 
 test('own, release, release once empty', { skip: !LIVE && WHY }, async (t) => {

@@ -70,63 +70,27 @@ def new_marker():
     return "%d" % random.randrange(10**8, 10**9)
 
 
-# AGENT is an agent: it starts the seeds' families of children through
-# spawn_owned (each marked by MARKER in its command line, which hermesctl's
-# holds too), a persist_on_release task marked by PERSIST when set, then
-# says "ready" and sleeps until it is killed.
-AGENT = r'''
-import os, subprocess, sys, time, json
-sys.path.insert(0, os.environ["CLIENT_DIR"])
-import hermes_owned as h
-m, mode, grace = os.environ["MARKER"], os.environ["MODE"], os.environ["GRACE"]
-arg = "4000." + m
-def own(args, **kw):
-    return h.spawn_owned(args, mode=mode, grace=grace, **kw)
-kids = [own(["sleep", arg])]
-if os.environ.get("FAMILIES"):
-    kids.append(own(["sh", "-c", 'sleep "$0" & sleep "$0" & wait', arg]))
-    kids.append(own([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(4000)", m]))
-    kids.append(own(["sh", "-c", 'setsid sleep "$0" & wait', arg]))
-    kids.append(own(["sh", "-c", '(env -i setsid sleep "$0" &); sleep "$0"', arg]))
-    kids.append(own([sys.executable, "-c", "import sys, time; sys.stdin.read(); time.sleep(4000)", m], stdin=subprocess.PIPE))
-    h.spawn_owned(["sleep", "4000." + os.environ["PERSIST"]], mode=mode, grace=grace, name="task-" + os.environ["PERSIST"],
-                  persist_on_release="a background task the test left running on purpose")
-    # a group started elsewhere, handed over with own_process_groups
-    ext = subprocess.Popen(["sleep", arg], start_new_session=True)
-    h.own_process_groups([ext.pid])
-mcp = os.environ.get("MCP_SERVER")
-if mcp:
-    root = os.path.join(os.environ["TMPDIR_FOR_MCP"], "mcp-" + m)
-    os.makedirs(root, exist_ok=True)
-    p = own(["node", mcp, root], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}).encode() + b"\n")
-    p.stdin.flush()
-    answer = json.loads(p.stdout.readline())
-    assert "result" in answer, answer
-    kids.append(p)
-print("ready", flush=True)
-time.sleep(4000)
-'''
-
-
 def modes():
     return os.environ.get("HERMES_TEST_MODES", "pgroup").split()
 
 
 class Agent:
-    """An agent process running AGENT."""
+    """An agent process running families_agent.py (the seeds' families, or
+    a plain child only); rows are the families it started."""
 
-    def __init__(self, marker, mode, families=False, persist="", mcp=False):
-        env = dict(os.environ, CLIENT_DIR=HERE, MARKER=marker, MODE=mode, GRACE=GRACE, PERSIST=persist,
-                   FAMILIES="1" if families else "", MCP_SERVER=os.environ.get("HERMES_TEST_MCP_SERVER", "") if mcp else "",
-                   TMPDIR_FOR_MCP=os.environ.get("TMPDIR", "/tmp"))
-        self.p = subprocess.Popen([sys.executable, "-c", AGENT], env=env, stdout=subprocess.PIPE)
+    def __init__(self, marker, mode, families=False):
+        env = dict(os.environ, CLIENT_DIR=HERE, MARKER=marker, MODE=mode, GRACE=GRACE,
+                   FAMILIES="1" if families else "",
+                   MCP_SERVER=os.environ.get("HERMES_TEST_MCP_SERVER", "") if families else "",
+                   MCP_ROOT=os.environ.get("TMPDIR", "/tmp"))
+        self.p = subprocess.Popen([sys.executable, os.path.join(HERE, "families_agent.py")], env=env,
+                                  stdout=subprocess.PIPE)
         line = self.p.stdout.readline()
-        if line.strip() != b"ready":
+        if not line.startswith(b"ready "):
             self.p.kill()
             self.p.wait()
             raise AssertionError("agent did not get ready: %r" % line)
+        self.rows = json.loads(line[len(b"ready "):])
 
     def kill(self):
         self.p.kill()
@@ -138,7 +102,8 @@ class Agent:
 class Families(unittest.TestCase):
     """The seeds' families for a Python owner killed with kill -9: every
     owned child gone within the grace, the persist_on_release one running
-    with its reason in status, a live control owner's children untouched."""
+    with its reason in status, a live control owner's children untouched.
+    (cmd/hermesd's survivors matrix runs the same agent, row by row.)"""
 
     def test_owner_killed(self):
         for mode in modes():
@@ -146,50 +111,33 @@ class Families(unittest.TestCase):
                 self.families(mode)
 
     def families(self, mode):
-        m, persist, ctl = new_marker(), new_marker(), new_marker()
+        m, ctl = new_marker(), new_marker()
+        self.addCleanup(kill_marked, m, ctl)
         control = Agent(ctl, mode)
         self.addCleanup(control.kill)
-        agent = Agent(m, mode, families=True, persist=persist)
+        agent = Agent(m, mode, families=True)
         self.addCleanup(agent.kill)
-        self.addCleanup(kill_marked, persist, m, ctl)
-        # hermesctl and sleep for the plain child, hermesctl and 3 for the
-        # tree, 2 each for the TERM-ignorer and the language server, 3 for
-        # the setsid row, 4 for the double fork (the shell, its sleep, the
-        # daemon), 1 handed-over sleep.
-        want = 18
-        wait_for(lambda: len(marked(m)) >= want, "all %d processes of the families running (%s)" % (want, marked(m)))
+        if os.environ.get("HERMES_TEST_MCP_SERVER"):
+            self.assertIn("MCP server on stdio (npm)", [r["family"] for r in agent.rows])
+        for r in agent.rows:
+            wait_for(lambda: len(marked(r["marker"])) >= r["processes"],
+                     "%s: %d processes running (%s)" % (r["family"], r["processes"], marked(r["marker"])))
         before_ctl = marked(ctl)
         self.assertEqual(len(before_ctl), 2, "the control's hermesctl and sleep")
         agent.kill()
-        wait_for(lambda: not marked(m), "every owned process gone after the owner's kill -9 (left: %s)" % marked(m))
-        self.assertTrue(marked(persist), "the persist_on_release task is gone")
-        kept = [g for g in h.status().get("owned", []) if g["name"] == "task-" + persist]
-        self.assertEqual(len(kept), 1, h.status().get("owned"))
-        self.assertEqual(kept[0]["ownership"], "persist_on_release")
-        self.assertEqual(kept[0]["reason"], "a background task the test left running on purpose")
-        self.assertEqual(kept[0]["state"], "persisting")
+        owned = [r for r in agent.rows if r["ownership"] == "owned"]
+        wait_for(lambda: not any(marked(r["marker"]) for r in owned), "every owned process gone after the owner's kill -9 (left: %s)" %
+                 {r["family"]: marked(r["marker"]) for r in owned})
+        for r in agent.rows:
+            if r["ownership"] != "persist_on_release":
+                continue
+            self.assertEqual(len(marked(r["marker"])), r["processes"], "the persist_on_release task is gone")
+            kept = [g for g in h.status().get("owned", []) if g["name"] == "task-" + r["marker"]]
+            self.assertEqual(len(kept), 1, h.status().get("owned"))
+            self.assertEqual(kept[0]["ownership"], "persist_on_release")
+            self.assertEqual(kept[0]["reason"], "a background task the test left running on purpose")
+            self.assertEqual(kept[0]["state"], "persisting")
         self.assertEqual(sorted(marked(ctl)), sorted(before_ctl), "the live control owner's children")
-
-
-@unittest.skipUnless(LIVE, WHY)
-@unittest.skipUnless(os.environ.get("HERMES_TEST_MCP_SERVER"),
-                     "@modelcontextprotocol/server-filesystem is absent (.ci/run installs it with npm into .ci/npm)")
-class MCPServer(unittest.TestCase):
-    """A real MCP server on stdio (from the npm registry), spawned owned by a
-    Python agent that talks to it over its pipes, then is killed with
-    kill -9: the server is gone within the grace."""
-
-    def test_owner_killed(self):
-        for mode in modes():
-            with self.subTest(mode=mode):
-                m = new_marker()
-                self.addCleanup(kill_marked, m)
-                agent = Agent(m, mode, mcp=True)
-                self.addCleanup(agent.kill)
-                # its hermesctl, the server and the plain sleep (with its hermesctl)
-                wait_for(lambda: len(marked(m)) >= 4, "the MCP server and its hermesctl running")
-                agent.kill()
-                wait_for(lambda: not marked(m), "the MCP server gone (left: %s)" % marked(m))
 
 
 @unittest.skipUnless(LIVE, WHY)

@@ -25,10 +25,7 @@ func TestClientLibraries(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, dir := startEmpty(t)
-	hermesctl := filepath.Join(t.TempDir(), "hermesctl")
-	if out, err := exec.Command("go", "build", "-o", hermesctl, "../hermesctl").CombinedOutput(); err != nil {
-		t.Fatalf("go build hermesctl: %v\n%s", err, out)
-	}
+	hermesctl := buildHermesctl(t)
 	runState := filepath.Join(dir, "run-state")
 	modes := "pgroup"
 	probe := exec.Command(hermesctl, "--state", runState, "run", "--mode", "cgroup", "--", "true")
@@ -39,11 +36,10 @@ func TestClientLibraries(t *testing.T) {
 	}
 	env := append(os.Environ(), "HERMES_SOCKET="+d.socket, "HERMESCTL="+hermesctl, "HERMES_STATE="+runState,
 		"HERMES_TEST_MODES="+modes, "TMPDIR="+t.TempDir())
-	mcp := filepath.Join(root, ".ci", "npm", "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js")
-	if _, err := os.Stat(mcp); err == nil {
+	if mcp := mcpServer(root); mcp != "" {
 		env = append(env, "HERMES_TEST_MCP_SERVER="+mcp)
 	} else {
-		t.Logf("the MCP server row is skipped: %s is absent (.ci/run installs it with npm)", mcp)
+		t.Logf("the MCP server row is left out: @modelcontextprotocol/server-filesystem is not in .ci/npm (.ci/run installs it with npm)")
 	}
 	for _, s := range []struct {
 		name, interpreter string

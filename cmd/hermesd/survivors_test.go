@@ -206,7 +206,9 @@ func fileHas(path, want string, d time.Duration) bool {
 // and persist_on_release survive under a gateway and are re-adopted by the
 // next one, same pid, log continuing in the same file; under a worker the
 // adoptable job dies. A control hermesd on another state directory keeps its
-// own owned unit alive throughout.
+// own owned unit alive throughout. Then the edges (edgeMatrix) and the
+// families of owners in Python and Node (ownerFamilyMatrix), in each
+// supervisor mode.
 func TestGatewaySurvivors(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts hermesd processes")
@@ -214,9 +216,9 @@ func TestGatewaySurvivors(t *testing.T) {
 	type row struct{ family, owner, expected, found string }
 	var rows []row
 	defer func() {
-		t.Logf("%-34s %-8s %-22s %s", "family", "owner", "survivors expected", "found")
+		t.Logf("%-66s %-8s %-26s %s", "family", "owner", "survivors expected", "found")
 		for _, r := range rows {
-			t.Logf("%-34s %-8s %-22s %s", r.family, r.owner, r.expected, r.found)
+			t.Logf("%-66s %-8s %-26s %s", r.family, r.owner, r.expected, r.found)
 		}
 	}()
 	alive := func(id proc.Identity) string {
@@ -349,6 +351,12 @@ func TestGatewaySurvivors(t *testing.T) {
 
 	// The edges (issue 10), in each supervisor mode.
 	edgeMatrix(t, func(family, owner, expected, found string) {
+		rows = append(rows, row{family, owner, expected, found})
+	})
+
+	// The seeds' families for owners in Python and Node (issue 25), in
+	// each supervisor mode.
+	ownerFamilyMatrix(t, func(family, owner, expected, found string) {
 		rows = append(rows, row{family, owner, expected, found})
 	})
 }
