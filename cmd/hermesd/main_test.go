@@ -13,8 +13,9 @@ import (
 	"go.uber.org/goleak"
 )
 
-// roleEnv makes the test binary play hermesd ("hermesd") or a unit
-// ("unit") instead of running the tests, as os/exec's tests do.
+// roleEnv makes the test binary play hermesd ("hermesd"), a unit
+// ("unit") or a client asking hermesd to keep groups ("own", playOwn)
+// instead of running the tests, as os/exec's tests do.
 const roleEnv = "HERMESD_TEST_ROLE"
 
 func TestMain(m *testing.M) {
@@ -34,6 +35,8 @@ func TestMain(m *testing.M) {
 		os.Exit(exitcode.Failure)
 	case "unit":
 		playUnit()
+	case "own":
+		playOwn()
 	}
 	goleak.VerifyTestMain(m)
 }
