@@ -44,6 +44,8 @@ var Examples = map[string]string{
 	"unit.timeouts.runtime_max":           "8h",
 	"unit.timeouts.watchdog":              "30s",
 	"unit.stop_signal":                    "INT",
+	"unit.reload_signal":                  "HUP",
+	"unit.reload":                         "[nginx, -s, reload]",
 	"unit.ports":                          "[8080]",
 	"unit.log.path":                       "~/logs/llama.log",
 	"unit.log.max_size":                   "50MiB",

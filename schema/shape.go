@@ -35,6 +35,8 @@ type UnitFile struct {
 	Ready            *Ready            `json:"ready,omitempty"`
 	Timeouts         *Timeouts         `json:"timeouts,omitempty"`
 	StopSignal       Signal            `json:"stop_signal,omitempty" jsonschema_description:"Signal that asks the unit to stop. Default TERM."`
+	ReloadSignal     Signal            `json:"reload_signal,omitempty" jsonschema_description:"hermesctl reload UNIT sends this signal to the unit's main process (nginx, many daemons: HUP). Exclusive with reload."`
+	Reload           []Arg             `json:"reload,omitempty" jsonschema:"minItems=1" jsonschema_description:"hermesctl reload UNIT runs this command (no shell) in the unit's directory, environment and identity, with MAINPID set; the reload succeeds when it exits 0. Exclusive with reload_signal."`
 	Ports            []Port            `json:"ports,omitempty" jsonschema:"uniqueItems=true" jsonschema_description:"TCP ports the unit listens on, checked free before start."`
 	Log              *Log              `json:"log,omitempty"`
 	Schedule         Schedule          `json:"schedule,omitempty"`
@@ -63,6 +65,10 @@ func (UnitFile) JSONSchemaExtend(s *jsonschema.Schema) {
 		{ // remain_after_exit is a oneshot's
 			If:   &jsonschema.Schema{Required: []string{"remain_after_exit"}},
 			Then: &jsonschema.Schema{Required: []string{"type"}, Properties: props("type", &jsonschema.Schema{Const: "oneshot"})},
+		},
+		{ // one way to reload
+			If:   &jsonschema.Schema{Required: []string{"reload_signal"}},
+			Then: &jsonschema.Schema{Not: &jsonschema.Schema{Required: []string{"reload"}}},
 		},
 		{ // a oneshot is done when it exits 0: no probe, never restarted on success
 			If: &jsonschema.Schema{Required: []string{"type"}, Properties: props("type", &jsonschema.Schema{Const: "oneshot"})},

@@ -71,6 +71,12 @@ func (s Spec) MarshalYAML() (any, error) {
 	t.dur("watchdog", s.Timeouts.Watchdog)
 	m.add("timeouts", t.node())
 	m.str("stop_signal", s.StopSignal.String(), true)
+	if s.ReloadSignal != 0 {
+		m.str("reload_signal", s.ReloadSignal.String(), true)
+	}
+	if len(s.Reload) > 0 {
+		m.list("reload", s.Reload)
+	}
 	if len(s.Ports) > 0 {
 		ports := make([]string, len(s.Ports))
 		for i, p := range s.Ports {
@@ -150,7 +156,7 @@ func providerNode(p *Provider, withID bool) *yaml.Node {
 // rotation, and the run budget (a job receives its deadline at spawn). It
 // leaves out what applies without a restart or only documents:
 // description, reason, remain_after_exit, restart policy and backoff, start limits, after,
-// requires, schedule, wrap-up signal, provider. It depends only on the
+// requires, schedule, wrap-up signal, reload signal and command, provider. It depends only on the
 // parsed values, so reformatting a file, reordering keys or editing
 // comments leaves it unchanged; the reconciler restarts a unit when its
 // Hash changes (SPEC §6).

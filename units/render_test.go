@@ -16,29 +16,30 @@ import (
 // it full when fields are added.
 func fullSpec() *Spec {
 	return &Spec{
-		Name:        "web",
-		File:        "/units/web.yaml",
-		Description: "Local model router: \"quoted\", 8080",
-		Type:        Simple,
-		Command:     []string{"llama-server", "--port", "8080", "-m", "/models/qwq.gguf", "true", "~", ""},
-		Workdir:     "/home/u/models",
-		Env:         map[string]string{"CUDA_VISIBLE_DEVICES": "0", "EMPTY": "", "YES": "yes", "MULTI": "a\nb"},
-		Ownership:   PersistOnRelease,
-		Reason:      "keeps the model warm across gateway restarts",
-		Restart:     RestartNo,
-		RestartSec:  1500 * time.Millisecond,
-		RestartMax:  2 * time.Minute,
-		StartLimit:  StartLimit{Burst: 9, Interval: 45 * time.Second},
-		After:       []string{"db", "cache"},
-		Requires:    []string{"db"},
-		Ready:       Ready{TCP: "127.0.0.1:8080"},
-		Timeouts:    Timeouts{Start: 2 * time.Minute, Stop: 7 * time.Second, RuntimeMax: time.Hour, Watchdog: 30 * time.Second},
-		StopSignal:  Signal(syscall.SIGINT),
-		Ports:       []int{8080, 9090},
-		Log:         Log{Path: "/var/log/web.log", MaxSize: 3 << 20, Keep: 5},
-		Schedule:    "*/15 * * * *",
-		RunBudget:   850 * time.Second,
-		WrapupSig:   Signal(syscall.SIGUSR1),
+		Name:         "web",
+		File:         "/units/web.yaml",
+		Description:  "Local model router: \"quoted\", 8080",
+		Type:         Simple,
+		Command:      []string{"llama-server", "--port", "8080", "-m", "/models/qwq.gguf", "true", "~", ""},
+		Workdir:      "/home/u/models",
+		Env:          map[string]string{"CUDA_VISIBLE_DEVICES": "0", "EMPTY": "", "YES": "yes", "MULTI": "a\nb"},
+		Ownership:    PersistOnRelease,
+		Reason:       "keeps the model warm across gateway restarts",
+		Restart:      RestartNo,
+		RestartSec:   1500 * time.Millisecond,
+		RestartMax:   2 * time.Minute,
+		StartLimit:   StartLimit{Burst: 9, Interval: 45 * time.Second},
+		After:        []string{"db", "cache"},
+		Requires:     []string{"db"},
+		Ready:        Ready{TCP: "127.0.0.1:8080"},
+		Timeouts:     Timeouts{Start: 2 * time.Minute, Stop: 7 * time.Second, RuntimeMax: time.Hour, Watchdog: 30 * time.Second},
+		StopSignal:   Signal(syscall.SIGINT),
+		ReloadSignal: Signal(syscall.SIGHUP),
+		Ports:        []int{8080, 9090},
+		Log:          Log{Path: "/var/log/web.log", MaxSize: 3 << 20, Keep: 5},
+		Schedule:     "*/15 * * * *",
+		RunBudget:    850 * time.Second,
+		WrapupSig:    Signal(syscall.SIGUSR1),
 		Provider: &Provider{
 			ID: "local-reasoning", BaseURL: "http://127.0.0.1:8080/v1", APIKeyEnv: "LOCAL_KEY",
 			StaleTimeout: 900 * time.Second,
@@ -75,6 +76,7 @@ func variants() map[string]*Spec {
 	// A forking or oneshot unit is no job: their variants drop schedule: and
 	// what only a job has.
 	forking := fullSpec()
+	forking.ReloadSignal, forking.Reload = 0, []string{"nginx", "-s", "reload"} // reload_signal and reload: one of them
 	forking.Type, forking.PIDFile = Forking, "/run/user/1000/web dir/web.pid"
 	forking.Schedule, forking.RunBudget, forking.WrapupSig = "", 0, 0
 	oneshot := fullSpec()

@@ -63,14 +63,20 @@ type Spec struct {
 	Ready       Ready             //
 	Timeouts    Timeouts          //
 	StopSignal  Signal            //
-	Ports       []int             // checked free before start
-	Log         Log               //
-	Schedule    string            // 5-field cron; makes the unit a job (SPEC §9)
-	RunBudget   time.Duration     // jobs: run_budget_seconds
-	WrapupSig   Signal            // jobs: optional signal at 80 % of the budget
-	Provider    *Provider         // the unit serves an LLM endpoint (SPEC §10)
-	ProxyEnv    bool              // gets OPENAI_BASE_URL and OPENAI_API_KEY for the provider proxy (jobs always do)
-	Exec                          // user, limits, env files: from the defaults, then the unit's own keys
+	// ReloadSignal and Reload are how `hermesctl reload UNIT` asks the
+	// running unit to reload: a signal to its main process, or a command
+	// run beside it (argv, no shell). At most one is set; neither: the unit
+	// cannot be reloaded, only restarted.
+	ReloadSignal Signal        // reload_signal
+	Reload       []string      // reload
+	Ports        []int         // checked free before start
+	Log          Log           //
+	Schedule     string        // 5-field cron; makes the unit a job (SPEC §9)
+	RunBudget    time.Duration // jobs: run_budget_seconds
+	WrapupSig    Signal        // jobs: optional signal at 80 % of the budget
+	Provider     *Provider     // the unit serves an LLM endpoint (SPEC §10)
+	ProxyEnv     bool          // gets OPENAI_BASE_URL and OPENAI_API_KEY for the provider proxy (jobs always do)
+	Exec                       // user, limits, env files: from the defaults, then the unit's own keys
 }
 
 // StartLimit bounds restarts: more than Burst starts within Interval and the

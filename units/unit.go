@@ -180,6 +180,13 @@ var unitFields = slices.Concat(keyed[*unitDecode]{
 	{"ready", func(d *decoder, u *unitDecode, f field) { u.s.Ready = d.ready(f) }},
 	{"timeouts", func(d *decoder, u *unitDecode, f field) { timeoutsFields.decode(d, f.val, f.path, &u.s.Timeouts) }},
 	{"stop_signal", func(d *decoder, u *unitDecode, f field) { u.s.StopSignal = d.signal(f, u.s.StopSignal) }},
+	{"reload_signal", func(d *decoder, u *unitDecode, f field) { u.s.ReloadSignal = d.signal(f, 0) }},
+	{"reload", func(d *decoder, u *unitDecode, f field) {
+		u.s.Reload = d.strings(f)
+		if len(u.s.Reload) == 0 && !isNull(f.val) && f.val.Kind == yaml.SequenceNode || len(u.s.Reload) > 0 && u.s.Reload[0] == "" {
+			d.errf(f.val, "reload: want the program and its arguments, like [nginx, -s, reload]")
+		}
+	}},
 	{"ports", func(d *decoder, u *unitDecode, f field) { u.s.Ports = d.ports(f, u.r) }},
 	{"log", func(d *decoder, u *unitDecode, f field) { logFields.decode(d, f.val, f.path, &u.s.Log) }},
 	{"schedule", func(d *decoder, u *unitDecode, f field) { u.s.Schedule = d.schedule(f) }},
@@ -226,6 +233,9 @@ func (d *decoder) checkUnit(root *yaml.Node, u *unitDecode) {
 	}
 	d.checkType(s, seen["type"], seen["pid_file"], seen["remain_after_exit"], seen["restart"], seen["ready"])
 	d.checkJob(s, seen["restart"], seen["run_budget_seconds"], seen["wrapup_signal"])
+	if sigF, cmdF := seen["reload_signal"], seen["reload"]; sigF != nil && cmdF != nil {
+		d.errf(cmdF.key, "both reload_signal: and reload: are set; keep one (reload_signal: signals the main process, reload: runs a command beside it)")
+	}
 	if s.RestartMax > 0 && s.RestartSec > s.RestartMax {
 		at := seen["restart_sec"]
 		if rmaxF := seen["restart_max_sec"]; rmaxF != nil {

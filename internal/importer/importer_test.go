@@ -159,7 +159,7 @@ func TestEveryKeyAccounted(t *testing.T) {
 		"Service.PIDFile", "Service.RemainAfterExit", "Service.TimeoutStartSec", "Timer.Unit", "Timer.OnCalendar",
 		"Service.User", "Service.EnvironmentFile", "Service.LimitNOFILE", "Service.MemoryMax", "Service.Nice",
 		"Service.Group", "Service.SupplementaryGroups", "Service.UMask", "Service.LimitCORE", "Service.CPUWeight",
-		"Service.CPUQuota", "Service.TasksMax"}
+		"Service.CPUQuota", "Service.TasksMax", "Service.ExecReload"}
 	for _, fx := range fixtures[0].files {
 		b, _ := os.ReadFile(filepath.Join("testdata", fx))
 		section := ""

@@ -15,6 +15,7 @@ var serviceKeys = map[string]func(*sdConv, string, string){
 	"ExecStart":          func(c *sdConv, k, v string) { c.start = c.exec(k, v, c.start) },
 	"ExecStartPre":       func(c *sdConv, k, v string) { c.pre = c.exec(k, v, c.pre) },
 	"ExecStartPost":      func(c *sdConv, k, v string) { c.post = c.exec(k, v, c.post) },
+	"ExecReload":         func(c *sdConv, k, v string) { c.reload = c.exec(k, v, c.reload) },
 	"WorkingDirectory":   (*sdConv).workdir,
 	"Environment":        (*sdConv).environment,
 	"Restart":            (*sdConv).restart,
@@ -50,7 +51,7 @@ func (c *sdConv) serviceType(key, v string) {
 		c.typ = units.Simple
 		c.f.Ready = &schema.Ready{Notify: true}
 		if v == "notify-reload" {
-			c.n.add(key, "notify-reload: ready.notify maps the readiness; hermes sends no SIGHUP to reload")
+			c.f.ReloadSignal = "HUP" // systemd's ReloadSignal= default; an ExecReload= replaces it
 		}
 	case "idle":
 		c.typ = units.Simple
@@ -276,6 +277,7 @@ func (c *sdConv) finish() {
 		c.f.RemainAfterExit = false
 	}
 	c.command()
+	c.reloadKeys()
 	c.finishTimeouts()
 	c.finishBackoff()
 	c.finishLog()
@@ -371,6 +373,62 @@ func (c *sdConv) command() {
 		}
 	}
 	c.f.Shell = strings.Join(steps, " && ")
+}
+
+// reloadKeys maps ExecReload=: the usual `kill -HUP $MAINPID` becomes
+// reload_signal:, one plain line reload:, and anything else (several
+// lines, variables, ignored failures) reload: [/bin/sh, -c, …], which
+// hermes runs with MAINPID in its environment as systemd does.
+func (c *sdConv) reloadKeys() {
+	switch {
+	case len(c.reload) == 0:
+		return
+	case len(c.reload) == 1 && !c.reload[0].ignoreFail:
+		if sig, ok := killMain(c.reload[0].words); ok {
+			c.f.ReloadSignal = schema.Signal(sig)
+			return
+		}
+		if !anyVars(c.reload[0].words) {
+			c.f.ReloadSignal = ""
+			for _, w := range c.reload[0].words {
+				c.f.Reload = append(c.f.Reload, schema.Arg(literal(w)))
+			}
+			return
+		}
+	}
+	steps := make([]string, len(c.reload))
+	for i, l := range c.reload {
+		steps[i] = shellLine(l, false)
+	}
+	c.f.ReloadSignal = ""
+	c.f.Reload = []schema.Arg{"/bin/sh", "-c", schema.Arg(strings.Join(steps, " && "))}
+}
+
+// killMain reads `kill -SIG $MAINPID` (kill or /bin/kill, -SIG, -s SIG
+// or --signal SIG, $MAINPID or ${MAINPID}): the signal's name, as
+// reload_signal: writes it.
+func killMain(words []string) (string, bool) {
+	if len(words) < 3 || (words[0] != "kill" && !strings.HasSuffix(words[0], "/kill")) {
+		return "", false
+	}
+	last := words[len(words)-1]
+	if last != "$MAINPID" && last != "${MAINPID}" {
+		return "", false
+	}
+	var sig string
+	switch opts := words[1 : len(words)-1]; {
+	case len(opts) == 1 && strings.HasPrefix(opts[0], "-"):
+		sig = opts[0][1:]
+	case len(opts) == 2 && (opts[0] == "-s" || opts[0] == "--signal"):
+		sig = opts[1]
+	default:
+		return "", false
+	}
+	s, err := units.ParseSignal(sig)
+	if err != nil {
+		return "", false
+	}
+	return s.String(), true
 }
 
 func anyVars(words []string) bool {

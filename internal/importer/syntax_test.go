@@ -245,3 +245,38 @@ func FuzzCronSchedule(f *testing.F) {
 		}
 	})
 }
+
+// TestReloadKeys maps ExecReload= lines: `kill -SIG $MAINPID` to
+// reload_signal:, a plain line to reload:, the rest to a shell line that
+// reads MAINPID from the environment.
+func TestReloadKeys(t *testing.T) {
+	tests := []struct {
+		name   string
+		lines  []string
+		signal string
+		reload []string
+	}{
+		{"kill -HUP", []string{"/bin/kill -HUP $MAINPID"}, "HUP", nil},
+		{"kill -s USR2", []string{"kill -s USR2 ${MAINPID}"}, "USR2", nil},
+		{"kill --signal 1", []string{"/usr/bin/kill --signal 1 $MAINPID"}, "HUP", nil},
+		{"plain", []string{"/usr/sbin/nginx -s reload"}, "", []string{"/usr/sbin/nginx", "-s", "reload"}},
+		{"kill another pid", []string{"/bin/kill -HUP $OTHER"}, "", []string{"/bin/sh", "-c", "/bin/kill -HUP $OTHER"}},
+		{"two lines", []string{"a 1", "-b 2"}, "", []string{"/bin/sh", "-c", "a 1 && { b 2 || true; }"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &sdConv{name: "x", n: &noter{list: new([]Note)}}
+			for _, l := range tc.lines {
+				c.reload = c.exec("Service.ExecReload", l, c.reload)
+			}
+			c.reloadKeys()
+			var got []string
+			for _, a := range c.f.Reload {
+				got = append(got, string(a))
+			}
+			if string(c.f.ReloadSignal) != tc.signal || !slices.Equal(got, tc.reload) {
+				t.Errorf("got reload_signal %q, reload %q; want %q, %q", c.f.ReloadSignal, got, tc.signal, tc.reload)
+			}
+		})
+	}
+}

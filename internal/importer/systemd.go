@@ -100,7 +100,8 @@ type sdConv struct {
 
 	typ               units.Type
 	pre, start, post  []execLine
-	stdout, stderr    string // the log paths of StandardOutput= and StandardError=
+	reload            []execLine // ExecReload=
+	stdout, stderr    string     // the log paths of StandardOutput= and StandardError=
 	stdoutKey         string
 	restartSet        bool
 	restartFirst      time.Duration
@@ -165,7 +166,6 @@ var serviceGaps = map[string]string{
 	"OOMScoreAdjust":            whyLimits,
 	"ExecStop":                  "hermes stops a unit with stop_signal, then KILL after timeouts.stop; it runs no stop command",
 	"ExecStopPost":              "hermes runs no command after a unit stops",
-	"ExecReload":                "hermes has no per-unit reload command; an edit of the unit file restarts it",
 	"ExecCondition":             "hermes has no start conditions: the unit always starts",
 	"KillMode":                  "hermes always stops the whole group (cgroup or process group), as KillMode=control-group",
 	"FinalKillSignal":           "hermes sends KILL after timeouts.stop",
