@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -32,7 +33,11 @@ var (
 	_ Keeper       = fullBackend{}
 	_ TokenRotator = fullBackend{}
 	_ RunRegistrar = fullBackend{}
+	_ Signaller    = fullBackend{}
 )
+
+func (fullBackend) Kill(context.Context, string, syscall.Signal, Whom) error { return nil }
+func (fullBackend) ReloadUnit(context.Context, string) error                 { return nil }
 
 func (fullBackend) Disable(context.Context, string) error      { return nil }
 func (fullBackend) Enable(context.Context, string, bool) error { return nil }
@@ -158,6 +163,10 @@ func TestOpenAPIAnswers(t *testing.T) {
 		{"POST", "/v1/units/web/disable", "", 200},
 		{"POST", "/v1/units/web/enable", `{"start":true}`, 200},
 		{"POST", "/v1/units/web/release", "", 200},
+		{"POST", "/v1/units/web/kill", `{"signal":"HUP","whom":"main"}`, 200},
+		{"POST", "/v1/units/web/kill", `{"signal":"NOPE"}`, 400},
+		{"POST", "/v1/units/web/kill", `{"signal":"HUP","whom":"some"}`, 400},
+		{"POST", "/v1/units/web/reload", "", 200},
 		{"GET", "/v1/units/web/log", "", 200},
 		{"GET", "/v1/units/nope/log", "", 404},
 		{"POST", "/v1/reload", `{"dry_run":true}`, 200},

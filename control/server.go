@@ -28,6 +28,7 @@ import (
 //	GET  /v1/units/{unit}/log             → LogInfo
 //	POST /v1/adopt, /v1/orphans, /v1/units/{unit}/release (see adopt.go)
 //	POST /v1/units/{unit}/disable, …/enable (see enable.go)
+//	POST /v1/units/{unit}/kill, …/reload (see signal.go)
 //	GET  /v1/events[?follow=1]            → JSON lines (see events.go)
 //	POST /v1/proxy/rotate-token (see token.go)
 //	POST /v1/proxy/runs, held open for a run's life (see runs.go)
@@ -210,6 +211,7 @@ func (s *Server) routes(end <-chan struct{}) (*router, []string) {
 	mux.HandleFunc("GET "+pathUnits+"{unit}/log", s.logPath)
 	s.routeAdopter(mux)
 	s.routeEnabler(mux)
+	s.routeSignaller(mux)
 	s.routeTokens(mux)
 	s.routeRuns(mux, end)
 	s.routeKeeper(mux)

@@ -47,6 +47,7 @@ type fakeSpawner struct {
 	mu     sync.Mutex
 	spawns []spawnRec
 	stops  []stopRec
+	sent   []sentRec        // Signal and SignalProcess (signal_test.go)
 	fail   map[string]error // unit -> spawn error
 }
 

@@ -215,3 +215,9 @@ func cgroupOf(pid int) string {
 	}
 	return ""
 }
+
+func (s ownerSpawner) Signal(g supervisor.Group, sig syscall.Signal) error { return s.o.Signal(g, sig) }
+
+func (s ownerSpawner) SignalProcess(id proc.Identity, sig syscall.Signal) error {
+	return supervisor.SignalProcess(id, sig)
+}

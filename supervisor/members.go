@@ -118,20 +118,9 @@ func (o *Owner) StopMain(ctx context.Context, g Group, main proc.Identity, sig s
 	return cmp.Or(err, rerr)
 }
 
-// signalIdentity sends sig to id's process through a process handle (a
-// pidfd on Linux), once the handle is known to name the same process
-// (start time): never a recycled pid.
-func signalIdentity(id proc.Identity, sig syscall.Signal) {
-	h, err := proc.OpenHandle(id.PID)
-	if err != nil {
-		return // gone
-	}
-	defer h.Close()
-	if now, err := proc.Read(id.PID); err != nil || now.StartTime != id.StartTime {
-		return
-	}
-	h.Signal(sig)
-}
+// signalIdentity sends sig to id's process (SignalProcess), if it is
+// still there.
+func signalIdentity(id proc.Identity, sig syscall.Signal) { _ = SignalProcess(id, sig) }
 
 // finishStop waits up to s.Grace for r to be empty, KILLs what is left and
 // waits for empty (until ctx ends): the end of each group's stop in

@@ -114,6 +114,64 @@ func TestCookbook(t *testing.T) {
 			u.check(t)
 		})
 	}
+	if ready["nginx"] {
+		t.Run("nginx reload", func(t *testing.T) { nginxReload(t, c, unitsDir, socket) })
+	}
+}
+
+// nginxReload edits the cookbook nginx's config and runs `hermesctl
+// reload nginx` (its reload_signal: HUP): nginx then serves the new
+// config, from the same master process, and hermes counts no restart.
+func nginxReload(t *testing.T, c *control.Client, unitsDir, socket string) {
+	before := unitRow(t, c, "nginx")
+	conf := filepath.Join(unitsDir, "nginx.conf")
+	b, err := os.ReadFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(b), `"hello from nginx\n"`, `"hello from nginx, reloaded\n"`, 1)
+	if edited == string(b) {
+		t.Fatalf("%s has no \"hello from nginx\\n\" to edit", conf)
+	}
+	if err := os.WriteFile(conf, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), exe, "--socket", socket, "reload", "nginx")
+	cmd.Args[0] = "hermesctl" // this test binary is hermesctl by that name (TestMain)
+	if out, err := cmd.CombinedOutput(); err != nil || string(out) != "reloaded nginx\n" {
+		t.Fatalf("hermesctl reload nginx: %v: %q", err, out)
+	}
+	var body string
+	for deadline := time.Now().Add(daemonDeadline); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if resp, err := http.Get("http://127.0.0.1:18080/"); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if body = string(b); strings.Contains(body, "reloaded") {
+				break
+			}
+		}
+	}
+	if body != "hello from nginx, reloaded\n" {
+		t.Fatalf("after the reload nginx answers %q, want the edited config's \"hello from nginx, reloaded\"", body)
+	}
+	after := unitRow(t, c, "nginx")
+	if after.PID != before.PID || after.PID == 0 || after.Restarts != before.Restarts || after.State != control.StateRunning {
+		t.Errorf("after the reload: %s pid %d, %d restarts; want running, pid %d (the same master), %d restarts", after.State, after.PID, after.Restarts, before.PID, before.Restarts)
+	}
+}
+
+// unitRow is the status row of the unit name.
+func unitRow(t *testing.T, c *control.Client, name string) control.Unit {
+	t.Helper()
+	st, err := c.Status(t.Context(), name)
+	if err != nil || len(st.Units) != 1 {
+		t.Fatalf("status %s: %v %+v", name, err, st.Units)
+	}
+	return st.Units[0]
 }
 
 func containsName(list []string, name string) bool {

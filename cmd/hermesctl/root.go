@@ -72,6 +72,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newDisableCmd(g))
 	root.AddCommand(newIsEnabledCmd(g))
 	root.AddCommand(newReloadCmd(g))
+	root.AddCommand(newKillCmd(g))
 	root.AddCommand(newLogsCmd(g))
 	root.AddCommand(newTimeoutsCmd(g))
 	root.AddCommand(newAdoptCmd(g))

@@ -181,13 +181,20 @@ type reloadOptions struct {
 func newReloadCmd(g *globals) *cobra.Command {
 	opts := &reloadOptions{clientOptions: clientOptions{g: g}}
 	cmd := opts.command(&cobra.Command{
-		Use:   "reload",
-		Short: "Re-read the unit files now and print the plan",
+		Use:   "reload [--dry-run] | reload UNIT...",
+		Short: "Re-read the unit files now and print the plan; with units, ask each to reload",
 		Long: "Re-read the unit files now and print what changed: units started, stopped,\n" +
 			"restarted and kept, and files that did not load (their last good version\n" +
-			"keeps running). With --dry-run nothing is changed. Exits 1 when a file did not load.",
-		Args: cobra.NoArgs,
-	}, func(ctx context.Context, _ []string) error {
+			"keeps running). With --dry-run nothing is changed. Exits 1 when a file did not load.\n\n" +
+			"With units named, ask each running unit to reload as its file says:\n" +
+			"reload_signal: is sent to its main process, or the reload: command is\n" +
+			"run and waited for. A unit whose file has neither is an error (exit 1).",
+		Args:              cobra.ArbitraryArgs,
+		ValidArgsFunction: completeUnits(g),
+	}, func(ctx context.Context, args []string) error {
+		if len(args) > 0 {
+			return runUnitReload(ctx, opts, args)
+		}
 		return runReload(ctx, opts)
 	})
 	cmd.Flags().BoolVar(&opts.dryRun, "dry-run", false, "only print what a reload would do")

@@ -1,0 +1,116 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"syscall"
+
+	"github.com/hermes-units/hermes/internal/word"
+	"github.com/hermes-units/hermes/units"
+)
+
+// Signalling a running unit (`hermesctl kill`) and asking it to reload
+// (`hermesctl reload UNIT`). Routes, served when the Backend is a
+// Signaller:
+//
+//	POST /v1/units/{unit}/kill    KillRequest → ActionResult, once the signal is sent
+//	POST /v1/units/{unit}/reload              → ActionResult, once the reload is done
+//
+// A daemon without them answers with an error of Code CodeNoRoute.
+
+// Whom is which processes of a unit a kill signals.
+type Whom string
+
+const (
+	WhomAll  Whom = "all"  // every process of the unit's group (its cgroup, or its process group and escapees): systemctl kill's default
+	WhomMain Whom = "main" // the main process alone: a forking unit's daemon, else the leader
+)
+
+var whomWords = word.Strings("kill target", WhomAll, WhomMain)
+
+// ParseWhom reads "all" or "main".
+func ParseWhom(s string) (Whom, error) { return whomWords.Parse(s) }
+
+func (w Whom) MarshalText() ([]byte, error) { return whomWords.Marshal(w) }
+
+func (w *Whom) UnmarshalText(text []byte) error { return whomWords.Unmarshal(w, text) }
+
+// KillRequest is the body of POST /v1/units/{unit}/kill.
+type KillRequest struct {
+	Signal string `json:"signal"`         // a name (HUP, SIGHUP) or a number, as units.ParseSignal reads it
+	Whom   Whom   `json:"whom,omitempty"` // absent: all
+}
+
+// Signaller is implemented by a Backend that signals and reloads running
+// units. Both methods are safe for concurrent use; an unknown unit is
+// ErrUnknownUnit, a unit that is not running ErrConflict.
+type Signaller interface {
+	// Kill sends sig to whom of the unit and returns once it is sent. It
+	// is a signal, not a stop: a unit that dies of it has exited, and its
+	// restart policy applies as to any exit.
+	Kill(ctx context.Context, unit string, sig syscall.Signal, whom Whom) error
+	// ReloadUnit asks the running unit to reload as its file says
+	// (reload_signal: to its main process, or the reload: command, waited
+	// for), and returns once that is done. A unit whose file has neither
+	// is ErrConflict.
+	ReloadUnit(ctx context.Context, unit string) error
+}
+
+// routeSignaller adds the kill and reload routes to mux when the backend
+// has them.
+func (s *Server) routeSignaller(mux *router) {
+	sg, ok := s.b.(Signaller)
+	if !ok {
+		return
+	}
+	mux.HandleFunc("POST "+pathUnits+"{unit}/kill", func(w http.ResponseWriter, r *http.Request) {
+		var req KillRequest
+		if !decodeBody(w, r, "kill", &req) {
+			return
+		}
+		sig, err := units.ParseSignal(req.Signal)
+		if err != nil {
+			writeError(w, fmt.Errorf("%w: kill: %v", ErrBadRequest, err))
+			return
+		}
+		whom := req.Whom
+		if whom == "" {
+			whom = WhomAll
+		}
+		unit := r.PathValue("unit")
+		if err := sg.Kill(r.Context(), unit, syscall.Signal(sig), whom); err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, ActionResult{Unit: unit, Action: "kill"})
+	})
+	mux.HandleFunc("POST "+pathUnits+"{unit}/reload", func(w http.ResponseWriter, r *http.Request) {
+		unit := r.PathValue("unit")
+		if err := sg.ReloadUnit(r.Context(), unit); err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, ActionResult{Unit: unit, Action: "reload"})
+	})
+}
+
+var _ Signaller = (*Client)(nil)
+
+// Kill sends sig to whom of unit (see Signaller).
+func (c *Client) Kill(ctx context.Context, unit string, sig syscall.Signal, whom Whom) error {
+	if unit == "" {
+		return fmt.Errorf("%w: empty unit name", ErrBadRequest)
+	}
+	return c.do(ctx, http.MethodPost, pathUnits+url.PathEscape(unit)+"/kill",
+		KillRequest{Signal: units.Signal(sig).String(), Whom: whom}, &ActionResult{})
+}
+
+// ReloadUnit reloads unit (see Signaller) and returns once it is done.
+func (c *Client) ReloadUnit(ctx context.Context, unit string) error {
+	if unit == "" {
+		return fmt.Errorf("%w: empty unit name", ErrBadRequest)
+	}
+	return c.do(ctx, http.MethodPost, pathUnits+url.PathEscape(unit)+"/reload", struct{}{}, &ActionResult{})
+}
