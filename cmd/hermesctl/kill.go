@@ -27,7 +27,6 @@ func newKillCmd(g *globals) *cobra.Command {
 	opts := &killOptions{unitsOptions: unitsOptions{clientOptions: clientOptions{g: g}, verb: "kill", done: "signalled"}}
 	cmd := opts.command("kill [--signal S] [--whom main|all] UNIT...", "Send a signal to the processes of running units", killHelp,
 		func(ctx context.Context) error { return runKill(ctx, opts) })
-	cmd.Args = usageArgs(cmd.Args)
 	cmd.Flags().StringVarP(&opts.signal, "signal", "s", "TERM", "the signal: a name (HUP, SIGHUP) or a number")
 	cmd.Flags().StringVar(&opts.whom, "whom", string(control.WhomAll), "all: every process of the unit; main: its main process alone")
 	return cmd
@@ -59,15 +58,4 @@ func runKill(ctx context.Context, opts *killOptions) error {
 	return opts.each(ctx, false, enableError, func(ctx context.Context, c *conn, unit string) (string, actionOutput, error) {
 		return line, actionOutput{ActionResult: control.ActionResult{Unit: unit, Action: "kill"}}, c.Kill(ctx, unit, syscall.Signal(sig), whom)
 	})
-}
-
-// usageArgs makes the errors of a command's argument check usage errors
-// (exit 2): a unit command with no unit named.
-func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := check(cmd, args); err != nil {
-			return &exitError{code: exitcode.Usage, err: fmt.Errorf("%s: %w", cmd.Name(), err)}
-		}
-		return nil
-	}
 }

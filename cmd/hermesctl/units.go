@@ -175,12 +175,13 @@ func tookDown(names []string) string {
 // reloadOptions are the flags of reload, and where it prints.
 type reloadOptions struct {
 	clientOptions
-	dryRun bool // --dry-run
+	dryRun bool     // --dry-run
+	units  []string // reload UNIT...: the units to reload (reload.go); none: re-read the unit files
 }
 
 func newReloadCmd(g *globals) *cobra.Command {
 	opts := &reloadOptions{clientOptions: clientOptions{g: g}}
-	cmd := opts.command(&cobra.Command{
+	cmd := opts.unitsCommand(&cobra.Command{
 		Use:   "reload [--dry-run] | reload UNIT...",
 		Short: "Re-read the unit files now and print the plan; with units, ask each to reload",
 		Long: "Re-read the unit files now and print what changed: units started, stopped,\n" +
@@ -189,11 +190,10 @@ func newReloadCmd(g *globals) *cobra.Command {
 			"With units named, ask each running unit to reload as its file says:\n" +
 			"reload_signal: is sent to its main process, or the reload: command is\n" +
 			"run and waited for. A unit whose file has neither is an error (exit 1).",
-		Args:              cobra.ArbitraryArgs,
-		ValidArgsFunction: completeUnits(g),
-	}, func(ctx context.Context, args []string) error {
-		if len(args) > 0 {
-			return runUnitReload(ctx, opts, args)
+		Args: cobra.ArbitraryArgs,
+	}, &opts.units, func(ctx context.Context) error {
+		if len(opts.units) > 0 {
+			return runUnitReload(ctx, opts, opts.units)
 		}
 		return runReload(ctx, opts)
 	})
