@@ -222,6 +222,7 @@ type benchDaemon struct {
 	stopped                 bool       // stop ran
 	pids                    []int      // unit pids last seen in status
 	mode                    string     // the supervisor's mode, from the status that found all units ready
+	n                       int        // its units
 }
 
 // sleepUnit is the unit file of the hermesd section's units.
@@ -231,12 +232,17 @@ const sleepUnit = "command: [sleep, \"100000\"]\n"
 // file is unit, with args added to its command line and, when config is
 // not "", that hermes.yaml (HERMES_* is removed from the environment).
 func startBenchDaemon(ctx context.Context, bin, dir, unit, config string, args ...string) (*benchDaemon, error) {
+	return startBenchDaemonN(ctx, bin, dir, unit, config, hermesdUnits, args...)
+}
+
+// startBenchDaemonN is startBenchDaemon with n units.
+func startBenchDaemonN(ctx context.Context, bin, dir, unit, config string, n int, args ...string) (*benchDaemon, error) {
 	d := &benchDaemon{dir: dir, units: filepath.Join(dir, "units"), socket: filepath.Join(dir, "state", "ctl.sock"),
-		log: filepath.Join(dir, "hermesd.log"), done: make(chan error, 1)}
+		log: filepath.Join(dir, "hermesd.log"), done: make(chan error, 1), n: n}
 	if err := os.MkdirAll(d.units, 0o700); err != nil {
 		return nil, err
 	}
-	for i := range hermesdUnits {
+	for i := range n {
 		if err := os.WriteFile(d.unitPath(i), []byte(unit), 0o600); err != nil {
 			return nil, err
 		}
@@ -293,7 +299,7 @@ func (d *benchDaemon) status(ctx context.Context) (control.Status, error) {
 // waitAllReady polls status until every unit runs and is ready, and returns
 // the time since the process started.
 func (d *benchDaemon) waitAllReady(ctx context.Context) (time.Duration, error) {
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(time.Duration(max(60, d.n/10)) * time.Second)
 	for {
 		select {
 		case err := <-d.done:
@@ -301,14 +307,14 @@ func (d *benchDaemon) waitAllReady(ctx context.Context) (time.Duration, error) {
 			return 0, d.fail(fmt.Errorf("hermesd exited during start: %v", err))
 		default:
 		}
-		if st, err := d.status(ctx); err == nil && len(st.Units) == hermesdUnits {
+		if st, err := d.status(ctx); err == nil && len(st.Units) == d.n {
 			n := 0
 			for _, u := range st.Units {
 				if u.State == control.StateRunning && u.Ready {
 					n++
 				}
 			}
-			if n == hermesdUnits {
+			if n == d.n {
 				took := time.Since(d.started)
 				d.mode = st.Supervisor.Mode
 				d.pids = d.pids[:0]

@@ -43,6 +43,7 @@ var sections = []section{
 	{"owner", benchOwner},
 	{"load", benchLoad},
 	{"proxy", benchProxy},
+	{"scrape", benchScrape},
 	{"scale", benchScale},
 }
 
