@@ -11,7 +11,8 @@
 //	2    usage: a bad flag, argument or path setting
 //	3    status: a unit is not active (LSB: program is not running); any
 //	     command: hermesd does not answer within 5 s (stopped, wedged)
-//	4    status: a unit named is unknown to hermesd (LSB: status unknown)
+//	4    status, show: a unit named is unknown to hermesd (LSB: status
+//	     unknown)
 //	124  run --run-budget: the budget ran out; CMD's group was stopped
 //	126  run: the program cannot be executed
 //	127  run: the program is not found

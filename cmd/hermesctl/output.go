@@ -19,6 +19,7 @@ import (
 // table and the commands in step.
 var jsonForms = map[string]func(*cobra.Command) string{
 	"adopt":              withJSON,
+	"cat":                withoutJSON("it prints the unit files as they are"),
 	"completion":         withoutJSON("it prints a shell script"),
 	"disable":            withJSON,
 	"enable":             withJSON,
@@ -29,6 +30,7 @@ var jsonForms = map[string]func(*cobra.Command) string{
 	"is-active":          withJSON,
 	"is-enabled":         withJSON,
 	"is-failed":          withJSON,
+	"list-unit-files":    withJSON,
 	"logs":               withJSON,
 	"proxy env":          withJSON,
 	"proxy rotate-token": withJSON,
@@ -36,6 +38,7 @@ var jsonForms = map[string]func(*cobra.Command) string{
 	"reload":             withJSON,
 	"restart":            withJSON,
 	"run":                withoutJSON("what it prints is the command's own output"),
+	"show":               withoutJSON("its KEY=value lines are for scripts already; `hermesctl status -o json UNIT` has the same fields typed"),
 	"start":              withJSON,
 	"status":             statusJSON,
 	"stop":               withJSON,

@@ -54,7 +54,8 @@ const (
 	// running". Any command exits with it too when hermesd accepts the
 	// connection but does not answer in time (stopped, wedged).
 	HermesctlNotRunning = 3
-	// HermesctlUnknownUnit: status named a unit hermesd does not know.
+	// HermesctlUnknownUnit: status or show named a unit hermesd does not
+	// know.
 	// LSB: "program or service status is unknown".
 	HermesctlUnknownUnit = 4
 	// HermesctlBudget: run --run-budget: the budget ran out and the
