@@ -73,6 +73,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newIsEnabledCmd(g))
 	root.AddCommand(newReloadCmd(g))
 	root.AddCommand(newKillCmd(g))
+	root.AddCommand(newEditCmd(g))
 	root.AddCommand(newLogsCmd(g))
 	root.AddCommand(newCatCmd(g))
 	root.AddCommand(newShowCmd(g))
