@@ -11,11 +11,11 @@ import (
 // TestClientLibraries runs the client libraries' own tests (clients/python
 // with unittest, clients/node with node --test) against a real hermesd and
 // real processes: the four verbs, the refusals, and the seeds' families for
-// a Python and a Node owner killed with kill -9, in each containment mode
-// this machine has (cgroup where hermesctl run can use it, pgroup always).
-// The MCP server row runs when .ci/run installed
-// @modelcontextprotocol/server-filesystem in .ci/npm; the suites say why
-// they skip it otherwise.
+// a Python and a Node owner killed with kill -9, in pgroup mode: the same
+// agents run in every mode as rows of the survivors matrix
+// (ownerFamilyMatrix), which need not be run twice. The MCP server row
+// runs when .ci/run installed @modelcontextprotocol/server-filesystem in
+// .ci/npm.
 func TestClientLibraries(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts hermesd and agents in Python and Node")
@@ -28,12 +28,6 @@ func TestClientLibraries(t *testing.T) {
 	hermesctl := buildHermesctl(t)
 	runState := filepath.Join(dir, "run-state")
 	modes := "pgroup"
-	probe := exec.Command(hermesctl, "--state", runState, "run", "--mode", "cgroup", "--", "true")
-	if out, err := probe.CombinedOutput(); err == nil {
-		modes = "cgroup pgroup"
-	} else {
-		t.Logf("cgroup mode unavailable here, the families run in pgroup mode only: %v: %s", err, out)
-	}
 	env := append(os.Environ(), "HERMES_SOCKET="+d.socket, "HERMESCTL="+hermesctl, "HERMES_STATE="+runState,
 		"HERMES_TEST_MODES="+modes, "TMPDIR="+t.TempDir())
 	if mcp := mcpServer(root); mcp != "" {
