@@ -145,7 +145,7 @@ func (k *keeper) vetOwner(pid int) (proc.Identity, error) {
 	if pid <= 1 {
 		return proc.Identity{}, refusedf("owner pid %d: the owner must be a live process of yours, other than init", pid)
 	}
-	if uid, err := proc.UID(pid); err == nil && uid != os.Geteuid() && os.Geteuid() != 0 {
+	if uid, err := proc.UID(pid); err == nil && uid != os.Geteuid() {
 		return proc.Identity{}, refusedf("owner pid %d belongs to uid %d; hermesd runs as uid %d and keeps groups for that user's processes only", pid, uid, os.Geteuid())
 	}
 	id, err := proc.Read(pid)
@@ -181,7 +181,7 @@ func (k *keeper) vetGroups(req control.OwnRequest) ([]supervisor.Group, error) {
 			return nil, refusedf("group %d has no live process", pgid)
 		}
 		for _, m := range members {
-			if u, err := proc.UID(m); err == nil && u != os.Geteuid() && os.Geteuid() != 0 {
+			if u, err := proc.UID(m); err == nil && u != os.Geteuid() {
 				return nil, refusedf("process %d of group %d belongs to uid %d; hermesd keeps groups of uid %d only", m, pgid, u, os.Geteuid())
 			}
 		}

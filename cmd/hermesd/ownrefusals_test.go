@@ -291,9 +291,10 @@ func TestOwnDeadOwner(t *testing.T) {
 // uid 65534 asking to own a root group is turned away at the door. A
 // user's hermesd (uid 65534) admits root too, but keeps that user's
 // groups for that user's processes only: root asking it to own a root
-// group, or to keep its user's group for a root owner, is refused. Root's
-// hermesd asked by root keeps another user's group (root may steer
-// anyone's, as adopt does).
+// group, or to keep its user's group for a root owner, is refused. So
+// does root's hermesd asked by root: the verbs are for processes of the
+// daemon's own user, root's included, and a group or an owner of another
+// user is refused.
 func TestOwnOtherUsers(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run processes as uid 65534; as another user the same checks run against that user's hermesd only")
@@ -321,9 +322,16 @@ func TestOwnOtherUsers(t *testing.T) {
 		refused(t, d, before, errorOf(ans), "permission denied: uid 65534 may not steer this hermesd", rootGroup)
 		ans = ownAs(t, bin, d.socket, control.OwnRequest{PGIDs: []int{nobodysGroup.PID}}, asNobody)
 		refused(t, d, before, errorOf(ans), "permission denied: uid 65534 may not steer this hermesd", nobodysGroup)
-		// Root asks root's hermesd: accepted.
-		if _, err := d.client().Own(t.Context(), control.OwnRequest{PGIDs: []int{nobodysGroup.PID}}); err != nil {
-			t.Errorf("root asking root's hermesd to own uid %d's group: %v, want accepted", nobody, err)
+		// Root asks root's hermesd for another user's group, or for its own
+		// group for another user's process: refused.
+		_, err := d.client().Own(t.Context(), control.OwnRequest{PGIDs: []int{nobodysGroup.PID}})
+		refused(t, d, before, err, fmt.Sprintf("process %d of group %d belongs to uid %d; hermesd keeps groups of uid 0 only", nobodysGroup.PID, nobodysGroup.PID, nobody), nobodysGroup)
+		nobodysOwner := groupOf(t, asNobody)
+		_, err = d.client().Own(t.Context(), control.OwnRequest{PGIDs: []int{rootGroup.PID}, Owner: nobodysOwner.PID})
+		refused(t, d, before, err, fmt.Sprintf("owner pid %d belongs to uid %d; hermesd runs as uid 0", nobodysOwner.PID, nobody), rootGroup, nobodysOwner)
+		// Root's own group for root: accepted.
+		if _, err := d.client().Own(t.Context(), control.OwnRequest{PGIDs: []int{rootGroup.PID}}); err != nil {
+			t.Errorf("root asking root's hermesd to own root's group: %v, want accepted", err)
 		}
 	})
 
