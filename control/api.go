@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/events"
+	"github.com/hermes-units/hermes/timeouts"
 	"github.com/hermes-units/hermes/units"
 )
 
@@ -96,10 +97,10 @@ type Breaker struct {
 	Streak   int    `json:"streak"` // consecutive stale kills of Model (a model change resets it)
 	// ProviderStreak counts consecutive stale kills of Provider across
 	// models; it trips the breaker when they span more than one model.
-	ProviderStreak int    `json:"provider_streak"`
-	TrippedBy      string `json:"tripped_by,omitempty"` // "model" or "provider" while tripped
-	Threshold      int    `json:"threshold"`            // HERMES_STREAM_STALE_GIVEUP in force; 0 disabled
-	Tripped        bool   `json:"tripped"`
+	ProviderStreak int            `json:"provider_streak"`
+	TrippedBy      timeouts.Scope `json:"tripped_by,omitempty"` // model or provider while tripped
+	Threshold      int            `json:"threshold"`            // HERMES_STREAM_STALE_GIVEUP in force; 0 disabled
+	Tripped        bool           `json:"tripped"`
 }
 
 // Daemon describes hermesd itself.
@@ -114,10 +115,10 @@ type Daemon struct {
 
 // Supervisor describes the death supervisor of the owner.
 type Supervisor struct {
-	PID    int    `json:"pid"`    // 0 while not started (lazy) or closed when idle
-	Groups int    `json:"groups"` // registered groups
-	Mode   string `json:"mode"`   // cgroup | pgroup
-	Health Health `json:"health"`
+	PID    int        `json:"pid"`    // 0 while not started (lazy) or closed when idle
+	Groups int        `json:"groups"` // registered groups
+	Mode   units.Mode `json:"mode"`   // cgroup | pgroup
+	Health Health     `json:"health"`
 	// Ledger warns that spawn records wait in memory for a ledger that
 	// cannot be written (a full disk): how many, and why. Absent while the
 	// ledger is written.
@@ -193,13 +194,13 @@ type Job struct {
 	Schedule string    `json:"schedule"`
 	Next     time.Time `json:"next"`
 	LastRun  string    `json:"last_run,omitempty"`
-	Result   string    `json:"result,omitempty"`  // success | failed | budget exceeded | running | stopped
+	Result   JobResult `json:"result,omitempty"`  // success | failed | budget exceeded | running | stopped
 	RunID    string    `json:"run_id,omitempty"`  // HERMES_RUN_ID of the latest run
 	Deadline time.Time `json:"deadline,omitzero"` // of the latest run, when it has a budget
 	Skipped  int       `json:"skipped,omitempty"` // fires skipped because a run was still running
 	// Runs counts the runs that ended since hermesd started, by result
 	// (success, failed, budget exceeded, stopped). Absent before the first.
-	Runs map[string]int `json:"runs,omitempty"`
+	Runs map[JobResult]int `json:"runs,omitempty"`
 	// Duration is how long the latest run lasted, or has lasted while it
 	// runs; Budget is its run budget (absent: none).
 	Duration time.Duration `json:"duration_ns,omitempty"`

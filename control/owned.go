@@ -74,10 +74,7 @@ type OwnedGroup struct {
 	Ownership units.Ownership `json:"ownership"`
 	Reason    string          `json:"reason,omitempty"`
 	Since     time.Time       `json:"since"`
-	// State is "kept" while the owner lives; "persisting" for a
-	// persist_on_release group whose owner is gone; "releasing" for one
-	// released once empty.
-	State string `json:"state"`
+	State     OwnedState      `json:"state"`
 }
 
 // OwnedGroups answers the routes.

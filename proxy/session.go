@@ -57,8 +57,9 @@ type BreakerStatus struct {
 	// Threshold is the HERMES_STREAM_STALE_GIVEUP in force, 0 disabled.
 	Threshold int  `json:"threshold"`
 	Tripped   bool `json:"tripped"`
-	// TrippedBy is "model" or "provider" while tripped.
-	TrippedBy string `json:"tripped_by,omitempty"`
+	// TrippedBy is the streak that tripped (model or provider) while
+	// tripped, ScopeNone (absent) while closed.
+	TrippedBy timeouts.Scope `json:"tripped_by,omitempty"`
 }
 
 // session is the breaker state of one conversation.
@@ -179,7 +180,7 @@ func (s *sessions) status() []BreakerStatus {
 		ss.mu.Unlock()
 		bs := ss.breaker.State()
 		st.Streak, st.ProviderStreak = bs.Streak, bs.ProviderStreak
-		st.Tripped, st.TrippedBy = bs.Open != timeouts.ScopeNone, bs.Open.String()
+		st.Tripped, st.TrippedBy = bs.Open != timeouts.ScopeNone, bs.Open
 		out = append(out, st)
 	}
 	slices.SortFunc(out, func(a, b BreakerStatus) int { return strings.Compare(a.Session, b.Session) })

@@ -191,7 +191,7 @@ func TestProviderStreakThroughProxy(t *testing.T) {
 			if !errors.As(err, &api) || api.Code != "stale_giveup" || !strings.Contains(api.Message, "3 consecutive stale kills across models gpt-4o, gpt-4o-mini") {
 				t.Fatalf("fourth model: got %v, want the provider streak's give-up", err)
 			}
-			if st := h.proxy.Status(); !st[0].Tripped || st[0].TrippedBy != "provider" {
+			if st := h.proxy.Status(); !st[0].Tripped || st[0].TrippedBy != timeouts.ScopeProvider {
 				t.Errorf("got %+v, want tripped by the provider streak", st)
 			}
 		})

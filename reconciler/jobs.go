@@ -63,11 +63,11 @@ var ErrBudgetExceeded = errors.New("budget exceeded")
 
 // Job results in status (control.Job.Result).
 const (
-	ResultSuccess        = "success"         // the last run exited 0
-	ResultFailed         = "failed"          // it failed (and may be restarting)
-	ResultBudgetExceeded = "budget exceeded" // it was stopped at its deadline
-	ResultRunning        = "running"         // it is running now
-	ResultStopped        = "stopped"         // it was stopped by a command, a reload or shutdown
+	ResultSuccess        = control.ResultSuccess
+	ResultFailed         = control.ResultFailed
+	ResultBudgetExceeded = control.ResultBudgetExceeded
+	ResultRunning        = control.ResultRunning
+	ResultStopped        = control.ResultStopped
 )
 
 // Environment variables of a job's run.
@@ -138,7 +138,7 @@ type job struct {
 	skipped int     // fires skipped because a run was still running
 	// runs counts the runs that ended since hermesd started, by result
 	// (Result*: never ResultRunning).
-	runs map[string]int
+	runs map[control.JobResult]int
 }
 
 // jobRun is one run of a job. Its fields are set before the spawn and only
@@ -637,7 +637,7 @@ func (r *Reconciler) endJobRun(u *unit, now time.Time) {
 	}
 	j.run.ended = now
 	if j.runs == nil {
-		j.runs = map[string]int{}
+		j.runs = map[control.JobResult]int{}
 	}
 	j.runs[jobResult(u)]++
 }
@@ -673,7 +673,7 @@ func (r *Reconciler) jobStatus(u *unit) *control.Job {
 }
 
 // jobResult is the outcome of u's latest run, read from its state.
-func jobResult(u *unit) string {
+func jobResult(u *unit) control.JobResult {
 	switch u.state {
 	case Starting, Running:
 		return ResultRunning

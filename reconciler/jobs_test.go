@@ -491,14 +491,14 @@ func TestJobRunsCounted(t *testing.T) {
 			return h.unit("batch")
 		}
 		u := run(30*time.Second, nil)
-		if !maps.Equal(u.Job.Runs, map[string]int{ResultSuccess: 1}) || u.Job.Duration != 30*time.Second || u.Job.Budget != 100*time.Second {
+		if !maps.Equal(u.Job.Runs, map[control.JobResult]int{ResultSuccess: 1}) || u.Job.Duration != 30*time.Second || u.Job.Budget != 100*time.Second {
 			t.Errorf("after a 30 s success: runs %v duration %s budget %s, want success 1, 30s, 1m40s", u.Job.Runs, u.Job.Duration, u.Job.Budget)
 		}
 		if u.ExitStatus == nil || *u.ExitStatus != 0 {
 			t.Errorf("after exit 0: exit status %v, want 0", u.ExitStatus)
 		}
 		u = run(10*time.Second, &supervisor.ExitError{Code: 3})
-		if !maps.Equal(u.Job.Runs, map[string]int{ResultSuccess: 1, ResultFailed: 1}) || u.Job.Duration != 10*time.Second {
+		if !maps.Equal(u.Job.Runs, map[control.JobResult]int{ResultSuccess: 1, ResultFailed: 1}) || u.Job.Duration != 10*time.Second {
 			t.Errorf("after a failed run: runs %v duration %s, want success 1 failed 1, 10s", u.Job.Runs, u.Job.Duration)
 		}
 		if u.ExitStatus == nil || *u.ExitStatus != 3 {

@@ -63,18 +63,17 @@ import (
 	"github.com/hermes-units/hermes/units"
 )
 
-// Mode says how groups are contained.
-type Mode string
+// Mode says how groups are contained: units.Mode, whose words the control
+// API speaks too.
+type Mode = units.Mode
 
 const (
-	ModeCgroup Mode = "cgroup" // each group in its own cgroup v2 (killed with cgroup.kill)
-	ModePGroup Mode = "pgroup" // process groups, child subreaper and environment tags
+	ModeCgroup = units.ModeCgroup
+	ModePGroup = units.ModePGroup
 )
 
-var modeWords = word.Strings("supervisor mode", "", ModeCgroup, ModePGroup).Wrap(ErrMode)
-
 // ParseMode parses a mode name; "" is accepted and means automatic.
-func ParseMode(s string) (Mode, error) { return modeWords.Parse(s) }
+func ParseMode(s string) (Mode, error) { return units.ParseMode(s) }
 
 // Backend says which of the platform's facilities an Owner uses.
 type Backend string
@@ -139,7 +138,7 @@ var (
 	ErrUnknown    = errors.New("group is not registered with this owner")
 	ErrLine       = errors.New("protocol line too long")
 	ErrSupervisor = errors.New("death supervisor unavailable")
-	ErrMode       = errors.New("unknown supervisor mode")
+	ErrMode       = units.ErrMode
 	ErrBackend    = errors.New("unknown supervisor backend")
 	ErrNoCgroup   = errors.New("no writable cgroup v2 hierarchy")
 )

@@ -68,6 +68,12 @@ const (
 // String returns "", "model" or "provider".
 func (s Scope) String() string { return scopeWords.Name(s) }
 
+// MarshalText is s's word; ScopeNone has none.
+func (s Scope) MarshalText() ([]byte, error) { return scopeWords.Marshal(s) }
+
+// UnmarshalText refuses a word that names no scope.
+func (s *Scope) UnmarshalText(b []byte) error { return scopeWords.Unmarshal(s, b) }
+
 var scopeWords = word.Ints[Scope]("Scope", "scope", "", "model", "provider").Wrap(ErrInvalid)
 
 // Attempt is one try of a user's call, as the breaker sees it. An SDK

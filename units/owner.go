@@ -1,6 +1,10 @@
 package units
 
-import "github.com/hermes-units/hermes/internal/word"
+import (
+	"errors"
+
+	"github.com/hermes-units/hermes/internal/word"
+)
 
 // The words of ownership (SPEC §2, §3): what a unit file says of its group
 // (Ownership) and what its owner is (Role). They are the one vocabulary of
@@ -74,3 +78,24 @@ func ParseOwnerRole(s string) (Role, error) { return ownerRoles.Parse(s) }
 
 // UnmarshalText parses text with ParseOwnerRole.
 func (r *Role) UnmarshalText(text []byte) error { return ownerRoles.Unmarshal(r, text) }
+
+// Mode is how an owner contains its groups (supervisor.Options.Mode, the
+// mode control.Supervisor reports). The zero Mode is automatic: cgroup
+// where a writable cgroup v2 hierarchy is found, else pgroup.
+type Mode string
+
+const (
+	ModeCgroup Mode = "cgroup" // each group in its own cgroup v2 (killed with cgroup.kill)
+	ModePGroup Mode = "pgroup" // process groups, child subreaper and environment tags
+)
+
+// ErrMode reports a word that is no Mode.
+var ErrMode = errors.New("unknown supervisor mode")
+
+var modes = word.Strings("supervisor mode", "", ModeCgroup, ModePGroup).Wrap(ErrMode)
+
+// ParseMode parses a mode; "" is accepted and means automatic.
+func ParseMode(s string) (Mode, error) { return modes.Parse(s) }
+
+// UnmarshalText parses text with ParseMode.
+func (m *Mode) UnmarshalText(text []byte) error { return modes.Unmarshal(m, text) }

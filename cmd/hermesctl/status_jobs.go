@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/timeouts"
 	"github.com/hermes-units/hermes/units"
 )
 
@@ -54,8 +55,8 @@ func writeJobsAndProxy(w io.Writer, st control.Status) {
 		switch {
 		case b.Threshold == 0:
 			state = "disabled"
-		case b.Tripped && b.TrippedBy != "":
-			state = "tripped by " + b.TrippedBy + " streak"
+		case b.Tripped && b.TrippedBy != timeouts.ScopeNone:
+			state = "tripped by " + b.TrippedBy.String() + " streak"
 		case b.Tripped:
 			state = "tripped"
 		}

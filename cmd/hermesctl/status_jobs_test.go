@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/timeouts"
 )
 
 func TestStatusJobsAndProxy(t *testing.T) {
@@ -25,8 +26,8 @@ func TestStatusJobsAndProxy(t *testing.T) {
 				Limits: control.ProxyLimits{MaxConnections: 512, MaxRequestBody: 64 << 20, MaxBodiesInFlight: 256 << 20,
 					ReadHeaderTimeout: 30 * time.Second, BodyReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute},
 				Breakers: []control.Breaker{
-					{Session: "run nightly-1 → local", Provider: "local", Model: "qwq-32b", Streak: 5, ProviderStreak: 5, Threshold: 5, Tripped: true, TrippedBy: "model"},
-					{Session: "token sha256:0a1b2c3d4e5f → openai", Provider: "openai", Model: "gpt-4o", Streak: 1, ProviderStreak: 5, Threshold: 5, Tripped: true, TrippedBy: "provider"},
+					{Session: "run nightly-1 → local", Provider: "local", Model: "qwq-32b", Streak: 5, ProviderStreak: 5, Threshold: 5, Tripped: true, TrippedBy: timeouts.ScopeModel},
+					{Session: "token sha256:0a1b2c3d4e5f → openai", Provider: "openai", Model: "gpt-4o", Streak: 1, ProviderStreak: 5, Threshold: 5, Tripped: true, TrippedBy: timeouts.ScopeProvider},
 				}},
 		}, []string{
 			"jobs:",

@@ -16,7 +16,7 @@ func writeOwned(w io.Writer, st control.Status) {
 	}
 	t := table{{{text: "NAME"}, {text: "PGID"}, {text: "OWNER"}, {text: "OWNERSHIP"}, {text: "STATE"}, {text: "REASON"}}}
 	for _, g := range st.Owned {
-		t = append(t, []cell{{text: g.Name}, {text: num(g.PGID)}, {text: "pid " + num(g.Owner)}, {text: string(g.Ownership)}, {text: g.State}, {text: dash(g.Reason)}})
+		t = append(t, []cell{{text: g.Name}, {text: num(g.PGID)}, {text: "pid " + num(g.Owner)}, {text: string(g.Ownership)}, {text: string(g.State)}, {text: dash(g.Reason)}})
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "groups kept for their owners (owned ones die with the owner, and with hermesd):")

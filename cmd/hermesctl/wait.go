@@ -206,12 +206,12 @@ func judgeRun(w *watch, u control.Unit, deps map[string]control.Unit) verdict {
 		return failedAs(u, "failed", fmt.Sprintf("run %s ended, and run %s began", target, j.RunID))
 	}
 	switch j.Result {
-	case "success":
+	case control.ResultSuccess:
 		return verdict{done: true, reached: "run " + target + ": success"}
-	case "running", "":
+	case control.ResultRunning, "":
 		return verdict{doing: "run " + target + " running"}
 	}
-	return failed(u, "run "+target+": "+j.Result)
+	return failed(u, "run "+target+": "+string(j.Result))
 }
 
 // waiting is the verdict on u, not started yet: it waits for other units

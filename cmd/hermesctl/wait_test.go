@@ -15,7 +15,7 @@ func TestJudge(t *testing.T) {
 		mod(&u)
 		return u
 	}
-	job := func(state control.UnitState, run, result, errText string) control.Unit {
+	job := func(state control.UnitState, run string, result control.JobResult, errText string) control.Unit {
 		pgid := 0
 		if state == "running" {
 			pgid = 20

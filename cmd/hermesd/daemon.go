@@ -419,7 +419,7 @@ func (d *instance) newReconciler() error {
 		Supervisor: func() control.Supervisor {
 			s := owner.Status()
 			h, _ := control.ParseHealth(s.Health) // a word it does not know is kept, and written as it was said
-			return control.Supervisor{PID: s.PID, Groups: s.Groups, Mode: string(s.Mode), Health: h, Ledger: s.Ledger, Orphans: s.Orphans}
+			return control.Supervisor{PID: s.PID, Groups: s.Groups, Mode: s.Mode, Health: h, Ledger: s.Ledger, Orphans: s.Orphans}
 		},
 		Daemon:     control.Daemon{PID: os.Getpid(), Role: cfg.role, Started: started, Units: cfg.Units, State: cfg.State, Metrics: d.obs.addr()},
 		Logger:     log,

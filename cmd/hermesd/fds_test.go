@@ -97,7 +97,7 @@ func TestDescriptorHygiene(t *testing.T) {
 			}
 			d := startDaemonWith(t, dir, daemonOpts{role: "gateway", env: env, inherited: []*os.File{inherited}})
 			st := d.fullStatus()
-			if st.Supervisor.Mode != mode {
+			if string(st.Supervisor.Mode) != mode {
 				if mode == "cgroup" {
 					t.Skipf("hermesd chose %s mode: no writable cgroup v2 hierarchy here, so cgroup mode is untested; the pgroup case covers the fallback", st.Supervisor.Mode)
 				}

@@ -117,7 +117,7 @@ func upstream(t *testing.T) *httptest.Server {
 
 // jobUntil polls status (a run's end is another process's event) until
 // unit is in state with job result want, or fails after within.
-func (d *hermesd) jobUntil(unit string, state control.UnitState, want string, within time.Duration) control.Unit {
+func (d *hermesd) jobUntil(unit string, state control.UnitState, want control.JobResult, within time.Duration) control.Unit {
 	d.t.Helper()
 	var u control.Unit
 	testkit.EventuallyOK(d.t, within, func() error {

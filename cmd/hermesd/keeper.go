@@ -110,7 +110,7 @@ func (k *keeper) Own(ctx context.Context, req control.OwnRequest) (control.Owned
 	for _, g := range groups {
 		kg := &kept{g: g, owner: owner, info: control.OwnedGroup{
 			Name: g.Unit, PGID: g.PGID, PID: g.Leader.PID, Command: command(g.Leader.PID), Owner: owner.PID,
-			Ownership: req.Ownership, Reason: req.Reason, Since: now, State: "kept"}}
+			Ownership: req.Ownership, Reason: req.Reason, Since: now, State: control.OwnedKept}}
 		k.groups[g.PGID] = kg
 		res.Groups = append(res.Groups, kg.info)
 		k.log.Info("group kept for a control owner", "name", g.Unit, "pgid", g.PGID, "owner", owner.PID, "ownership", req.Ownership)
@@ -275,7 +275,7 @@ func (k *keeper) ownerGoneLocked(owner proc.Identity) {
 			continue
 		}
 		if kg.info.Ownership == units.PersistOnRelease {
-			kg.info.State = "persisting"
+			kg.info.State = control.OwnedPersisting
 			continue
 		}
 		k.log.Info("control owner exited; stopping its group", "owner", owner.PID, "pgid", pgid, "name", kg.g.Unit)
@@ -310,7 +310,7 @@ func (k *keeper) ReleaseGroups(ctx context.Context, req control.ReleaseRequest) 
 			}
 		}
 		if req.OnceEmpty && !groupGone(pgid) {
-			kg.info.State = "releasing"
+			kg.info.State = control.OwnedReleasing
 		} else {
 			delete(k.groups, pgid)
 		}

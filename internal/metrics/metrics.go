@@ -19,6 +19,7 @@ import (
 	"github.com/hermes-units/hermes/events"
 	"github.com/hermes-units/hermes/internal/version"
 	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/units"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -34,7 +35,7 @@ var causes = []string{events.CauseExit, events.CauseSignal, events.CauseStartTim
 	events.CauseWatchdog, events.CauseRuntimeMax, events.CauseSpawn, events.CauseBudget, events.CauseOther}
 
 // Supervisor modes hermes_supervisor_mode has a series for.
-var modes = []string{"cgroup", "pgroup"}
+var modes = []units.Mode{units.ModeCgroup, units.ModePGroup}
 
 // Outcomes of a proxied call (hermes_proxy_requests_total's outcome).
 const (
@@ -315,7 +316,7 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 		c.m.born(u.Name)
 	}
 	for _, md := range modes {
-		gauge(descSupMode, b2f(st.Supervisor.Mode == md), md)
+		gauge(descSupMode, b2f(st.Supervisor.Mode == md), string(md))
 	}
 	gauge(descSupHealthy, b2f(st.Supervisor.Health.Well()))
 	gauge(descSupGroups, float64(st.Supervisor.Groups))
@@ -343,8 +344,11 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 // jobResults are the results hermes_job_runs_total has a series for, each
 // at 0 from a job's first scrape: the words of control.Job.Runs, and the
 // label value of each (no spaces in a label).
-var jobResults = []struct{ word, label string }{
-	{"success", "success"}, {"failed", "failed"}, {"budget exceeded", "budget_exceeded"}, {"stopped", "stopped"},
+var jobResults = []struct {
+	word  control.JobResult
+	label string
+}{
+	{control.ResultSuccess, "success"}, {control.ResultFailed, "failed"}, {control.ResultBudgetExceeded, "budget_exceeded"}, {control.ResultStopped, "stopped"},
 }
 
 // collectJob sends the series of the job unit.

@@ -289,7 +289,7 @@ func TestExitAndJobSeries(t *testing.T) {
 		{Name: "web", State: "running", ExitStatus: &exit},
 		{Name: "fresh", State: "running"},
 		{Name: "batch", State: "failed", Job: &control.Job{Schedule: "0 * * * *", Next: next, LastRun: "2026-12-05T10:00:00Z",
-			Runs: map[string]int{"success": 4, "budget exceeded": 1}, Skipped: 2, Duration: 75 * time.Second, Budget: 100 * time.Second}},
+			Runs: map[control.JobResult]int{"success": 4, "budget exceeded": 1}, Skipped: 2, Duration: 75 * time.Second, Budget: 100 * time.Second}},
 		{Name: "idle", State: "inactive", Job: &control.Job{Schedule: "0 * * * *", Next: next}},
 	}}
 	m := New(Options{Status: func(context.Context) (control.Status, error) { return st, nil }})

@@ -80,6 +80,12 @@ func (t *Table[T]) Parse(s string) (T, error) {
 	return zero, &Error{What: t.what, Word: s, Want: t.want, Err: t.err}
 }
 
+// Words are the table's words in order, the empty one left out: what a
+// schema's enum lists.
+func (t *Table[T]) Words() []string {
+	return slices.DeleteFunc(slices.Clone(t.names), func(s string) bool { return s == "" })
+}
+
 // Name is v's word, or its other form when v is not in the table.
 func (t *Table[T]) Name(v T) string {
 	if i := slices.Index(t.vals, v); i >= 0 {

@@ -316,7 +316,7 @@ func (d *benchDaemon) waitAllReady(ctx context.Context) (time.Duration, error) {
 			}
 			if n == d.n {
 				took := time.Since(d.started)
-				d.mode = st.Supervisor.Mode
+				d.mode = string(st.Supervisor.Mode)
 				d.pids = d.pids[:0]
 				for _, u := range st.Units {
 					d.pids = append(d.pids, u.PID)

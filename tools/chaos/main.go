@@ -141,7 +141,7 @@ func newHarness(ctx context.Context, seed int64, verbose bool) (*harness, error)
 	if err != nil {
 		return h, err
 	}
-	h.mode = st.Supervisor.Mode
+	h.mode = string(st.Supervisor.Mode)
 	return h, nil
 }
 
