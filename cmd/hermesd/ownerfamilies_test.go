@@ -262,7 +262,7 @@ func persistRow(t *testing.T, d *hermesd, r agentRow) string {
 	ok := testkit.Within(10*time.Second, func() bool {
 		for _, g := range d.fullStatus().Owned {
 			if g.Name == "task-"+r.Marker {
-				state, reason = g.State, g.Reason
+				state, reason = string(g.State), g.Reason
 				return g.Ownership == "persist_on_release" && g.State == "persisting"
 			}
 		}
