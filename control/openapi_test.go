@@ -29,12 +29,15 @@ const openAPIFile = "../docs/openapi.yaml"
 type fullBackend struct{ *fakeBackend }
 
 var (
-	_ Enabler      = fullBackend{}
-	_ Keeper       = fullBackend{}
-	_ TokenRotator = fullBackend{}
-	_ RunRegistrar = fullBackend{}
-	_ Signaller    = fullBackend{}
+	_ Enabler         = fullBackend{}
+	_ Keeper          = fullBackend{}
+	_ TokenRotator    = fullBackend{}
+	_ RunRegistrar    = fullBackend{}
+	_ Signaller       = fullBackend{}
+	_ FailureResetter = fullBackend{}
 )
+
+func (fullBackend) ResetFailed(context.Context, string) error { return nil }
 
 func (fullBackend) Kill(context.Context, string, syscall.Signal, Whom) error { return nil }
 func (fullBackend) ReloadUnit(context.Context, string) error                 { return nil }
@@ -167,6 +170,7 @@ func TestOpenAPIAnswers(t *testing.T) {
 		{"POST", "/v1/units/web/kill", `{"signal":"NOPE"}`, 400},
 		{"POST", "/v1/units/web/kill", `{"signal":"HUP","whom":"some"}`, 400},
 		{"POST", "/v1/units/web/reload", "", 200},
+		{"POST", "/v1/units/web/reset-failed", "", 200},
 		{"GET", "/v1/units/web/log", "", 200},
 		{"GET", "/v1/units/nope/log", "", 404},
 		{"POST", "/v1/reload", `{"dry_run":true}`, 200},

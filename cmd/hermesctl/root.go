@@ -74,6 +74,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newReloadCmd(g))
 	root.AddCommand(newKillCmd(g))
 	root.AddCommand(newEditCmd(g))
+	root.AddCommand(newResetFailedCmd(g))
 	root.AddCommand(newLogsCmd(g))
 	root.AddCommand(newCatCmd(g))
 	root.AddCommand(newShowCmd(g))
