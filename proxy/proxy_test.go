@@ -23,19 +23,26 @@ func TestStreamSilence(t *testing.T) {
 		cut     bool
 		message []string // substrings of the client's error message
 	}{
-		// o3 has a 600 s floor (600 ms scaled): 300 ms of thinking is
-		// longer than the 180 ms chat default, shorter than the floor.
-		{name: "reasoning model within its floor", model: "o3", play: think(300 * time.Millisecond)},
-		{name: "chat model cut at its stale timeout", model: "gpt-4o", play: think(300 * time.Millisecond), cut: true,
+		// At silenceScale o3 has a 600 s floor (6 s scaled): 3 s of
+		// thinking is longer than the 180 s chat default (1.8 s), shorter
+		// than the floor.
+		{name: "reasoning model within its floor", model: "o3", play: think(3 * time.Second)},
+		{name: "chat model cut at its stale timeout", model: "gpt-4o", play: think(3 * time.Second), cut: true,
 			message: []string{"stale stream timeout fired after 180s", "default 180s", "raise providers.openai.models.gpt-4o.stale_timeout_seconds or set HERMES_STREAM_STALE_TIMEOUT"}},
 		{name: "keep-alives alone do not keep a stream alive", model: "gpt-4o", play: keepAlives, cut: true,
 			message: []string{"stale stream timeout", "keep-alives do not count"}},
-		{name: "reasoning_content deltas do", model: "gpt-4o", play: reasoning("reasoning_content", 300*time.Millisecond)},
-		{name: "reasoning deltas do", model: "gpt-4o", play: reasoning("reasoning", 300*time.Millisecond)},
+		{name: "reasoning_content deltas do", model: "gpt-4o", play: reasoning("reasoning_content", 3*time.Second)},
+		{name: "reasoning deltas do", model: "gpt-4o", play: reasoning("reasoning", 3*time.Second)},
 	}
+	// 1/100 rather than the harness's 1/1000: a stream that must live
+	// through a loaded machine's scheduling gaps (a 120 ms socket read
+	// timeout at 1/1000 is one such gap) gets 1.2 s; the cases run side
+	// by side.
+	const silenceScale = 0.01
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, setup{})
+			t.Parallel()
+			h := newHarness(t, setup{scale: silenceScale})
 			h.up.play(tt.play)
 			text, err := stream(t, h.client("/v1/"), tt.model)
 			if !tt.cut {
