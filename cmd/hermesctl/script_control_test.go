@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/events"
@@ -204,4 +205,16 @@ func (d *fakeDaemon) LogPath(_ context.Context, unit string) (string, error) {
 		return nil
 	}, "log %s", unit)
 	return path, err
+}
+
+func (d *fakeDaemon) Kill(_ context.Context, unit string, sig syscall.Signal, whom control.Whom) error {
+	return d.onUnit(unit, func(*control.Unit) error { return nil }, "kill %s signal=%d whom=%s", unit, sig, whom)
+}
+
+func (d *fakeDaemon) ReloadUnit(_ context.Context, unit string) error {
+	return d.onUnit(unit, func(*control.Unit) error { return nil }, "reload %s", unit)
+}
+
+func (d *fakeDaemon) ResetFailed(_ context.Context, unit string) error {
+	return d.onUnit(unit, func(*control.Unit) error { return nil }, "reset-failed %s", unit)
 }
