@@ -529,3 +529,25 @@ func TestJobRunsCounted(t *testing.T) {
 		}
 	})
 }
+
+// TestOneshotJobSucceeds: a oneshot job whose run exits 0 is done, and
+// its result is success (it read stopped), counted as one.
+func TestOneshotJobSucceeds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startJobs(t, jobSpec("once", "0 0 1 1 *", func(s *units.Spec) {
+			s.Type = units.Oneshot
+			s.Restart = units.RestartNo
+		}))
+		synctest.Wait()
+		if err := h.r.Start(t.Context(), "once"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		h.fs.last(t, "once").exit(nil)
+		synctest.Wait()
+		u := h.unit("once")
+		if u.Job == nil || u.Job.Result != ResultSuccess || !maps.Equal(u.Job.Runs, map[control.JobResult]int{ResultSuccess: 1}) {
+			t.Errorf("a oneshot job after exit 0: state %s, job %+v; want result success, runs success 1", u.State, u.Job)
+		}
+	})
+}
