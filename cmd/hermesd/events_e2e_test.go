@@ -21,7 +21,6 @@ import (
 	"github.com/hermes-units/hermes/events"
 	"github.com/hermes-units/hermes/internal/exitcode"
 	"github.com/hermes-units/hermes/internal/metrics/metricstest"
-	"github.com/hermes-units/hermes/proxy"
 )
 
 // eventWords is an event without what varies between runs (time, pid,
@@ -151,32 +150,13 @@ func TestEventsAndMetricsScenario(t *testing.T) {
 		"unit.ready api")
 
 	st := d.fullStatus()
-	if st.Proxy == nil || st.Daemon.Metrics == "" {
-		t.Fatalf("status: proxy %+v, metrics %q; want both served", st.Proxy, st.Daemon.Metrics)
-	}
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+st.Proxy.Listen+"/v1/chat/completions",
-		strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
-	req.Header.Set("X-Hermes-Session", "s1")
-	tok, err := proxy.LoadToken(st.Daemon.State, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+tok)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(body), "hermes_stale_stream_timeout") {
-		t.Fatalf("the silent stream was not cut by the stale layer: %s", body)
-	}
+	streamCut(t, st)
 	cut := ev.expect("cut", "proxy.cut local/m s1 stale_stream 1s", "proxy.breaker_trip local/m s1 1/1")
 	if !strings.Contains(cut[0].Source, "HERMES_STREAM_STALE_TIMEOUT") {
 		t.Errorf("the cut's source %q does not name HERMES_STREAM_STALE_TIMEOUT", cut[0].Source)
 	}
 
-	resp, err = http.Get("http://" + st.Daemon.Metrics + "/metrics")
+	resp, err := http.Get("http://" + st.Daemon.Metrics + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
