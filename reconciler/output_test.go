@@ -1,10 +1,18 @@
 package reconciler
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -72,7 +80,7 @@ func TestSurvivorWritesItsLog(t *testing.T) {
 	defer f.Close()
 	for _, o := range []units.Ownership{units.PersistOnRelease, units.Adoptable} {
 		out, err := r.logOutput(&unit{spec: units.Spec{Name: "keep", Ownership: o}}, f)
-		if err != nil || out.stdout != f || out.stderr != f || out.copy != nil {
+		if err != nil || out.stdout != f || out.stderr != f || out.copying != nil {
 			t.Errorf("%s: output %+v, %v; want the log file itself", o, out, err)
 		}
 	}
@@ -85,5 +93,169 @@ func TestSurvivorWritesItsLog(t *testing.T) {
 	r.wg.Wait()
 	if out.stdout == f || out.stderr == f {
 		t.Errorf("owned: output %+v, want pipes", out)
+	}
+}
+
+// testRelay is a relay in the test's process (RelayFunc): it copies the
+// pipes into the log file with its own descriptors, counting the records
+// it wrote, until both pipes end.
+type testRelay struct {
+	t       *testing.T
+	wrote   atomic.Int64
+	done    chan struct{}
+	started atomic.Bool
+}
+
+func (tr *testRelay) relay(ctx context.Context, unit string, stdout, stderr, log *os.File) error {
+	var fs [3]*os.File
+	for i, f := range []*os.File{stdout, stderr, log} {
+		d, err := dupFile(f)
+		if err != nil {
+			return err
+		}
+		fs[i] = d
+	}
+	tr.started.Store(true)
+	go func() {
+		defer close(tr.done)
+		defer fs[2].Close()
+		var wg sync.WaitGroup
+		for i, s := range []logfile.Stream{logfile.Stdout, logfile.Stderr} {
+			wg.Go(func() {
+				defer fs[i].Close()
+				if err := logfile.Copy(context.WithoutCancel(ctx), countWriter{fs[2], &tr.wrote}, fs[i], s, nil); err != nil {
+					tr.t.Errorf("the relay's copy of %s: %v", s, err)
+				}
+			})
+		}
+		wg.Wait()
+	}()
+	return nil
+}
+
+// countWriter counts the lines written through it.
+type countWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (c countWriter) Write(b []byte) (int, error) {
+	c.n.Add(int64(bytes.Count(b, []byte("\n"))))
+	return c.w.Write(b)
+}
+
+// TestReleaseHandsOutputOver: the release of an owned unit whose output
+// hermesd copies hands the copy over to the relay while the unit writes
+// numbered lines as fast as it can, on stdout and stderr: every line is in
+// the log once, in order, stamped, whether hermesd's copiers or the
+// relay's wrote it, and the relay wrote on after the release. Without a
+// relay the release is refused, and the unit stays owned and copied.
+func TestReleaseHandsOutputOver(t *testing.T) {
+	tr := &testRelay{t: t, done: make(chan struct{})}
+	l := startLiveWith(t, liveOptions{stamp: true, relay: tr.relay}, map[string]string{
+		"fast.yaml": "shell: 'i=0; while :; do echo \"$i\"; echo \"$i\" >&2; i=$((i+1)); done'\n",
+	})
+	m := l.waitFor("fast running", running("fast"))
+	logPath := filepath.Join(l.state, "logs", "fast.log")
+	if !testkit.Within(10*time.Second, func() bool { fi, err := os.Stat(logPath); return err == nil && fi.Size() > 10000 }) {
+		t.Fatalf("fast.log does not grow")
+	}
+	res, err := l.r.Release(t.Context(), "fast")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.PGID <= 1 || res.PGID != m["fast"].PGID {
+		t.Fatalf("release: %+v, want the group %d", res, m["fast"].PGID)
+	}
+	killed := false
+	t.Cleanup(func() {
+		if !killed {
+			syscall.Kill(-res.PGID, syscall.SIGKILL)
+		}
+	})
+	if !tr.started.Load() {
+		t.Fatal("the release did not start the relay")
+	}
+	if !testkit.Within(10*time.Second, func() bool { return tr.wrote.Load() > 1000 }) {
+		t.Fatalf("the relay wrote %d lines after the release, want it to write on", tr.wrote.Load())
+	}
+	syscall.Kill(-res.PGID, syscall.SIGKILL)
+	killed = true
+	select {
+	case <-tr.done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the relay still reads 20s after the group was killed: it must end at its pipes' EOF")
+	}
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkNumbered(t, b)
+}
+
+// checkNumbered checks that each stream of a log holds 0, 1, 2, ... in
+// records (partial ones joined), each number once, and over 500 of them.
+func checkNumbered(t *testing.T, b []byte) {
+	t.Helper()
+	next := map[logfile.Stream]int{}
+	part := map[logfile.Stream]string{}
+	for line := range strings.Lines(string(b)) {
+		r := logfile.ParseRecord(strings.TrimSuffix(line, "\n"))
+		if !r.Stamped() {
+			t.Fatalf("log line %q is not a record", line)
+		}
+		text := part[r.Stream] + r.Text
+		if r.Partial {
+			part[r.Stream] = text
+			continue
+		}
+		part[r.Stream] = ""
+		if want := strconv.Itoa(next[r.Stream]); text != want {
+			t.Fatalf("%s: line %q where %q was due: a line lost or written twice", r.Stream, text, want)
+		}
+		next[r.Stream]++
+	}
+	if next[logfile.Stdout] < 500 || next[logfile.Stderr] < 500 {
+		t.Errorf("lines: %v, want over 500 on each stream", next)
+	}
+}
+
+// TestReleaseWithoutRelay: without a relay, the release of a unit whose
+// output hermesd copies is refused; with a relay that fails to start, it
+// fails with the relay's error. Either way the unit runs on, owned, and
+// its output is copied on (the copiers resume after a failed handover).
+func TestReleaseWithoutRelay(t *testing.T) {
+	errRelay := errors.New("no relay today")
+	for _, tc := range []struct {
+		name  string
+		relay RelayFunc
+		want  error
+	}{
+		{"none", nil, control.ErrRefused},
+		{"failing", func(context.Context, string, *os.File, *os.File, *os.File) error { return errRelay }, errRelay},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := startLiveWith(t, liveOptions{stamp: true, relay: tc.relay}, map[string]string{
+				"web.yaml": "shell: 'while :; do echo tick; sleep 0.05; done'\n",
+			})
+			m := l.waitFor("web running", running("web"))
+			if _, err := l.r.Release(t.Context(), "web"); !errors.Is(err, tc.want) {
+				t.Fatalf("release: %v, want %v", err, tc.want)
+			}
+			refused := time.Now()
+			if u := l.waitFor("web running", running("web"))["web"]; u.PID != m["web"].PID {
+				t.Fatalf("web after the failed release: %+v, want pid %d running", u, m["web"].PID)
+			}
+			logPath := filepath.Join(l.state, "logs", "web.log")
+			testkit.EventuallyOK(t, 10*time.Second, func() error {
+				b, _ := os.ReadFile(logPath)
+				for line := range strings.Lines(string(b)) {
+					if r := logfile.ParseRecord(strings.TrimSuffix(line, "\n")); r.Stamped() && r.Time.After(refused) {
+						return nil
+					}
+				}
+				return fmt.Errorf("web.log holds no record read after the failed release: %q", b)
+			})
+		})
 	}
 }

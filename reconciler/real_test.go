@@ -63,6 +63,7 @@ type liveOptions struct {
 	notify notify.Mode     // "" the platform's default
 	logger *slog.Logger    // nil: testLogger
 	stamp  bool            // Options.StampOutput
+	relay  RelayFunc       // Options.Relay
 }
 
 // startLiveWith is startLive with the supervisor and the notify server in
@@ -95,6 +96,7 @@ func startLiveWith(t *testing.T, o liveOptions, files map[string]string) *live {
 		Role: units.RoleGateway, Spawner: Supervised(owner), Load: LoadDir(&units.Loader{}, l.dir),
 		Checkpoint: Ledger(led, self, units.RoleGateway), StateDir: l.state, UnitsDir: l.dir,
 		Lines: logfile.Lines, OpenLog: logfile.Open, Logger: logger, StampOutput: o.stamp,
+		Relay: o.relay,
 	}
 	serveNotify := listenNotify(t, o.notify, base, &opts)
 	r, err := New(opts)

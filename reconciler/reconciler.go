@@ -130,6 +130,10 @@ type Options struct {
 	// which writes each line with the time it read it (output.go); false:
 	// every unit writes its log file directly.
 	StampOutput bool
+	// Relay takes over the copy of a unit's output when its group is
+	// released (see RelayFunc, handOver). nil: the release of a unit whose
+	// output hermesd copies is refused.
+	Relay RelayFunc
 	// Supervisor reports the supervisor's status for Status.
 	Supervisor func() control.Supervisor
 	Daemon     control.Daemon

@@ -38,6 +38,15 @@ func (r *Reconciler) Release(ctx context.Context, name string) (control.Released
 			return
 		}
 		g := u.run.group
+		// The output first: from the release on, the group may outlive
+		// hermesd, and must not write into its pipes then.
+		if c := u.run.output; c != nil {
+			if err = r.handOver(ctx, c); err != nil {
+				err = fmt.Errorf("release %s: its output could not be handed over to a relay, so its group stays owned: %w", name, err)
+				return
+			}
+			u.run.output = nil
+		}
 		if err = ad.Release(ctx, g); err != nil {
 			err = fmt.Errorf("release %s: %w", name, err)
 			return

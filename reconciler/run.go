@@ -74,6 +74,7 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 		return
 	}
 	rn := r.began(u, p, now, sock)
+	rn.output = out.copying
 	r.log.Info("unit started", "unit", u.spec.Name, "pid", rn.group.Leader.PID, "pgid", rn.group.PGID)
 	r.watchJobRun(rn.ctx, u, jr)
 	r.watchExit(u, p)

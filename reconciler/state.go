@@ -191,6 +191,7 @@ type run struct {
 	group      supervisor.Group
 	started    time.Time
 	notifySock string             // the run's NOTIFY_SOCKET (openNotify); "" when none
+	output     *copying           // the copy of its output into its log (logOutput); nil when it writes the file itself, or it is adopted
 	ctx        context.Context    // ends with the run: its probes and watchers
 	cancel     context.CancelFunc // ends ctx
 	timers     [timerBackoff]*time.Timer

@@ -66,6 +66,7 @@ type config struct {
 	role     units.Role
 	insecure bool
 	mode     supervisor.Mode // "" = automatic
+	stamps   bool            // stampEnv: owned units' output through hermesd, stamped
 }
 
 // usage is what hermesd --help says before its flags.
@@ -122,10 +123,17 @@ func parseFlags(args []string) (config, error) {
 	if err != nil {
 		return config{}, exit(exitcode.Usage, err)
 	}
-	return config{Paths: res.Paths, role: role, insecure: *insecure, mode: mode}, nil
+	stamps, err := stampOutput()
+	if err != nil {
+		return config{}, exit(exitcode.Usage, err)
+	}
+	return config{Paths: res.Paths, role: role, insecure: *insecure, mode: mode, stamps: stamps}, nil
 }
 
 func run(args []string) error {
+	if len(args) > 0 && args[0] == relayArg {
+		return runRelay(args[1:])
+	}
 	if asInit() {
 		return runInit(args)
 	}
@@ -415,7 +423,8 @@ func (d *instance) newReconciler() error {
 		Lines:         logfile.Lines,
 		OpenLog:       logfile.Open,
 		Logs:          d.logs,
-		StampOutput:   stampOutput(),
+		StampOutput:   cfg.stamps,
+		Relay:         startRelay,
 		Supervisor: func() control.Supervisor {
 			s := owner.Status()
 			h, _ := control.ParseHealth(s.Health) // a word it does not know is kept, and written as it was said
@@ -580,13 +589,22 @@ func controlPaths(p paths.Paths) control.Paths {
 	return control.Paths{Config: p.Config, Units: p.Units, State: p.State, Socket: p.Socket, Logs: paths.Logs(p.State)}
 }
 
-// stampEnv turns on timestamped logs of owned units (reconciler
-// Options.StampOutput): "1" or "true". Off by default for now: an owned
-// process that outlives hermesd (released, or orphaned with the
-// supervisor) would write into a pipe nobody reads.
+// stampEnv turns timestamped logs of owned units (reconciler
+// Options.StampOutput) off: "0" or "false"; unset, "1" or "true" leave
+// them on. Off, every unit writes its log file directly, as a survivor
+// does: its lines carry no time but the one the program prints, and no
+// relay is ever started.
 const stampEnv = "HERMES_LOG_STAMPS"
 
-func stampOutput() bool {
-	on, _ := strconv.ParseBool(os.Getenv(stampEnv))
-	return on
+// stampOutput reads stampEnv: on unless it says off.
+func stampOutput() (bool, error) {
+	v, ok := os.LookupEnv(stampEnv)
+	if !ok || v == "" {
+		return true, nil
+	}
+	on, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s=%q: want 1 (owned units' lines stamped by hermesd, the default) or 0 (every unit writes its log file directly)", stampEnv, v)
+	}
+	return on, nil
 }

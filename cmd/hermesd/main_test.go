@@ -19,7 +19,13 @@ import (
 const roleEnv = "HERMESD_TEST_ROLE"
 
 func TestMain(m *testing.M) {
-	switch os.Getenv(roleEnv) {
+	role := os.Getenv(roleEnv)
+	if len(os.Args) > 1 && os.Args[1] == relayArg {
+		// A log relay started by a test's hermesd (startRelay runs its own
+		// executable, with no environment).
+		role = "hermesd"
+	}
+	switch role {
 	case "hermesd":
 		err := run(os.Args[1:])
 		if err == nil {

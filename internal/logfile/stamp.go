@@ -109,16 +109,47 @@ const drainFor = 100 * time.Millisecond
 // on a file opened with O_APPEND lands whole even beside another Copy's.
 // When ctx ends, Copy reads on for at most drainFor (what the writers
 // left in the pipe), writes what it holds, and returns: hermesd is
-// stopping, and a writer that outlives it (a released unit) must not keep
-// it. A write error does not stop the reading (a unit must never stall on
-// a full disk): the lines are dropped, and Copy returns the first error at
-// the end. r is not closed.
+// stopping, and a writer that outlives it must not keep it. A write error
+// does not stop the reading (a unit must never stall on a full disk): the
+// lines are dropped, and Copy returns the first error at the end. r is not
+// closed.
 func Copy(ctx context.Context, w io.Writer, r *os.File, s Stream, now func() time.Time) error {
+	_, err := CopyUntil(ctx, nil, w, r, s, now)
+	return err
+}
+
+// CopyUntil is Copy that stops when hand ends (nil: never), to hand the
+// pipe over to another reader (a released unit's output, which a relay
+// process copies on): it reads nothing more from r, writes the unfinished
+// line it holds as a partial record (the next reader's first record of the
+// stream carries the rest of it), and returns with handed true once that
+// write is done. What it has not read stays in the pipe for the next
+// reader: no byte is lost, none written twice. A pipe that reaches EOF
+// first returns handed false: nothing is left to hand over.
+func CopyUntil(ctx, hand context.Context, w io.Writer, r *os.File, s Stream, now func() time.Time) (handed bool, err error) {
 	if now == nil {
 		now = time.Now
 	}
+	if hand == nil {
+		hand = context.Background()
+	}
 	c := copier{w: w, s: s, now: now}
-	stop := context.AfterFunc(ctx, func() { _ = r.SetReadDeadline(time.Now().Add(drainFor)) })
+	// deadline sets r's read deadline to at (zero: none), or sooner when
+	// hand or ctx has ended: now for a handover, drainFor from now once
+	// ctx is over. Each end's AfterFunc sets it too; the checks after the
+	// set catch an end whose AfterFunc ran before it.
+	deadline := func(at time.Time) {
+		_ = r.SetReadDeadline(at)
+		switch {
+		case hand.Err() != nil:
+			_ = r.SetReadDeadline(time.Now())
+		case ctx.Err() != nil && (at.IsZero() || at.After(time.Now().Add(drainFor))):
+			_ = r.SetReadDeadline(time.Now().Add(drainFor))
+		}
+	}
+	stopHand := context.AfterFunc(hand, func() { _ = r.SetReadDeadline(time.Now()) })
+	defer stopHand()
+	stop := context.AfterFunc(ctx, func() { deadline(time.Now().Add(drainFor)) })
 	defer stop()
 	buf := make([]byte, 32<<10)
 	for {
@@ -128,23 +159,26 @@ func Copy(ctx context.Context, w io.Writer, r *os.File, s Stream, now func() tim
 		}
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
+			if hand.Err() != nil {
+				c.flush(true)
+				return true, c.err
+			}
 			c.flush(true)
 			if ctx.Err() != nil {
-				return c.err
+				return false, c.err
 			}
-			_ = r.SetReadDeadline(time.Time{})
-			if ctx.Err() != nil { // AfterFunc may have run before the reset
-				_ = r.SetReadDeadline(time.Now().Add(drainFor))
-			}
+			deadline(time.Time{})
 		case err != nil: // EOF, or a read error: the stream ends here
 			c.flush(false)
 			if errors.Is(err, io.EOF) {
-				return c.err
+				return false, c.err
 			}
-			return errors.Join(c.err, err)
+			return false, errors.Join(c.err, err)
+		case hand.Err() != nil:
+			deadline(time.Time{}) // read no more: the next read returns at once
 		case len(c.line) > 0 && ctx.Err() == nil:
 			// An unfinished line: give the rest flushAfter to come.
-			_ = r.SetReadDeadline(time.Now().Add(flushAfter))
+			deadline(time.Now().Add(flushAfter))
 		}
 	}
 }

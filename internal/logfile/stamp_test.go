@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 // TestRecordRoundTrip: a record written by AppendRecord parses back to
@@ -201,4 +203,108 @@ func short(rs []Record) string {
 		fmt.Fprintf(&b, "[%s %s partial=%v %q] ", r.Time.Format(time.RFC3339Nano), r.Stream, r.Partial, text)
 	}
 	return b.String()
+}
+
+// TestCopyUntilHandsOver: a copier handed over mid-stream, while a writer
+// floods the pipe with numbered lines, writes what it read (an unfinished
+// line as a partial record) and stops reading; a second copier on the same
+// pipe takes the rest. Joined, the records hold every line once, in order.
+func TestCopyUntilHandsOver(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	const lines = 10000
+	wrote := make(chan error, 1)
+	go func() {
+		defer pw.Close()
+		var b []byte
+		for i := range lines {
+			// Writes that end mid-line, so that the handover finds an
+			// unfinished line more often than not.
+			b = fmt.Appendf(b, "line %d\n", i)
+			if len(b) > 1000 {
+				if _, err := pw.Write(b[:len(b)-3]); err != nil {
+					wrote <- err
+					return
+				}
+				b = append(b[:0], b[len(b)-3:]...)
+			}
+		}
+		_, err := pw.Write(b)
+		wrote <- err
+	}()
+	first, second := &syncBuffer{}, &syncBuffer{}
+	hand, handOver := context.WithCancel(t.Context())
+	type result struct {
+		handed bool
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		h, err := CopyUntil(t.Context(), hand, first, pr, Stdout, nil)
+		done <- result{h, err}
+	}()
+	testkit.Eventually(t, 10*time.Second, "the first copier's first records", func() bool {
+		first.mu.Lock()
+		defer first.mu.Unlock()
+		return bytes.Count(first.b.Bytes(), []byte("\n")) >= 100
+	})
+	handOver()
+	res := <-done
+	if !res.handed || res.err != nil {
+		t.Fatalf("CopyUntil: handed %v, %v; want handed over, nil", res.handed, res.err)
+	}
+	before := len(first.records())
+	if err := Copy(t.Context(), second, pr, Stdout, nil); err != nil {
+		t.Fatalf("the second copier: %v", err)
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if after := len(first.records()); after != before {
+		t.Errorf("the first copier wrote %d records after it returned", after-before)
+	}
+	// Join partial records, as readers do.
+	var texts []string
+	var part strings.Builder
+	for _, r := range append(first.records(), second.records()...) {
+		part.WriteString(r.Text)
+		if !r.Partial {
+			texts = append(texts, part.String())
+			part.Reset()
+		}
+	}
+	if len(texts) != lines {
+		t.Fatalf("%d lines after the handover (%d records by the first copier), want %d", len(texts), before, lines)
+	}
+	for i, text := range texts {
+		if want := fmt.Sprintf("line %d", i); text != want {
+			t.Fatalf("line %d is %q, want %q: a line lost or written twice at the handover", i, text, want)
+		}
+	}
+	if len(second.records()) == 0 {
+		t.Errorf("the second copier wrote nothing: the handover came after the end, nothing was tested")
+	}
+}
+
+// TestCopyUntilAtEOF: a pipe whose writers are gone is not handed over:
+// CopyUntil returns at EOF, handed false.
+func TestCopyUntilAtEOF(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	pw.WriteString("last\n")
+	pw.Close()
+	buf := &syncBuffer{}
+	handed, err := CopyUntil(t.Context(), t.Context(), buf, pr, Stdout, nil)
+	if handed || err != nil {
+		t.Errorf("CopyUntil at EOF: handed %v, %v; want false, nil", handed, err)
+	}
+	if rs := buf.records(); len(rs) != 1 || rs[0].Text != "last" {
+		t.Errorf("records %s, want the last line", short(rs))
+	}
 }
