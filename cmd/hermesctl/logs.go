@@ -50,14 +50,15 @@ duration back from now (10m, 2h) or a time (2026-12-05T14:00:00Z,
 prints one object a line: time (null when not known), unit, stream
 (stdout, stderr, or "" for a unit that writes its file directly) and text.
 
-When hermesd runs with HERMES_LOG_STAMPS=1, an owned unit's output goes
-through hermesd, which writes each line with the time it read it and its
-stream (RFC 3339, UTC, microseconds: the log file's lines read
-"2026-12-05T14:00:00.123456Z stdout text"). A survivor (adoptable,
-persist_on_release) always writes its file directly, so that it never
-writes into a pipe hermesd's death would break, and so does every unit
-without HERMES_LOG_STAMPS: such lines have no time but the one they carry.
-Such a line that starts with a
+An owned unit's output goes through hermesd, which writes each line with
+the time it read it and its stream (RFC 3339, UTC, microseconds: the log
+file's lines read "2026-12-05T14:00:00.123456Z stdout text"); once its
+group is released, a log relay that outlives hermesd writes them on the
+same way. A survivor (adoptable, persist_on_release) writes its file
+directly, so that it never writes into a pipe hermesd's death would
+break, and so does every unit when hermesd runs with HERMES_LOG_STAMPS=0:
+such lines have no time but the one they carry. Such a line that starts
+with a
 timestamp (RFC 3339, "2006-01-02 15:04:05", "2006/01/02 15:04:05", logfmt
 time=, JSON "time":) has that time; one without has the time of the
 dated line before it in the same file; one read while following has the

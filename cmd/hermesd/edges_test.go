@@ -191,6 +191,16 @@ func deadOwnerRow(t *testing.T, mode, dir string) string {
 	web, old := leaderOf(t, state, "web"), leaderOf(t, state, "old")
 	killGroupAtEnd(t, web)
 	killGroupAtEnd(t, old)
+	// Their output goes through hermesd (stamped logs): a line written
+	// once both are dead would meet a pipe nobody reads (SIGPIPE). The
+	// row is about what the next gateway does, so the units have said
+	// what they say at their start before the kill.
+	units := d.status()
+	for name, id := range map[string]proc.Identity{"web": web, "old": old} {
+		if want := fmt.Sprintf("started %d", id.PID); !fileHas(units[name].Log, want, 10*time.Second) {
+			t.Fatalf("%s has no %q", units[name].Log, want)
+		}
+	}
 	d.killWithSupervisor()
 	if !web.Alive() || !old.Alive() {
 		t.Fatalf("owned units died with hermesd and its supervisor killed together (web %v, old %v): nothing left to test", web.Alive(), old.Alive())

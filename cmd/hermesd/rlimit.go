@@ -23,9 +23,11 @@ const (
 	// connections, the notify socket, the watches, the supervisor's pipe,
 	// the clock watch, the proxy's listener.
 	fdBase = 64
-	// fdPerUnit is a unit's peak: its pidfd, and while it spawns its log
-	// file, the start gate's pipe and its cgroup directory.
-	fdPerUnit = 4
+	// fdPerUnit is a unit's peak: its pidfd, the read ends of its output
+	// pipes and the copy of its log file their copiers write (stamped
+	// logs), and while it spawns its log file, the pipes' write ends, the
+	// start gate's pipe and its cgroup directory.
+	fdPerUnit = 9
 )
 
 // raiseNoFile raises the soft RLIMIT_NOFILE to the hard limit, less one,
