@@ -137,7 +137,10 @@ func TestOrphanSweepRefusesCallerAncestors(t *testing.T) {
 	script := fmt.Sprintf("while [ ! -e %q ]; do sleep 0.05; done; %q", trigger, os.Args[0])
 	y := fmt.Sprintf("command: [sh, -c, %q]\nenv: {%s: sweep, HERMESD_TEST_SOCKET: %q}\n", script, shellEnv, filepath.Join(state, "ctl.sock"))
 	testkit.WriteUnits(t, filepath.Join(dir, "units"), map[string]string{"shell.yaml": y})
-	gw := startDaemon(t, dir, "gateway")
+	// The shell reports into its log after its owner and supervisor died:
+	// only a log it writes itself can take that (stamped, its output would
+	// go into pipes nobody reads then; see docs/architecture.md).
+	gw := startDaemonWith(t, dir, daemonOpts{role: "gateway", env: []string{stampEnv + "=0"}})
 	sh := leaderOf(t, state, "shell")
 	killGroupAtEnd(t, sh)
 	// The gateway and its supervisor die together: the shell is left over.

@@ -120,8 +120,17 @@ func TestDescriptorHygiene(t *testing.T) {
 
 			for name, u := range us {
 				for _, pid := range unitProcesses(t, u, name == "shell") {
+					// A survivor writes its log file; an owned unit, pipes
+					// that hermesd copies into it (stamped logs).
 					want := map[int]string{0: "/dev/null", 1: u.Log, 2: u.Log}
-					testkit.ExactFDs(t, fmt.Sprintf("unit %s pid %d", name, pid), pid, want, hermesdFDs)
+					if name != "keep" {
+						want[1], want[2] = "pipe:[", "pipe:["
+					}
+					who := fmt.Sprintf("unit %s pid %d", name, pid)
+					testkit.ExactFDs(t, who, pid, want, hermesdFDs)
+					if name != "keep" {
+						outputPipes(t, who, pid, hermesdFDs)
+					}
 				}
 			}
 
@@ -131,6 +140,35 @@ func TestDescriptorHygiene(t *testing.T) {
 			}
 			testkit.SupervisorFDs(t, sup, "hermesd", hermesdFDs, nil)
 		})
+	}
+}
+
+// outputPipes fails t unless pid's stdout and stderr are two pipes whose
+// read ends hermesd holds, and no write end of them: its copiers see EOF
+// when the unit's processes close them.
+func outputPipes(t *testing.T, who string, pid int, hermesdFDs []procfd.FD) {
+	t.Helper()
+	fds, err := procfd.List(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets := map[int]string{}
+	for _, f := range fds {
+		targets[f.Num] = f.Target
+	}
+	if targets[1] == targets[2] {
+		t.Errorf("%s: stdout and stderr are one file %s, want a pipe each", who, targets[1])
+	}
+	for _, n := range []int{1, 2} {
+		var read, write bool
+		for _, h := range hermesdFDs {
+			if h.Target == targets[n] {
+				read, write = read || !h.Write(), write || h.Write()
+			}
+		}
+		if !read || write {
+			t.Errorf("%s: fd %d is %s; hermesd holds its read end %v, a write end %v; want the read end only", who, n, targets[n], read, write)
+		}
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 )
 
@@ -151,12 +153,12 @@ func CopyUntil(ctx, hand context.Context, w io.Writer, r *os.File, s Stream, now
 	defer stopHand()
 	stop := context.AfterFunc(ctx, func() { deadline(time.Now().Add(drainFor)) })
 	defer stop()
-	buf := make([]byte, 32<<10)
+	rc, err := r.SyscallConn()
+	if err != nil {
+		return false, err
+	}
 	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			c.take(buf[:n])
-		}
+		err := readInto(rc, c.take)
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			if hand.Err() != nil {
@@ -244,4 +246,56 @@ func (c *copier) write() {
 		c.err = err
 	}
 	c.out = c.out[:0]
+	if cap(c.out) > keepBuf {
+		c.out = nil // a burst's buffer is not kept while the pipe is idle
+	}
+	if len(c.line) == 0 && cap(c.line) > keepBuf {
+		c.line = nil
+	}
+}
+
+// keepBuf is the most a copier keeps of a buffer it grew, between reads.
+const keepBuf = 4 << 10
+
+// readBufs are the copiers' read buffers: one is taken only while a read
+// has bytes to give, so that an idle copier (most of them, most of the
+// time: one for each stream of each owned unit) holds none.
+var readBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// readInto reads once from rc, when it has bytes (or its end, or its read
+// deadline passes), into a buffer of readBufs, and gives them to take
+// before the buffer goes back. It returns io.EOF at the end, and the
+// deadline's os.ErrDeadlineExceeded.
+func readInto(rc syscall.RawConn, take func([]byte)) error {
+	var n int
+	var rerr error
+	var buf *[]byte
+	err := rc.Read(func(fd uintptr) bool {
+		buf = readBufs.Get().(*[]byte)
+		for {
+			n, rerr = syscall.Read(int(fd), *buf)
+			if rerr != syscall.EINTR {
+				break
+			}
+		}
+		if rerr == syscall.EAGAIN {
+			readBufs.Put(buf)
+			buf = nil
+			return false // wait until the pipe is readable
+		}
+		return true
+	})
+	if buf != nil {
+		defer readBufs.Put(buf)
+	}
+	switch {
+	case err != nil:
+		return err
+	case rerr != nil:
+		return rerr
+	case n <= 0:
+		return io.EOF
+	}
+	take((*buf)[:n])
+	return nil
 }
