@@ -521,7 +521,7 @@ func checkMigrateThenApp(t *testing.T, d *hermesd, u map[string]control.Unit) {
 	if done == 0 || spawned == 0 || spawned < done {
 		t.Errorf("events: migrate done at seq %d, app's first pid at seq %d; want app after migrate", done, spawned)
 	}
-	if b, _ := os.ReadFile(u["migrate"].Log); !strings.Contains(string(b), "migrating\nmigrated\n") {
+	if b, _ := os.ReadFile(u["migrate"].Log); !strings.Contains(logText(b), "migrating\nmigrated\n") {
 		t.Errorf("migrate's log %s holds %q, want it to have run to its end", u["migrate"].Log, b)
 	}
 	log, err := os.ReadFile(filepath.Join(d.dir, "hermesd.log"))

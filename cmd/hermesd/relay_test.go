@@ -184,3 +184,14 @@ func checkNumbered(t *testing.T, b []byte) {
 	}
 	t.Logf("lines in the log: %v", next)
 }
+
+// logText is the text of a log's lines without their records' headers
+// (an owned unit's log is records, hermesd's time and the stream first).
+func logText(b []byte) string {
+	var out strings.Builder
+	for line := range strings.Lines(string(b)) {
+		out.WriteString(logfile.ParseRecord(strings.TrimSuffix(line, "\n")).Text)
+		out.WriteByte('\n')
+	}
+	return out.String()
+}
