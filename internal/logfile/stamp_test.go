@@ -105,6 +105,10 @@ func TestCopy(t *testing.T) {
 	go func() { done <- Copy(t.Context(), buf, pr, Stderr, func() time.Time { return at }) }()
 
 	long := strings.Repeat("x", maxLine+10)
+	// A pipe that holds the whole write: in a pipe of 64 KiB the writer
+	// waits for the reader mid-line, and on a loaded machine the wait can
+	// pass flushAfter, which cuts the line where the reader stood.
+	growPipe(t, pw, 4*maxLine)
 	pw.WriteString("one\n\ntwo\x00\xff\n" + long + "\n")
 	rs := waitRecords(t, buf, 5)
 	want := []Record{
