@@ -55,9 +55,13 @@ const MaxSize = 1 << 20
 var ErrCorrupt = errors.New("holds file not trusted")
 
 // Holds are the units kept stopped. Each list is sorted and holds a name
-// once; a name in Disabled is not in Stopped (disabled says more).
+// once; a name in Disabled or Masked is not in Stopped (they say more). A
+// name may be both disabled and masked: unmask and enable are two undos.
 type Holds struct {
 	Disabled []string // disabled with `hermesctl disable`: kept stopped across reboots
+	// Masked with `hermesctl mask`: nothing starts them (start, enable, a
+	// unit requiring them, a schedule) until unmask, across reboots.
+	Masked  []string
 	Stopped  []string // stopped with `hermesctl stop` in this boot
 	// Forgotten (Load only) are the runtime stops of other boots that the
 	// file still held: dropped, and not written back.
@@ -66,11 +70,16 @@ type Holds struct {
 
 // file is the on-disk format:
 //
-//	{"version":1,"disabled":["api"],"stopped":[{"unit":"web","boot_id":"…"}]}
+//	{"version":1,"disabled":["api"],"stopped":[{"unit":"web","boot_id":"…"}],"masked":["db"]}
+//
+// masked is written only when some unit is masked, so that a build older
+// than mask, which refuses an unknown field, reads the file of a daemon
+// that never masked a unit.
 type file struct {
 	Version  int      `json:"version"`
 	Disabled []string `json:"disabled"`
 	Stopped  []stop   `json:"stopped"`
+	Masked   []string `json:"masked,omitempty"`
 }
 
 type stop struct {
@@ -189,7 +198,21 @@ func Parse(b []byte, boot string) (Holds, error) {
 		}
 		h.Disabled = append(h.Disabled, n)
 	}
+	masked := map[string]bool{}
+	for _, n := range f.Masked {
+		switch {
+		case !units.ValidName(n):
+			return Holds{}, fmt.Errorf("%w: masked unit name %q is not a unit name", ErrCorrupt, n)
+		case masked[n]:
+			return Holds{}, fmt.Errorf("%w: unit %s is masked twice", ErrCorrupt, n)
+		}
+		masked[n] = true
+		h.Masked = append(h.Masked, n)
+	}
 	for _, st := range f.Stopped {
+		if masked[st.Unit] {
+			return Holds{}, fmt.Errorf("%w: unit %s is both masked and stopped", ErrCorrupt, st.Unit)
+		}
 		if err := name("stopped", st.Unit); err != nil {
 			return Holds{}, err
 		}
@@ -202,23 +225,26 @@ func Parse(b []byte, boot string) (Holds, error) {
 			h.Forgotten = append(h.Forgotten, st.Unit)
 		}
 	}
-	for _, l := range [][]string{h.Disabled, h.Stopped, h.Forgotten} {
+	for _, l := range [][]string{h.Disabled, h.Masked, h.Stopped, h.Forgotten} {
 		slices.Sort(l)
 	}
 	return h, nil
 }
 
 // Encode is the file's content for h, its stops of the boot boot.
-// Forgotten is not written; a name both disabled and stopped is written as
-// disabled only.
+// Forgotten is not written; a name both disabled (or masked) and stopped is
+// written as disabled (masked) only. masked is left out when none is.
 func Encode(h Holds, boot string) []byte {
 	f := file{Version: Version, Disabled: []string{}, Stopped: []stop{}}
 	f.Disabled = append(f.Disabled, h.Disabled...)
 	slices.Sort(f.Disabled)
 	f.Disabled = slices.Compact(f.Disabled)
+	f.Masked = slices.Compact(slices.Sorted(slices.Values(h.Masked)))
 	stopped := slices.Sorted(slices.Values(h.Stopped))
 	for _, n := range slices.Compact(stopped) {
-		if _, dis := slices.BinarySearch(f.Disabled, n); !dis {
+		_, dis := slices.BinarySearch(f.Disabled, n)
+		_, masked := slices.BinarySearch(f.Masked, n)
+		if !dis && !masked {
 			f.Stopped = append(f.Stopped, stop{Unit: n, BootID: boot})
 		}
 	}

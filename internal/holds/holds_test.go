@@ -1,6 +1,8 @@
 package holds
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -308,4 +310,51 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("round trip: got %+v, want %+v", again, h)
 		}
 	})
+}
+
+// TestMaskedRoundTrip: the masked units come back from the file, across
+// boots (a mask outlives a reboot), a stop of a masked unit is not written,
+// and a file with no masked unit has no masked field, so that a build older
+// than mask (which refuses unknown fields) still reads it.
+func TestMaskedRoundTrip(t *testing.T) {
+	in := Holds{Disabled: []string{"api", "db"}, Masked: []string{"web", "db", "web"}, Stopped: []string{"web", "worker"}}
+	b := Encode(in, bootA)
+	for _, boot := range []string{bootA, bootB} {
+		got, err := Parse(b, boot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"db", "web"}; !slices.Equal(got.Masked, want) {
+			t.Errorf("boot %s: masked %q, want %q (file %s)", boot, got.Masked, want, b)
+		}
+		if want := []string{"api", "db"}; !slices.Equal(got.Disabled, want) {
+			t.Errorf("boot %s: disabled %q, want %q", boot, got.Disabled, want)
+		}
+		if slices.Contains(got.Stopped, "web") || slices.Contains(got.Forgotten, "web") {
+			t.Errorf("boot %s: the masked unit web was written as stopped too: %s", boot, b)
+		}
+	}
+	plain := Encode(Holds{Disabled: []string{"api"}, Stopped: []string{"web"}}, bootA)
+	if strings.Contains(string(plain), "masked") {
+		t.Errorf("a file with no masked unit names the field: %s", plain)
+	}
+	var old struct {
+		Version  int      `json:"version"`
+		Disabled []string `json:"disabled"`
+		Stopped  []stop   `json:"stopped"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(plain))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&old); err != nil {
+		t.Errorf("the format before mask does not read a file with no masked unit: %v", err)
+	}
+	for _, bad := range []struct{ in, want string }{
+		{`{"version":1,"disabled":[],"stopped":[],"masked":["web","web"]}`, "masked twice"},
+		{`{"version":1,"disabled":[],"stopped":[],"masked":["../web"]}`, "not a unit name"},
+		{`{"version":1,"disabled":[],"stopped":[{"unit":"web","boot_id":"x"}],"masked":["web"]}`, "both masked and stopped"},
+	} {
+		if _, err := Parse([]byte(bad.in), bootA); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("Parse(%s) = %v, want ErrCorrupt saying %q", bad.in, err, bad.want)
+		}
+	}
 }
