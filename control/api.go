@@ -167,6 +167,12 @@ type Unit struct {
 	// stopped job still fires on its schedule: never Stopped.
 	Disabled bool `json:"disabled,omitempty"`
 	Stopped  bool `json:"stopped,omitempty"`
+	// Masked: `hermesctl mask`ed; nothing starts it (start, restart,
+	// enable, a unit that requires it, its schedule, a reload) until
+	// `unmask`, across restarts of hermesd and reboots. A unit masked
+	// without --now may still run; once its group is gone State says
+	// "stopped" (or "disabled" when it is that too).
+	Masked bool `json:"masked,omitempty"`
 	// What a client waiting for a start needs (`hermesctl start`): the
 	// unit's type (simple | oneshot | forking), its readiness probe in
 	// words ("tcp 127.0.0.1:8080", "http http://…/health", "log /ready/",

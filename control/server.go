@@ -212,6 +212,7 @@ func (s *Server) routes(end <-chan struct{}) (*router, []string) {
 	mux.HandleFunc("GET "+pathUnits+"{unit}/log", s.logPath)
 	s.routeAdopter(mux)
 	s.routeEnabler(mux)
+	s.routeMasker(mux)
 	s.routeSignaller(mux)
 	s.routeResetter(mux)
 	s.routeTokens(mux)

@@ -167,7 +167,8 @@ func (r *Reconciler) unitStatus(u *unit, fileErr string) control.Unit {
 		Name: n, Description: u.spec.Description, State: r.stateWord(u), Ownership: ownership(u.spec),
 		Restarts: u.restarts, Adopted: u.adopted(), Ready: u.state == Running,
 		Ports: u.spec.Ports, Log: r.logOf(u), Requires: u.spec.Requires,
-		Disabled: r.disabled[n] && !u.external, Stopped: u.held && !r.disabled[n] && !u.spec.IsJob() && !u.external,
+		Disabled: r.disabled[n] && !u.external, Masked: r.masked[n] && !u.external,
+		Stopped: u.held && !r.disabled[n] && !r.masked[n] && !u.spec.IsJob() && !u.external,
 	}
 	if rn := u.run; u.state.active() {
 		cu.PID, cu.PGID, cu.Cgroup = rn.group.Leader.PID, rn.group.PGID, rn.group.Cgroup
@@ -312,6 +313,9 @@ func (r *Reconciler) Start(ctx context.Context, name string) error {
 			err = fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
 			return
 		}
+		if err = r.refuseMasked(name); err != nil {
+			return
+		}
 		if err = r.refuseDisabled(name); err != nil {
 			return
 		}
@@ -363,6 +367,9 @@ func (r *Reconciler) stopAndWait(ctx context.Context, name string, why stopReaso
 			return
 		}
 		if why == stopRestart {
+			if err = r.refuseMasked(name); err != nil {
+				return
+			}
 			if err = r.refuseDisabled(name); err != nil {
 				return
 			}
@@ -390,7 +397,7 @@ func (r *Reconciler) stopAndWait(ctx context.Context, name string, why stopReaso
 func (r *Reconciler) stopAsked(u *unit, why stopReason) <-chan error {
 	u.enabled, u.held = why == stopRestart, why == stopCommand
 	// A job's stop ends its run, not its schedule: nothing to keep.
-	if !u.external && !u.spec.IsJob() && !r.disabled[u.spec.Name] {
+	if !u.external && !u.spec.IsJob() && !r.disabled[u.spec.Name] && !r.masked[u.spec.Name] {
 		r.setStop(u.spec.Name, why == stopCommand)
 	}
 	u.stopTimer(timerBackoff)

@@ -144,6 +144,9 @@ func (r *Reconciler) reason(u *unit) string {
 			if r.disabled[u.spec.Name] {
 				return "disabled by command"
 			}
+			if r.masked[u.spec.Name] {
+				return "masked by command"
+			}
 			return "stopped by command"
 		case stopRestart:
 			return "restarted by command"
@@ -165,6 +168,8 @@ func (r *Reconciler) reason(u *unit) string {
 		switch {
 		case r.disabled[u.spec.Name] && !u.external:
 			return "disabled by command"
+		case r.masked[u.spec.Name] && !u.external:
+			return "masked by command"
 		case u.held:
 			return "stopped by command"
 		}

@@ -42,24 +42,35 @@ func (r *Reconciler) loadHolds() {
 	for _, n := range h.Disabled {
 		r.disabled[n] = true
 	}
+	for _, n := range h.Masked {
+		r.masked[n] = true
+	}
 	for _, n := range h.Stopped {
 		r.stops[n] = true
 	}
-	if len(h.Disabled)+len(h.Stopped) > 0 {
-		r.log.Info("units kept stopped", "disabled", h.Disabled, "stopped", h.Stopped, "file", r.opt.Holds.Path())
+	if len(h.Disabled)+len(h.Masked)+len(h.Stopped) > 0 {
+		r.log.Info("units kept stopped", "disabled", h.Disabled, "masked", h.Masked, "stopped", h.Stopped, "file", r.opt.Holds.Path())
 	}
 	if len(h.Forgotten) > 0 {
 		r.log.Info("stops of an earlier boot forgotten: the units start", "units", h.Forgotten)
 	}
 }
 
-// saveHolds writes disabled and stops to Options.Holds; nil without one.
+// saveHolds writes disabled, r.masked and stops to Options.Holds; nil
+// without one.
 func (r *Reconciler) saveHolds(disabled, stops map[string]bool) error {
+	return r.saveAllHolds(disabled, r.masked, stops)
+}
+
+// saveAllHolds writes disabled, masked and stops to Options.Holds; nil
+// without one.
+func (r *Reconciler) saveAllHolds(disabled, masked, stops map[string]bool) error {
 	if r.opt.Holds == nil {
 		return nil
 	}
 	return r.opt.Holds.Save(holds.Holds{
 		Disabled: slices.Sorted(maps.Keys(disabled)),
+		Masked:   slices.Sorted(maps.Keys(masked)),
 		Stopped:  slices.Sorted(maps.Keys(stops)),
 	})
 }
@@ -105,7 +116,7 @@ func (r *Reconciler) forgetStops(specs map[string]bool, invalid map[string]bool)
 // heldAtDeclare reports whether a newly declared unit named n starts
 // stopped: by command, disabled, or for a released group a dead owner left.
 func (r *Reconciler) heldAtDeclare(n string) bool {
-	return r.stops[n] || r.disabled[n] || r.found.held[n]
+	return r.stops[n] || r.disabled[n] || r.masked[n] || r.found.held[n]
 }
 
 // Disable stops the unit, as Stop does (it returns once the group is
@@ -172,6 +183,9 @@ func (r *Reconciler) Enable(ctx context.Context, name string, start bool) error 
 			err = fmt.Errorf("unit %s is an adopted group, not a unit file: there is nothing to enable: %w", name, control.ErrConflict)
 			return
 		}
+		if err = r.refuseMasked(name); err != nil {
+			return
+		}
 		if r.disabled[name] {
 			dis := maps.Clone(r.disabled)
 			delete(dis, name)
@@ -220,6 +234,8 @@ func (r *Reconciler) stateWord(u *unit) control.UnitState {
 		switch {
 		case r.disabled[u.spec.Name]:
 			return control.StateDisabled
+		case r.masked[u.spec.Name]:
+			return control.StateStopped
 		case u.held && !u.spec.IsJob():
 			return control.StateStopped
 		}
@@ -240,7 +256,7 @@ func (r *Reconciler) heldWith(u *unit, seen map[string]bool) string {
 		if dep == nil || seen[d] {
 			continue
 		}
-		if dep.state == Inactive && (dep.held || r.disabled[d]) {
+		if dep.state == Inactive && (dep.held || r.disabled[d] || r.masked[d]) {
 			return d
 		}
 		if dep.state == Waiting && r.heldWith(dep, seen) != "" {

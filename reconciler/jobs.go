@@ -448,6 +448,9 @@ func (r *Reconciler) fire(u *unit, j *job) {
 	case r.disabled[u.spec.Name]:
 		r.log.Info("job fire skipped: the job is disabled", "unit", u.spec.Name)
 		return
+	case r.masked[u.spec.Name]:
+		r.log.Info("job fire skipped: the job is masked", "unit", u.spec.Name)
+		return
 	case u.state.active():
 		j.skipped++
 		id := ""

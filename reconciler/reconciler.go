@@ -223,8 +223,9 @@ type Reconciler struct {
 	ordered     []*unit   // order's cache; nil when stale (reorder)
 	pub         publisher // what was published (events.go)
 
-	// disabled and stops are the units kept stopped, by name (holds.go).
-	disabled, stops map[string]bool
+	// disabled, masked and stops are the units kept stopped, by name
+	// (holds.go, mask.go).
+	disabled, masked, stops map[string]bool
 }
 
 // New checks opts and returns a Reconciler ready to Run.
@@ -256,6 +257,7 @@ func New(opts Options) (*Reconciler, error) {
 		done:     make(chan struct{}),
 		units:    map[string]*unit{},
 		disabled: map[string]bool{},
+		masked:   map[string]bool{},
 		stops:    map[string]bool{},
 	}
 	r.load.hash, r.found.held = hash, map[string]bool{}
@@ -833,7 +835,7 @@ func (r *Reconciler) shutdownPass(order []*unit) {
 // (disabled, not enabled) or waiting (blocked, or over this pass's start
 // budget: r.more asks for another pass). It reports whether it started u.
 func (r *Reconciler) startOrWait(ctx context.Context, u *unit, pass *startPass, stops *inFlight) bool {
-	if !u.enabled || r.disabled[u.spec.Name] && !u.external {
+	if !u.enabled || (r.disabled[u.spec.Name] || r.masked[u.spec.Name]) && !u.external {
 		u.state = Inactive
 		return false
 	}

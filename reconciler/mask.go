@@ -1,0 +1,136 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	"github.com/hermes-units/hermes/control"
+)
+
+// Masked units (`hermesctl mask`): nothing starts them until Unmask. A
+// disabled unit is kept stopped and Enable brings it back; a masked one
+// refuses even that, and a unit that requires it refuses to start, until
+// Unmask. Masking is a mark only (a running unit runs on, as after
+// `systemctl mask`) unless asked to stop it too (now, as `systemctl mask
+// --now`). The set lives in r.masked and, with Options.Holds, in the
+// state directory (holds.Holds.Masked): kept across restarts of hermesd
+// and reboots.
+
+var _ control.Masker = (*Reconciler)(nil)
+
+// Mask marks the unit masked and, with now, stops it and returns once its
+// group is empty, as Stop does. The mark is written to the state directory
+// first: when it cannot be, Mask changes nothing and returns why. An
+// adopted group with no unit file cannot be masked (control.ErrConflict).
+func (r *Reconciler) Mask(ctx context.Context, name string, now bool) error {
+	var err error
+	var wait <-chan error
+	if e := r.do(ctx, func(ctx context.Context) {
+		u := r.units[name]
+		switch {
+		case u == nil || u.removed():
+			err = fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
+			return
+		case u.external:
+			err = fmt.Errorf("unit %s is an adopted group, not a unit file: there is nothing to mask; stop it instead: %w", name, control.ErrConflict)
+			return
+		}
+		if !r.masked[name] {
+			masked := maps.Clone(r.masked)
+			masked[name] = true
+			stops := maps.Clone(r.stops)
+			delete(stops, name) // masked says more; unmask stops it again
+			if err = r.saveAllHolds(r.disabled, masked, stops); err != nil {
+				err = fmt.Errorf("unit %s not masked: %w", name, err)
+				return
+			}
+			r.masked, r.stops = masked, stops
+			r.log.Info("unit masked", "unit", name, "now", now)
+		}
+		if now {
+			wait = r.stopAsked(u, stopCommand)
+		}
+	}); e != nil {
+		return e
+	}
+	if err != nil {
+		return err
+	}
+	return r.await(ctx, wait)
+}
+
+// Unmask undoes Mask (nothing to undo: nothing changes). The unit is not
+// started: one not running stays stopped as after Stop, until Start within
+// this boot (a job fires on its schedule again). A name masked but no
+// longer declared may be unmasked: its mark goes. The change is written
+// to the state directory first.
+func (r *Reconciler) Unmask(ctx context.Context, name string) error {
+	var err error
+	if e := r.do(ctx, func(context.Context) {
+		u := r.units[name]
+		if u != nil && u.removed() {
+			u = nil
+		}
+		switch {
+		case u == nil && !r.masked[name]:
+			err = fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
+			return
+		case !r.masked[name]:
+			return
+		}
+		masked := maps.Clone(r.masked)
+		delete(masked, name)
+		stops := maps.Clone(r.stops)
+		keep := u != nil && !u.spec.IsJob() && !u.state.active() && !r.disabled[name]
+		if keep {
+			stops[name] = true // stopped as by Stop, until Start
+		}
+		if err = r.saveAllHolds(r.disabled, masked, stops); err != nil {
+			err = fmt.Errorf("unit %s not unmasked: %w", name, err)
+			return
+		}
+		r.masked, r.stops = masked, stops
+		if keep {
+			u.held, u.enabled = true, false
+		}
+		r.log.Info("unit unmasked", "unit", name)
+	}); e != nil {
+		return e
+	}
+	return err
+}
+
+// refuseMasked is the error of a start of name while it, or a unit it
+// requires (directly or through the units those require), is masked.
+func (r *Reconciler) refuseMasked(name string) error {
+	if r.masked[name] {
+		return fmt.Errorf("unit %s is masked: nothing starts it; `hermesctl unmask %s` undoes it: %w", name, name, control.ErrConflict)
+	}
+	if d := r.maskedRequired(name, map[string]bool{}); d != "" {
+		return fmt.Errorf("unit %s requires %s, which is masked: nothing starts it; `hermesctl unmask %s` undoes it: %w", name, d, d, control.ErrConflict)
+	}
+	return nil
+}
+
+// maskedRequired is the first unit name requires, directly or through the
+// units it requires, that is masked; "" when none.
+func (r *Reconciler) maskedRequired(name string, seen map[string]bool) string {
+	seen[name] = true
+	u := r.units[name]
+	if u == nil {
+		return ""
+	}
+	for _, d := range u.spec.Requires {
+		if seen[d] {
+			continue
+		}
+		if r.masked[d] {
+			return d
+		}
+		if m := r.maskedRequired(d, seen); m != "" {
+			return m
+		}
+	}
+	return ""
+}
