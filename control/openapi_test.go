@@ -30,6 +30,7 @@ type fullBackend struct{ *fakeBackend }
 
 var (
 	_ Enabler         = fullBackend{}
+	_ Masker          = fullBackend{}
 	_ Keeper          = fullBackend{}
 	_ TokenRotator    = fullBackend{}
 	_ RunRegistrar    = fullBackend{}
@@ -44,6 +45,9 @@ func (fullBackend) ReloadUnit(context.Context, string) error                 { r
 
 func (fullBackend) Disable(context.Context, string) error      { return nil }
 func (fullBackend) Enable(context.Context, string, bool) error { return nil }
+
+func (fullBackend) Mask(context.Context, string, bool) error { return nil }
+func (fullBackend) Unmask(context.Context, string) error     { return nil }
 
 var keptSince = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
@@ -165,6 +169,8 @@ func TestOpenAPIAnswers(t *testing.T) {
 		{"POST", "/v1/units/web/restart", "", 200},
 		{"POST", "/v1/units/web/disable", "", 200},
 		{"POST", "/v1/units/web/enable", `{"start":true}`, 200},
+		{"POST", "/v1/units/web/mask", `{"now":true}`, 200},
+		{"POST", "/v1/units/web/unmask", "", 200},
 		{"POST", "/v1/units/web/release", "", 200},
 		{"POST", "/v1/units/web/kill", `{"signal":"HUP","whom":"main"}`, 200},
 		{"POST", "/v1/units/web/kill", `{"signal":"NOPE"}`, 400},

@@ -25,7 +25,7 @@ const (
 // `hermesctl start` does).
 type ActionResult struct {
 	Unit   string `json:"unit"`
-	Action string `json:"action"` // start | stop | restart | disable | enable
+	Action string `json:"action"` // start | stop | restart | disable | enable | kill | reload | reset-failed | mask | unmask
 	// Stopped (stop): the units that require Unit, directly or through
 	// one another, which the stop took down with it, in the order they
 	// start; their groups are empty too. They start again with Unit.

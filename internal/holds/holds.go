@@ -62,7 +62,7 @@ type Holds struct {
 	// Masked with `hermesctl mask`: nothing starts them (start, enable, a
 	// unit requiring them, a schedule) until unmask, across reboots.
 	Masked  []string
-	Stopped  []string // stopped with `hermesctl stop` in this boot
+	Stopped []string // stopped with `hermesctl stop` in this boot
 	// Forgotten (Load only) are the runtime stops of other boots that the
 	// file still held: dropped, and not written back.
 	Forgotten []string
