@@ -34,9 +34,10 @@ how many were listed, as systemctl list-unit-files does. The directory is
 that of the running hermesd (unless --units or HERMES_UNITS names one),
 else --units, units: in hermes.yaml or the default.
 
-A state is enabled, or disabled (hermesctl disable: kept stopped until
-enable). hermesd says which when it runs; without it, the list hermesd
-keeps in its state directory does.
+A state is enabled, disabled (hermesctl disable: kept stopped until
+enable) or masked (hermesctl mask: nothing starts it until unmask; it
+says more than disabled). hermesd says which when it runs; without it,
+the lists hermesd keeps in its state directory do.
 
 PATTERNs (glob: *, ?, [a-z]) keep the files whose unit name or file name
 matches one. -o json prints [{"unit", "file", "state"}, ...].`,
@@ -50,7 +51,7 @@ matches one. -o json prints [{"unit", "file", "state"}, ...].`,
 type unitFileState struct {
 	Unit  string `json:"unit"`
 	File  string `json:"file"`
-	State string `json:"state"` // enabled | disabled
+	State string `json:"state"` // enabled | disabled | masked
 }
 
 // runListUnitFiles lists the unit files whose unit or file name matches a
@@ -67,7 +68,7 @@ func runListUnitFiles(ctx context.Context, opts *listFilesOptions) error {
 	if err != nil {
 		return fmt.Errorf("list-unit-files: %w", err)
 	}
-	disabled, err := disabledUnits(ctx, g, daemon)
+	disabled, masked, err := heldUnits(ctx, g, daemon)
 	if err != nil {
 		return fmt.Errorf("list-unit-files: %w", err)
 	}
@@ -77,7 +78,10 @@ func runListUnitFiles(ctx context.Context, opts *listFilesOptions) error {
 			continue
 		}
 		state := "enabled"
-		if slices.Contains(disabled, f.name) {
+		switch {
+		case slices.Contains(masked, f.name):
+			state = "masked"
+		case slices.Contains(disabled, f.name):
 			state = "disabled"
 		}
 		list = append(list, unitFileState{Unit: f.name, File: f.path, State: state})
@@ -101,10 +105,11 @@ func matchesAny(patterns []string, names ...string) bool {
 	return false
 }
 
-// disabledUnits are the units disabled: hermesd's word when daemon (it
-// answered), else the holds file of the state directory, read and never
-// changed (no file: none). A file hermesd would not trust is an error.
-func disabledUnits(ctx context.Context, g *globals, daemon bool) ([]string, error) {
+// heldUnits are the units disabled and those masked: hermesd's word when
+// daemon (it answered), else the holds file of the state directory, read
+// and never changed (no file: none). A file hermesd would not trust is an
+// error.
+func heldUnits(ctx context.Context, g *globals, daemon bool) (disabled, masked []string, err error) {
 	if daemon {
 		var st control.Status
 		err := withClient(g, func(c *control.Client) error {
@@ -113,30 +118,32 @@ func disabledUnits(ctx context.Context, g *globals, daemon bool) ([]string, erro
 			return err
 		})
 		if err == nil {
-			var out []string
 			for _, u := range st.Units {
 				if u.Disabled {
-					out = append(out, u.Name)
+					disabled = append(disabled, u.Name)
+				}
+				if u.Masked {
+					masked = append(masked, u.Name)
 				}
 			}
-			return out, nil
+			return disabled, masked, nil
 		}
 		if !errors.Is(err, control.ErrNotRunning) {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	b, err := os.ReadFile(filepath.Join(g.State, holds.FileName))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	h, err := holds.Parse(b, "")
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(g.State, holds.FileName), err)
+		return nil, nil, fmt.Errorf("%s: %w", filepath.Join(g.State, holds.FileName), err)
 	}
-	return h.Disabled, nil
+	return h.Disabled, h.Masked, nil
 }
 
 // writeUnitFiles prints list as systemctl list-unit-files does: a table,

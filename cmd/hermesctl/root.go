@@ -71,6 +71,8 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newEnableCmd(g))
 	root.AddCommand(newDisableCmd(g))
 	root.AddCommand(newIsEnabledCmd(g))
+	root.AddCommand(newMaskCmd(g))
+	root.AddCommand(newUnmaskCmd(g))
 	root.AddCommand(newReloadCmd(g))
 	root.AddCommand(newKillCmd(g))
 	root.AddCommand(newEditCmd(g))

@@ -42,3 +42,33 @@ func (d *fakeDaemon) Enable(_ context.Context, unit string, start bool) error {
 		return nil
 	}, "enable %s start=%v", unit, start)
 }
+
+// The fake daemon's control.Masker: mask and unmask change the unit's row
+// as hermesd would, and are recorded in $WORK/calls.
+
+var _ control.Masker = (*fakeDaemon)(nil)
+
+func (d *fakeDaemon) Mask(_ context.Context, unit string, now bool) error {
+	return d.onUnit(unit, func(u *control.Unit) error {
+		from := u.State
+		u.Masked, u.Stopped = true, false
+		if now {
+			u.State = "stopped"
+			u.PID, u.PGID, u.Ready, u.Uptime, u.RSS, u.Ports = 0, 0, false, 0, 0, nil
+		}
+		if u.State != from {
+			d.bus.Publish(events.Event{Kind: events.UnitState, Unit: unit, From: from, State: u.State, Reason: "masked by command"})
+		}
+		return nil
+	}, "mask %s now=%v", unit, now)
+}
+
+func (d *fakeDaemon) Unmask(_ context.Context, unit string) error {
+	return d.onUnit(unit, func(u *control.Unit) error {
+		if u.Masked && u.State == "stopped" {
+			u.Stopped = true
+		}
+		u.Masked = false
+		return nil
+	}, "unmask %s", unit)
+}

@@ -55,7 +55,8 @@ const propertyHelp = `Properties:
   SubState                hermes's state: running, starting, done, exited, failed...
   Result                  success; exit-code: it failed with a non-zero exit status;
                           failed: it failed otherwise (StatusText says how)
-  UnitFileState           enabled or disabled (hermesctl disable)
+  UnitFileState           enabled, disabled (hermesctl disable) or masked
+                          (hermesctl mask)
   FragmentPath            its unit file
   MainPID                 its main process; 0: none
   ProcessGroup            its process group; 0: none (hermes's)
@@ -196,6 +197,9 @@ func unitProperties(u control.Unit, file string, now time.Time) map[string]strin
 		p["UnitFileState"] = "enabled"
 		if u.Disabled {
 			p["UnitFileState"] = "disabled"
+		}
+		if u.Masked {
+			p["UnitFileState"] = "masked"
 		}
 	}
 	if u.ExitStatus != nil {

@@ -267,8 +267,11 @@ func unitTable(us []control.Unit, color bool) (table, []column) {
 	cols = append(cols, column{soft: 24, least: 8, grow: 3})
 	for _, u := range us {
 		state := cell{text: dash(string(u.State))}
-		if u.Daemonized > 0 && u.State == control.StateRunning {
+		switch {
+		case u.Daemonized > 0 && u.State == control.StateRunning:
 			state.text = "running (daemonized, no main pid)"
+		case u.Masked && (u.State == control.StateStopped || u.State == control.StateDisabled || u.State == control.StateInactive):
+			state.text = "masked" // kept stopped by `hermesctl mask`, whatever else holds it
 		}
 		if color {
 			state.color = stateColor(u.State)

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+
+	"github.com/hermes-units/hermes/control"
+	"github.com/spf13/cobra"
+)
+
+// mask and unmask: units nothing may start (control.Masker), across
+// restarts of hermesd and reboots. Like disable and enable they act on the
+// units one after the other, print one line per unit done and stop at the
+// first failure.
+
+// maskOptions are the flags and arguments of mask.
+type maskOptions struct {
+	unitsOptions
+	now bool // --now
+}
+
+func newMaskCmd(g *globals) *cobra.Command {
+	opts := &maskOptions{unitsOptions: unitsOptions{clientOptions: clientOptions{g: g}, verb: "mask", done: "masked"}}
+	cmd := opts.command("mask [--now] UNIT...", "Forbid every start of units until unmask (--now: stop them too)", maskHelp,
+		func(ctx context.Context) error { return runMask(ctx, opts) })
+	cmd.Flags().BoolVar(&opts.now, "now", false, "stop the units too, returning once each process group is empty")
+	return cmd
+}
+
+const maskHelp = "Mark each unit masked: until `hermesctl unmask`, nothing starts it.\n" +
+	"start, restart and enable of it are refused, and so are start and\n" +
+	"restart of a unit that requires it; its schedule (a job) does not fire\n" +
+	"and reloads leave it stopped. The mark outlives restarts of hermesd and\n" +
+	"reboots. Unlike disable, mask alone does not stop a running unit (as\n" +
+	"systemctl mask); with --now it is stopped too, as `stop` does (as\n" +
+	"systemctl mask --now)."
+
+// runMask masks each unit in turn; with --now hermesd answers once it is
+// stopped.
+func runMask(ctx context.Context, opts *maskOptions) error {
+	return opts.each(ctx, false, enableError, func(ctx context.Context, c *conn, unit string) (string, actionOutput, error) {
+		return "", actionOutput{ActionResult: control.ActionResult{Unit: unit, Action: opts.verb}}, c.Mask(ctx, unit, opts.now)
+	})
+}
+
+func newUnmaskCmd(g *globals) *cobra.Command {
+	opts := &unitsOptions{clientOptions: clientOptions{g: g}, verb: "unmask", done: "unmasked"}
+	return opts.command("unmask UNIT...", "Undo mask; the units are not started", unmaskHelp,
+		func(ctx context.Context) error { return runUnmask(ctx, opts) })
+}
+
+const unmaskHelp = "Undo `hermesctl mask`. Nothing is started: a unit not running stays\n" +
+	"stopped as after `stop`, until `hermesctl start` (or the next boot); a\n" +
+	"job fires on its schedule again; a disabled unit stays disabled.\n" +
+	"Unmasking a unit that is not masked changes nothing."
+
+// runUnmask unmasks each unit in turn.
+func runUnmask(ctx context.Context, opts *unitsOptions) error {
+	return opts.each(ctx, false, enableError, func(ctx context.Context, c *conn, unit string) (string, actionOutput, error) {
+		return "", actionOutput{ActionResult: control.ActionResult{Unit: unit, Action: opts.verb}}, c.Unmask(ctx, unit)
+	})
+}
