@@ -136,3 +136,23 @@ func TestMaskRefusals(t *testing.T) {
 		wantMasked(t, d.r, "a", "running", false)
 	})
 }
+
+// TestMaskedUnitNotRestarted: a unit masked while running runs on, and
+// once it exits its restart policy does not start it again.
+func TestMaskedUnitNotRestarted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sp := &fakeSpawner{fail: map[string]error{}}
+		always := func(s *units.Spec) { s.Restart = units.RestartAlways }
+		fs := &files{specs: map[string]units.Spec{"a": spec("a", always)}}
+		d := runOn(t, sp, fs.load, t.TempDir(), boot1)
+		if err := d.r.Mask(t.Context(), "a", false); err != nil {
+			t.Fatal(err)
+		}
+		wantMasked(t, d.r, "a", "running", true)
+		sp.last(t, "a").exit(errors.New("exit status 1"))
+		time.Sleep(time.Minute) // many times its restart_sec
+		synctest.Wait()
+		wantSpawns(t, sp, "a", 1, "after it exited, masked")
+		wantMasked(t, d.r, "a", "stopped", true)
+	})
+}
