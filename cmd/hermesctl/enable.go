@@ -101,49 +101,54 @@ func enableError(verb, unit string, timeout time.Duration, err error) error {
 
 func newIsEnabledCmd(g *globals) *cobra.Command {
 	return newIsCmdOf(g, "is-enabled", "Say whether units are enabled; exit 0 when every one is",
-		"Print \"enabled\" or \"disabled\" for each unit, one line per unit in the\n"+
-			"order given, and exit 0 when every unit is enabled, 1 otherwise. A unit\n"+
-			"hermesd does not know is an error (exit 1).", runIsEnabled)
+		"Print \"enabled\", \"disabled\" or \"masked\" (hermesctl mask) for each\n"+
+			"unit, one line per unit in the order given, and exit 0 when every unit\n"+
+			"is enabled, 1 otherwise. A unit hermesd does not know is an error\n"+
+			"(exit 1).", runIsEnabled)
 }
 
 // runIsEnabled prints whether each unit named is enabled, and answers yes
 // when every one is.
 func runIsEnabled(ctx context.Context, opts *isOptions) error {
-	dis, err := disabled(ctx, opts.g, opts.units)
+	words, err := enabledWords(ctx, opts.g, opts.units)
 	if err != nil {
 		return fmt.Errorf("is-enabled: %w", err)
 	}
 	all := true
-	words := make([]string, len(dis))
-	for i, d := range dis {
-		words[i] = "enabled"
-		if d {
-			words[i], all = "disabled", false
-		}
+	for _, w := range words {
+		all = all && w == "enabled"
 	}
 	return opts.print(all, words)
 }
 
-// disabled asks hermesd whether each unit named is disabled, in order. A
-// name with two rows (a unit and the group it released) is disabled when
-// the unit is. A name hermesd does not know is an error naming it.
-func disabled(ctx context.Context, g *globals, names []string) ([]bool, error) {
+// enabledWords asks hermesd whether each unit named is enabled, disabled
+// or masked (masked says more than disabled), in order. A name with two
+// rows (a unit and the group it released) is disabled or masked when the
+// unit is. A name hermesd does not know is an error naming it.
+func enabledWords(ctx context.Context, g *globals, names []string) ([]string, error) {
 	st, err := statusOf(ctx, g, names)
 	if err != nil {
 		return nil, err
 	}
 	known := map[string]bool{}
-	dis := map[string]bool{}
+	dis, masked := map[string]bool{}, map[string]bool{}
 	for _, u := range st.Units {
 		known[u.Name] = true
 		dis[u.Name] = dis[u.Name] || u.Disabled
+		masked[u.Name] = masked[u.Name] || u.Masked
 	}
-	out := make([]bool, len(names))
+	out := make([]string, len(names))
 	for i, n := range names {
-		if !known[n] {
+		switch {
+		case !known[n]:
 			return nil, fmt.Errorf("unit %s: %w; `hermesctl status` lists the units hermesd knows", n, control.ErrUnknownUnit)
+		case masked[n]:
+			out[i] = "masked"
+		case dis[n]:
+			out[i] = "disabled"
+		default:
+			out[i] = "enabled"
 		}
-		out[i] = dis[n]
 	}
 	return out, nil
 }

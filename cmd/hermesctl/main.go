@@ -7,7 +7,7 @@
 //	     is active or at rest on purpose, and every unit file loaded)
 //	1    failure; status with no unit named: a unit file did not load;
 //	     is-active: some unit is not active; is-failed: no unit is failed;
-//	     is-enabled: some unit is disabled
+//	     is-enabled: some unit is disabled or masked
 //	2    usage: a bad flag, argument or path setting
 //	3    status: a unit is not active (LSB: program is not running); any
 //	     command: hermesd does not answer within 5 s (stopped, wedged)
