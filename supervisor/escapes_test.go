@@ -63,9 +63,16 @@ born; exec sleep %[1]s0`},
 // escapePrologue defines born for an escapeCase's script: it waits for
 // the escapee's pid in the file E (a daemon's pid file is written once it
 // runs), writes its start time (clock ticks since boot) to T, and prints
-// "ok".
+// "ok". An escapee that never comes (a daemon that failed to start) ends
+// the script after 30 s, without "ok": its owner then says it did not get
+// ready, and the row fails instead of waiting for ever.
 const escapePrologue = `born() {
-  while [ ! -s '%[3]s/E' ]; do sleep 0.005; done
+  i=0
+  while [ ! -s '%[3]s/E' ]; do
+    i=$((i + 1))
+    [ "$i" -le 6000 ] || { echo "no escapee: %[3]s/E still empty after 30 s" >&2; exit 1; }
+    sleep 0.005
+  done
   cut -d' ' -f22 "/proc/$(cat '%[3]s/E')/stat" >'%[3]s/T'
   echo ok
 }
@@ -168,9 +175,9 @@ func TestEscapes(t *testing.T) {
 func escapeRun(t *testing.T, su setup, c escapeCase, late bool) (found, ctlLost int, delay time.Duration) {
 	t.Helper()
 	tok := func() string { return strconv.Itoa(100000 + rand.IntN(899999)) }
-	port := func() int { return 20000 + rand.IntN(30000) }
 	vTok, cTok := tok(), tok()
-	vPort, cPort := port(), port()
+	ports := testkit.FreePorts(t, 2)
+	vPort, cPort := ports[0], ports[1]
 	vDir, cDir := t.TempDir(), t.TempDir()
 	owner := func(tk string, p int, dir string) *ownerProc {
 		f := family{kind: "script", lines: 1, n: 1, owners: 1, script: fmt.Sprintf(escapePrologue+c.script, tk, p, dir)}

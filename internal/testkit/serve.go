@@ -51,3 +51,22 @@ func Run(t testing.TB, run func(context.Context) error) (stop func() error) {
 	t.Cleanup(func() { stop() })
 	return stop
 }
+
+// FreePorts returns n distinct TCP ports of 127.0.0.1 that were free a
+// moment ago: the kernel picks each for a listener, all held until the
+// last is picked, then closed. A port drawn at random can be one a
+// connection of the machine holds (the ephemeral range), and a server
+// given it fails to start.
+func FreePorts(t testing.TB, n int) []int {
+	t.Helper()
+	var out []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		out = append(out, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return out
+}
