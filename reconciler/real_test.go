@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -190,16 +189,6 @@ func running(names ...string) func(map[string]control.Unit) bool {
 	}
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 func TestHotReload(t *testing.T) {
 	l := startLive(t, map[string]string{
 		"a.yaml": unitYAML("sleep", "description: touched later\n"),
@@ -315,7 +304,7 @@ func TestHotReload(t *testing.T) {
 func TestReadiness(t *testing.T) {
 	for _, nm := range notifyModes() {
 		t.Run(string(nm), func(t *testing.T) {
-			tcpPort, httpPort, deadPort := freePort(t), freePort(t), freePort(t)
+			tcpPort, httpPort, deadPort := testkit.FreePorts(t, 1)[0], testkit.FreePorts(t, 1)[0], testkit.FreePorts(t, 1)[0]
 			l := startLiveWith(t, liveOptions{notify: nm}, map[string]string{
 				"tcp.yaml":    fmt.Sprintf("command: [%q]\nenv: {%s: tcp, HELPER_ADDR: \"127.0.0.1:%d\"}\nready: {tcp: \"127.0.0.1:%d\"}\n", os.Args[0], helperEnv, tcpPort, tcpPort),
 				"http.yaml":   fmt.Sprintf("command: [%q]\nenv: {%s: http, HELPER_ADDR: \"127.0.0.1:%d\"}\nready: {http: \"http://127.0.0.1:%d/health\"}\n", os.Args[0], helperEnv, httpPort, httpPort),
@@ -340,7 +329,7 @@ func TestReadiness(t *testing.T) {
 }
 
 func TestPortHolderNamed(t *testing.T) {
-	port := freePort(t)
+	port := testkit.FreePorts(t, 1)[0]
 	l := startLive(t, map[string]string{
 		"holder.yaml": fmt.Sprintf("command: [%q]\nenv: {%s: tcp, HELPER_ADDR: \"127.0.0.1:%d\"}\nready: {tcp: \"127.0.0.1:%d\"}\n", os.Args[0], helperEnv, port, port),
 	})

@@ -61,7 +61,7 @@ type forkingUnit struct {
 // is missing are left out.
 func forkingUnits(t *testing.T, dir string, n int) []forkingUnit {
 	t.Helper()
-	ports := freePorts(t, n)
+	ports := testkit.FreePorts(t, n)
 	var out []forkingUnit
 	for i := 0; len(out) < n; i++ {
 		name := fmt.Sprintf("f%d", len(out))

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 // TestRealPostgres is the real-program suite's postgres (the Debian
@@ -36,7 +38,7 @@ func TestRealPostgres(t *testing.T) {
 		t.Skipf("no user postgres: %v", err)
 	}
 	bin := filepath.Dir(bins[len(bins)-1])
-	ports := freePorts(t, len(supervisorModes))
+	ports := testkit.FreePorts(t, len(supervisorModes))
 	for i, mode := range supervisorModes {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()

@@ -4,7 +4,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/events"
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/internal/testkit/procfd"
 	"github.com/hermes-units/hermes/proc"
 	"golang.org/x/sys/unix"
@@ -68,23 +68,6 @@ func program(name string) string {
 		return p
 	}
 	return ""
-}
-
-// freePorts returns n distinct TCP ports of 127.0.0.1 that were free a
-// moment ago: the kernel picks each for a listener, all held until the last
-// is picked, then closed.
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var out []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		out = append(out, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return out
 }
 
 // nginxUnit is nginx on port with its prefix, config, pid file and logs in
@@ -201,7 +184,7 @@ func TestRealPrograms(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts hermesd, nginx, redis-server and python3")
 	}
-	ports := freePorts(t, suitePorts*len(supervisorModes))
+	ports := testkit.FreePorts(t, suitePorts*len(supervisorModes))
 	for i, mode := range supervisorModes {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
