@@ -119,6 +119,20 @@ func (r *Reconciler) heldAtDeclare(n string) bool {
 	return r.stops[n] || r.disabled[n] || r.masked[n] || r.found.held[n]
 }
 
+// fileUnit is the unit of a unit file named name, for verb (disable,
+// mask): an unknown unit is control.ErrUnknownUnit, an adopted group with
+// no file control.ErrConflict. The loop's goroutine.
+func (r *Reconciler) fileUnit(name, verb string) (*unit, error) {
+	u := r.units[name]
+	switch {
+	case u == nil || u.removed():
+		return nil, fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
+	case u.external:
+		return nil, fmt.Errorf("unit %s is an adopted group, not a unit file: there is nothing to %s; stop it instead: %w", name, verb, control.ErrConflict)
+	}
+	return u, nil
+}
+
 // Disable stops the unit, as Stop does (it returns once the group is
 // empty), and keeps it stopped until Enable: across reloads, edits of its
 // file, Start (refused), its schedule (a job does not fire), and restarts
@@ -130,13 +144,8 @@ func (r *Reconciler) Disable(ctx context.Context, name string) error {
 	var err error
 	var wait <-chan error
 	if e := r.do(ctx, func(ctx context.Context) {
-		u := r.units[name]
-		switch {
-		case u == nil || u.removed():
-			err = fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
-			return
-		case u.external:
-			err = fmt.Errorf("unit %s is an adopted group, not a unit file: there is nothing to disable; stop it instead: %w", name, control.ErrConflict)
+		var u *unit
+		if u, err = r.fileUnit(name, "disable"); err != nil {
 			return
 		}
 		if !r.disabled[name] {

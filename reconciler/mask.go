@@ -27,13 +27,8 @@ func (r *Reconciler) Mask(ctx context.Context, name string, now bool) error {
 	var err error
 	var wait <-chan error
 	if e := r.do(ctx, func(ctx context.Context) {
-		u := r.units[name]
-		switch {
-		case u == nil || u.removed():
-			err = fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
-			return
-		case u.external:
-			err = fmt.Errorf("unit %s is an adopted group, not a unit file: there is nothing to mask; stop it instead: %w", name, control.ErrConflict)
+		var u *unit
+		if u, err = r.fileUnit(name, "mask"); err != nil {
 			return
 		}
 		if !r.masked[name] {
