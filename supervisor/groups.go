@@ -400,7 +400,10 @@ func (o *Owner) stopping(g Group) (*reg, error) {
 }
 
 // Empty reports whether nothing is left in g (its cgroup, or its process
-// group and the escapee groups found under it).
+// group and the escapee groups found under it). In pgroup mode a spawn
+// that looks empty is looked at again after a scan, as Members does: its
+// last process may have left the group (setsid) since the last scan, and
+// an escapee not yet found is not nothing.
 func (o *Owner) Empty(g Group) bool {
 	o.mu.Lock()
 	r := o.findLocked(g)
@@ -408,6 +411,14 @@ func (o *Owner) Empty(g Group) bool {
 	if r == nil {
 		return groupEmpty(g)
 	}
+	if !o.regEmpty(r) {
+		return false
+	}
+	if o.mode != ModePGroup || r.key == "" {
+		return true
+	}
+	o.scan()
+	o.awaitEscapees(r)
 	return o.regEmpty(r)
 }
 

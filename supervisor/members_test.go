@@ -3,6 +3,7 @@ package supervisor
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -157,4 +158,58 @@ func TestEscapeeLeavingAsTheGroupEmpties(t *testing.T) {
 		st, err := proc.ReadStat(daemon)
 		return err != nil || st.Zombie()
 	})
+}
+
+// TestEmptyFindsTheEscapee: in pgroup mode, a spawn whose leader exited
+// and whose last process then left the group (setsid) is not empty: Empty
+// looks for escapees before it says so, as Members does. Without that
+// look, a simple unit that daemonized this way was called gone, and its
+// stop killed the daemon it had just started.
+func TestEmptyFindsTheEscapee(t *testing.T) {
+	marker := fmt.Sprintf("empty-setsid-%d", os.Getpid())
+	t.Cleanup(func() { killMarked(marker) })
+	o, err := New(Options{Mode: ModePGroup, Grace: testGrace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	dir := t.TempDir()
+	gate, pidf := dir+"/gate", dir+"/d.pid"
+	if err := syscall.Mkfifo(gate, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := `( read -r _ < "$GATE"; exec setsid sh -c 'echo $$ > "$PIDF"; exec sleep 1000' ) & exit 0`
+	c, err := o.SpawnOwned(t.Context(), Spec{Unit: "d", Argv: []string{"sh", "-c", script},
+		Env: append(os.Environ(), envRow+"="+marker, "GATE="+gate, "PIDF="+pidf)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.Done():
+	case <-time.After(hangBound):
+		t.Fatal("the leader did not exit")
+	}
+	if n := len(o.Members(c.Group)); n != 1 {
+		t.Fatalf("after the leader's exit: %d members, want 1 (the child waiting at the gate)", n)
+	}
+	if err := os.WriteFile(gate, []byte("go\n"), 0); err != nil { // the child leaves the group now
+		t.Fatal(err)
+	}
+	var daemon int
+	testkit.Eventually(t, 20*time.Second, "the daemon's pid file", func() bool {
+		b, _ := os.ReadFile(pidf)
+		daemon, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return daemon > 1
+	})
+	if o.Empty(c.Group) {
+		t.Fatalf("Empty says the group is empty while its daemon %d, which left it, runs", daemon)
+	}
+	if err := o.Stop(t.Context(), c.Group, syscall.SIGTERM, testGrace); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(daemon, 0); err == nil {
+		if st, err := proc.ReadStat(daemon); err == nil && !st.Zombie() {
+			t.Errorf("the daemon %d outlived its group's stop", daemon)
+		}
+	}
 }
