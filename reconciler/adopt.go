@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/diag"
 	"github.com/hermes-units/hermes/ledger"
 	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/supervisor"
@@ -262,11 +263,11 @@ func (gd guards) check(pgid int) error {
 	case gd.supervisorPID != 0 && pgid == gd.supervisorPID:
 		return refused("group %d is hermesd's death supervisor", pgid)
 	case gd.callerPGID != 0 && pgid == gd.callerPGID:
-		return refused("group %d is your own (the group of the hermesctl that asked): it would die with hermesd; start the program in a group of its own (setsid) or adopt it from another shell", pgid)
+		return refusedFix("start the program in a group of its own (setsid) or adopt it from another shell", "group %d is your own (the group of the hermesctl that asked): it would die with hermesd", pgid)
 	}
 	for _, a := range gd.ancestors {
 		if a.pgid == pgid {
-			return refused("group %d holds pid %d (%s), an ancestor of %s: adopted, it would be killed when hermesd dies, and your terminal with it; adopt the program's own group instead (start it with setsid)", pgid, a.pid, a.comm, a.of)
+			return refusedFix("adopt the program's own group instead (start it with setsid)", "group %d holds pid %d (%s), an ancestor of %s: adopted, it would be killed when hermesd dies, and your terminal with it", pgid, a.pid, a.comm, a.of)
 		}
 	}
 	return nil
@@ -274,6 +275,13 @@ func (gd guards) check(pgid int) error {
 
 func refused(format string, args ...any) error {
 	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), control.ErrRefused)
+}
+
+// refusedFix is a refusal with what to do apart (diag.Error's Fix): its
+// text is the refusal's, "what; fix: refused", and hermesctl prints the
+// fix below the summary.
+func refusedFix(fix, format string, args ...any) error {
+	return fmt.Errorf("%w: %w", &diag.Error{What: fmt.Sprintf(format, args...), Fix: fix}, control.ErrRefused)
 }
 
 // vetGroup resolves an adopt request (the group of pid, or pgid) to a group
@@ -303,7 +311,7 @@ func vetGroup(pid, pgid int, gd guards) (supervisor.Group, error) {
 	if gd.uid != 0 {
 		for _, m := range members {
 			if u, err := proc.UID(m); err == nil && u != gd.uid {
-				return supervisor.Group{}, refused("process %d of group %d belongs to uid %d; hermesd runs as uid %d and adopts only that user's processes (run hermesd as root to adopt other users')", m, pgid, u, gd.uid)
+				return supervisor.Group{}, refusedFix("run hermesd as root to adopt other users' processes", "process %d of group %d belongs to uid %d; hermesd runs as uid %d and adopts only that user's processes", m, pgid, u, gd.uid)
 			}
 		}
 	}
@@ -398,7 +406,7 @@ func (r *Reconciler) take(ctx context.Context, ad Adopter, g supervisor.Group, n
 		}
 		for _, rec := range recs {
 			if rec.Group.PGID == g.PGID && rec.OwnerAlive && rec.State != ledger.Released {
-				return control.Adopted{}, refused("group %d belongs to unit %s of another live owner (pid %d, %s); stop it there, or stop that owner first", g.PGID, rec.Unit, rec.Owner.PID, rec.Role)
+				return control.Adopted{}, refusedFix("stop it there, or stop that owner first", "group %d belongs to unit %s of another live owner (pid %d, %s)", g.PGID, rec.Unit, rec.Owner.PID, rec.Role)
 			}
 			recorded = recorded || rec.Group.PGID == g.PGID
 		}
@@ -406,7 +414,7 @@ func (r *Reconciler) take(ctx context.Context, ad Adopter, g supervisor.Group, n
 	// Not in the ledger (yet: an owner's record trails its spawn by up to
 	// one journal flush): the leader's own evidence says whose it is.
 	if o, ok := supervisor.SpawnerOf(g.Leader.PID); ok && !recorded && o.PID != os.Getpid() {
-		return control.Adopted{}, refused("group %d belongs to another live owner (pid %d), as its leader %d's cgroup, tags or mark say; stop it there, or stop that owner first", g.PGID, o.PID, g.Leader.PID)
+		return control.Adopted{}, refusedFix("stop it there, or stop that owner first", "group %d belongs to another live owner (pid %d), as its leader %d's cgroup, tags or mark say", g.PGID, o.PID, g.Leader.PID)
 	}
 	if name == "" {
 		name = derivedName(g)
@@ -415,7 +423,7 @@ func (r *Reconciler) take(ctx context.Context, ad Adopter, g supervisor.Group, n
 		return control.Adopted{}, fmt.Errorf("%w: --as %q: a unit name is letters, digits, '.', '_', '@', '-' (at most 64)", control.ErrBadRequest, name)
 	}
 	if r.units[name] != nil {
-		return control.Adopted{}, refused("a unit named %s exists already; choose another name with --as", name)
+		return control.Adopted{}, refusedFix("choose another name with --as", "a unit named %s exists already", name)
 	}
 	g.Unit = name
 	if err := ad.Own(ctx, g); err != nil {

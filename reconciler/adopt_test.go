@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/diag"
 	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proc"
 )
@@ -188,5 +189,41 @@ func TestVetGroupRefusesAncestors(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("ancestors %+v do not list hermesd's parent %d", gd.ancestors, os.Getppid())
+	}
+}
+
+// TestRefusalsSayTheFixApart: an adopt refusal that has something to do
+// about it carries that apart from what happened (diag.Split gives it as
+// the detail, which hermesctl prints below the summary); its text and its
+// kind (ErrRefused) are as before.
+func TestRefusalsSayTheFixApart(t *testing.T) {
+	gd := guards{selfPID: 10, selfPGID: 10, callerPGID: 42,
+		ancestors: []ancestor{{pid: 77, pgid: 77, comm: "bash", of: "the hermesctl that asked"}}}
+	tests := []struct {
+		pgid               int
+		summary, detail    string
+		alsoInWholeMessage string
+	}{
+		{10, "group 10 is hermesd's own group: refused", "", ""},
+		{42, "group 42 is your own (the group of the hermesctl that asked): it would die with hermesd: refused",
+			"start the program in a group of its own (setsid) or adopt it from another shell",
+			"it would die with hermesd; start the program"},
+		{77, "group 77 holds pid 77 (bash), an ancestor of the hermesctl that asked: adopted, it would be killed when hermesd dies, and your terminal with it: refused",
+			"adopt the program's own group instead (start it with setsid)",
+			"your terminal with it; adopt the program's own group"},
+	}
+	for _, tt := range tests {
+		err := gd.check(tt.pgid)
+		if !errors.Is(err, control.ErrRefused) {
+			t.Errorf("check(%d) = %v, want a refusal", tt.pgid, err)
+			continue
+		}
+		sum, det := diag.Split(err)
+		if sum != tt.summary || det != tt.detail {
+			t.Errorf("check(%d): summary %q detail %q;\nwant %q and %q", tt.pgid, sum, det, tt.summary, tt.detail)
+		}
+		if !strings.Contains(err.Error(), tt.alsoInWholeMessage) {
+			t.Errorf("check(%d): %q does not say %q", tt.pgid, err, tt.alsoInWholeMessage)
+		}
 	}
 }
