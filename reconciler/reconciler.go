@@ -171,9 +171,11 @@ type Options struct {
 }
 
 // Logs is what the reconciler needs of logfile.Logs: it is told the log
-// files to keep within their limits.
+// files to keep within their limits, all of them after a load, one more
+// at a start.
 type Logs interface {
 	Watch(set map[string]logfile.Limits)
+	Add(path string, lim logfile.Limits)
 }
 
 // Reconciler is the state machine. Create it with New, drive it with Run;

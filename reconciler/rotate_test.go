@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"maps"
 	"path/filepath"
 	"reflect"
 	"sync"
@@ -11,25 +12,34 @@ import (
 	"github.com/hermes-units/hermes/units"
 )
 
-// fakeLogs records the sets Watch is given.
+// fakeLogs keeps the set Watch and Add make, and counts the whole sets
+// it is given.
 type fakeLogs struct {
-	mu   sync.Mutex
-	sets []map[string]logfile.Limits
+	mu      sync.Mutex
+	cur     map[string]logfile.Limits
+	watches int
 }
 
 func (f *fakeLogs) Watch(set map[string]logfile.Limits) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.sets = append(f.sets, set)
+	f.cur = maps.Clone(set)
+	f.watches++
+}
+
+func (f *fakeLogs) Add(path string, lim logfile.Limits) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cur == nil {
+		f.cur = map[string]logfile.Limits{}
+	}
+	f.cur[path] = lim
 }
 
 func (f *fakeLogs) last() map[string]logfile.Limits {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.sets) == 0 {
-		return nil
-	}
-	return f.sets[len(f.sets)-1]
+	return maps.Clone(f.cur)
 }
 
 // TestRotationOffRunsGoroutine: log rotation is file work without a bound
@@ -53,6 +63,11 @@ func TestRotationOffRunsGoroutine(t *testing.T) {
 		if got := logs.last(); !reflect.DeepEqual(got, want) {
 			t.Fatalf("logs watched: got %v, want %v", got, want)
 		}
+		logs.mu.Lock()
+		if logs.watches != 1 {
+			t.Errorf("%d whole sets given for one load: a start adds its own log, not the set again", logs.watches)
+		}
+		logs.mu.Unlock()
 		h.mu.Lock()
 		h.specs = h.specs[1:]
 		h.mu.Unlock()

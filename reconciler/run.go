@@ -62,8 +62,8 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 	f.Close() // the child, or the log copiers, hold their own descriptors
 	u.starts = append(u.starts, now)
 	u.logPath = logPath
-	if u.spec.Log.MaxSize > 0 {
-		r.watchLogs() // its file exists now: watch it
+	if u.spec.Log.MaxSize > 0 && r.opt.Logs != nil && !r.shutting {
+		r.opt.Logs.Add(logPath, logLimits(u.spec)) // its file exists now: watch it
 	}
 	if err != nil {
 		jr.end()
@@ -596,7 +596,12 @@ func (r *Reconciler) watchLogs() {
 		if u.spec.Log.MaxSize <= 0 || u.removed() { // a removed unit is on its way out
 			continue
 		}
-		set[r.logOf(u)] = logfile.Limits{MaxSize: int64(u.spec.Log.MaxSize), Keep: u.spec.Log.Keep}
+		set[r.logOf(u)] = logLimits(u.spec)
 	}
 	r.opt.Logs.Watch(set)
+}
+
+// logLimits are the limits of s's log file.
+func logLimits(s units.Spec) logfile.Limits {
+	return logfile.Limits{MaxSize: int64(s.Log.MaxSize), Keep: s.Log.Keep}
 }

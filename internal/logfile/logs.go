@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sync"
+	"sync/atomic"
 
 	"github.com/fsnotify/fsnotify"
 )
@@ -38,27 +39,64 @@ type Logs struct {
 
 	mu      sync.Mutex
 	watch   map[string]Limits // guarded by mu
-	changed chan struct{}     // cap 1: watch changed
+	dirty   map[string]bool   // guarded by mu; the paths of watch changed since Run last looked
+	changed chan struct{}     // cap 1: dirty is not empty
+
+	checks atomic.Int64 // files checked so far (Run's work, for tests)
 }
 
 // NewLogs returns a Logs that reports to report (nil discards).
 func NewLogs(report func(path string, err error)) *Logs {
-	return &Logs{Report: report, watch: map[string]Limits{}, changed: make(chan struct{}, 1)}
+	return &Logs{Report: report, watch: map[string]Limits{}, dirty: map[string]bool{}, changed: make(chan struct{}, 1)}
 }
 
 // Watch sets the log files to keep within their limits, replacing the
-// previous set. Run checks every file of the set at once (a unit may have
-// written while nothing watched), then on every write. Safe to call from any
-// goroutine; it never blocks.
+// previous set. Run checks each file new to the set, or whose limits
+// changed, at once (a unit may have written while nothing watched), then
+// on every write; a file that stays in the set with the same limits is
+// not looked at again. Safe to call from any goroutine; it never blocks.
 func (l *Logs) Watch(set map[string]Limits) {
 	l.mu.Lock()
-	l.watch = make(map[string]Limits, len(set))
-	for p, lim := range set {
-		if lim.MaxSize > 0 {
-			l.watch[p] = lim
+	for p := range l.watch {
+		if set[p].MaxSize <= 0 {
+			delete(l.watch, p)
+			l.dirty[p] = true
 		}
 	}
+	for p, lim := range set {
+		l.setLocked(p, lim, false)
+	}
 	l.mu.Unlock()
+	l.poke()
+}
+
+// Add adds one file to the set, or changes its limits, and has Run check
+// it and watch it now, even when it was in the set already (a unit that
+// just opened its log, which did not exist when it was first given): at a
+// cost that does not depend on how many files the set holds.
+func (l *Logs) Add(path string, lim Limits) {
+	l.mu.Lock()
+	l.setLocked(path, lim, true)
+	l.mu.Unlock()
+	l.poke()
+}
+
+// setLocked puts p with lim into the set (MaxSize 0: takes it out) and
+// marks it for Run to look at, if that changed anything or always.
+func (l *Logs) setLocked(p string, lim Limits, always bool) {
+	old, had := l.watch[p]
+	switch {
+	case lim.MaxSize <= 0 && had:
+		delete(l.watch, p)
+	case lim.MaxSize <= 0 || (had && old == lim && !always):
+		return
+	default:
+		l.watch[p] = lim
+	}
+	l.dirty[p] = true
+}
+
+func (l *Logs) poke() {
 	select {
 	case l.changed <- struct{}{}:
 	default:
@@ -77,33 +115,35 @@ func (l *Logs) Run(ctx context.Context) error {
 	}
 	defer w.Close()
 	watched := map[string]bool{}
-	var want map[string]Limits
-	sync := func() {
-		l.mu.Lock()
-		want = l.watch
-		l.mu.Unlock()
-		for p := range watched {
-			if _, ok := want[p]; !ok {
+	want := map[string]Limits{} // Run's copy of watch
+	// look brings the watch of path in line with lim (MaxSize 0: not in
+	// the set) and checks the file. A file watch follows the inode,
+	// which a rotation keeps (it truncates in place). A missing file is
+	// watched once it is added again: a unit adds its log once it
+	// opened it.
+	look := func(p string, lim Limits) {
+		if lim.MaxSize <= 0 {
+			delete(want, p)
+			if watched[p] {
 				_ = w.Remove(p)
 				delete(watched, p)
 			}
+			return
 		}
-		for p := range want {
-			// A file watch follows the inode, which a rotation keeps (it
-			// truncates in place). A missing file is watched on a later
-			// sync: Watch is called again once a unit has started.
-			if !watched[p] && w.Add(p) == nil {
-				watched[p] = true
-			}
-			l.check(p, want[p])
+		want[p] = lim
+		if !watched[p] && w.Add(p) == nil {
+			watched[p] = true
 		}
+		l.check(p, lim)
 	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-l.changed:
-			sync()
+			for p, lim := range l.takeDirty() {
+				look(p, lim)
+			}
 		case ev, ok := <-w.Events:
 			if !ok {
 				return nil
@@ -117,21 +157,39 @@ func (l *Logs) Run(ctx context.Context) error {
 				// The watch went with the inode; watch what is at the
 				// name now, if anything.
 				delete(watched, ev.Name)
-				sync()
+				if lim, ok := want[ev.Name]; ok {
+					look(ev.Name, lim)
+				}
 			}
 		case err, ok := <-w.Errors:
 			if !ok {
 				return nil
 			}
 			if errors.Is(err, fsnotify.ErrEventOverflow) {
-				sync() // events were lost: look at every file
+				for p, lim := range want { // events were lost: look at every file
+					look(p, lim)
+				}
 			}
 		}
 	}
 }
 
+// takeDirty returns the changed files of the set with their limits
+// (MaxSize 0: no longer in it), and forgets that they changed.
+func (l *Logs) takeDirty() map[string]Limits {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]Limits, len(l.dirty))
+	for p := range l.dirty {
+		out[p] = l.watch[p]
+	}
+	clear(l.dirty)
+	return out
+}
+
 // check rotates the file at path if it has grown past lim.
 func (l *Logs) check(path string, lim Limits) {
+	l.checks.Add(1)
 	if _, err := Rotate(path, lim.MaxSize, lim.Keep); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		l.report(path, err)
 	}

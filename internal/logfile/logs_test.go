@@ -258,3 +258,67 @@ func tmpfs(t *testing.T, size int) string {
 	}
 	return dir
 }
+
+// TestLogsWorkPerChange: Run looks at what changed, not at the whole set:
+// a set of 500 logs costs 500 checks once; adding one log costs one, and
+// giving the same set again none. A unit's start adds its log, so a start
+// costs the same at 5000 units as at 5.
+func TestLogsWorkPerChange(t *testing.T) {
+	dir := t.TempDir()
+	lim := Limits{MaxSize: 1 << 20, Keep: 1}
+	set := map[string]Limits{}
+	for i := range 500 {
+		p := filepath.Join(dir, fmt.Sprintf("u%d.log", i))
+		if err := os.WriteFile(p, []byte("x\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		set[p] = lim
+	}
+	l := NewLogs(nil)
+	runLogs(t, l)
+	checked := func(n int64) {
+		t.Helper()
+		testkit.Eventually(t, patience, fmt.Sprintf("%d checks", n), func() bool { return l.checks.Load() >= n })
+		if got := l.checks.Load(); got != n {
+			t.Fatalf("%d checks, want %d", got, n)
+		}
+	}
+	l.Watch(set)
+	checked(500)
+	l.Add(filepath.Join(dir, "new.log"), lim)
+	checked(501)
+	set[filepath.Join(dir, "new.log")] = lim
+	l.Watch(set)                                   // the same set: nothing to look at
+	l.Add(filepath.Join(dir, "sentinel.log"), lim) // looked at after the Watch
+	checked(502)
+}
+
+// TestLogsAddWatchesAFileBornLate: a log in the set before its file exists
+// (a load names it, its unit opens it at its start) is watched once it is
+// added: it is checked then, and rotated on the write that crosses its
+// max_size.
+func TestLogsAddWatchesAFileBornLate(t *testing.T) {
+	const maxSize = 100
+	dir := t.TempDir()
+	path := filepath.Join(dir, "late.log")
+	l := NewLogs(nil)
+	runLogs(t, l)
+	lim := Limits{MaxSize: maxSize, Keep: 1}
+	l.Watch(map[string]Limits{path: lim})
+	testkit.Eventually(t, patience, "the missing file looked at", func() bool { return l.checks.Load() >= 1 })
+	out, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	l.Add(path, lim)
+	testkit.Eventually(t, patience, "the added file looked at", func() bool { return l.checks.Load() >= 2 })
+	w := watchDir(t, dir)
+	if _, err := out.WriteString(strings.Repeat("a", 2*maxSize) + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, w, "the rotation", func() bool {
+		each, _ := sizes(path, 1)
+		return each[0] == 0 && each[1] > 0
+	})
+}
