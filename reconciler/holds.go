@@ -141,26 +141,40 @@ func (r *Reconciler) fileUnit(name, verb string) (*unit, error) {
 // returns why. An adopted group with no unit file cannot be disabled
 // (control.ErrConflict): stop it.
 func (r *Reconciler) Disable(ctx context.Context, name string) error {
+	return r.hold(ctx, name, "disable", "disabled", &r.disabled, true)
+}
+
+// hold marks the unit of the unit file named name in *marks (&r.disabled
+// for Disable, &r.masked for Mask) and drops its runtime stop, which the
+// mark says more than; with stop it then stops the unit and returns once
+// its group is empty, as Stop does. The marks are written to the state
+// directory first: when they cannot be, nothing changes and the error
+// says why. verb and done name the act in errors and the log.
+func (r *Reconciler) hold(ctx context.Context, name, verb, done string, marks *map[string]bool, stop bool) error {
 	var err error
 	var wait <-chan error
-	if e := r.do(ctx, func(ctx context.Context) {
+	if e := r.do(ctx, func(context.Context) {
 		var u *unit
-		if u, err = r.fileUnit(name, "disable"); err != nil {
+		if u, err = r.fileUnit(name, verb); err != nil {
 			return
 		}
-		if !r.disabled[name] {
-			dis := maps.Clone(r.disabled)
-			dis[name] = true
+		if !(*marks)[name] {
+			old := *marks
+			*marks = maps.Clone(old)
+			(*marks)[name] = true
 			stops := maps.Clone(r.stops)
 			delete(stops, name)
-			if err = r.saveHolds(dis, stops); err != nil {
-				err = fmt.Errorf("unit %s not disabled: %w", name, err)
+			if err = r.saveAllHolds(r.disabled, r.masked, stops); err != nil {
+				*marks = old
+				err = fmt.Errorf("unit %s not %s: %w", name, done, err)
 				return
 			}
-			r.disabled, r.stops = dis, stops
-			r.log.Info("unit disabled", "unit", name)
+			r.stops = stops
+			r.log.Info("unit "+done, "unit", name, "now", stop)
 		}
-		wait = r.stopAsked(u, stopCommand)
+		if stop {
+			wait = r.stopAsked(u, stopCommand)
+		}
 	}); e != nil {
 		return e
 	}

@@ -24,35 +24,7 @@ var _ control.Masker = (*Reconciler)(nil)
 // first: when it cannot be, Mask changes nothing and returns why. An
 // adopted group with no unit file cannot be masked (control.ErrConflict).
 func (r *Reconciler) Mask(ctx context.Context, name string, now bool) error {
-	var err error
-	var wait <-chan error
-	if e := r.do(ctx, func(ctx context.Context) {
-		var u *unit
-		if u, err = r.fileUnit(name, "mask"); err != nil {
-			return
-		}
-		if !r.masked[name] {
-			masked := maps.Clone(r.masked)
-			masked[name] = true
-			stops := maps.Clone(r.stops)
-			delete(stops, name) // masked says more; unmask stops it again
-			if err = r.saveAllHolds(r.disabled, masked, stops); err != nil {
-				err = fmt.Errorf("unit %s not masked: %w", name, err)
-				return
-			}
-			r.masked, r.stops = masked, stops
-			r.log.Info("unit masked", "unit", name, "now", now)
-		}
-		if now {
-			wait = r.stopAsked(u, stopCommand)
-		}
-	}); e != nil {
-		return e
-	}
-	if err != nil {
-		return err
-	}
-	return r.await(ctx, wait)
+	return r.hold(ctx, name, "mask", "masked", &r.masked, now)
 }
 
 // Unmask undoes Mask (nothing to undo: nothing changes). The unit is not
