@@ -57,20 +57,15 @@ func (r *request) tokens() int {
 // true). A field that is absent, null or malformed enables nothing: the
 // provider judges malformed fields, the proxy only budgets silence.
 func (r *request) thinking() bool {
-	if v, ok := r.fields["thinking"]; ok {
-		var on bool
-		if json.Unmarshal(v, &on) == nil {
-			if on {
-				return true
-			}
-		} else {
-			var obj struct {
-				Type *string `json:"type"`
-			}
-			if json.Unmarshal(v, &obj) == nil && string(v) != "null" && (obj.Type == nil || *obj.Type != "disabled") {
-				return true
-			}
-		}
+	var th struct {
+		Type *string `json:"type"`
+	}
+	var re struct {
+		Effort  *string `json:"effort"`
+		Enabled *bool   `json:"enabled"`
+	}
+	if r.switchedOn("thinking", &th, func() bool { return th.Type == nil || *th.Type != "disabled" }) {
+		return true
 	}
 	if v, ok := r.fields["reasoning_effort"]; ok {
 		var effort string
@@ -78,24 +73,24 @@ func (r *request) thinking() bool {
 			return true
 		}
 	}
-	if v, ok := r.fields["reasoning"]; ok {
-		var on bool
-		if json.Unmarshal(v, &on) == nil {
-			if on {
-				return true
-			}
-		} else {
-			var obj struct {
-				Effort  *string `json:"effort"`
-				Enabled *bool   `json:"enabled"`
-			}
-			if json.Unmarshal(v, &obj) == nil && string(v) != "null" &&
-				(obj.Effort == nil || *obj.Effort != "none") && (obj.Enabled == nil || *obj.Enabled) {
-				return true
-			}
-		}
+	return r.switchedOn("reasoning", &re, func() bool {
+		return (re.Effort == nil || *re.Effort != "none") && (re.Enabled == nil || *re.Enabled)
+	})
+}
+
+// switchedOn reports whether the field k is true, or an object (decoded
+// into obj) that on, reading obj, says enables. Absent, false, null
+// (which decodes as false) or malformed: off.
+func (r *request) switchedOn(k string, obj any, on func() bool) bool {
+	v, ok := r.fields[k]
+	if !ok {
+		return false
 	}
-	return false
+	var b bool
+	if json.Unmarshal(v, &b) == nil {
+		return b
+	}
+	return json.Unmarshal(v, obj) == nil && on()
 }
 
 func (r *request) setModel(m string) {
