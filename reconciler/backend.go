@@ -300,6 +300,15 @@ func rss(pid int) int64 {
 	return n
 }
 
+// declared is the unit named name, unless none is (or its file is
+// removed): control.ErrUnknownUnit. The loop's goroutine.
+func (r *Reconciler) declared(name string) (*unit, error) {
+	if u := r.units[name]; u != nil && !u.removed() {
+		return u, nil
+	}
+	return nil, fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
+}
+
 // Start wants the unit running again: it clears a failure, the start
 // limit and a stop by command, and starts it once its dependencies allow.
 // It returns the unit's error when the start failed at once (port held,
@@ -308,9 +317,8 @@ func rss(pid int) int64 {
 func (r *Reconciler) Start(ctx context.Context, name string) error {
 	var err error
 	if e := r.do(ctx, func(ctx context.Context) {
-		u := r.units[name]
-		if u == nil || u.removed() {
-			err = fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
+		var u *unit
+		if u, err = r.declared(name); err != nil {
 			return
 		}
 		if err = r.refuseMasked(name); err != nil {
@@ -361,9 +369,8 @@ func (r *Reconciler) stopAndWait(ctx context.Context, name string, why stopReaso
 	var err error
 	var wait <-chan error
 	if e := r.do(ctx, func(ctx context.Context) {
-		u := r.units[name]
-		if u == nil || u.removed() {
-			err = fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
+		var u *unit
+		if u, err = r.declared(name); err != nil {
 			return
 		}
 		if why == stopRestart {

@@ -123,14 +123,11 @@ func (r *Reconciler) heldAtDeclare(n string) bool {
 // mask): an unknown unit is control.ErrUnknownUnit, an adopted group with
 // no file control.ErrConflict. The loop's goroutine.
 func (r *Reconciler) fileUnit(name, verb string) (*unit, error) {
-	u := r.units[name]
-	switch {
-	case u == nil || u.removed():
-		return nil, fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
-	case u.external:
+	u, err := r.declared(name)
+	if err == nil && u.external {
 		return nil, fmt.Errorf("unit %s is an adopted group, not a unit file: there is nothing to %s; stop it instead: %w", name, verb, control.ErrConflict)
 	}
-	return u, nil
+	return u, err
 }
 
 // Disable stops the unit, as Stop does (it returns once the group is

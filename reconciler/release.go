@@ -28,9 +28,8 @@ func (r *Reconciler) Release(ctx context.Context, name string) (control.Released
 	var res control.Released
 	var err error
 	if e := r.do(ctx, func(ctx context.Context) {
-		u := r.units[name]
-		if u == nil || u.removed() {
-			err = fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
+		var u *unit
+		if u, err = r.declared(name); err != nil {
 			return
 		}
 		if !u.state.active() || u.state == Stopping {

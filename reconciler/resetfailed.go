@@ -2,7 +2,6 @@ package reconciler
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/hermes-units/hermes/control"
 )
@@ -19,12 +18,8 @@ var _ control.FailureResetter = (*Reconciler)(nil)
 func (r *Reconciler) ResetFailed(ctx context.Context, name string) error {
 	var err error
 	if e := r.do(ctx, func(context.Context) {
-		u := r.units[name]
-		switch {
-		case u == nil || u.removed():
-			err = fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
-			return
-		case u.state != Failed && u.state != BackingOff:
+		var u *unit
+		if u, err = r.declared(name); err != nil || u.state != Failed && u.state != BackingOff {
 			return
 		}
 		u.stopTimer(timerBackoff)

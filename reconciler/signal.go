@@ -50,10 +50,10 @@ func (r *Reconciler) running(ctx context.Context, name, verb string) (target, er
 	var t target
 	var err error
 	if e := r.do(ctx, func(context.Context) {
-		u := r.units[name]
+		var u *unit
+		u, err = r.declared(name)
 		switch {
-		case u == nil || u.removed():
-			err = fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
+		case err != nil: // not declared
 		case u.state != Starting && u.state != Running:
 			err = fmt.Errorf("unit %s is %s: there is nothing to %s; `hermesctl start %s` starts it: %w", name, r.stateWord(u), verb, name, control.ErrConflict)
 		default:
