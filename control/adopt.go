@@ -123,39 +123,17 @@ type Released struct {
 // routeAdopter adds the ownership-transfer routes to mux.
 func (s *Server) routeAdopter(mux *router) {
 	a := s.b
-	mux.HandleFunc("POST "+pathAdopt, func(w http.ResponseWriter, r *http.Request) {
-		var req AdoptRequest
-		if !decodeBody(w, r, "adopt", &req) {
-			return
-		}
+	post(mux, pathAdopt, "adopt", func(r *http.Request, req AdoptRequest) (Adopted, error) {
 		req.CallerPID, req.CallerPGID = caller(r)
-		res, err := a.Adopt(r.Context(), req)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, res)
+		return a.Adopt(r.Context(), req)
 	})
-	mux.HandleFunc("POST "+pathOrphans, func(w http.ResponseWriter, r *http.Request) {
-		var req OrphansRequest
-		if !decodeBody(w, r, "orphans", &req) {
-			return
-		}
+	post(mux, pathOrphans, "orphans", func(r *http.Request, req OrphansRequest) (OrphanReport, error) {
 		req.CallerPID, req.CallerPGID = caller(r)
 		rep, err := a.Orphans(r.Context(), req)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, normalizeReport(rep))
+		return normalizeReport(rep), err
 	})
-	mux.HandleFunc("POST "+pathUnits+"{unit}/release", func(w http.ResponseWriter, r *http.Request) {
-		res, err := a.Release(r.Context(), r.PathValue("unit"))
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, res)
+	post(mux, pathUnits+"{unit}/release", "release", func(r *http.Request, _ struct{}) (Released, error) {
+		return a.Release(r.Context(), r.PathValue("unit"))
 	})
 }
 

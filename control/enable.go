@@ -46,25 +46,11 @@ func (s *Server) routeEnabler(mux *router) {
 	if !ok {
 		return
 	}
-	mux.HandleFunc("POST "+pathUnits+"{unit}/disable", func(w http.ResponseWriter, r *http.Request) {
-		unit := r.PathValue("unit")
-		if err := en.Disable(r.Context(), unit); err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, ActionResult{Unit: unit, Action: "disable"})
+	routeUnit(mux, "disable", func(ctx context.Context, unit string, _ struct{}) error {
+		return en.Disable(ctx, unit)
 	})
-	mux.HandleFunc("POST "+pathUnits+"{unit}/enable", func(w http.ResponseWriter, r *http.Request) {
-		var req EnableRequest
-		if !decodeBody(w, r, "enable", &req) {
-			return
-		}
-		unit := r.PathValue("unit")
-		if err := en.Enable(r.Context(), unit, req.Start); err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, ActionResult{Unit: unit, Action: "enable"})
+	routeUnit(mux, "enable", func(ctx context.Context, unit string, req EnableRequest) error {
+		return en.Enable(ctx, unit, req.Start)
 	})
 }
 

@@ -47,25 +47,11 @@ func (s *Server) routeMasker(mux *router) {
 	if !ok {
 		return
 	}
-	mux.HandleFunc("POST "+pathUnits+"{unit}/mask", func(w http.ResponseWriter, r *http.Request) {
-		var req MaskRequest
-		if !decodeBody(w, r, "mask", &req) {
-			return
-		}
-		unit := r.PathValue("unit")
-		if err := m.Mask(r.Context(), unit, req.Now); err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, ActionResult{Unit: unit, Action: "mask"})
+	routeUnit(mux, "mask", func(ctx context.Context, unit string, req MaskRequest) error {
+		return m.Mask(ctx, unit, req.Now)
 	})
-	mux.HandleFunc("POST "+pathUnits+"{unit}/unmask", func(w http.ResponseWriter, r *http.Request) {
-		unit := r.PathValue("unit")
-		if err := m.Unmask(r.Context(), unit); err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, ActionResult{Unit: unit, Action: "unmask"})
+	routeUnit(mux, "unmask", func(ctx context.Context, unit string, _ struct{}) error {
+		return m.Unmask(ctx, unit)
 	})
 }
 

@@ -89,31 +89,15 @@ func (s *Server) routeKeeper(mux *router) {
 	if !ok {
 		return
 	}
-	mux.HandleFunc("POST "+pathOwn, func(w http.ResponseWriter, r *http.Request) {
-		var req OwnRequest
-		if !decodeBody(w, r, "own", &req) {
-			return
-		}
+	post(mux, pathOwn, "own", func(r *http.Request, req OwnRequest) (OwnedGroups, error) {
 		req.CallerPID, _ = caller(r)
 		res, err := k.Own(r.Context(), req)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, normalizeOwned(res))
+		return normalizeOwned(res), err
 	})
-	mux.HandleFunc("POST "+pathRelease, func(w http.ResponseWriter, r *http.Request) {
-		var req ReleaseRequest
-		if !decodeBody(w, r, "release", &req) {
-			return
-		}
+	post(mux, pathRelease, "release", func(r *http.Request, req ReleaseRequest) (OwnedGroups, error) {
 		req.CallerPID, _ = caller(r)
 		res, err := k.ReleaseGroups(r.Context(), req)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, normalizeOwned(res))
+		return normalizeOwned(res), err
 	})
 }
 

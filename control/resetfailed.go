@@ -31,13 +31,8 @@ func (s *Server) routeResetter(mux *router) {
 	if !ok {
 		return
 	}
-	mux.HandleFunc("POST "+pathUnits+"{unit}/reset-failed", func(w http.ResponseWriter, r *http.Request) {
-		unit := r.PathValue("unit")
-		if err := rf.ResetFailed(r.Context(), unit); err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, ActionResult{Unit: unit, Action: "reset-failed"})
+	routeUnit(mux, "reset-failed", func(ctx context.Context, unit string, _ struct{}) error {
+		return rf.ResetFailed(ctx, unit)
 	})
 }
 

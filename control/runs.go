@@ -112,11 +112,7 @@ func (s *Server) routeRuns(mux *router, end <-chan struct{}) {
 	mux.HandleFunc("DELETE "+pathRuns+"/{id}", func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
 		ended, err := rr.EndRun(r.Context(), id)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, RunEnded{ID: id, Ended: ended})
+		reply(w, RunEnded{ID: id, Ended: ended}, err)
 	})
 }
 

@@ -199,16 +199,16 @@ func (s *Server) routes(end <-chan struct{}) (*router, []string) {
 	mux.HandleFunc("GET "+pathEvents, s.events(end))
 	mux.HandleFunc("GET "+pathVersion, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, s.ver) })
 	for _, a := range []Action{ActionStart, ActionStop, ActionRestart} {
-		mux.HandleFunc("POST "+pathUnits+"{unit}/"+string(a), func(w http.ResponseWriter, r *http.Request) {
-			res, err := s.act(r.Context(), r.PathValue("unit"), a)
-			if err != nil {
-				writeError(w, err)
-				return
-			}
-			writeJSON(w, res)
+		post(mux, pathUnits+"{unit}/"+string(a), string(a), func(r *http.Request, _ struct{}) (ActionResult, error) {
+			return s.act(r.Context(), r.PathValue("unit"), a)
 		})
 	}
-	mux.HandleFunc("POST "+pathReload, s.reload)
+	post(mux, pathReload, "reload", func(r *http.Request, req ReloadRequest) (Plan, error) {
+		// Unknown fields are refused (a newer client's intent is not
+		// silently ignored), and so is anything after the object.
+		plan, err := s.b.Reload(r.Context(), req.DryRun)
+		return normalizePlan(plan), err
+	})
 	mux.HandleFunc("GET "+pathUnits+"{unit}/log", s.logPath)
 	s.routeAdopter(mux)
 	s.routeEnabler(mux)
@@ -271,36 +271,13 @@ func (s *Server) act(ctx context.Context, unit string, a Action) (ActionResult, 
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	st, err := s.b.Status(r.Context(), r.URL.Query()["unit"]...)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, normalize(st))
-}
-
-func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
-	var req ReloadRequest
-	// Unknown fields are refused (a newer client's intent is not silently
-	// ignored), and so is anything after the object.
-	if !decodeBody(w, r, "reload", &req) {
-		return
-	}
-	plan, err := s.b.Reload(r.Context(), req.DryRun)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, normalizePlan(plan))
+	reply(w, normalize(st), err)
 }
 
 func (s *Server) logPath(w http.ResponseWriter, r *http.Request) {
 	unit := r.PathValue("unit")
 	p, err := s.b.LogPath(r.Context(), unit)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, LogInfo{Unit: unit, Path: p})
+	reply(w, LogInfo{Unit: unit, Path: p}, err)
 }
 
 // normalize turns nil slices into empty ones: the contract says arrays.
@@ -332,6 +309,40 @@ func writeError(w http.ResponseWriter, err error) {
 }
 
 func writeJSON(w http.ResponseWriter, v any) { writeBody(w, http.StatusOK, v) }
+
+// reply answers with err when there is one, else with v.
+func reply(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, v)
+}
+
+// post adds the route POST path to mux: do answers a request, its body
+// read strictly into a Req (decodeBody, what naming the body in its
+// error; a Req of struct{} is a route that takes no body, and it is not
+// read), with its error or its Res.
+func post[Req, Res any](mux *router, path, what string, do func(r *http.Request, req Req) (Res, error)) {
+	mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) {
+		var req Req
+		if _, none := any(req).(struct{}); !none && !decodeBody(w, r, what, &req) {
+			return
+		}
+		res, err := do(r, req)
+		reply(w, res, err)
+	})
+}
+
+// routeUnit adds the route POST /v1/units/{unit}/action to mux: do acts on
+// the unit the path names, with the body as post reads it, and the answer
+// is its error or ActionResult{unit, action}.
+func routeUnit[Req any](mux *router, action string, do func(ctx context.Context, unit string, req Req) error) {
+	post(mux, pathUnits+"{unit}/"+action, action, func(r *http.Request, req Req) (ActionResult, error) {
+		unit := r.PathValue("unit")
+		return ActionResult{Unit: unit, Action: action}, do(r.Context(), unit, req)
+	})
+}
 
 func writeBody(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")

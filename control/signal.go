@@ -65,34 +65,19 @@ func (s *Server) routeSignaller(mux *router) {
 	if !ok {
 		return
 	}
-	mux.HandleFunc("POST "+pathUnits+"{unit}/kill", func(w http.ResponseWriter, r *http.Request) {
-		var req KillRequest
-		if !decodeBody(w, r, "kill", &req) {
-			return
-		}
+	routeUnit(mux, "kill", func(ctx context.Context, unit string, req KillRequest) error {
 		sig, err := units.ParseSignal(req.Signal)
 		if err != nil {
-			writeError(w, fmt.Errorf("%w: kill: %v", ErrBadRequest, err))
-			return
+			return fmt.Errorf("%w: kill: %v", ErrBadRequest, err)
 		}
 		whom := req.Whom
 		if whom == "" {
 			whom = WhomAll
 		}
-		unit := r.PathValue("unit")
-		if err := sg.Kill(r.Context(), unit, syscall.Signal(sig), whom); err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, ActionResult{Unit: unit, Action: "kill"})
+		return sg.Kill(ctx, unit, syscall.Signal(sig), whom)
 	})
-	mux.HandleFunc("POST "+pathUnits+"{unit}/reload", func(w http.ResponseWriter, r *http.Request) {
-		unit := r.PathValue("unit")
-		if err := sg.ReloadUnit(r.Context(), unit); err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, ActionResult{Unit: unit, Action: "reload"})
+	routeUnit(mux, "reload", func(ctx context.Context, unit string, _ struct{}) error {
+		return sg.ReloadUnit(ctx, unit)
 	})
 }
 
