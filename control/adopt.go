@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 
 	"golang.org/x/sys/unix"
 
@@ -212,10 +211,5 @@ func (c *Client) Orphans(ctx context.Context, req OrphansRequest) (OrphanReport,
 
 // Release gives unit's group up.
 func (c *Client) Release(ctx context.Context, unit string) (Released, error) {
-	if unit == "" {
-		return Released{}, fmt.Errorf("%w: empty unit name", ErrBadRequest)
-	}
-	var res Released
-	err := c.do(ctx, http.MethodPost, pathUnits+url.PathEscape(unit)+"/release", nil, &res)
-	return res, err
+	return onUnit[Released](ctx, c, http.MethodPost, unit, "release", nil)
 }

@@ -104,12 +104,25 @@ func (c *Client) action(ctx context.Context, unit string, a Action) error {
 // units it took down with unit; for a start of a job, the run it began.
 // A daemon older than these fields answers without them.
 func (c *Client) Act(ctx context.Context, unit string, a Action) (ActionResult, error) {
+	return onUnit[ActionResult](ctx, c, http.MethodPost, unit, string(a), nil)
+}
+
+// unitAction posts in to unit's route action, which answers an
+// ActionResult.
+func (c *Client) unitAction(ctx context.Context, unit, action string, in any) error {
+	_, err := onUnit[ActionResult](ctx, c, http.MethodPost, unit, action, in)
+	return err
+}
+
+// onUnit sends in to unit's route (…/v1/units/UNIT/route) and reads the
+// answer as a T. An empty unit name is ErrBadRequest, and nothing is sent.
+func onUnit[T any](ctx context.Context, c *Client, method, unit, route string, in any) (T, error) {
+	var out T
 	if unit == "" {
-		return ActionResult{}, fmt.Errorf("%w: empty unit name", ErrBadRequest)
+		return out, fmt.Errorf("%w: empty unit name", ErrBadRequest)
 	}
-	var res ActionResult
-	err := c.do(ctx, http.MethodPost, pathUnits+url.PathEscape(unit)+"/"+string(a), nil, &res)
-	return res, err
+	err := c.do(ctx, method, pathUnits+url.PathEscape(unit)+"/"+route, in, &out)
+	return out, err
 }
 
 // Reload asks the daemon to re-read its units now (dryRun: only to say what
@@ -132,11 +145,7 @@ func (c *Client) Version(ctx context.Context) (VersionInfo, error) {
 
 // LogPath is unit's current log file.
 func (c *Client) LogPath(ctx context.Context, unit string) (string, error) {
-	if unit == "" {
-		return "", fmt.Errorf("%w: empty unit name", ErrBadRequest)
-	}
-	var li LogInfo
-	err := c.do(ctx, http.MethodGet, pathUnits+url.PathEscape(unit)+"/log", nil, &li)
+	li, err := onUnit[LogInfo](ctx, c, http.MethodGet, unit, "log", nil)
 	return li.Path, err
 }
 

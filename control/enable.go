@@ -1,11 +1,6 @@
 package control
 
-import (
-	"context"
-	"fmt"
-	"net/http"
-	"net/url"
-)
+import "context"
 
 // Disabling and enabling units (`hermesctl disable`, `enable`). Routes,
 // served when the Backend is an Enabler:
@@ -58,16 +53,10 @@ var _ Enabler = (*Client)(nil)
 
 // Disable disables unit (see Enabler) and returns once its group is empty.
 func (c *Client) Disable(ctx context.Context, unit string) error {
-	if unit == "" {
-		return fmt.Errorf("%w: empty unit name", ErrBadRequest)
-	}
-	return c.do(ctx, http.MethodPost, pathUnits+url.PathEscape(unit)+"/disable", struct{}{}, &ActionResult{})
+	return c.unitAction(ctx, unit, "disable", struct{}{})
 }
 
 // Enable enables unit, and with start starts it (see Enabler).
 func (c *Client) Enable(ctx context.Context, unit string, start bool) error {
-	if unit == "" {
-		return fmt.Errorf("%w: empty unit name", ErrBadRequest)
-	}
-	return c.do(ctx, http.MethodPost, pathUnits+url.PathEscape(unit)+"/enable", EnableRequest{Start: start}, &ActionResult{})
+	return c.unitAction(ctx, unit, "enable", EnableRequest{Start: start})
 }

@@ -1,11 +1,6 @@
 package control
 
-import (
-	"context"
-	"fmt"
-	"net/http"
-	"net/url"
-)
+import "context"
 
 // Masking and unmasking units (`hermesctl mask`, `unmask`). Routes, served
 // when the Backend is a Masker:
@@ -59,16 +54,10 @@ var _ Masker = (*Client)(nil)
 
 // Mask masks unit, and with now stops it (see Masker).
 func (c *Client) Mask(ctx context.Context, unit string, now bool) error {
-	if unit == "" {
-		return fmt.Errorf("%w: empty unit name", ErrBadRequest)
-	}
-	return c.do(ctx, http.MethodPost, pathUnits+url.PathEscape(unit)+"/mask", MaskRequest{Now: now}, &ActionResult{})
+	return c.unitAction(ctx, unit, "mask", MaskRequest{Now: now})
 }
 
 // Unmask unmasks unit (see Masker).
 func (c *Client) Unmask(ctx context.Context, unit string) error {
-	if unit == "" {
-		return fmt.Errorf("%w: empty unit name", ErrBadRequest)
-	}
-	return c.do(ctx, http.MethodPost, pathUnits+url.PathEscape(unit)+"/unmask", struct{}{}, &ActionResult{})
+	return c.unitAction(ctx, unit, "unmask", struct{}{})
 }

@@ -1,11 +1,6 @@
 package control
 
-import (
-	"context"
-	"fmt"
-	"net/http"
-	"net/url"
-)
+import "context"
 
 // Clearing a unit's failure (`hermesctl reset-failed`). Route, served when
 // the Backend is a FailureResetter:
@@ -40,8 +35,5 @@ var _ FailureResetter = (*Client)(nil)
 
 // ResetFailed clears unit's failure (see FailureResetter).
 func (c *Client) ResetFailed(ctx context.Context, unit string) error {
-	if unit == "" {
-		return fmt.Errorf("%w: empty unit name", ErrBadRequest)
-	}
-	return c.do(ctx, http.MethodPost, pathUnits+url.PathEscape(unit)+"/reset-failed", struct{}{}, &ActionResult{})
+	return c.unitAction(ctx, unit, "reset-failed", struct{}{})
 }

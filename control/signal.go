@@ -3,8 +3,6 @@ package control
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/url"
 	"syscall"
 
 	"github.com/hermes-units/hermes/internal/word"
@@ -85,17 +83,10 @@ var _ Signaller = (*Client)(nil)
 
 // Kill sends sig to whom of unit (see Signaller).
 func (c *Client) Kill(ctx context.Context, unit string, sig syscall.Signal, whom Whom) error {
-	if unit == "" {
-		return fmt.Errorf("%w: empty unit name", ErrBadRequest)
-	}
-	return c.do(ctx, http.MethodPost, pathUnits+url.PathEscape(unit)+"/kill",
-		KillRequest{Signal: units.Signal(sig).String(), Whom: whom}, &ActionResult{})
+	return c.unitAction(ctx, unit, "kill", KillRequest{Signal: units.Signal(sig).String(), Whom: whom})
 }
 
 // ReloadUnit reloads unit (see Signaller) and returns once it is done.
 func (c *Client) ReloadUnit(ctx context.Context, unit string) error {
-	if unit == "" {
-		return fmt.Errorf("%w: empty unit name", ErrBadRequest)
-	}
-	return c.do(ctx, http.MethodPost, pathUnits+url.PathEscape(unit)+"/reload", struct{}{}, &ActionResult{})
+	return c.unitAction(ctx, unit, "reload", struct{}{})
 }
