@@ -25,6 +25,7 @@ import (
 
 // seen is what publishChanges last reported of one unit.
 type seen struct {
+	known    bool // reported once
 	state    control.UnitState
 	ready    bool
 	restarts int
@@ -32,12 +33,12 @@ type seen struct {
 	pid      int
 }
 
-// publisher is the reconciler's memory of what it published. Owned by
-// Run's goroutine.
+// publisher is the reconciler's memory of what it published, apart from
+// each unit's own (unit.pub). Owned by Run's goroutine.
 type publisher struct {
-	units    map[string]seen
 	released map[int]bool    // pgids of released groups reported
 	errs     map[string]bool // config errors reported, by their text
+	errsOf   []*units.Error  // the load's errors errs was made from
 }
 
 func (r *Reconciler) publish(e events.Event) {
@@ -53,36 +54,33 @@ func (r *Reconciler) publishChanges() {
 		return
 	}
 	p := &r.pub
-	if p.units == nil {
-		p.units, p.released, p.errs = map[string]seen{}, map[int]bool{}, map[string]bool{}
+	if p.released == nil {
+		p.released, p.errs = map[int]bool{}, map[string]bool{}
 	}
 	r.publishConfigErrors(p)
 	r.publishReleased(p)
 	now := time.Now()
 	for _, u := range r.order() {
-		r.publishUnit(p, u, now)
-	}
-	for name := range p.units {
-		if _, ok := r.units[name]; !ok {
-			delete(p.units, name) // removed by a reload, released, or an adopted group gone
-		}
+		r.publishUnit(u, now)
 	}
 }
 
 // publishConfigErrors reports the config errors not reported yet, and
 // forgets the fixed ones so that they are reported again if they come back.
 func (r *Reconciler) publishConfigErrors(p *publisher) {
+	if slices.Equal(p.errsOf, r.errs) {
+		return // the same load's errors: reported already
+	}
+	p.errsOf = r.errs
+	now := make(map[string]bool, len(r.errs))
 	for _, e := range r.errs {
-		if k := e.Error(); !p.errs[k] {
-			p.errs[k] = true
+		k := e.Error()
+		now[k] = true
+		if !p.errs[k] {
 			r.publish(events.Event{Kind: events.ConfigError, Error: &events.FileError{File: e.File, Line: e.Line, Column: e.Column, Message: e.Msg}})
 		}
 	}
-	for k := range p.errs {
-		if !slices.ContainsFunc(r.errs, func(e *units.Error) bool { return e.Error() == k }) {
-			delete(p.errs, k) // fixed: reported again if it comes back
-		}
-	}
+	p.errs = now // a fixed error is forgotten: reported again if it comes back
 }
 
 // publishReleased reports the released groups not reported yet, and
@@ -103,17 +101,20 @@ func (r *Reconciler) publishReleased(p *publisher) {
 
 // publishUnit reports what changed of u since it was last seen, in this
 // order: adopted, restarted, a new state, ready; and remembers u as it is.
-func (r *Reconciler) publishUnit(p *publisher, u *unit, now time.Time) {
+func (r *Reconciler) publishUnit(u *unit, now time.Time) {
 	name := u.spec.Name
-	was, known := p.units[name]
+	was, known := u.pub, u.pub.known
 	if !known {
 		was = seen{state: Inactive.word()}
 	}
-	now1 := seen{state: r.stateWord(u), ready: u.state == Running, restarts: u.restarts, adopted: u.adopted()}
+	now1 := seen{known: true, state: r.stateWord(u), ready: u.state == Running, restarts: u.restarts, adopted: u.adopted()}
 	if u.state.active() {
 		now1.pid = u.run.group.Leader.PID
 	}
-	p.units[name] = now1
+	if now1 == was {
+		return
+	}
+	u.pub = now1
 	if now1.adopted && (!was.adopted || was.pid != now1.pid) {
 		r.publish(events.Event{Kind: events.Adopted, Unit: name, PID: now1.pid})
 	}

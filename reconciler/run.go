@@ -489,7 +489,8 @@ func (r *Reconciler) declare(x *unit, takenBy int) {
 	v := *x.declared
 	s := v.spec
 	held := r.heldAtDeclare(s.Name)
-	r.units[s.Name] = &unit{spec: s, hash: v.hash, enabled: !s.IsJob() && !held, held: held, epoch: v.epoch, takenBy: takenBy}
+	// pub: the name's events go on from what was last said of x.
+	r.units[s.Name] = &unit{spec: s, hash: v.hash, enabled: !s.IsJob() && !held, held: held, epoch: v.epoch, takenBy: takenBy, pub: x.pub}
 	r.reorder()
 	r.log.Info("adopted group gone; its name goes to the unit file", "unit", s.Name, "file", s.File)
 }

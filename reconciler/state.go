@@ -133,6 +133,9 @@ type unit struct {
 	// it; Start (or Restart) clears it. A unit removed and declared again
 	// is new: not held, unless disabled.
 	held bool
+
+	// pub is what publishChanges last reported of the unit.
+	pub seen
 }
 
 // version is a version of a unit's file that it is to switch to: the
