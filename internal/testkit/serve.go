@@ -56,17 +56,37 @@ func Run(t testing.TB, run func(context.Context) error) (stop func() error) {
 // moment ago: the kernel picks each for a listener, all held until the
 // last is picked, then closed. A port drawn at random can be one a
 // connection of the machine holds (the ephemeral range), and a server
-// given it fails to start.
+// given it fails to start. No port is handed to two tests of this process
+// at once: a port another test holds until its end is passed over (the
+// kernel may pick a port again once its listener closed).
 func FreePorts(t testing.TB, n int) []int {
 	t.Helper()
+	portsMu.Lock()
+	defer portsMu.Unlock()
 	var out []int
-	for range n {
+	for len(out) < n {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer ln.Close()
-		out = append(out, ln.Addr().(*net.TCPAddr).Port)
+		if p := ln.Addr().(*net.TCPAddr).Port; !portsHeld[p] {
+			portsHeld[p] = true
+			out = append(out, p)
+		}
 	}
+	t.Cleanup(func() {
+		portsMu.Lock()
+		defer portsMu.Unlock()
+		for _, p := range out {
+			delete(portsHeld, p)
+		}
+	})
 	return out
 }
+
+// portsHeld are the ports FreePorts handed to tests that have not ended.
+var (
+	portsMu   sync.Mutex
+	portsHeld = map[int]bool{}
+)

@@ -328,3 +328,31 @@ func TestStartIdentified(t *testing.T) {
 		t.Errorf("identity %+v, want pid %d with its start time", id, cmd.Process.Pid)
 	}
 }
+
+// TestFreePortsHeld: FreePorts never hands out a port a test that has not
+// ended holds, though the kernel, asked again, may pick it (its listener
+// closed): a thousand picks held at once are distinct, and a port is
+// handed out again once its test ended.
+func TestFreePortsHeld(t *testing.T) {
+	seen := map[int]bool{}
+	t.Run("held", func(t *testing.T) {
+		for range 1000 {
+			p := FreePorts(t, 1)[0]
+			if seen[p] {
+				t.Fatalf("port %d handed out twice while its first test holds it", p)
+			}
+			seen[p] = true
+		}
+	})
+	if len(portsHeld) != 0 {
+		t.Errorf("%d ports still held after their test ended, want 0", len(portsHeld))
+	}
+	// Each port is usable: bound a moment after FreePorts returned it.
+	for _, p := range FreePorts(t, 3) {
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			t.Fatalf("port %d: %v", p, err)
+		}
+		ln.Close()
+	}
+}
