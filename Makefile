@@ -7,6 +7,11 @@ PKGS := ./...
 CHAOS_ROUNDS ?= 200
 CHAOS_SEED ?= 0
 ESCAPE_RUNS ?= 200
+FORKING_RUNS ?= 100
+ESCAPE_PARALLEL ?= 8
+FORKING_PARALLEL ?= 4
+ESCAPE_FOR ?= 0
+FORKING_FOR ?= 0
 BENCH_FLAGS ?=
 
 .PHONY: help build run test lint lint-metrics bench bench-peers clean schema chaos escapes examples man dist
@@ -53,9 +58,14 @@ bench-peers: ## not in CI: start, stop, status, edit, memory and owner-SIGKILL a
 chaos: ## kill hermesd at random moments, restart it, check nothing owned survives or is lost (CHAOS_ROUNDS, CHAOS_SEED; 0 = from the clock)
 	$(GO) run ./tools/chaos -rounds $(CHAOS_ROUNDS) -seed $(CHAOS_SEED)
 
-escapes: ## play each escape row (survivors) and forking-together size ESCAPE_RUNS times (issue 24's bar: 200 and 100)
-	$(GO) test -race -count=1 -timeout 0 -run 'TestEscapes' ./supervisor -escapes.runs $(ESCAPE_RUNS)
-	$(GO) test -race -count=1 -timeout 0 -run 'TestForkingTogether' ./cmd/hermesd -forking.runs $(ESCAPE_RUNS)
+# make escapes: the plays run ESCAPE_PARALLEL (FORKING_PARALLEL) at once, each
+# with owners, directories, ports and tokens of its own; without the race
+# detector, which slows each owner and supervisor 2-3x (make test runs both
+# tests with it); ESCAPE_FOR and FORKING_FOR (e.g. 30m) stop starting plays
+# after that long, and each test prints its table (runs per row).
+escapes: ## play each escape row ESCAPE_RUNS times, each forking-together size FORKING_RUNS times (issue 24's bar: 200, 100)
+	set -o pipefail; $(GO) test -count=1 -timeout 0 -v -run 'TestEscapes' ./supervisor -escapes.runs $(ESCAPE_RUNS) -escapes.parallel $(ESCAPE_PARALLEL) -escapes.for $(ESCAPE_FOR) | grep -vE '^ *(=== (RUN|PAUSE|CONT|NAME)|--- PASS)'
+	set -o pipefail; $(GO) test -count=1 -timeout 0 -v -run 'TestForkingTogether' ./cmd/hermesd -forking.runs $(FORKING_RUNS) -forking.parallel $(FORKING_PARALLEL) -forking.for $(FORKING_FOR) | grep -vE '^ *(=== (RUN|PAUSE|CONT|NAME)|--- PASS)'
 
 schema: ## regenerate schema/*.schema.json from the Go types
 	$(GO) generate ./schema

@@ -88,36 +88,24 @@ const escapePrologue = `born() {
 // their birth; in each mode this machine has and with the portable
 // backend. A control owner running the same unit is never killed: every
 // one of its processes must be alive after the kill. -escapes.runs plays
-// each row that many times.
+// each row that many times; -escapes.parallel plays that many at once
+// (rows and runs mixed), each with owners, directories, ports and tokens
+// of its own.
 func TestEscapes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts owners and daemons")
 	}
-	type result struct {
-		row                 string
-		runs, found, ctlBad int
-		maxDelay            time.Duration
-		limit               string
+	var table []*escapeResult
+	t.Cleanup(func() { t.Log(escapeTable(table)) })
+	// A play waits for its turn in slots: most of a play is waiting (for
+	// a scan, for a supervisor's grace), so plays overlap well; few at
+	// once keep an early kill within milliseconds of the birth.
+	slots := make(chan struct{}, max(*escapeParallel, 1))
+	var until time.Time
+	if *escapeFor > 0 {
+		until = time.Now().Add(*escapeFor)
 	}
-	var mu sync.Mutex
-	var table []result
-	t.Cleanup(func() {
-		var b strings.Builder
-		fmt.Fprintf(&b, "\n%-72s %5s %9s %13s %s\n", "row", "runs", "survivors", "control lost", "max birth→kill")
-		for _, r := range table {
-			d := "-"
-			if r.maxDelay > 0 {
-				d = r.maxDelay.String()
-			}
-			fmt.Fprintf(&b, "%-72s %5d %9d %13d %s\n", r.row, r.runs, r.found, r.ctlBad, d)
-		}
-		for _, r := range table {
-			if r.limit != "" {
-				fmt.Fprintf(&b, "limit, %s: %s\n", r.row, r.limit)
-			}
-		}
-		t.Log(b.String())
-	})
+	var rows sync.WaitGroup
 	for _, su := range setups(t) {
 		for _, c := range escapeCases {
 			for _, late := range []bool{false, true} {
@@ -125,45 +113,115 @@ func TestEscapes(t *testing.T) {
 				if late {
 					when = "late"
 				}
-				name := su.String() + "/" + c.name + "/" + when
-				t.Run(name, func(t *testing.T) {
-					if c.needs != "" {
-						if _, err := exec.LookPath(c.needs); err != nil {
-							t.Skipf("no %s on PATH", c.needs)
+				res := &escapeResult{row: su.String() + "/" + c.name + "/" + when}
+				if su.backend == BackendPortable {
+					res.limit = c.portableEarly
+					if late {
+						res.limit = c.portableLate
+					}
+				}
+				table = append(table, res)
+				rows.Add(1)
+				go func() {
+					defer rows.Done()
+					t.Run(res.row, func(t *testing.T) {
+						if c.needs != "" {
+							if _, err := exec.LookPath(c.needs); err != nil {
+								t.Skipf("no %s on PATH", c.needs)
+							}
 						}
-					}
-					// Not parallel: an early kill must come within
-					// milliseconds of the birth, which a crowd of
-					// rows on a small machine delays.
-					res := result{row: name}
-					if su.backend == BackendPortable {
-						res.limit = c.portableEarly
-						if late {
-							res.limit = c.portableLate
-						}
-					}
-					for range *escapeRuns {
-						found, ctlBad, delay := escapeRun(t, su, c, late)
-						res.runs++
-						res.found += found
-						res.ctlBad += ctlBad
-						res.maxDelay = max(res.maxDelay, delay)
-						if t.Failed() {
-							break
-						}
-					}
-					mu.Lock()
-					table = append(table, res)
-					mu.Unlock()
-					if res.found > 0 && res.limit == "" {
-						t.Errorf("%d processes of the unit survived the owner's SIGKILL in %d runs, want 0", res.found, res.runs)
-					}
-					if res.ctlBad > 0 {
-						t.Errorf("the control owner lost %d processes in %d runs, want none: the kill was not confined to the killed owner's units", res.ctlBad, res.runs)
-					}
-				})
+						escapeRow(t, su, c, late, res, slots, until)
+					})
+				}()
 			}
 		}
+	}
+	rows.Wait()
+}
+
+// escapeParallel is how many plays of TestEscapes run at once;
+// escapeFor, once passed, stops it starting plays (0: never), so that a
+// run of it fits a time: the table says how many plays each row had.
+var (
+	escapeParallel = flag.Int("escapes.parallel", 4, "TestEscapes: how many plays (of any rows) run at once")
+	escapeFor      = flag.Duration("escapes.for", 0, "TestEscapes: start no play once this long has passed (0: no limit)")
+)
+
+// escapeResult is one row of TestEscapes's table: its plays, the unit's
+// processes that survived them, the control's that died, and the longest
+// time from birth to kill of its early plays. The row's plays add to it
+// under mu.
+type escapeResult struct {
+	row                 string
+	mu                  sync.Mutex
+	runs, found, ctlBad int
+	failed              int // plays that failed before their end (not in runs)
+	maxDelay            time.Duration
+	limit               string
+}
+
+// escapeTable is the table TestEscapes logs.
+func escapeTable(table []*escapeResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%-72s %5s %6s %9s %13s %s\n", "row", "runs", "failed", "survivors", "control lost", "max birth→kill")
+	for _, r := range table {
+		r.mu.Lock()
+		d := "-"
+		if r.maxDelay > 0 {
+			d = r.maxDelay.String()
+		}
+		fmt.Fprintf(&b, "%-72s %5d %6d %9d %13d %s\n", r.row, r.runs, r.failed, r.found, r.ctlBad, d)
+		r.mu.Unlock()
+	}
+	for _, r := range table {
+		if r.limit != "" {
+			fmt.Fprintf(&b, "limit, %s: %s\n", r.row, r.limit)
+		}
+	}
+	return b.String()
+}
+
+// escapeRow plays row (su, c, late) -escapes.runs times, each play a
+// subtest of its own that waits for one of slots; it stops starting plays
+// once one failed, or once until (if set) passed.
+func escapeRow(t *testing.T, su setup, c escapeCase, late bool, res *escapeResult, slots chan struct{}, until time.Time) {
+	var plays sync.WaitGroup
+	for i := range *escapeRuns {
+		slots <- struct{}{}
+		if t.Failed() || (!until.IsZero() && time.Now().After(until)) {
+			<-slots
+			break
+		}
+		plays.Add(1)
+		go func() {
+			defer plays.Done()
+			defer func() { <-slots }()
+			t.Run(strconv.Itoa(i+1), func(t *testing.T) {
+				defer func() {
+					if t.Failed() {
+						res.mu.Lock()
+						res.failed++
+						res.mu.Unlock()
+					}
+				}()
+				found, ctlBad, delay := escapeRun(t, su, c, late)
+				res.mu.Lock()
+				defer res.mu.Unlock()
+				res.runs++
+				res.found += found
+				res.ctlBad += ctlBad
+				res.maxDelay = max(res.maxDelay, delay)
+			})
+		}()
+	}
+	plays.Wait()
+	res.mu.Lock()
+	defer res.mu.Unlock()
+	if res.found > 0 && res.limit == "" {
+		t.Errorf("%d processes of the unit survived the owner's SIGKILL in %d runs, want 0", res.found, res.runs)
+	}
+	if res.ctlBad > 0 {
+		t.Errorf("the control owner lost %d processes in %d runs, want none: the kill was not confined to the killed owner's units", res.ctlBad, res.runs)
 	}
 }
 
@@ -174,8 +232,7 @@ func TestEscapes(t *testing.T) {
 // to the kill (early runs; 10 ms resolution).
 func escapeRun(t *testing.T, su setup, c escapeCase, late bool) (found, ctlLost int, delay time.Duration) {
 	t.Helper()
-	tok := func() string { return strconv.Itoa(100000 + rand.IntN(899999)) }
-	vTok, cTok := tok(), tok()
+	vTok, cTok := escapeToken(), escapeToken()
 	ports := testkit.FreePorts(t, 2)
 	vPort, cPort := ports[0], ports[1]
 	vDir, cDir := t.TempDir(), t.TempDir()
@@ -183,7 +240,12 @@ func escapeRun(t *testing.T, su setup, c escapeCase, late bool) (found, ctlLost 
 		f := family{kind: "script", lines: 1, n: 1, owners: 1, script: fmt.Sprintf(escapePrologue+c.script, tk, p, dir)}
 		return startOwner(t, f, su, "escapes", t.TempDir(), 0)
 	}
-	alive := func(tk string, p int) []int { return escapeMembers(tk, p) }
+	// Only processes born after the play began count (and are killed at
+	// its end): a process of another test with the same token is older.
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts)
+	since := uint64(time.Duration(ts.Nano())/(time.Second/proc.ClockTicks)) - 1
+	alive := func(tk string, p int) []int { return escapeMembers(tk, p, since) }
 	defer func() {
 		for _, pid := range append(alive(vTok, vPort), alive(cTok, cPort)...) {
 			syscall.Kill(pid, syscall.SIGKILL)
@@ -202,7 +264,6 @@ func escapeRun(t *testing.T, su setup, c escapeCase, late bool) (found, ctlLost 
 		}
 	}
 	sup := ownerStatus(t, v)[0] // its supervisor, asked: a look at /proc would delay an early kill
-	var ts unix.Timespec
 	unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts)
 	v.cmd.Process.Signal(syscall.SIGKILL)
 	killedAt := time.Duration(ts.Nano())
@@ -225,8 +286,12 @@ func escapeRun(t *testing.T, su setup, c escapeCase, late bool) (found, ctlLost 
 			return err != nil || st.Zombie()
 		})
 	}
-	// A process TERMed or KILLed a moment ago may take a moment to go.
-	testkit.Within(2*time.Second, func() bool { return len(alive(vTok, vPort)) == 0 })
+	// A process TERMed or KILLed a moment ago may take a moment to go
+	// (looked for every 100 ms: a look reads every process's command
+	// line, and a row with a limit waits the whole 2 s).
+	for end := time.Now().Add(2 * time.Second); len(alive(vTok, vPort)) > 0 && time.Now().Before(end); {
+		time.Sleep(100 * time.Millisecond)
+	}
 	found = len(alive(vTok, vPort))
 	ctlLost = max(len(ctlBefore)-len(alive(cTok, cPort)), 0)
 	if len(ctlBefore) == 0 {
@@ -235,6 +300,28 @@ func escapeRun(t *testing.T, su setup, c escapeCase, late bool) (found, ctlLost 
 	ctl.in.Close()
 	ctl.cmd.Wait()
 	return found, ctlLost, delay
+}
+
+// escapeTokens are the tokens this test process handed out: plays that
+// run at once never share one, so none counts or kills another's
+// processes.
+var (
+	escapeTokensMu sync.Mutex
+	escapeTokens   = map[string]bool{}
+)
+
+// escapeToken is a token no other play of this process had: six digits,
+// random (another test process's plays are unlikely to draw the same).
+func escapeToken() string {
+	escapeTokensMu.Lock()
+	defer escapeTokensMu.Unlock()
+	for {
+		tok := strconv.Itoa(100000 + rand.IntN(899999))
+		if !escapeTokens[tok] {
+			escapeTokens[tok] = true
+			return tok
+		}
+	}
 }
 
 // ownerStatus asks owner o (playOwner) for its status line's numbers.
@@ -260,20 +347,30 @@ func ownerStatus(t *testing.T, o *ownerProc) []int64 {
 
 // waitScan asks owner o (playOwner) until it reports a scan for escapees
 // that began after since and ended, and the supervisor's answer to every
-// registration it made, for up to 10 s.
+// registration it made, for up to 60 s (a scan reads every process's
+// environment: slow on a crowded, loaded machine); the failure says which
+// of the two it still lacks.
 func waitScan(t *testing.T, o *ownerProc, since time.Time) {
 	t.Helper()
-	testkit.Eventually(t, 10*time.Second, fmt.Sprintf("a scan of owner %d", o.cmd.Process.Pid), func() bool {
-		st := ownerStatus(t, o) // PID GROUPS ESCAPEES SCANNED ORPHANS UNANSWERED
-		return st[3] > since.UnixNano() && st[5] == 0
+	var st []int64
+	testkit.EventuallyOK(t, 60*time.Second, func() error {
+		st = ownerStatus(t, o) // PID GROUPS ESCAPEES SCANNED ORPHANS UNANSWERED
+		if st[3] <= since.UnixNano() {
+			return fmt.Errorf("owner %d: no scan began after %v and ended (last began %v)",
+				o.cmd.Process.Pid, since.Format(time.StampMicro), time.Unix(0, st[3]).Format(time.StampMicro))
+		}
+		if st[5] != 0 {
+			return fmt.Errorf("owner %d: %d registrations not answered by its supervisor", o.cmd.Process.Pid, st[5])
+		}
+		return nil
 	})
 }
 
-// escapeMembers lists the live processes of an escape unit: its sleeps
-// ("sleep tokD"), its shells (": tok;" in their command line), and the
-// redis serving port.
-func escapeMembers(tok string, port int) []int {
-	pids, _ := proc.Find(func(st proc.Stat) bool { return !st.Zombie() })
+// escapeMembers lists the live processes of an escape unit born at or
+// after since (clock ticks since boot): its sleeps ("sleep tokD"), its
+// shells (": tok;" in their command line), and the redis serving port.
+func escapeMembers(tok string, port int, since uint64) []int {
+	pids, _ := proc.Find(func(st proc.Stat) bool { return !st.Zombie() && st.StartTime >= since })
 	var out []int
 	for _, pid := range pids {
 		argv, err := proc.Cmdline(pid)

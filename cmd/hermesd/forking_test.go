@@ -11,8 +11,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/testkit"
@@ -20,8 +23,14 @@ import (
 )
 
 // forkingRuns is how many times TestForkingTogether plays each of its
-// sizes (the issue's bar is 100).
-var forkingRuns = flag.Int("forking.runs", 1, "TestForkingTogether: how many times each size is played")
+// sizes (the issue's bar is 100); forkingParallel how many runs (of any
+// sizes) play at once, each with a hermesd, directories, ports and
+// daemons' command lines of its own.
+var (
+	forkingRuns     = flag.Int("forking.runs", 1, "TestForkingTogether: how many times each size is played")
+	forkingParallel = flag.Int("forking.parallel", 2, "TestForkingTogether: how many runs (of any sizes) play at once")
+	forkingFor      = flag.Duration("forking.for", 0, "TestForkingTogether: start no run once this long has passed (0: no limit)")
+)
 
 // TestForkingTogether: two, five and ten `forking` units started together
 // by one hermesd in pgroup mode (nginx and redis daemonizing, and three
@@ -32,20 +41,76 @@ var forkingRuns = flag.Int("forking.runs", 1, "TestForkingTogether: how many tim
 // pid file, its log): none is taken by another unit (no "escapee N …
 // registering it" for a unit whose daemon N is not), and each unit's
 // status names its own daemon. -forking.runs plays each size that many
-// times.
+// times; the test logs, per size, the runs, the misattributions (a unit
+// that registered another's daemon) and the units whose status named
+// another pid than their own daemon's.
 func TestForkingTogether(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts hermesd and daemons")
 	}
-	for _, n := range []int{2, 5, 10} {
-		t.Run(strconv.Itoa(n), func(t *testing.T) {
-			for run := range *forkingRuns {
-				if !forkingRun(t, n) {
-					t.Fatalf("run %d of %d failed", run+1, *forkingRuns)
-				}
-			}
-		})
+	slots := make(chan struct{}, max(*forkingParallel, 1))
+	var until time.Time
+	if *forkingFor > 0 {
+		until = time.Now().Add(*forkingFor)
 	}
+	var table []*forkingResult
+	t.Cleanup(func() {
+		var b strings.Builder
+		fmt.Fprintf(&b, "\n%-6s %5s %16s %12s\n", "units", "runs", "misattributions", "wrong status")
+		for _, r := range table {
+			r.mu.Lock()
+			fmt.Fprintf(&b, "%-6d %5d %16d %12d\n", r.n, r.runs, r.took, r.wrong)
+			r.mu.Unlock()
+		}
+		t.Log(b.String())
+	})
+	var sizes sync.WaitGroup
+	for _, n := range []int{2, 5, 10} {
+		res := &forkingResult{n: n}
+		table = append(table, res)
+		sizes.Add(1)
+		go func() {
+			defer sizes.Done()
+			t.Run(strconv.Itoa(n), func(t *testing.T) { forkingSize(t, res, slots, until) })
+		}()
+	}
+	sizes.Wait()
+}
+
+// forkingResult is one size's line of TestForkingTogether's table; its
+// runs add to it under mu.
+type forkingResult struct {
+	n                 int
+	mu                sync.Mutex
+	runs, took, wrong int
+}
+
+// forkingSize plays size res.n -forking.runs times, each run a subtest
+// that waits for one of slots; it stops starting runs once one failed, or
+// once until (if set) passed.
+func forkingSize(t *testing.T, res *forkingResult, slots chan struct{}, until time.Time) {
+	var runs sync.WaitGroup
+	for i := range *forkingRuns {
+		slots <- struct{}{}
+		if t.Failed() || (!until.IsZero() && time.Now().After(until)) {
+			<-slots
+			break
+		}
+		runs.Add(1)
+		go func() {
+			defer runs.Done()
+			defer func() { <-slots }()
+			t.Run(strconv.Itoa(i+1), func(t *testing.T) {
+				took, wrong := forkingRun(t, res.n)
+				res.mu.Lock()
+				defer res.mu.Unlock()
+				res.runs++
+				res.took += took
+				res.wrong += wrong
+			})
+		}()
+	}
+	runs.Wait()
 }
 
 // forkingUnit is one unit of TestForkingTogether: its yaml, and how its
@@ -62,10 +127,11 @@ type forkingUnit struct {
 func forkingUnits(t *testing.T, dir string, n int) []forkingUnit {
 	t.Helper()
 	ports := testkit.FreePorts(t, n)
+	seq := forkingSeq.Add(1) // runs at once never share a daemon's command line
 	var out []forkingUnit
 	for i := 0; len(out) < n; i++ {
 		name := fmt.Sprintf("f%d", len(out))
-		tok := strconv.Itoa(500000 + len(out)*1000 + os.Getpid()%1000)
+		tok := fmt.Sprintf("5%02d%03d%05d", len(out), os.Getpid()%1000, seq)
 		switch i % 5 {
 		case 0:
 			if program("nginx") == "" {
@@ -95,9 +161,13 @@ func forkingUnits(t *testing.T, dir string, n int) []forkingUnit {
 	return out
 }
 
-// forkingRun is one run of TestForkingTogether with n units; false when
-// it failed.
-func forkingRun(t *testing.T, n int) bool {
+// forkingSeq numbers the runs of TestForkingTogether of this process.
+var forkingSeq atomic.Int64
+
+// forkingRun is one run of TestForkingTogether with n units. It returns
+// the misattributions (a unit's registration of another's daemon) and the
+// units whose status named another pid than their own daemon's.
+func forkingRun(t *testing.T, n int) (took, wrong int) {
 	t.Helper()
 	dir := t.TempDir()
 	us := forkingUnits(t, dir, n)
@@ -121,6 +191,7 @@ func forkingRun(t *testing.T, n int) bool {
 		want := ownDaemon(t, fu, st[fu.name].PID)
 		mains[want] = fu.name
 		if got := st[fu.name].PID; got != want {
+			wrong++
 			t.Errorf("%s: status names pid %d, want its own daemon %d", fu.name, got, want)
 		}
 	}
@@ -130,6 +201,7 @@ func forkingRun(t *testing.T, n int) bool {
 	for _, m := range re.FindAllStringSubmatch(string(log), -1) {
 		pid, _ := strconv.Atoi(m[2])
 		if owner, ok := mains[pid]; ok && owner != m[1] {
+			took++
 			t.Errorf("%s took %s's daemon %d: %s", m[1], owner, pid, m[0])
 		}
 	}
@@ -138,7 +210,7 @@ func forkingRun(t *testing.T, n int) bool {
 	}
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	<-d.done
-	return !t.Failed()
+	return took, wrong
 }
 
 // ownDaemon is the pid of fu's own daemon: the one its pid file names, or
