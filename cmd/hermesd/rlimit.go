@@ -78,6 +78,7 @@ func proxyConns(on bool, c units.Config) int {
 // metricsConns.
 const (
 	fdControlKeep = 64
+	fdControlRoom = 2 * fdControlKeep // never reserved away from the control API
 	metricsConns  = 16
 )
 
@@ -88,16 +89,25 @@ var (
 )
 
 // fdReserve is what the listeners (proxy, metrics, control) leave to the
-// rest of hermesd with n units declared: fdBase and each unit's peak
-// (fdreserve). A flood of connections to any of them then never keeps a
-// unit from starting or from opening its log.
-func fdReserve(n int) int { return fdBase + n*fdPerUnit }
+// rest of hermesd with n units declared under soft limit soft: fdBase and
+// each unit's peak (fdreserve). A flood of connections to any of them then
+// never keeps a unit from starting or from opening its log. It never
+// takes the control API's own room, the lowest fdControlRoom descriptors:
+// with more units than the limit serves, hermesd still answers its owner
+// (it refused every call then).
+func fdReserve(n int, soft uint64) int {
+	room := uint64(fdControlRoom)
+	if soft <= room {
+		return 0
+	}
+	return int(min(uint64(fdBase+n*fdPerUnit), soft-room))
+}
 
 // newFDWatch is the fdWatch of limits soft and hard, its reserve set for
 // no unit yet (each load sets it again).
 func newFDWatch(soft, hard uint64, proxyOn bool, log *slog.Logger) *fdWatch {
 	w := &fdWatch{soft: soft, hard: hard, proxyOn: proxyOn, log: log}
-	w.reserve.Set(soft, fdReserve(0))
+	w.reserve.Set(soft, fdReserve(0, soft))
 	return w
 }
 
@@ -119,7 +129,7 @@ type fdWatch struct {
 func (w *fdWatch) check(c units.Config, l *reconciler.Loaded) {
 	conns := proxyConns(w.proxyOn, c)
 	need := fdNeed(len(l.Specs), conns)
-	w.reserve.Set(w.soft, fdReserve(len(l.Specs)))
+	w.reserve.Set(w.soft, fdReserve(len(l.Specs), w.soft))
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if need <= w.soft {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proxy"
 	"github.com/hermes-units/hermes/reconciler"
@@ -98,6 +99,21 @@ func TestDescriptorLimitAtStart(t *testing.T) {
 		want := fmt.Sprintf("descriptor limit 150 (RLIMIT_NOFILE, hard limit 150) cannot serve 40 units and the proxy's 0 connections: about %d needed", fdNeed(40, 0))
 		if err := testkit.WaitFile(filepath.Join(d.dir, "hermesd.log"), regexp.MustCompile(regexp.QuoteMeta(want)), 10*time.Second); err != nil {
 			t.Fatal(err)
+		}
+		// Short of descriptors for its units, hermesd still answers its
+		// owner: the listeners' reserve never takes the control API's
+		// own room (it took every descriptor, and refused every call).
+		c, err := control.Dial(d.socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		st, err := c.Status(t.Context())
+		if err != nil {
+			t.Fatalf("status of a hermesd short of descriptors: %v", err)
+		}
+		if len(st.Units) != 40 {
+			t.Errorf("status lists %d units, want the 40 declared", len(st.Units))
 		}
 	})
 }
