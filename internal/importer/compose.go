@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hermes-units/hermes/schema"
 	"github.com/hermes-units/hermes/units"
 	"go.yaml.in/yaml/v3"
 )
@@ -23,7 +22,7 @@ import (
 type pcProc struct {
 	name  string
 	n     *noter
-	f     schema.UnitFile
+	f     File
 	deps  []pcDep
 	probe bool // a readiness probe or ready_log_line was mapped
 }
@@ -52,7 +51,7 @@ func composeFile(src Source, res *Result) error {
 		return fmt.Errorf("%s: %w: not a process-compose file (no processes:)", src.Path, ErrFormat)
 	}
 	top := &noter{file: src.Path, list: &res.Notes}
-	var global map[string]schema.Scalar
+	var global map[string]string
 	var procs *yaml.Node
 	for _, kv := range pairs(doc.Content[0]) {
 		switch kv.key {
@@ -83,7 +82,7 @@ func composeFile(src Source, res *Result) error {
 		p.f.Restart = string(units.RestartNo) // process-compose's default
 		for k, v := range global {
 			if p.f.Env == nil {
-				p.f.Env = map[string]schema.Scalar{}
+				p.f.Env = map[string]string{}
 			}
 			p.f.Env[k] = v
 		}
@@ -128,7 +127,7 @@ var procKeys = map[string]func(p *pcProc, key string, v *yaml.Node){
 	"ready_log_line":  (*pcProc).readyLog,
 	"shutdown":        (*pcProc).shutdown,
 	"is_daemon":       (*pcProc).daemon,
-	"log_location":    func(p *pcProc, _ string, v *yaml.Node) { p.f.Log = &schema.Log{Path: v.Value} },
+	"log_location":    func(p *pcProc, _ string, v *yaml.Node) { p.f.Log = &Log{Path: v.Value} },
 	"replicas":        (*pcProc).replicas,
 	"disabled":        (*pcProc).disabled,
 }
@@ -192,22 +191,22 @@ func (p *pcProc) entrypoint(key string, v *yaml.Node) {
 		p.f.Shell = ""
 	}
 	for _, a := range v.Content {
-		p.f.Command = append(p.f.Command, schema.Arg(a.Value))
+		p.f.Command = append(p.f.Command, a.Value)
 	}
 }
 
 func (p *pcProc) environment(key string, v *yaml.Node) {
 	for k, val := range composeEnv(p.n, key, v) {
 		if p.f.Env == nil {
-			p.f.Env = map[string]schema.Scalar{}
+			p.f.Env = map[string]string{}
 		}
 		p.f.Env[k] = val
 	}
 }
 
 // composeEnv reads an environment: list of "NAME=VALUE" (or a mapping).
-func composeEnv(n *noter, key string, v *yaml.Node) map[string]schema.Scalar {
-	out := map[string]schema.Scalar{}
+func composeEnv(n *noter, key string, v *yaml.Node) map[string]string {
+	out := map[string]string{}
 	switch v.Kind {
 	case yaml.SequenceNode:
 		for _, item := range v.Content {
@@ -216,11 +215,11 @@ func composeEnv(n *noter, key string, v *yaml.Node) map[string]schema.Scalar {
 				n.add(key, "%q is not NAME=VALUE", item.Value)
 				continue
 			}
-			out[name] = schema.Scalar(val)
+			out[name] = val
 		}
 	case yaml.MappingNode:
 		for _, kv := range pairs(v) {
-			out[kv.key] = schema.Scalar(kv.val.Value)
+			out[kv.key] = kv.val.Value
 		}
 	default:
 		n.add(key, "is not a list of NAME=VALUE")
@@ -241,7 +240,7 @@ func (p *pcProc) availability(path string, v *yaml.Node) {
 				continue
 			}
 			// process-compose waits the same time before every restart.
-			p.f.RestartSec = schema.DurationOrSeconds(strconv.Itoa(secs) + "s")
+			p.f.RestartSec = strconv.Itoa(secs) + "s"
 			p.f.RestartMaxSec = p.f.RestartSec
 		case "max_restarts":
 			p.maxRestarts(key, kv.val.Value)
@@ -273,7 +272,7 @@ func (p *pcProc) maxRestarts(key, v string) {
 		p.n.add(key, "%q is not a count hermes takes (0 to %d)", v, units.MaxBurst-1)
 		return
 	}
-	p.f.StartLimit = &schema.StartLimit{Burst: n + 1, Interval: schema.Duration(goDuration(units.MaxDelay))}
+	p.f.StartLimit = &StartLimit{Burst: n + 1, Interval: goDuration(units.MaxDelay)}
 	p.n.add(key, "mapped to start_limit: %d starts within %s (hermes counts starts within a window, not restarts ever)", n+1, maxDelay)
 }
 
@@ -301,7 +300,7 @@ func (p *pcProc) readiness(path string, v *yaml.Node) {
 				p.n.add(key, "%v", err)
 				continue
 			}
-			p.f.Ready = &schema.Ready{HTTP: u}
+			p.f.Ready = &Ready{HTTP: u}
 			p.probe = true
 		case "exec":
 			p.n.add(key, "hermes probes readiness by tcp, http, notify or a log line, not by a command")
@@ -341,7 +340,7 @@ func (p *pcProc) readyLog(key string, v *yaml.Node) {
 	}
 	// process-compose looks for the text in a line; ready.log is a
 	// regular expression.
-	p.f.Ready = &schema.Ready{Log: regexp.QuoteMeta(v.Value)}
+	p.f.Ready = &Ready{Log: regexp.QuoteMeta(v.Value)}
 	p.probe = true
 }
 
@@ -355,14 +354,14 @@ func (p *pcProc) shutdown(path string, v *yaml.Node) {
 				p.n.add(key, "%v", err)
 				continue
 			}
-			p.f.StopSignal = schema.Signal(sig.String())
+			p.f.StopSignal = sig.String()
 		case "timeout_seconds":
 			secs, err := strconv.Atoi(kv.val.Value)
 			if err != nil || secs < 0 || secs > int(units.MaxDelay.Seconds()) {
 				p.n.add(key, "%q is not a grace hermes takes", kv.val.Value)
 				continue
 			}
-			p.f.Timeouts = &schema.Timeouts{Stop: schema.Duration(strconv.Itoa(secs) + "s")}
+			p.f.Timeouts = &Timeouts{Stop: strconv.Itoa(secs) + "s"}
 		case "command":
 			p.n.add(key, "hermes stops a unit with stop_signal, then KILL after timeouts.stop; it runs no stop command")
 		case "parent_only":
@@ -406,8 +405,8 @@ func composeDeps(list []*pcProc) {
 				p.n.add(key, "no process %s in the file", d.name)
 				continue
 			}
-			if !slices.Contains(p.f.After, schema.UnitName(dep.name)) {
-				p.f.After = append(p.f.After, schema.UnitName(dep.name))
+			if !slices.Contains(p.f.After, dep.name) {
+				p.f.After = append(p.f.After, dep.name)
 			}
 			switch d.condition {
 			case "process_started":

@@ -2,8 +2,8 @@
 // (systemd unit files, a process-compose.yaml, a PM2 ecosystem file) into
 // hermes unit files, for hermesctl import.
 //
-// Each converter maps every key it can to a unit key (schema.UnitFile,
-// the one mirror of what a unit file accepts) and reports every key it
+// Each converter maps every key it can to a unit key (a File, loaded
+// by the units decoder in the tests) and reports every key it
 // cannot, with the file, the key and why, as a Note: nothing of the
 // source is dropped silently. A key that maps only approximately is
 // mapped and reported too. The converters read; they neither start
@@ -23,7 +23,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/hermes-units/hermes/schema"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/hermes-units/hermes/internal/word"
@@ -80,9 +79,9 @@ type Source struct {
 
 // Unit is one hermes unit an import produced.
 type Unit struct {
-	Name   string          // the unit's name: its file is Name.yaml
-	Source string          // the path of the file it came from
-	File   schema.UnitFile // the unit's keys
+	Name   string // the unit's name: its file is Name.yaml
+	Source string // the path of the file it came from
+	File   File   // the unit's keys
 }
 
 // Note is a key of a source that is not mapped, or mapped only in part:
@@ -221,10 +220,10 @@ func (r *Result) Resolve(exists func(name string) bool) {
 	for _, u := range r.Units {
 		imported[u.Name] = true
 	}
-	keep := func(u *Unit, key string, list []schema.UnitName) []schema.UnitName {
-		var out []schema.UnitName
+	keep := func(u *Unit, key string, list []string) []string {
+		var out []string
 		for _, d := range list {
-			if imported[string(d)] || exists(string(d)) {
+			if imported[d] || exists(d) {
 				out = append(out, d)
 				continue
 			}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hermes-units/hermes/schema"
 	"github.com/hermes-units/hermes/units"
 )
 
@@ -122,7 +121,7 @@ type pm2Conv struct {
 	n      *noter
 	path   string // "apps[0]"
 	app    *jsObject
-	f      schema.UnitFile
+	f      File
 	script string
 	interp string
 	iargs  []string
@@ -144,7 +143,7 @@ func pm2App(file string, i int, app *jsObject, top *noter) (Unit, error) {
 	// stopped with SIGINT, then SIGKILL after 1.6 s.
 	c.f.Restart = string(units.RestartAlways)
 	c.f.StopSignal = "INT"
-	c.f.Timeouts = &schema.Timeouts{Stop: "1600ms"}
+	c.f.Timeouts = &Timeouts{Stop: "1600ms"}
 	for _, k := range app.keys {
 		c.key(k, app.vals[k])
 	}
@@ -201,29 +200,29 @@ func (c *pm2Conv) timing(key, k string, v any) {
 			c.n.add(key, "%v is not a count hermes takes (1 to %d)", v, units.MaxBurst)
 			return
 		}
-		c.f.StartLimit = &schema.StartLimit{Burst: int(n)}
+		c.f.StartLimit = &StartLimit{Burst: int(n)}
 		c.n.add(key, "mapped to start_limit.burst: %d starts within start_limit.interval (default 60s); PM2 counts restarts that came sooner than min_uptime", int(n))
 	case "min_uptime":
 		c.n.add(key, "hermes counts every start within start_limit.interval, however long the run")
 	case "restart_delay":
 		if d, ok := c.millis(key, v); ok {
 			// PM2 waits the same time before each restart.
-			c.f.RestartSec = schema.DurationOrSeconds(goDuration(d))
+			c.f.RestartSec = goDuration(d)
 			c.f.RestartMaxSec = c.f.RestartSec
 		}
 	case "exp_backoff_restart_delay":
 		if d, ok := c.millis(key, v); ok {
-			c.f.RestartSec = schema.DurationOrSeconds(goDuration(d))
-			c.f.RestartMaxSec = schema.DurationOrSeconds(goDuration(max(d, 15*time.Second)))
+			c.f.RestartSec = goDuration(d)
+			c.f.RestartMaxSec = goDuration(max(d, 15*time.Second))
 			c.n.add(key, "hermes doubles the delay up to restart_max_sec (PM2 grows it by half, up to 15s)")
 		}
 	case "kill_timeout":
 		if d, ok := c.millis(key, v); ok {
-			c.f.Timeouts.Stop = schema.Duration(goDuration(d))
+			c.f.Timeouts.Stop = goDuration(d)
 		}
 	case "listen_timeout":
 		if d, ok := c.millis(key, v); ok {
-			c.f.Timeouts.Start = schema.Duration(goDuration(d))
+			c.f.Timeouts.Start = goDuration(d)
 			c.n.add(key, "mapped to timeouts.start, which bounds the wait for a ready: probe")
 		}
 	case "out_file", "error_file", "log_file", "output", "error", "log":
@@ -263,9 +262,9 @@ func (c *pm2Conv) env(key string, v any) {
 			continue
 		}
 		if c.f.Env == nil {
-			c.f.Env = map[string]schema.Scalar{}
+			c.f.Env = map[string]string{}
 		}
-		c.f.Env[k] = schema.Scalar(val)
+		c.f.Env[k] = val
 	}
 }
 
@@ -275,7 +274,7 @@ func (c *pm2Conv) logFile(key, k, path string) {
 	case path == "" || path == "/dev/null" || path == "NULL":
 		c.n.add(key, "%q: hermes always keeps a unit's log", path)
 	case c.f.Log == nil:
-		c.f.Log = &schema.Log{Path: path}
+		c.f.Log = &Log{Path: path}
 		if k == "out_file" || k == "output" || k == "error_file" || k == "error" {
 			c.n.add(key, "%s: stdout and stderr both go there", whyNoSeparate)
 		}
@@ -304,10 +303,7 @@ func (c *pm2Conv) command() error {
 	} else {
 		argv = append(append(append(argv, interp), c.iargs...), c.script)
 	}
-	argv = append(argv, c.args...)
-	for _, a := range argv {
-		c.f.Command = append(c.f.Command, schema.Arg(a))
-	}
+	c.f.Command = append(c.f.Command, append(argv, c.args...)...)
 	return nil
 }
 
@@ -354,15 +350,15 @@ func argList(v any) []string {
 
 // pm2Principal is a user or group of an app (a name, or a number as JSON
 // gives it); anything else is left out, said.
-func pm2Principal(n *noter, key string, v any) schema.Principal {
+func pm2Principal(n *noter, key string, v any) string {
 	switch x := v.(type) {
 	case string:
 		if x != "" && !strings.ContainsAny(x, ": \t/") {
-			return schema.Principal(x)
+			return x
 		}
 	case float64:
 		if x >= 0 && x == float64(int64(x)) {
-			return schema.Principal(strconv.FormatInt(int64(x), 10))
+			return strconv.FormatInt(int64(x), 10)
 		}
 	}
 	n.add(key, "%v is not a user or group name or number; left out", v)

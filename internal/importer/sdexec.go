@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hermes-units/hermes/schema"
 	"github.com/hermes-units/hermes/units"
 )
 
@@ -29,7 +28,7 @@ var execKeys = map[string]func(*sdConv, string, string){
 			c.n.add(k, "%s is not an octal mask; left out", v)
 			return
 		}
-		c.f.Umask = schema.Umask(v)
+		c.f.Umask = v
 	},
 	"Nice": func(c *sdConv, k, v string) {
 		n, err := strconv.Atoi(v)
@@ -48,7 +47,7 @@ var execKeys = map[string]func(*sdConv, string, string){
 	},
 	"MemoryMax": func(c *sdConv, k, v string) {
 		if sz, err := units.ParseSize(strings.TrimSuffix(v, "B")); err == nil && sz > 0 {
-			c.f.MemoryMax = schema.Size(v)
+			c.f.MemoryMax = v
 		} else {
 			c.n.add(k, "%s: memory_max takes bytes or a size like 512M (no infinity, no percentage); left out", v)
 		}
@@ -62,7 +61,7 @@ var execKeys = map[string]func(*sdConv, string, string){
 	},
 	"CPUQuota": func(c *sdConv, k, v string) {
 		if n, err := strconv.Atoi(strings.TrimSuffix(v, "%")); err == nil && strings.HasSuffix(v, "%") && n >= 1 && n <= units.MaxCPUMax {
-			c.f.CPUMax = schema.Percent(v)
+			c.f.CPUMax = v
 		} else {
 			c.n.add(k, "%s: cpu_max takes a percentage of one CPU like 50%%; left out", v)
 		}
@@ -94,12 +93,12 @@ func init() {
 }
 
 // principal takes a user or group as written; specifiers were expanded.
-func (c *sdConv) principal(key, v string) schema.Principal {
+func (c *sdConv) principal(key, v string) string {
 	if v == "" || strings.ContainsAny(v, ": \t/") {
 		c.n.add(key, "%q is not a user or group name; left out", v)
 		return ""
 	}
-	return schema.Principal(v)
+	return v
 }
 
 // limit maps one Limit*= option: numbers, infinity and soft:hard as
@@ -110,14 +109,7 @@ func (c *sdConv) limit(key, res, v string) {
 		return
 	}
 	if c.f.Limits == nil {
-		c.f.Limits = &schema.Limits{}
+		c.f.Limits = map[string]string{}
 	}
-	field := map[string]*schema.Rlimit{
-		"as": &c.f.Limits.AS, "core": &c.f.Limits.Core, "cpu": &c.f.Limits.CPU, "data": &c.f.Limits.Data,
-		"fsize": &c.f.Limits.FSize, "locks": &c.f.Limits.Locks, "memlock": &c.f.Limits.Memlock,
-		"msgqueue": &c.f.Limits.Msgqueue, "nice": &c.f.Limits.Nice, "nofile": &c.f.Limits.Nofile,
-		"nproc": &c.f.Limits.Nproc, "rss": &c.f.Limits.RSS, "rtprio": &c.f.Limits.RTPrio,
-		"rttime": &c.f.Limits.RTTime, "sigpending": &c.f.Limits.Sigpending, "stack": &c.f.Limits.Stack,
-	}[res]
-	*field = schema.Rlimit(v)
+	c.f.Limits[res] = v
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hermes-units/hermes/schema"
 	"github.com/hermes-units/hermes/units"
 )
 
@@ -49,7 +48,7 @@ func (c *sdConv) serviceType(key, v string) {
 		c.typ = units.Forking
 	case "notify", "notify-reload":
 		c.typ = units.Simple
-		c.f.Ready = &schema.Ready{Notify: true}
+		c.f.Ready = &Ready{Notify: true}
 		if v == "notify-reload" {
 			c.f.ReloadSignal = "HUP" // systemd's ReloadSignal= default; an ExecReload= replaces it
 		}
@@ -128,9 +127,9 @@ func (c *sdConv) environment(key, v string) {
 			continue
 		}
 		if c.f.Env == nil {
-			c.f.Env = map[string]schema.Scalar{}
+			c.f.Env = map[string]string{}
 		}
-		c.f.Env[name] = schema.Scalar(val)
+		c.f.Env[name] = val
 	}
 }
 
@@ -190,9 +189,9 @@ func (c *sdConv) timeoutStop(key, v string) {
 		c.n.add(key, "%v", err)
 	case inf || d == 0 || d > units.MaxDelay:
 		c.n.add(key, "%s: hermes always KILLs after timeouts.stop, at most %v: set to %v", v, maxDelay, maxDelay)
-		c.timeouts().Stop = schema.Duration(goDuration(units.MaxDelay))
+		c.timeouts().Stop = goDuration(units.MaxDelay)
 	default:
-		c.timeouts().Stop = schema.Duration(goDuration(d))
+		c.timeouts().Stop = goDuration(d)
 	}
 }
 
@@ -206,7 +205,7 @@ func (c *sdConv) runtimeMax(key, v string) {
 	case d > units.MaxRuntime:
 		c.n.add(key, "%s is above hermes's longest runtime_max (%v)", v, goDuration(units.MaxRuntime))
 	default:
-		c.timeouts().RuntimeMax = schema.Duration(goDuration(d))
+		c.timeouts().RuntimeMax = goDuration(d)
 	}
 }
 
@@ -220,7 +219,7 @@ func (c *sdConv) watchdog(key, v string) {
 	case d > units.MaxDelay:
 		c.n.add(key, "%s is above hermes's longest watchdog (%v)", v, maxDelay)
 	default:
-		c.timeouts().Watchdog = schema.Duration(goDuration(d))
+		c.timeouts().Watchdog = goDuration(d)
 	}
 }
 
@@ -230,7 +229,7 @@ func (c *sdConv) killSignal(key, v string) {
 		c.n.add(key, "%v", err)
 		return
 	}
-	c.f.StopSignal = schema.Signal(sig.String())
+	c.f.StopSignal = sig.String()
 }
 
 func (c *sdConv) remainAfterExit(key, v string) {
@@ -281,7 +280,7 @@ func (c *sdConv) finish() {
 	c.finishTimeouts()
 	c.finishBackoff()
 	c.finishLog()
-	if c.f.Timeouts != nil && *c.f.Timeouts == (schema.Timeouts{}) {
+	if c.f.Timeouts != nil && *c.f.Timeouts == (Timeouts{}) {
 		c.f.Timeouts = nil
 	}
 	if !c.restartSet {
@@ -296,15 +295,15 @@ func (c *sdConv) finishTimeouts() {
 		// systemd bounds a oneshot's whole run by TimeoutStartSec;
 		// hermes by runtime_max.
 		if c.timeouts().RuntimeMax == "" {
-			c.timeouts().RuntimeMax = schema.Duration(c.startTimeout)
+			c.timeouts().RuntimeMax = c.startTimeout
 			c.n.add("Service.TimeoutStartSec", "a oneshot's run is bounded by timeouts.runtime_max in hermes: mapped there")
 		}
 	case c.typ == units.Oneshot:
 	case c.startTimeoutInfin:
-		c.timeouts().Start = schema.Duration(goDuration(units.MaxDelay))
+		c.timeouts().Start = goDuration(units.MaxDelay)
 		c.n.add("Service.TimeoutStartSec", "infinity: hermes waits at most %v for readiness", maxDelay)
 	case c.startTimeout != "":
-		c.timeouts().Start = schema.Duration(c.startTimeout)
+		c.timeouts().Start = c.startTimeout
 	}
 }
 
@@ -312,16 +311,16 @@ func (c *sdConv) finishBackoff() {
 	switch {
 	case c.restartFirst > 0 && c.restartLongest == 0:
 		// systemd waits RestartSec every time: a backoff that does not grow.
-		c.f.RestartSec = schema.DurationOrSeconds(goDuration(c.restartFirst))
+		c.f.RestartSec = goDuration(c.restartFirst)
 		c.f.RestartMaxSec = c.f.RestartSec
 	case c.restartFirst > 0 && c.restartLongest >= c.restartFirst:
-		c.f.RestartSec = schema.DurationOrSeconds(goDuration(c.restartFirst))
-		c.f.RestartMaxSec = schema.DurationOrSeconds(goDuration(c.restartLongest))
+		c.f.RestartSec = goDuration(c.restartFirst)
+		c.f.RestartMaxSec = goDuration(c.restartLongest)
 	case c.restartLongest > 0 && c.restartFirst == 0:
-		c.f.RestartMaxSec = schema.DurationOrSeconds(goDuration(c.restartLongest))
+		c.f.RestartMaxSec = goDuration(c.restartLongest)
 	case c.restartFirst > 0:
 		c.n.add("Service.RestartMaxDelaySec", "below RestartSec: left out")
-		c.f.RestartSec = schema.DurationOrSeconds(goDuration(c.restartFirst))
+		c.f.RestartSec = goDuration(c.restartFirst)
 		c.f.RestartMaxSec = c.f.RestartSec
 	}
 }
@@ -331,7 +330,7 @@ func (c *sdConv) finishLog() {
 		c.n.add("Service.StandardError", "%s (%s differs from StandardOutput's)", whyNoSeparate, c.stderr)
 	}
 	if c.stdout != "" {
-		c.f.Log = &schema.Log{Path: c.stdout}
+		c.f.Log = &Log{Path: c.stdout}
 	}
 }
 
@@ -348,7 +347,7 @@ func (c *sdConv) command() {
 	}
 	if len(c.pre) == 0 && len(c.post) == 0 && len(c.start) == 1 && !c.start[0].ignoreFail && !anyVars(c.start[0].words) {
 		for _, w := range c.start[0].words {
-			c.f.Command = append(c.f.Command, schema.Arg(literal(w)))
+			c.f.Command = append(c.f.Command, literal(w))
 		}
 		return
 	}
@@ -385,13 +384,13 @@ func (c *sdConv) reloadKeys() {
 		return
 	case len(c.reload) == 1 && !c.reload[0].ignoreFail:
 		if sig, ok := killMain(c.reload[0].words); ok {
-			c.f.ReloadSignal = schema.Signal(sig)
+			c.f.ReloadSignal = sig
 			return
 		}
 		if !anyVars(c.reload[0].words) {
 			c.f.ReloadSignal = ""
 			for _, w := range c.reload[0].words {
-				c.f.Reload = append(c.f.Reload, schema.Arg(literal(w)))
+				c.f.Reload = append(c.f.Reload, literal(w))
 			}
 			return
 		}
@@ -401,7 +400,7 @@ func (c *sdConv) reloadKeys() {
 		steps[i] = shellLine(l, false)
 	}
 	c.f.ReloadSignal = ""
-	c.f.Reload = []schema.Arg{"/bin/sh", "-c", schema.Arg(strings.Join(steps, " && "))}
+	c.f.Reload = []string{"/bin/sh", "-c", strings.Join(steps, " && ")}
 }
 
 // killMain reads `kill -SIG $MAINPID` (kill or /bin/kill, -SIG, -s SIG
@@ -495,7 +494,7 @@ func (c *sdConv) timer(t sdFile, n *noter) {
 		n.add("Timer.OnCalendar", "%v", err)
 		return
 	}
-	c.f.Schedule = schema.Schedule(cron)
+	c.f.Schedule = cron
 	if c.typ == units.Oneshot {
 		c.typ = units.Simple
 		c.n.add("Service.Type", "oneshot: a job runs until it exits, as a oneshot does; hermes writes no type: for it")

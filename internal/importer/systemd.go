@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/coreos/go-systemd/v22/unit"
-	"github.com/hermes-units/hermes/schema"
 	"github.com/hermes-units/hermes/units"
 )
 
@@ -96,7 +95,7 @@ type execLine struct {
 type sdConv struct {
 	name string
 	n    *noter
-	f    schema.UnitFile
+	f    File
 
 	typ               units.Type
 	pre, start, post  []execLine
@@ -205,7 +204,7 @@ var unitSectionKeys = map[string]func(*sdConv, string, string){
 
 // deps adds the .service units of a dependency list to list; the others
 // (targets, sockets, mounts) are noted.
-func (c *sdConv) deps(key, v string, list []schema.UnitName) []schema.UnitName {
+func (c *sdConv) deps(key, v string, list []string) []string {
 	if v == "" {
 		return nil // an empty assignment resets the list
 	}
@@ -220,8 +219,8 @@ func (c *sdConv) deps(key, v string, list []schema.UnitName) []schema.UnitName {
 			c.n.add(key, "%s cannot be a unit name", w)
 			continue
 		}
-		if !slices.Contains(list, schema.UnitName(clean)) {
-			list = append(list, schema.UnitName(clean))
+		if !slices.Contains(list, clean) {
+			list = append(list, clean)
 		}
 	}
 	return list
@@ -251,7 +250,7 @@ func (c *sdConv) startLimitInterval(key, v string) {
 	case d > units.MaxDelay:
 		c.n.add(key, "%s is above hermes's longest start limit interval (%v)", v, maxDelay)
 	default:
-		c.startLimit().Interval = schema.Duration(goDuration(d))
+		c.startLimit().Interval = goDuration(d)
 	}
 }
 
@@ -264,16 +263,16 @@ func (c *sdConv) startLimitBurst(key, v string) {
 	c.startLimit().Burst = n
 }
 
-func (c *sdConv) startLimit() *schema.StartLimit {
+func (c *sdConv) startLimit() *StartLimit {
 	if c.f.StartLimit == nil {
-		c.f.StartLimit = &schema.StartLimit{}
+		c.f.StartLimit = &StartLimit{}
 	}
 	return c.f.StartLimit
 }
 
-func (c *sdConv) timeouts() *schema.Timeouts {
+func (c *sdConv) timeouts() *Timeouts {
 	if c.f.Timeouts == nil {
-		c.f.Timeouts = &schema.Timeouts{}
+		c.f.Timeouts = &Timeouts{}
 	}
 	return c.f.Timeouts
 }
