@@ -67,7 +67,7 @@ escapes: ## play each escape row ESCAPE_RUNS times, each forking-together size F
 	set -o pipefail; $(GO) test -count=1 -timeout 0 -v -run 'TestEscapes' ./supervisor -escapes.runs $(ESCAPE_RUNS) -escapes.parallel $(ESCAPE_PARALLEL) -escapes.for $(ESCAPE_FOR) | grep -vE '^ *(=== (RUN|PAUSE|CONT|NAME)|--- PASS)'
 	set -o pipefail; $(GO) test -count=1 -timeout 0 -v -run 'TestForkingTogether' ./cmd/hermesd -forking.runs $(FORKING_RUNS) -forking.parallel $(FORKING_PARALLEL) -forking.for $(FORKING_FOR) | grep -vE '^ *(=== (RUN|PAUSE|CONT|NAME)|--- PASS)'
 
-schema: ## regenerate schema/*.schema.json from the Go types
+schema: ## regenerate schema/*.schema.json and docs/reference.md from the units decoder's key tables
 	$(GO) generate ./schema
 
 examples: ## regenerate examples/launchd with hermesctl export launchd (TestLaunchdExampleIsGenerated fails when it drifts)

@@ -5,10 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/hermes-units/hermes/units"
@@ -29,53 +26,6 @@ func TestCheckedInFilesAreGenerated(t *testing.T) {
 		}
 		if !bytes.Equal(got, files[name]) {
 			t.Errorf("schema/%s differs from what the generator produces; run `go generate ./schema` and commit the result", name)
-		}
-	}
-}
-
-// keysOf walks a YAML-shape type and records the keys of every object by
-// block path, in the notation of units.KnownKeys.
-func keysOf(path string, t reflect.Type, out map[string][]string) {
-	switch t.Kind() {
-	case reflect.Pointer:
-		keysOf(path, t.Elem(), out)
-	case reflect.Slice:
-		if t.Elem().Kind() == reflect.Struct {
-			keysOf(path+"[]", t.Elem(), out)
-		}
-	case reflect.Map:
-		if t.Elem().Kind() == reflect.Struct {
-			keysOf(path+".*", t.Elem(), out)
-		}
-	case reflect.Struct:
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if f.Anonymous {
-				keysOf(path, f.Type, out)
-				continue
-			}
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			out[path] = append(out[path], name)
-			keysOf(path+"."+name, f.Type, out)
-		}
-	}
-}
-
-func TestMirrorMatchesDecoder(t *testing.T) {
-	got := map[string][]string{}
-	keysOf("unit", reflect.TypeFor[UnitFile](), got)
-	keysOf("config", reflect.TypeFor[ConfigFile](), got)
-	want := units.KnownKeys()
-	for path, keys := range want {
-		g := slices.Sorted(slices.Values(got[path]))
-		w := slices.Sorted(slices.Values(keys))
-		if !slices.Equal(g, w) {
-			t.Errorf("%s: the schema mirror has keys %v, the decoder accepts %v; make them agree (schema/shape.go, units/keys.go)", path, g, w)
-		}
-	}
-	for path := range got {
-		if _, ok := want[path]; !ok {
-			t.Errorf("%s: the schema mirror has this block, the decoder does not", path)
 		}
 	}
 }

@@ -69,40 +69,30 @@ func parseConfig(file, dir string, data []byte) (*Config, error) {
 	if abs, err := filepath.Abs(file); err == nil {
 		c.File = abs
 	}
-	for _, f := range d.mapping(root, "", configKeys) {
-		if daemonFields.one(d, &c.Daemon, f) {
-			continue
-		}
-		switch f.name {
-		case "agent":
-			agentFields.decode(d, f.val, f.path, &c.Agent)
-		case "providers":
-			c.Providers = d.providers(f)
-		case "gateway":
-			d.gateway(f, &c.Gateway)
-		case "metrics":
-			metricsFields.decode(d, f.val, f.path, &c.Metrics)
-		case "probes":
-			probesFields.decode(d, f.val, f.path, &c.Probes)
-		case "defaults":
-			defaultsFields.decode(d, f.val, f.path, &c.Defaults)
-		default:
-			d.errf(f.key, "key %q is known but not handled (a bug: please report it)", f.path)
-		}
-	}
+	configFields.decode(d, root, "", c)
 	if err := d.errs.err(); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
+// configFields are the keys of hermes.yaml.
+var configFields = slices.Concat(lift(daemonFields, func(c *Config) *Daemon { return &c.Daemon }), keyed[*Config]{
+	{"agent", block(KindBlock, agentFields, ""), func(d *decoder, c *Config, f field) { agentFields.decode(d, f.val, f.path, &c.Agent) }},
+	{"providers", block(KindByID, providerFields[1:], "LLM providers by id."), func(d *decoder, c *Config, f field) { c.Providers = d.providers(f) }},
+	{"gateway", block(KindBlock, gatewayFields, ""), func(d *decoder, c *Config, f field) { d.gateway(f, &c.Gateway) }},
+	{"metrics", block(KindBlock, metricsFields, ""), func(d *decoder, c *Config, f field) { metricsFields.decode(d, f.val, f.path, &c.Metrics) }},
+	{"probes", block(KindBlock, probesFields, ""), func(d *decoder, c *Config, f field) { probesFields.decode(d, f.val, f.path, &c.Probes) }},
+	{"defaults", block(KindBlock, defaultsFields, ""), func(d *decoder, c *Config, f field) { defaultsFields.decode(d, f.val, f.path, &c.Defaults) }},
+})
+
 // daemonFields are the daemon's top-level keys of hermes.yaml, which
 // LoadDaemon reads before the rest.
 var daemonFields = keyed[*Daemon]{
-	{"units", func(d *decoder, dm *Daemon, f field) { dm.Units = d.path(f) }},
-	{"state", func(d *decoder, dm *Daemon, f field) { dm.State = d.path(f) }},
-	{"socket", func(d *decoder, dm *Daemon, f field) { dm.Socket = d.path(f) }},
-	{"role", func(d *decoder, dm *Daemon, f field) { dm.Role = enum(d, f, ParseRole, dm.Role) }},
+	{"units", takes(KindNonEmpty, "Units directory (flag --units, env HERMES_UNITS)."), func(d *decoder, dm *Daemon, f field) { dm.Units = d.path(f) }},
+	{"state", takes(KindNonEmpty, "State directory (flag --state, env HERMES_STATE)."), func(d *decoder, dm *Daemon, f field) { dm.State = d.path(f) }},
+	{"socket", takes(KindNonEmpty, "Control socket (flag --socket, env HERMES_SOCKET)."), func(d *decoder, dm *Daemon, f field) { dm.Socket = d.path(f) }},
+	{"role", oneOf(roles, "gateway re-adopts survivors; worker does not.").or(RoleGateway), func(d *decoder, dm *Daemon, f field) { dm.Role = enum(d, f, ParseRole, dm.Role) }},
 }
 
 // LoadDaemon reads the daemon keys of hermes.yaml (units, state, socket,
@@ -126,26 +116,30 @@ func LoadDaemon(path string) (Daemon, error) {
 	if root == nil {
 		return Daemon{}, d.errs.err()
 	}
-	fields := d.mapping(root, "", configKeys)
+	fields := d.mapping(root, "", configFields.names())
 	d.errs = nil // the other keys' errors are LoadConfig's to report
 	var dm Daemon
-	for _, f := range fields {
-		daemonFields.one(d, &dm, f)
+	for i := range fields {
+		daemonFields.one(d, &dm, &fields[i])
 	}
 	return dm, d.errs.err()
 }
 
 var gatewayFields = keyed[*Gateway]{
-	{"listen", func(d *decoder, gw *Gateway, f field) { gw.Listen = d.listen(f) }},
-	{"allowed_origins", func(d *decoder, gw *Gateway, f field) { gw.AllowedOrigins = d.origins(f) }},
-	{"max_connections", func(d *decoder, gw *Gateway, f field) {
-		gw.MaxConnections = d.count(f, 1, 1<<20) // more than any descriptor limit allows
-	}},
-	{"max_request_body", func(d *decoder, gw *Gateway, f field) { gw.MaxRequestBody = d.size(f) }},
-	{"max_bodies_in_flight", func(d *decoder, gw *Gateway, f field) { gw.MaxBodiesInFlight = d.size(f) }},
-	{"read_header_timeout", func(d *decoder, gw *Gateway, f field) { gw.ReadHeaderTimeout = d.duration(f, durEither, someCallLimit) }},
-	{"body_read_timeout", func(d *decoder, gw *Gateway, f field) { gw.BodyReadTimeout = d.duration(f, durEither, someCallLimit) }},
-	{"idle_timeout", func(d *decoder, gw *Gateway, f field) { gw.IdleTimeout = d.duration(f, durEither, someCallLimit) }},
+	{"listen", takes(KindListen, "Provider proxy address.").or(DefaultListen), func(d *decoder, gw *Gateway, f field) { gw.Listen = d.listen(f) }},
+	{"allowed_origins", takes(KindOrigins, "Browser origins (scheme://host[:port]) allowed to call the proxy; a request with any other Origin header is refused 403. Default none."),
+		func(d *decoder, gw *Gateway, f field) { gw.AllowedOrigins = d.origins(f) }},
+	{"max_connections", between(1, 1<<20, // more than any descriptor limit allows
+		"Client connections open at once; the next is answered 503 and closed. Lowered at start to fit the descriptor limit.").or(DefaultMaxConnections),
+		func(d *decoder, gw *Gateway, f field) { gw.MaxConnections = d.count(f) }},
+	{"max_request_body", takes(KindSize, "Largest request body (413 above). Default 64MiB."), func(d *decoder, gw *Gateway, f field) { gw.MaxRequestBody = d.size(f) }},
+	{"max_bodies_in_flight", takes(KindSize, "Request body bytes held by all requests at once; at least max_request_body. Default 256MiB."),
+		func(d *decoder, gw *Gateway, f field) { gw.MaxBodiesInFlight = d.size(f) }},
+	{"read_header_timeout", takes(KindDurationOrSeconds, "Time to read a request's headers. Default 30s."), func(d *decoder, gw *Gateway, f field) { gw.ReadHeaderTimeout = d.duration(f, someCallLimit) }},
+	{"body_read_timeout", takes(KindDurationOrSeconds, "Time to read a request's body once its headers are in. Default 60s."),
+		func(d *decoder, gw *Gateway, f field) { gw.BodyReadTimeout = d.duration(f, someCallLimit) }},
+	{"idle_timeout", takes(KindDurationOrSeconds, "How long a kept-alive client connection may wait for its next request. Default 120s."),
+		func(d *decoder, gw *Gateway, f field) { gw.IdleTimeout = d.duration(f, someCallLimit) }},
 }
 
 // gateway decodes the gateway: block and checks that a body of the
@@ -201,35 +195,36 @@ func (d *decoder) listen(f field) string {
 }
 
 var agentFields = keyed[*Agent]{
-	{"run_budget_seconds", func(d *decoder, a *Agent, f field) { a.RunBudget = d.duration(f, durSeconds, someRuntime) }},
-	{"local_stream_stale_timeout", func(d *decoder, a *Agent, f field) {
-		a.LocalStreamStaleTimeout = d.duration(f, durEither, someCallLimit)
-	}},
-	{"stale_timeout_hard_cap", func(d *decoder, a *Agent, f field) { a.StaleTimeoutHardCap = d.duration(f, durEither, someCallLimit) }},
-	{"stream_drain_timeout", func(d *decoder, a *Agent, f field) { a.StreamDrainTimeout = d.duration(f, durEither, someCallLimit) }},
+	{"run_budget_seconds", takes(KindSeconds, "Budget of a run: wrap-up notice at 80%, implicit stale timeouts capped at half the remainder."),
+		func(d *decoder, a *Agent, f field) { a.RunBudget = d.duration(f, someRuntime) }},
+	{"local_stream_stale_timeout", takes(KindDurationOrSeconds, "Stale-stream ceiling for local endpoints at implicit defaults. Default 900."),
+		func(d *decoder, a *Agent, f field) { a.LocalStreamStaleTimeout = d.duration(f, someCallLimit) }},
+	{"stale_timeout_hard_cap", takes(KindDurationOrSeconds, "Caps implicit stale timeouts on every path."), func(d *decoder, a *Agent, f field) { a.StaleTimeoutHardCap = d.duration(f, someCallLimit) }},
+	{"stream_drain_timeout", takes(KindDurationOrSeconds, "Post-terminal drain. Default 2."), func(d *decoder, a *Agent, f field) { a.StreamDrainTimeout = d.duration(f, someCallLimit) }},
 }
 
 var metricsFields = keyed[*Metrics]{
-	{"listen", func(d *decoder, m *Metrics, f field) { m.Listen = d.listen(f) }},
-	{"token_file", func(d *decoder, m *Metrics, f field) { m.TokenFile = d.path(f) }},
-	{"remote", func(d *decoder, m *Metrics, f field) { m.Remote = d.bool(f) }},
+	{"listen", takes(KindListen, "Address of the Prometheus metrics endpoint (/metrics). Off unless set. Loopback unless remote is true."), func(d *decoder, m *Metrics, f field) { m.Listen = d.listen(f) }},
+	{"token_file", takes(KindNonEmpty, "File holding the bearer token a scrape must send (Authorization: Bearer …). No token when unset."), func(d *decoder, m *Metrics, f field) { m.TokenFile = d.path(f) }},
+	{"remote", takes(KindBool, "Allow a listen address that is not loopback (the pod IP, 0.0.0.0), where a cluster's Prometheus scrapes, and requests whose Host is not loopback. Default false; set token_file with it."),
+		func(d *decoder, m *Metrics, f field) { m.Remote = d.bool(f) }},
 }
 
 var probesFields = keyed[*Probes]{
-	{"listen", func(d *decoder, p *Probes, f field) { p.Listen = d.listen(f) }},
-	{"remote", func(d *decoder, p *Probes, f field) { p.Remote = d.bool(f) }},
+	{"listen", takes(KindListen, "Address of the liveness (/livez) and readiness (/readyz) endpoints. Off unless set. Loopback unless remote is true."), func(d *decoder, p *Probes, f field) { p.Listen = d.listen(f) }},
+	{"remote", takes(KindBool, "Allow a listen address that is not loopback (the pod IP, 0.0.0.0), where a kubelet's HTTP probes come from. Default false."), func(d *decoder, p *Probes, f field) { p.Remote = d.bool(f) }},
 }
 
 // defaultsFields are the unit keys hermes.yaml may give every unit a
 // default for; a unit's own key decodes the same way (unitFields).
 var defaultsFields = slices.Concat(keyed[*Defaults]{
-	{"restart", func(d *decoder, def *Defaults, f field) { def.Restart = enum(d, f, ParseRestart, def.Restart) }},
-	{"restart_sec", func(d *decoder, def *Defaults, f field) { def.RestartSec = d.duration(f, durEither, anyDelay) }},
-	{"restart_max_sec", func(d *decoder, def *Defaults, f field) { def.RestartMax = d.duration(f, durEither, someDelay) }},
-	{"start_limit", func(d *decoder, def *Defaults, f field) { startLimitFields.decode(d, f.val, f.path, &def.StartLimit) }},
-	{"timeouts", func(d *decoder, def *Defaults, f field) { timeoutsFields.decode(d, f.val, f.path, &def.Timeouts) }},
-	{"stop_signal", func(d *decoder, def *Defaults, f field) { def.StopSignal = d.signal(f, def.StopSignal) }},
-	{"log", func(d *decoder, def *Defaults, f field) { logFields[1:].decode(d, f.val, f.path, &def.Log) }},
+	{"restart", oneOf(restarts, ""), func(d *decoder, def *Defaults, f field) { def.Restart = enum(d, f, ParseRestart, def.Restart) }},
+	{"restart_sec", takes(KindDurationOrSeconds, ""), func(d *decoder, def *Defaults, f field) { def.RestartSec = d.duration(f, anyDelay) }},
+	{"restart_max_sec", takes(KindDurationOrSeconds, ""), func(d *decoder, def *Defaults, f field) { def.RestartMax = d.duration(f, someDelay) }},
+	{"start_limit", block(KindBlock, startLimitFields, ""), func(d *decoder, def *Defaults, f field) { startLimitFields.decode(d, f.val, f.path, &def.StartLimit) }},
+	{"timeouts", block(KindBlock, timeoutsFields, ""), func(d *decoder, def *Defaults, f field) { timeoutsFields.decode(d, f.val, f.path, &def.Timeouts) }},
+	{"stop_signal", takes(KindSignal, ""), func(d *decoder, def *Defaults, f field) { def.StopSignal = d.signal(f, def.StopSignal) }},
+	{"log", block(KindBlock, logFields[1:], ""), func(d *decoder, def *Defaults, f field) { logFields[1:].decode(d, f.val, f.path, &def.Log) }},
 }, lift(execFields, func(def *Defaults) *Exec { return &def.Exec }))
 
 func (d *decoder) providers(f field) map[string]Provider {
@@ -279,9 +274,9 @@ func named[T any](d *decoder, f field, what string, one func(name string, g fiel
 // providerFields are a unit's provider: keys; a provider of hermes.yaml
 // has all but the first (id:, its key there).
 var providerFields = keyed[*Provider]{
-	{"id", func(d *decoder, p *Provider, f field) { p.ID = d.nonEmpty(f) }},
-	{"base_url", func(d *decoder, p *Provider, f field) { p.BaseURL = d.httpURL(f) }},
-	{"api_key_env", func(d *decoder, p *Provider, f field) {
+	{"id", takes(KindNonEmpty, "Provider id the proxy routes to."), func(d *decoder, p *Provider, f field) { p.ID = d.nonEmpty(f) }},
+	{"base_url", takes(KindURL, "OpenAI-compatible base URL, like http://127.0.0.1:8080/v1."), func(d *decoder, p *Provider, f field) { p.BaseURL = d.httpURL(f) }},
+	{"api_key_env", takes(KindEnvName, "Name of the environment variable holding the API key (not the key)."), func(d *decoder, p *Provider, f field) {
 		p.APIKeyEnv = d.nonEmpty(f)
 		if strings.ContainsAny(p.APIKeyEnv, "= $") {
 			d.errf(f.val, "api_key_env: write the name of the variable holding the key (like OPENAI_API_KEY), not its value")
@@ -290,16 +285,34 @@ var providerFields = keyed[*Provider]{
 			d.errf(f.key, "%s: api_key_file is set too; keep one of the two", f.path)
 		}
 	}},
-	{"api_key_file", func(d *decoder, p *Provider, f field) {
+	{"api_key_file", takes(KindNonEmpty, "File holding the API key (a mounted Kubernetes Secret, a Docker secret), read at each call; instead of api_key_env."), func(d *decoder, p *Provider, f field) {
 		p.APIKeyFile = d.path(f)
 		if p.APIKeyEnv != "" {
 			d.errf(f.key, "%s: api_key_env is set too; keep one of the two", f.path)
 		}
 	}},
-	{"stale_timeout_seconds", func(d *decoder, p *Provider, f field) { p.StaleTimeout = d.duration(f, durSeconds, someCallLimit) }},
-	{"models", func(d *decoder, p *Provider, f field) { p.Models = d.models(f) }},
-	{"tiers", func(d *decoder, p *Provider, f field) { p.Tiers = d.tiers(f) }},
-	{"floors", func(d *decoder, p *Provider, f field) { p.Floors = d.floors(f) }},
+	{"stale_timeout_seconds", takes(KindSeconds, "Explicit stale timeout: beats floors and tiers."), func(d *decoder, p *Provider, f field) { p.StaleTimeout = d.duration(f, someCallLimit) }},
+	{"models", block(KindByID, modelFields, "Per-model settings, by model id."), func(d *decoder, p *Provider, f field) { p.Models = d.models(f) }},
+	{"tiers", block(KindItems, tierFields, "Context tiers replacing the defaults."), func(d *decoder, p *Provider, f field) {
+		p.Tiers = items(d, f, "{above_tokens: N, seconds: S}", "each tier needs above_tokens: and seconds:", tierFields)
+	}},
+	{"floors", block(KindItems, floorFields, "Extra model floors."), func(d *decoder, p *Provider, f field) {
+		p.Floors = items(d, f, "{slug: NAME, seconds: S}", "each floor needs slug: and seconds:", floorFields)
+	}},
+}
+
+var modelFields = keyed[*ProviderModel]{
+	{"stale_timeout_seconds", takes(KindSeconds, ""), func(d *decoder, m *ProviderModel, f field) { m.StaleTimeout = d.duration(f, someCallLimit) }},
+}
+
+var tierFields = keyed[*Tier]{
+	{"above_tokens", between(1, MaxTokens, ""), func(d *decoder, t *Tier, f field) { t.AboveTokens = d.count(f) }},
+	{"seconds", takes(KindSeconds, ""), func(d *decoder, t *Tier, f field) { t.Timeout = d.duration(f, someCallLimit) }},
+}
+
+var floorFields = keyed[*Floor]{
+	{"slug", takes(KindNonEmpty, ""), func(d *decoder, fl *Floor, f field) { fl.Slug = strings.ToLower(d.nonEmpty(f)) }},
+	{"seconds", takes(KindSeconds, ""), func(d *decoder, fl *Floor, f field) { fl.Timeout = d.duration(f, someCallLimit) }},
 }
 
 // provider decodes a provider block: providers.<id> in hermes.yaml
@@ -331,18 +344,16 @@ func isMapping(n *yaml.Node) bool { return n.Kind == yaml.MappingNode }
 func (d *decoder) models(f field) map[string]ProviderModel {
 	return named(d, f, "model id", func(_ string, g field) ProviderModel {
 		var m ProviderModel
-		for _, h := range d.mapping(g.val, g.path, modelKeys) {
-			m.StaleTimeout = d.duration(h, durSeconds, someCallLimit)
-		}
+		modelFields.decode(d, g.val, g.path, &m)
 		return m
 	})
 }
 
-// items decodes f, a list of mappings that each hold every key of known,
-// each key through one; nil when f is empty or null. form is how an item
-// is written ("{slug: NAME, seconds: S}") and need what an item lacking a
-// key is told ("each floor needs slug: and seconds:"), for messages.
-func items[T any](d *decoder, f field, form, need string, known []string, one func(g field, it *T)) []T {
+// items decodes f, a list of mappings that each hold every key of k;
+// nil when f is empty or null. form is how an item is written ("{slug:
+// NAME, seconds: S}") and need what an item lacking a key is told ("each
+// floor needs slug: and seconds:"), for messages.
+func items[T any](d *decoder, f field, form, need string, k keyed[*T]) []T {
 	if isNull(f.val) {
 		return nil
 	}
@@ -354,38 +365,12 @@ func items[T any](d *decoder, f field, form, need string, known []string, one fu
 	for i, n := range f.val.Content {
 		var it T
 		path := fmt.Sprintf("%s[%d]", f.path, i)
-		fields := d.mapping(n, path, known)
-		for _, g := range fields {
-			one(g, &it)
-		}
-		if isMapping(resolve(n)) && len(fields) < len(known) {
+		if fields := k.decode(d, n, path, &it); isMapping(resolve(n)) && len(fields) < len(k) {
 			d.errf(n, "%s: %s", path, need)
 		}
 		out = append(out, it)
 	}
 	return out
-}
-
-func (d *decoder) tiers(f field) []Tier {
-	return items(d, f, "{above_tokens: N, seconds: S}", "each tier needs above_tokens: and seconds:", tierKeys, func(g field, t *Tier) {
-		switch g.name {
-		case "above_tokens":
-			t.AboveTokens = d.count(g, 1, MaxTokens)
-		case "seconds":
-			t.Timeout = d.duration(g, durSeconds, someCallLimit)
-		}
-	})
-}
-
-func (d *decoder) floors(f field) []Floor {
-	return items(d, f, "{slug: NAME, seconds: S}", "each floor needs slug: and seconds:", floorKeys, func(g field, fl *Floor) {
-		switch g.name {
-		case "slug":
-			fl.Slug = strings.ToLower(d.nonEmpty(g))
-		case "seconds":
-			fl.Timeout = d.duration(g, durSeconds, someCallLimit)
-		}
-	})
 }
 
 // readFile reads a unit or config file after the file checks: it must be

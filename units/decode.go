@@ -49,23 +49,36 @@ type field struct {
 	path string // the key with its block, for messages: "timeouts.start"
 	key  *yaml.Node
 	val  *yaml.Node
+	want Value // what the key takes, from its table: the readers' bounds and forms
 }
 
 // keyed is the one list of a block's keys, in the order the canonical
-// rendering writes them, each with its decoder into the block's value v.
-// The keys the decoder accepts there (and the schema drift test compares
-// with the schema mirror, see keys.go) are derived from it, so a key
-// cannot be accepted without being decoded. Rules that join several keys
-// of a block run after decode, on the fields it returns.
+// rendering writes them, each with what it takes (its Value: the kind,
+// bounds and words its readers apply, and its meaning) and its decoder
+// into the block's value v. The keys the decoder accepts there are
+// derived from it, and so are the JSON Schemas (UnitKeys, ConfigKeys):
+// a key cannot be accepted without being decoded and described. Rules
+// that join several keys of a block run after decode, on the fields it
+// returns.
 type keyed[V any] []struct {
 	key    string
+	want   Value
 	decode func(d *decoder, v V, f field)
 }
 
-func (k keyed[V]) keys() []string {
+func (k keyed[V]) names() []string {
 	ks := make([]string, len(k))
 	for i, e := range k {
 		ks[i] = e.key
+	}
+	return ks
+}
+
+// shape is the table's keys with what each takes, for the schema package.
+func (k keyed[V]) shape() []Key {
+	ks := make([]Key, len(k))
+	for i, e := range k {
+		ks[i] = Key{Name: e.key, Value: e.want}
 	}
 	return ks
 }
@@ -74,9 +87,9 @@ func (k keyed[V]) keys() []string {
 // root) into v, each known key through its decoder in the file's order,
 // and returns the known fields n held.
 func (k keyed[V]) decode(d *decoder, n *yaml.Node, block string, v V) []field {
-	fields := d.mapping(n, block, k.keys())
-	for _, f := range fields {
-		k.one(d, v, f)
+	fields := d.mapping(n, block, k.names())
+	for i := range fields {
+		k.one(d, v, &fields[i])
 	}
 	return fields
 }
@@ -87,18 +100,19 @@ func (k keyed[V]) decode(d *decoder, n *yaml.Node, block string, v V) []field {
 func lift[V, P any](k keyed[P], part func(V) P) keyed[V] {
 	out := make(keyed[V], len(k))
 	for i, e := range k {
-		out[i].key = e.key
+		out[i].key, out[i].want = e.key, e.want
 		out[i].decode = func(d *decoder, v V, f field) { e.decode(d, part(v), f) }
 	}
 	return out
 }
 
 // one decodes f into v when it is one of k's keys, and reports whether it
-// was: for a block whose other keys decode elsewhere.
-func (k keyed[V]) one(d *decoder, v V, f field) bool {
+// was: for a block whose other keys decode elsewhere. It sets f.want.
+func (k keyed[V]) one(d *decoder, v V, f *field) bool {
 	for _, e := range k {
 		if e.key == f.name {
-			e.decode(d, v, f)
+			f.want = e.want
+			e.decode(d, v, *f)
 			return true
 		}
 	}
@@ -487,13 +501,13 @@ func (d *decoder) int(f field) (int64, bool) {
 	return v, true
 }
 
-// count reads an integer in lo..hi.
-func (d *decoder) count(f field, lo, hi int64) int {
+// count reads an integer in the key's range (f.want's Min to Max).
+func (d *decoder) count(f field) int {
 	v, ok := d.int(f)
 	if !ok {
 		return 0
 	}
-	if v < lo || v > hi {
+	if lo, hi := f.want.Min, f.want.Max; v < lo || v > hi {
 		d.errf(f.val, "%s: %d is out of range; allowed: %d to %d", f.path, v, lo, hi)
 		return 0
 	}
@@ -537,22 +551,14 @@ func (d *decoder) strings(f field) []string {
 	return out
 }
 
-// durationForm says which spellings a duration key accepts.
-type durationForm int
-
-const (
-	// durText accepts Go duration strings only: "90s", "1m30s".
-	durText durationForm = iota
-	// durSeconds accepts whole seconds only: keys named *_seconds.
-	durSeconds
-	// durEither accepts both: keys named *_sec and the agent.* timeouts,
-	// documented in seconds.
-	durEither
-)
-
 // duration reads a duration within r: not negative, more than zero when
-// r.positive, at most r.max.
-func (d *decoder) duration(f field, form durationForm, r durRange) time.Duration {
+// r.positive, at most r.max. The key's kind (f.want) says which spellings
+// it accepts: KindDuration Go duration strings only ("90s", "1m30s"),
+// KindSeconds whole seconds only (keys named *_seconds),
+// KindDurationOrSeconds both (keys named *_sec and the agent.* timeouts,
+// documented in seconds).
+func (d *decoder) duration(f field, r durRange) time.Duration {
+	form := f.want.Kind
 	v := f.val
 	if v.Kind != yaml.ScalarNode || isNull(v) {
 		d.errf(v, "%s: want a duration, got %s", f.path, kindName(v))
@@ -560,14 +566,14 @@ func (d *decoder) duration(f field, form durationForm, r durRange) time.Duration
 	}
 	var out time.Duration
 	switch {
-	case v.ShortTag() == "!!int" && form != durText:
+	case v.ShortTag() == "!!int" && form != KindDuration:
 		var n int64
 		if err := v.Decode(&n); err != nil || n > int64(1<<62/time.Second) || n < -int64(1<<62/time.Second) {
 			d.errf(v, "%s: %s is not a number of seconds in range", f.path, v.Value)
 			return 0
 		}
 		out = time.Duration(n) * time.Second
-	case form == durSeconds:
+	case form == KindSeconds:
 		d.errf(v, "%s: want a whole number of seconds, like 900, got %s", f.path, kindName(v))
 		return 0
 	case v.ShortTag() == "!!int":

@@ -70,7 +70,27 @@ const Infinity = math.MaxUint64
 
 // RlimitNames are the resources limits: accepts, as systemd's Limit*=
 // keys name them (LimitNOFILE= is nofile).
-var RlimitNames = []string{"as", "core", "cpu", "data", "fsize", "locks", "memlock", "msgqueue", "nice", "nofile", "nproc", "rss", "rtprio", "rttime", "sigpending", "stack"}
+var RlimitNames = rlimitFields.names()
+
+// rlimitFields are the keys of limits:, one resource each.
+var rlimitFields = keyed[*Exec]{
+	{"as", takes(KindRlimit, "Address space, bytes."), (*decoder).limit},
+	{"core", takes(KindRlimit, "Core file size, bytes."), (*decoder).limit},
+	{"cpu", takes(KindRlimit, "CPU time, seconds."), (*decoder).limit},
+	{"data", takes(KindRlimit, "Data segment, bytes."), (*decoder).limit},
+	{"fsize", takes(KindRlimit, "File size, bytes."), (*decoder).limit},
+	{"locks", takes(KindRlimit, "File locks."), (*decoder).limit},
+	{"memlock", takes(KindRlimit, "Locked memory, bytes."), (*decoder).limit},
+	{"msgqueue", takes(KindRlimit, "POSIX message queues, bytes."), (*decoder).limit},
+	{"nice", takes(KindRlimit, "Ceiling of the nice value (20 - nice)."), (*decoder).limit},
+	{"nofile", takes(KindRlimit, "Open files."), (*decoder).limit},
+	{"nproc", takes(KindRlimit, "Processes of the user."), (*decoder).limit},
+	{"rss", takes(KindRlimit, "Resident set, bytes."), (*decoder).limit},
+	{"rtprio", takes(KindRlimit, "Real-time priority ceiling."), (*decoder).limit},
+	{"rttime", takes(KindRlimit, "Real-time CPU time, microseconds."), (*decoder).limit},
+	{"sigpending", takes(KindRlimit, "Queued signals."), (*decoder).limit},
+	{"stack", takes(KindRlimit, "Stack size, bytes."), (*decoder).limit},
+}
 
 // CgroupLimits are written into a unit's cgroup when hermesd runs in
 // cgroup mode and the controller is delegated to it; zero is none.
@@ -105,10 +125,11 @@ func (e *Exec) SetsIdentity() bool {
 
 // execFields are the keys of Exec, in a unit file and in defaults:.
 var execFields = keyed[*Exec]{
-	{"env_file", func(d *decoder, e *Exec, f field) { e.EnvFiles = d.envFiles(f) }},
-	{"user", func(d *decoder, e *Exec, f field) { e.User = d.principal(f) }},
-	{"group", func(d *decoder, e *Exec, f field) { e.Group = d.principal(f) }},
-	{"supplementary_groups", func(d *decoder, e *Exec, f field) {
+	{"env_file", takes(KindEnvFiles, "Files of KEY=value lines read when the unit starts, as systemd's EnvironmentFile= and docker's env_file (comments, blank lines, export, quotes); ~ and paths relative to the unit file (to hermes.yaml under defaults:) are expanded. A leading - marks a file that may be missing; a missing one without it fails the start. A later file's variable replaces an earlier one's."),
+		func(d *decoder, e *Exec, f field) { e.EnvFiles = d.envFiles(f) }},
+	{"user", takes(KindPrincipal, "User the unit's processes run as (a name or uid). Needs hermesd to run as root. Default: hermesd's user."), func(d *decoder, e *Exec, f field) { e.User = d.principal(f) }},
+	{"group", takes(KindPrincipal, "Group they run as (a name or gid). Needs hermesd to run as root. Default: the user's primary group."), func(d *decoder, e *Exec, f field) { e.Group = d.principal(f) }},
+	{"supplementary_groups", takes(KindGroups, "Supplementary groups (names or gids); [] for none. Needs hermesd to run as root. Default: the user's groups from the group database, as systemd's User=."), func(d *decoder, e *Exec, f field) {
 		e.Groups = []string{}
 		for _, g := range d.strings(f) {
 			if !validPrincipal(g) {
@@ -118,20 +139,20 @@ var execFields = keyed[*Exec]{
 			e.Groups = append(e.Groups, g)
 		}
 	}},
-	{"umask", func(d *decoder, e *Exec, f field) { e.Umask = d.umask(f) }},
-	{"nice", func(d *decoder, e *Exec, f field) {
-		if n, ok := d.int(f); ok && (n < -20 || n > 19) {
-			d.errf(f.val, "%s: %d is out of range; allowed: -20 (first) to 19 (last)", f.path, n)
+	{"umask", takes(KindUmask, ""), func(d *decoder, e *Exec, f field) { e.Umask = d.umask(f) }},
+	{"nice", between(-20, 19, "Scheduling niceness, -20 (first) to 19 (last). Default: hermesd's."), func(d *decoder, e *Exec, f field) {
+		if n, ok := d.int(f); ok && (n < f.want.Min || n > f.want.Max) {
+			d.errf(f.val, "%s: %d is out of range; allowed: %d (first) to %d (last)", f.path, n, f.want.Min, f.want.Max)
 		} else if ok {
 			v := int(n)
 			e.Nice = &v
 		}
 	}},
-	{"limits", func(d *decoder, e *Exec, f field) { d.limits(f, e) }},
-	{"memory_max", func(d *decoder, e *Exec, f field) { e.Cgroup.MemoryMax = d.size(f) }},
-	{"cpu_weight", func(d *decoder, e *Exec, f field) { e.Cgroup.CPUWeight = d.count(f, 1, MaxCPUWeight) }},
-	{"cpu_max", func(d *decoder, e *Exec, f field) { e.Cgroup.CPUMax = d.percent(f) }},
-	{"tasks_max", func(d *decoder, e *Exec, f field) { e.Cgroup.TasksMax = d.count(f, 1, MaxTasks) }},
+	{"limits", block(KindBlock, rlimitFields, "Resource limits, by resource; a resource not set keeps hermesd's."), func(d *decoder, e *Exec, f field) { rlimitFields.decode(d, f.val, f.path, e) }},
+	{"memory_max", takes(KindSize, "cgroup mode: memory.max of the unit's cgroup, where the memory controller is delegated (a warning names it where not)."), func(d *decoder, e *Exec, f field) { e.Cgroup.MemoryMax = d.size(f) }},
+	{"cpu_weight", between(1, MaxCPUWeight, "cgroup mode: cpu.weight of the unit's cgroup (the kernel's default is 100), where the cpu controller is delegated."), func(d *decoder, e *Exec, f field) { e.Cgroup.CPUWeight = d.count(f) }},
+	{"cpu_max", takes(KindPercent, "cgroup mode: cpu.max of the unit's cgroup as a percentage of one CPU (\"150%\" is one and a half), where the cpu controller is delegated."), func(d *decoder, e *Exec, f field) { e.Cgroup.CPUMax = d.percent(f) }},
+	{"tasks_max", between(1, MaxTasks, "cgroup mode: pids.max of the unit's cgroup, where the pids controller is delegated."), func(d *decoder, e *Exec, f field) { e.Cgroup.TasksMax = d.count(f) }},
 }
 
 // validPrincipal reports whether s may name a user or a group: a name of
@@ -183,19 +204,18 @@ func (d *decoder) percent(f field) int {
 	return n
 }
 
-// limits reads the limits: block into e.Limits, over what is there (the
-// defaults'): one resource a key.
-func (d *decoder) limits(f field, e *Exec) {
-	for _, g := range d.mapping(f.val, f.path, RlimitNames) {
-		rl, ok := d.rlimit(g)
-		if !ok {
-			continue
-		}
-		if e.Limits == nil {
-			e.Limits = map[string]Rlimit{}
-		}
-		e.Limits[g.name] = rl
+// limit reads one resource of limits: into e.Limits, over what is there
+// (the defaults'): a unit's nofile replaces the default's and keeps its
+// core.
+func (d *decoder) limit(e *Exec, f field) {
+	rl, ok := d.rlimit(f)
+	if !ok {
+		return
 	}
+	if e.Limits == nil {
+		e.Limits = map[string]Rlimit{}
+	}
+	e.Limits[f.name] = rl
 }
 
 // rlimit reads one limit: a number or infinity for both the soft and the

@@ -153,9 +153,10 @@ type unitDecode struct {
 // unitFields are a unit file's keys and their decoders. Rules that join
 // several keys are in checkUnit.
 var unitFields = slices.Concat(keyed[*unitDecode]{
-	{"description", func(d *decoder, u *unitDecode, f field) { u.s.Description = d.str(f) }},
-	{"type", func(d *decoder, u *unitDecode, f field) { u.s.Type = enum(d, f, ParseType, u.s.Type) }},
-	{"command", func(d *decoder, u *unitDecode, f field) {
+	{"description", takes(KindText, "What the unit is, for status output."), func(d *decoder, u *unitDecode, f field) { u.s.Description = d.str(f) }},
+	{"type", oneOf(types, "simple: up while the program runs in the foreground. oneshot: a step, done when it exits 0 (after: dependents start only then). forking: the program daemonizes and exits 0; the unit is up while the daemon runs (main pid from pid_file, or the one process left).").or(Simple),
+		func(d *decoder, u *unitDecode, f field) { u.s.Type = enum(d, f, ParseType, u.s.Type) }},
+	{"command", takes(KindArgs, "The program and its arguments, run directly (no shell). Exclusive with shell."), func(d *decoder, u *unitDecode, f field) {
 		u.s.Command = d.strings(f)
 		if f.val.Kind == yaml.SequenceNode && len(f.val.Content) == 0 || isNull(f.val) {
 			d.errf(f.val, "command: must not be empty: write the program and its arguments, like [python3, -m, http.server]")
@@ -163,42 +164,47 @@ var unitFields = slices.Concat(keyed[*unitDecode]{
 			d.errf(f.val, "command: the program name (first item) must not be empty")
 		}
 	}},
-	{"shell", func(d *decoder, u *unitDecode, f field) { u.s.Shell = d.nonEmpty(f) }},
-	{"pid_file", func(d *decoder, u *unitDecode, f field) { u.s.PIDFile = d.path(f) }},
-	{"remain_after_exit", func(d *decoder, u *unitDecode, f field) { u.s.RemainAfter = d.bool(f) }},
-	{"workdir", func(d *decoder, u *unitDecode, f field) { u.s.Workdir = d.path(f) }},
-	{"env", func(d *decoder, u *unitDecode, f field) { u.s.Env = d.env(f) }},
+	{"shell", takes(KindNonEmpty, "A command line run by /bin/sh -c. Exclusive with command."), func(d *decoder, u *unitDecode, f field) { u.s.Shell = d.nonEmpty(f) }},
+	{"pid_file", takes(KindNonEmpty, "type: forking only. The file where the daemon writes its main pid; ~ and paths relative to the unit file are expanded. The pid must be in the unit's group. Default: the one process left after the launcher exits."),
+		func(d *decoder, u *unitDecode, f field) { u.s.PIDFile = d.path(f) }},
+	{"remain_after_exit", takes(KindBool, "type: oneshot only. Once done, the unit counts as active: hermesctl start does not run it again until it is stopped.").or(false),
+		func(d *decoder, u *unitDecode, f field) { u.s.RemainAfter = d.bool(f) }},
+	{"workdir", takes(KindNonEmpty, "Working directory; ~ and paths relative to the unit file are expanded. Default: the units directory."), func(d *decoder, u *unitDecode, f field) { u.s.Workdir = d.path(f) }},
+	{"env", takes(KindEnv, "Extra environment variables; they replace those of env_file."), func(d *decoder, u *unitDecode, f field) { u.s.Env = d.env(f) }},
 }, lift(execFields, func(u *unitDecode) *Exec { return &u.s.Exec }), keyed[*unitDecode]{
-	{"ownership", func(d *decoder, u *unitDecode, f field) { u.s.Ownership = enum(d, f, ParseOwnership, u.s.Ownership) }},
-	{"reason", func(d *decoder, u *unitDecode, f field) { u.s.Reason = d.str(f) }},
-	{"restart", func(d *decoder, u *unitDecode, f field) { u.s.Restart = enum(d, f, ParseRestart, u.s.Restart) }},
-	{"restart_sec", func(d *decoder, u *unitDecode, f field) { u.s.RestartSec = d.duration(f, durEither, anyDelay) }},
-	{"restart_max_sec", func(d *decoder, u *unitDecode, f field) { u.s.RestartMax = d.duration(f, durEither, someDelay) }},
-	{"start_limit", func(d *decoder, u *unitDecode, f field) { startLimitFields.decode(d, f.val, f.path, &u.s.StartLimit) }},
-	{"after", func(d *decoder, u *unitDecode, f field) { u.s.After = d.deps(f, u.s.Name, u.r) }},
-	{"requires", func(d *decoder, u *unitDecode, f field) { u.s.Requires = d.deps(f, u.s.Name, u.r) }},
-	{"ready", func(d *decoder, u *unitDecode, f field) { u.s.Ready = d.ready(f) }},
-	{"timeouts", func(d *decoder, u *unitDecode, f field) { timeoutsFields.decode(d, f.val, f.path, &u.s.Timeouts) }},
-	{"stop_signal", func(d *decoder, u *unitDecode, f field) { u.s.StopSignal = d.signal(f, u.s.StopSignal) }},
-	{"reload_signal", func(d *decoder, u *unitDecode, f field) { u.s.ReloadSignal = d.signal(f, 0) }},
-	{"reload", func(d *decoder, u *unitDecode, f field) {
+	{"ownership", oneOf(ownerships, "owned: dies with its owner. adoptable: survives a gateway and is re-adopted. persist_on_release: survives any owner. Non-owned units need a reason.").or(Owned),
+		func(d *decoder, u *unitDecode, f field) { u.s.Ownership = enum(d, f, ParseOwnership, u.s.Ownership) }},
+	{"reason", takes(KindText, "Why this unit must outlive its owner; required unless ownership is owned."), func(d *decoder, u *unitDecode, f field) { u.s.Reason = d.str(f) }},
+	{"restart", oneOf(restarts, "Restart policy. A job (schedule) cannot use always.").or(RestartOnFailure), func(d *decoder, u *unitDecode, f field) { u.s.Restart = enum(d, f, ParseRestart, u.s.Restart) }},
+	{"restart_sec", takes(KindDurationOrSeconds, "First restart backoff; doubles up to restart_max_sec. Default 1s."), func(d *decoder, u *unitDecode, f field) { u.s.RestartSec = d.duration(f, anyDelay) }},
+	{"restart_max_sec", takes(KindDurationOrSeconds, "Longest restart backoff. Default 30s."), func(d *decoder, u *unitDecode, f field) { u.s.RestartMax = d.duration(f, someDelay) }},
+	{"start_limit", block(KindBlock, startLimitFields, ""), func(d *decoder, u *unitDecode, f field) { startLimitFields.decode(d, f.val, f.path, &u.s.StartLimit) }},
+	{"after", takes(KindDeps, "Start after these units are ready."), func(d *decoder, u *unitDecode, f field) { u.s.After = d.deps(f, u.s.Name, u.r) }},
+	{"requires", takes(KindDeps, "Stop this unit when one of these stops or fails."), func(d *decoder, u *unitDecode, f field) { u.s.Requires = d.deps(f, u.s.Name, u.r) }},
+	{"ready", block(KindBlock, readyFields, "When a started unit counts as ready; at most one probe. None: ready once running."), func(d *decoder, u *unitDecode, f field) { u.s.Ready = d.ready(f) }},
+	{"timeouts", block(KindBlock, timeoutsFields, ""), func(d *decoder, u *unitDecode, f field) { timeoutsFields.decode(d, f.val, f.path, &u.s.Timeouts) }},
+	{"stop_signal", takes(KindSignal, "Signal that asks the unit to stop. Default TERM."), func(d *decoder, u *unitDecode, f field) { u.s.StopSignal = d.signal(f, u.s.StopSignal) }},
+	{"reload_signal", takes(KindSignal, "hermesctl reload UNIT sends this signal to the unit's main process (nginx, many daemons: HUP). Exclusive with reload."),
+		func(d *decoder, u *unitDecode, f field) { u.s.ReloadSignal = d.signal(f, 0) }},
+	{"reload", takes(KindArgs, "hermesctl reload UNIT runs this command (no shell) in the unit's directory, environment and identity, with MAINPID set; the reload succeeds when it exits 0. Exclusive with reload_signal."), func(d *decoder, u *unitDecode, f field) {
 		u.s.Reload = d.strings(f)
 		if len(u.s.Reload) == 0 && !isNull(f.val) && f.val.Kind == yaml.SequenceNode || len(u.s.Reload) > 0 && u.s.Reload[0] == "" {
 			d.errf(f.val, "reload: want the program and its arguments, like [nginx, -s, reload]")
 		}
 	}},
-	{"ports", func(d *decoder, u *unitDecode, f field) { u.s.Ports = d.ports(f, u.r) }},
-	{"log", func(d *decoder, u *unitDecode, f field) { logFields.decode(d, f.val, f.path, &u.s.Log) }},
-	{"schedule", func(d *decoder, u *unitDecode, f field) { u.s.Schedule = d.schedule(f) }},
-	{"run_budget_seconds", func(d *decoder, u *unitDecode, f field) { u.s.RunBudget = d.duration(f, durSeconds, someRuntime) }},
-	{"wrapup_signal", func(d *decoder, u *unitDecode, f field) { u.s.WrapupSig = d.signal(f, 0) }},
-	{"provider", func(d *decoder, u *unitDecode, f field) {
+	{"ports", takes(KindPorts, "TCP ports the unit listens on, checked free before start."), func(d *decoder, u *unitDecode, f field) { u.s.Ports = d.ports(f, u.r) }},
+	{"log", block(KindBlock, logFields, ""), func(d *decoder, u *unitDecode, f field) { logFields.decode(d, f.val, f.path, &u.s.Log) }},
+	{"schedule", takes(KindSchedule, ""), func(d *decoder, u *unitDecode, f field) { u.s.Schedule = d.schedule(f) }},
+	{"run_budget_seconds", takes(KindSeconds, "Jobs: the longest a run may take; a wrap-up notice at 80%, stopped at 100%."), func(d *decoder, u *unitDecode, f field) { u.s.RunBudget = d.duration(f, someRuntime) }},
+	{"wrapup_signal", takes(KindSignal, "Jobs: a signal sent at 80% of run_budget_seconds."), func(d *decoder, u *unitDecode, f field) { u.s.WrapupSig = d.signal(f, 0) }},
+	{"provider", block(KindBlock, providerFields, ""), func(d *decoder, u *unitDecode, f field) {
 		if !isNull(f.val) { // "provider:" with nothing after it: none
 			p := d.provider(f, true)
 			u.s.Provider = &p
 		}
 	}},
-	{"proxy_env", func(d *decoder, u *unitDecode, f field) { u.s.ProxyEnv = d.bool(f) }},
+	{"proxy_env", takes(KindBool, "Give the unit OPENAI_BASE_URL and OPENAI_API_KEY (the proxy token) for hermesd's provider proxy. Jobs always get them.").or(false),
+		func(d *decoder, u *unitDecode, f field) { u.s.ProxyEnv = d.bool(f) }},
 })
 
 // schedule reads a job's 5-field cron expression and refuses one that
@@ -368,28 +374,28 @@ func (d *decoder) env(f field) map[string]string {
 }
 
 var startLimitFields = keyed[*StartLimit]{
-	{"burst", func(d *decoder, sl *StartLimit, f field) { sl.Burst = d.count(f, 1, MaxBurst) }},
-	{"interval", func(d *decoder, sl *StartLimit, f field) { sl.Interval = d.duration(f, durText, someDelay) }},
+	{"burst", between(1, MaxBurst, "Most starts within interval before the unit is left failed.").or(5), func(d *decoder, sl *StartLimit, f field) { sl.Burst = d.count(f) }},
+	{"interval", takes(KindDuration, "Default 60s."), func(d *decoder, sl *StartLimit, f field) { sl.Interval = d.duration(f, someDelay) }},
 }
 
 var timeoutsFields = keyed[*Timeouts]{
-	{"start", func(d *decoder, t *Timeouts, f field) { t.Start = d.duration(f, durText, someDelay) }},
-	{"stop", func(d *decoder, t *Timeouts, f field) { t.Stop = d.duration(f, durText, anyDelay) }},
-	{"runtime_max", func(d *decoder, t *Timeouts, f field) { t.RuntimeMax = d.duration(f, durText, anyRuntime) }},
-	{"watchdog", func(d *decoder, t *Timeouts, f field) { t.Watchdog = d.duration(f, durText, anyDelay) }},
+	{"start", takes(KindDuration, "Longest wait for readiness. Default 90s."), func(d *decoder, t *Timeouts, f field) { t.Start = d.duration(f, someDelay) }},
+	{"stop", takes(KindDuration, "Grace between the stop signal and KILL. Default 3s."), func(d *decoder, t *Timeouts, f field) { t.Stop = d.duration(f, anyDelay) }},
+	{"runtime_max", takes(KindDuration, "Stop the unit after this long; 0s: never."), func(d *decoder, t *Timeouts, f field) { t.RuntimeMax = d.duration(f, anyRuntime) }},
+	{"watchdog", takes(KindDuration, "Restart when no WATCHDOG=1 arrives within this; 0s: off."), func(d *decoder, t *Timeouts, f field) { t.Watchdog = d.duration(f, anyDelay) }},
 }
 
 // logFields are a unit's log: keys; hermes.yaml's defaults.log has all
 // but the first (path:, a unit's own).
 var logFields = keyed[*Log]{
-	{"path", func(d *decoder, l *Log, f field) {
+	{"path", takes(KindNonEmpty, "Log file; default <state>/logs/<unit>.log."), func(d *decoder, l *Log, f field) {
 		l.Path = d.path(f)
 		if msg := checkLogDir(l.Path); l.Path != "" && msg != "" {
 			d.errf(f.val, "%s: %s", f.path, msg)
 		}
 	}},
-	{"max_size", func(d *decoder, l *Log, f field) { l.MaxSize = d.size(f) }},
-	{"keep", func(d *decoder, l *Log, f field) { l.Keep = d.count(f, 0, MaxKeep) }},
+	{"max_size", takes(KindSize, "Rotate above this size. Default 10MiB."), func(d *decoder, l *Log, f field) { l.MaxSize = d.size(f) }},
+	{"keep", between(0, MaxKeep, "Rotated files kept.").or(3), func(d *decoder, l *Log, f field) { l.Keep = d.count(f) }},
 }
 
 func (d *decoder) size(f field) Size {
@@ -468,10 +474,10 @@ func (d *decoder) ports(f field, r refs) []int {
 }
 
 var readyFields = keyed[*Ready]{
-	{"tcp", func(d *decoder, rd *Ready, f field) { rd.TCP = d.hostPort(f) }},
-	{"http", func(d *decoder, rd *Ready, f field) { rd.HTTP = d.httpURL(f) }},
-	{"notify", func(d *decoder, rd *Ready, f field) { rd.Notify = d.bool(f) }},
-	{"log", func(d *decoder, rd *Ready, f field) {
+	{"tcp", takes(KindHostPort, "host:port that accepts a connection."), func(d *decoder, rd *Ready, f field) { rd.TCP = d.hostPort(f) }},
+	{"http", takes(KindURL, "URL that answers 2xx."), func(d *decoder, rd *Ready, f field) { rd.HTTP = d.httpURL(f) }},
+	{"notify", takes(KindBool, "Ready when the unit sends READY=1 on NOTIFY_SOCKET (sd_notify)."), func(d *decoder, rd *Ready, f field) { rd.Notify = d.bool(f) }},
+	{"log", takes(KindNonEmpty, "Regular expression matched against output lines."), func(d *decoder, rd *Ready, f field) {
 		rd.Log = d.nonEmpty(f)
 		if _, err := regexp.Compile(rd.Log); err != nil {
 			d.errf(f.val, "ready.log: %s is not a regular expression: %s", excerpt(rd.Log), cut(err.Error(), maxParserMsg))

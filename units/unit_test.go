@@ -275,7 +275,7 @@ func TestSuggest(t *testing.T) {
 		{"comand", "command"}, {"restart-sec", "restart_sec"}, {"workdir", "workdir"}, {"wrkdir", "workdir"},
 		{"xyz", ""}, {"timeout", "timeouts"}, {"port", "ports"},
 	} {
-		if got := suggest(tt.in, unitKeys); got != tt.want {
+		if got := suggest(tt.in, unitFields.names()); got != tt.want {
 			t.Errorf("suggest(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}

@@ -98,15 +98,3 @@ func (s Size) String() string {
 	}
 	return strconv.FormatInt(int64(s), 10) + "B"
 }
-
-// Words are the words of each enum a unit file or hermes.yaml takes, by
-// the key that takes them: what the schemas' enums must list (package
-// schema checks).
-func Words() map[string][]string {
-	return map[string][]string{
-		"type":      types.Words(),
-		"ownership": ownerships.Words(),
-		"restart":   restarts.Words(),
-		"role":      roles.Words(),
-	}
-}
