@@ -18,6 +18,7 @@ import (
 
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/events"
 	"github.com/hermes-units/hermes/internal/boolflag"
 	"github.com/hermes-units/hermes/internal/exitcode"
 	"github.com/hermes-units/hermes/internal/holds"
@@ -436,7 +437,7 @@ func (d *instance) newReconciler() error {
 		ProxyURL:   px.url(),
 		ProxyToken: px.currentToken,
 		Proxy:      px.statusFunc(),
-		Publish:    d.obs.publish,
+		Publish:    func(e events.Event) { d.fds.observe(e); d.obs.publish(e) },
 		ClockSteps: wallclock.Watch,
 		OnReady: func(n int) {
 			sdNotify(log, "READY=1\nSTATUS="+strconv.Itoa(n)+" units running")

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/hermes-units/hermes/events"
 	"github.com/hermes-units/hermes/internal/diag"
 	"github.com/hermes-units/hermes/internal/fdreserve"
 	"github.com/hermes-units/hermes/proxy"
@@ -89,12 +90,13 @@ var (
 )
 
 // fdReserve is what the listeners (proxy, metrics, control) leave to the
-// rest of hermesd with n units declared under soft limit soft: fdBase and
-// each unit's peak (fdreserve). A flood of connections to any of them then
-// never keeps a unit from starting or from opening its log. It never
-// takes the control API's own room, the lowest fdControlRoom descriptors:
-// with more units than the limit serves, hermesd still answers its owner
-// (it refused every call then).
+// rest of hermesd under soft limit soft when n units are still to take
+// their descriptors (fdWatch.pending): fdBase and each such unit's peak
+// (fdreserve). A flood of connections to any of them then never keeps a
+// unit from starting or from opening its log. It never takes the control
+// API's own room, the lowest fdControlRoom descriptors: with more units
+// than the limit serves, hermesd still answers its owner (it refused
+// every call then).
 func fdReserve(n int, soft uint64) int {
 	room := uint64(fdControlRoom)
 	if soft <= room {
@@ -119,19 +121,55 @@ type fdWatch struct {
 	proxyOn    bool
 	log        *slog.Logger
 	// reserve keeps the listeners' connections off the descriptors the
-	// declared units need; each load sets it for their number.
-	reserve fdreserve.Reserve
-	mu      sync.Mutex
-	warned  uint64 // the need last warned about; 0 none
+	// units still need; a load and each unit that starts or ends set it
+	// again (see pending).
+	reserve  fdreserve.Reserve
+	mu       sync.Mutex
+	warned   uint64          // guarded by mu; the need last warned about, 0 none
+	declared int             // guarded by mu; units of the last load
+	holding  map[string]bool // guarded by mu; units whose run holds its descriptors (a pid)
+}
+
+// fdSpawnMargin is how many running units the reserve keeps a spawn's
+// peak for besides (a restart opens its log, pipes and start gate anew).
+const fdSpawnMargin = 16
+
+// pending is how many units the reserve is kept for: those declared that
+// hold nothing yet, and fdSpawnMargin more. A running unit's descriptors
+// are open already, below the number of any connection accepted since
+// (the kernel gives the lowest free): reserving them again shut every
+// listener out once a few thousand units ran. mu held.
+func (w *fdWatch) pending() int {
+	return max(w.declared-len(w.holding), 0) + min(w.declared, fdSpawnMargin)
+}
+
+// observe is a Publish hook: a unit.state event says whether its unit's
+// run holds its descriptors now (a pid), and the reserve follows.
+func (w *fdWatch) observe(e events.Event) {
+	if e.Kind != events.UnitState {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.holding == nil {
+		w.holding = map[string]bool{}
+	}
+	if e.PID != 0 {
+		w.holding[e.Unit] = true
+	} else {
+		delete(w.holding, e.Unit)
+	}
+	w.reserve.Set(w.soft, fdReserve(w.pending(), w.soft))
 }
 
 // check is a loader hook (see loader): it runs on every load.
 func (w *fdWatch) check(c units.Config, l *reconciler.Loaded) {
 	conns := proxyConns(w.proxyOn, c)
 	need := fdNeed(len(l.Specs), conns)
-	w.reserve.Set(w.soft, fdReserve(len(l.Specs), w.soft))
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.declared = len(l.Specs)
+	w.reserve.Set(w.soft, fdReserve(w.pending(), w.soft))
 	if need <= w.soft {
 		w.warned = 0
 		return

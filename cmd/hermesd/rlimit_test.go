@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/events"
 	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proxy"
 	"github.com/hermes-units/hermes/reconciler"
@@ -116,4 +117,32 @@ func TestDescriptorLimitAtStart(t *testing.T) {
 			t.Errorf("status lists %d units, want the 40 declared", len(st.Units))
 		}
 	})
+}
+
+// TestFdReserveFollowsRunningUnits: the listeners' reserve is kept for
+// the units that do not hold their descriptors yet, not for every unit
+// declared: a running unit's descriptors are open already, below any
+// connection accepted since. With 1000 units declared under a limit of
+// 4096 the listeners keep only the control API's room while nothing runs,
+// and nearly the whole limit once all run; a unit that ends takes its
+// share back. The control API's room is never reserved away.
+func TestFdReserveFollowsRunningUnits(t *testing.T) {
+	w := newFDWatch(4096, 4096, true, slog.New(slog.DiscardHandler))
+	w.check(units.Config{}, &reconciler.Loaded{Specs: make([]units.Spec, 1000)})
+	if got := w.reserve.Limit(); got != fdControlRoom {
+		t.Errorf("1000 units declared, none running: listeners under %d, want %d (the control API's room)", got, fdControlRoom)
+	}
+	for i := range 1000 {
+		w.observe(events.Event{Kind: events.UnitState, Unit: fmt.Sprint("u", i), State: "running", PID: 1000 + i})
+	}
+	want := int64(4096 - fdReserve(fdSpawnMargin, 4096))
+	if got := w.reserve.Limit(); got != want {
+		t.Errorf("1000 units running: listeners under %d, want %d", got, want)
+	}
+	for i := range 10 {
+		w.observe(events.Event{Kind: events.UnitState, Unit: fmt.Sprint("u", i), State: "failed"})
+	}
+	if got, want := w.reserve.Limit(), int64(4096-fdReserve(10+fdSpawnMargin, 4096)); got != want {
+		t.Errorf("10 of them ended: listeners under %d, want %d", got, want)
+	}
 }
