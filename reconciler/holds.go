@@ -56,22 +56,16 @@ func (r *Reconciler) loadHolds() {
 	}
 }
 
-// saveHolds writes disabled, r.masked and stops to Options.Holds; nil
+// saveHolds writes r.disabled, r.masked and r.stops to Options.Holds; nil
 // without one.
-func (r *Reconciler) saveHolds(disabled, stops map[string]bool) error {
-	return r.saveAllHolds(disabled, r.masked, stops)
-}
-
-// saveAllHolds writes disabled, masked and stops to Options.Holds; nil
-// without one.
-func (r *Reconciler) saveAllHolds(disabled, masked, stops map[string]bool) error {
+func (r *Reconciler) saveHolds() error {
 	if r.opt.Holds == nil {
 		return nil
 	}
 	return r.opt.Holds.Save(holds.Holds{
-		Disabled: slices.Sorted(maps.Keys(disabled)),
-		Masked:   slices.Sorted(maps.Keys(masked)),
-		Stopped:  slices.Sorted(maps.Keys(stops)),
+		Disabled: slices.Sorted(maps.Keys(r.disabled)),
+		Masked:   slices.Sorted(maps.Keys(r.masked)),
+		Stopped:  slices.Sorted(maps.Keys(r.stops)),
 	})
 }
 
@@ -87,7 +81,7 @@ func (r *Reconciler) setStop(name string, on bool) {
 	} else {
 		delete(r.stops, name)
 	}
-	if err := r.saveHolds(r.disabled, r.stops); err != nil {
+	if err := r.saveHolds(); err != nil {
 		r.log.Warn("runtime stop not saved: a restart of hermesd will not know of it", "unit", name, "stopped", on, "err", err)
 	}
 }
@@ -108,7 +102,7 @@ func (r *Reconciler) forgetStops(specs map[string]bool, invalid map[string]bool)
 	for _, n := range gone {
 		delete(r.stops, n)
 	}
-	if err := r.saveHolds(r.disabled, r.stops); err != nil {
+	if err := r.saveHolds(); err != nil {
 		r.log.Warn("stops of removed units not forgotten on disk", "units", gone, "err", err)
 	}
 }
@@ -156,18 +150,9 @@ func (r *Reconciler) hold(ctx context.Context, name, verb, done string, marks *m
 			return
 		}
 		if !(*marks)[name] {
-			old := *marks
-			*marks = maps.Clone(old)
-			(*marks)[name] = true
-			stops := maps.Clone(r.stops)
-			delete(stops, name)
-			if err = r.saveAllHolds(r.disabled, r.masked, stops); err != nil {
-				*marks = old
-				err = fmt.Errorf("unit %s not %s: %w", name, done, err)
+			if err = r.setMark(name, done, marks, true, false); err != nil {
 				return
 			}
-			r.stops = stops
-			r.log.Info("unit "+done, "unit", name, "now", stop)
 		}
 		if stop {
 			wait = r.stopAsked(u, stopCommand)
@@ -179,6 +164,32 @@ func (r *Reconciler) hold(ctx context.Context, name, verb, done string, marks *m
 		return err
 	}
 	return r.await(ctx, wait)
+}
+
+// setMark sets (on) or clears name's mark in *marks (&r.disabled,
+// &r.masked). Set, its runtime stop goes: the mark says more. Cleared,
+// with stopped it is kept stopped as by Stop (a runtime stop), else its
+// runtime stop stays as it is. The holds are written first, and kept only
+// once written: when they cannot be, nothing changes and the error says
+// why. done names the change in the error and the log.
+func (r *Reconciler) setMark(name, done string, marks *map[string]bool, on, stopped bool) error {
+	oldMarks, oldStops := *marks, r.stops
+	*marks, r.stops = maps.Clone(oldMarks), maps.Clone(oldStops)
+	if on {
+		(*marks)[name] = true
+		delete(r.stops, name)
+	} else {
+		delete(*marks, name)
+		if stopped {
+			r.stops[name] = true
+		}
+	}
+	if err := r.saveHolds(); err != nil {
+		*marks, r.stops = oldMarks, oldStops
+		return fmt.Errorf("unit %s not %s: %w", name, done, err)
+	}
+	r.log.Info("unit "+done, "unit", name)
+	return nil
 }
 
 // Enable undoes Disable (nothing to undo: nothing changes). With start, the
@@ -207,18 +218,10 @@ func (r *Reconciler) Enable(ctx context.Context, name string, start bool) error 
 			return
 		}
 		if r.disabled[name] {
-			dis := maps.Clone(r.disabled)
-			delete(dis, name)
-			stops := maps.Clone(r.stops)
-			if u != nil && !u.spec.IsJob() {
-				stops[name] = true // stopped as by Stop, until Start (below, or later)
-			}
-			if err = r.saveHolds(dis, stops); err != nil {
-				err = fmt.Errorf("unit %s not enabled: %w", name, err)
+			// Stopped as by Stop, until Start (below, or later).
+			if err = r.setMark(name, "enabled", &r.disabled, false, u != nil && !u.spec.IsJob()); err != nil {
 				return
 			}
-			r.disabled, r.stops = dis, stops
-			r.log.Info("unit enabled", "unit", name)
 		}
 		start = start && u != nil && !u.spec.IsJob()
 	}); e != nil {

@@ -3,7 +3,6 @@ package reconciler
 import (
 	"context"
 	"fmt"
-	"maps"
 
 	"github.com/hermes-units/hermes/control"
 )
@@ -46,22 +45,14 @@ func (r *Reconciler) Unmask(ctx context.Context, name string) error {
 		case !r.masked[name]:
 			return
 		}
-		masked := maps.Clone(r.masked)
-		delete(masked, name)
-		stops := maps.Clone(r.stops)
+		// Stopped as by Stop, until Start.
 		keep := u != nil && !u.spec.IsJob() && !u.state.active() && !r.disabled[name]
-		if keep {
-			stops[name] = true // stopped as by Stop, until Start
-		}
-		if err = r.saveAllHolds(r.disabled, masked, stops); err != nil {
-			err = fmt.Errorf("unit %s not unmasked: %w", name, err)
+		if err = r.setMark(name, "unmasked", &r.masked, false, keep); err != nil {
 			return
 		}
-		r.masked, r.stops = masked, stops
 		if keep {
 			u.held, u.enabled = true, false
 		}
-		r.log.Info("unit unmasked", "unit", name)
 	}); e != nil {
 		return e
 	}
