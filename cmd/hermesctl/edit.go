@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/hermes-units/hermes/internal/exitcode"
+	"github.com/hermes-units/hermes/internal/safefile"
 	"github.com/hermes-units/hermes/units"
 	"github.com/spf13/cobra"
 )
@@ -186,36 +187,9 @@ func install(target string, data []byte) error {
 	if fi, err := os.Stat(target); err == nil {
 		mode = fi.Mode().Perm()
 	}
-	dir := filepath.Dir(target)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(target)+".hermesctl-edit-*")
-	if err != nil {
+	if err := safefile.Replace(target, "."+filepath.Base(target)+".hermesctl-edit-*", data, mode); err != nil {
 		return err
 	}
-	name := tmp.Name()
-	fail := func(err error) error {
-		tmp.Close()
-		os.Remove(name)
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fail(err)
-	}
-	if err := os.Rename(name, target); err != nil {
-		os.Remove(name)
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
+	_ = safefile.SyncDir(filepath.Dir(target)) // the file is in place; only a power cut could undo it
 	return nil
 }

@@ -258,27 +258,7 @@ func Encode(h Holds, boot string) []byte {
 // power cut. A reader sees the old file or the new one, never a mix. On
 // failure the file is as it was.
 func (s *Store) Save(h Holds) error {
-	tmp, err := os.CreateTemp(s.dir, tempPrefix+"*")
-	if err != nil {
-		return fmt.Errorf("holds: create temporary file in %s: %w", s.dir, err)
-	}
-	name := tmp.Name()
-	fail := func(err error) error {
-		tmp.Close()
-		os.Remove(name)
-		return fmt.Errorf("holds: write %s: %w", s.path, err)
-	}
-	if _, err := tmp.Write(Encode(h, s.boot)); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fail(err)
-	}
-	if err := os.Rename(name, s.path); err != nil {
-		os.Remove(name)
+	if err := safefile.Replace(s.path, tempPrefix+"*", Encode(h, s.boot), 0o600); err != nil {
 		return fmt.Errorf("holds: write %s: %w", s.path, err)
 	}
 	if d, err := os.Open(s.dir); err == nil {

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/hermes-units/hermes/internal/safefile"
 )
 
 // Write puts files in dir, creating dir (0755) if it is missing. Every
@@ -35,12 +37,7 @@ func Write(dir string, files []File, force bool) error {
 			return err
 		}
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err := safefile.SyncDir(dir); err != nil {
 		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
@@ -50,25 +47,7 @@ func writeAtomic(dir string, f File) error {
 	if f.Name == "" || filepath.Base(f.Name) != f.Name {
 		return fmt.Errorf("%w: file name %q", ErrValue, f.Name)
 	}
-	tmp, err := os.CreateTemp(dir, "."+f.Name+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Join(dir, f.Name), err)
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename, a no-op
-	_, err = tmp.Write(f.Content)
-	if err == nil {
-		err = tmp.Chmod(0o644)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(dir, f.Name))
-	}
-	if err != nil {
+	if err := safefile.Replace(filepath.Join(dir, f.Name), "."+f.Name+".tmp-*", f.Content, 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Join(dir, f.Name), err)
 	}
 	return nil
