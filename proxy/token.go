@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hermes-units/hermes/internal/safefile"
 )
 
 // The proxy token (SPEC §13): the proxy lends the owner's provider keys
@@ -73,18 +75,10 @@ func LoadToken(stateDir string, create bool) (string, error) {
 // reader sees the old token or the new, never a part.
 func SaveToken(stateDir, tok string) error {
 	path := TokenPath(stateDir)
-	tmp := path + ".new-" + strings.ToLower(rand.Text()[:8])
-	if err := writeNew(tmp, tok); err != nil {
-		return err
+	if err := safefile.Replace(path, filepath.Base(path)+".new-*", []byte(tok+"\n"), 0o600); err != nil {
+		return fmt.Errorf("%w: replace %s: %w; check that the state directory exists and is yours", ErrToken, path, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("%w: replace %s: %w", ErrToken, path, err)
-	}
-	if d, err := os.Open(stateDir); err == nil {
-		d.Sync()
-		d.Close()
-	}
+	_ = safefile.SyncDir(stateDir) // the token is in place; only a power cut could undo it
 	return nil
 }
 
