@@ -168,18 +168,26 @@ func (c *sdConv) delay(key, v string) time.Duration {
 }
 
 func (c *sdConv) timeoutStart(key, v string) {
-	c.startTimeout, c.startTimeoutInfin = "", false
+	c.startTimeout, c.startTimeoutInfin = c.span(key, v, "start timeout", units.MaxDelay)
+}
+
+// span reads the time span v of key, which hermes takes up to most (its
+// longest what): the span as a unit file writes it, or off when it is
+// infinity or 0, which turn the limit off in systemd. A span it cannot
+// read, or above most, is noted, and is neither.
+func (c *sdConv) span(key, v, what string, most time.Duration) (s string, off bool) {
 	d, inf, err := parseSpan(v)
 	switch {
 	case err != nil:
 		c.n.add(key, "%v", err)
 	case inf || d == 0:
-		c.startTimeoutInfin = true
-	case d > units.MaxDelay:
-		c.n.add(key, "%s is above hermes's longest start timeout (%v)", v, maxDelay)
+		return "", true
+	case d > most:
+		c.n.add(key, "%s is above hermes's longest %s (%v)", v, what, goDuration(most))
 	default:
-		c.startTimeout = goDuration(d)
+		return goDuration(d), false
 	}
+	return "", false
 }
 
 func (c *sdConv) timeoutStop(key, v string) {
@@ -196,30 +204,14 @@ func (c *sdConv) timeoutStop(key, v string) {
 }
 
 func (c *sdConv) runtimeMax(key, v string) {
-	d, inf, err := parseSpan(v)
-	switch {
-	case err != nil:
-		c.n.add(key, "%v", err)
-	case inf || d == 0:
-		c.timeouts().RuntimeMax = ""
-	case d > units.MaxRuntime:
-		c.n.add(key, "%s is above hermes's longest runtime_max (%v)", v, goDuration(units.MaxRuntime))
-	default:
-		c.timeouts().RuntimeMax = goDuration(d)
+	if s, off := c.span(key, v, "runtime_max", units.MaxRuntime); s != "" || off {
+		c.timeouts().RuntimeMax = s
 	}
 }
 
 func (c *sdConv) watchdog(key, v string) {
-	d, inf, err := parseSpan(v)
-	switch {
-	case err != nil:
-		c.n.add(key, "%v", err)
-	case inf || d == 0:
-		c.timeouts().Watchdog = ""
-	case d > units.MaxDelay:
-		c.n.add(key, "%s is above hermes's longest watchdog (%v)", v, maxDelay)
-	default:
-		c.timeouts().Watchdog = goDuration(d)
+	if s, off := c.span(key, v, "watchdog", units.MaxDelay); s != "" || off {
+		c.timeouts().Watchdog = s
 	}
 }
 

@@ -241,16 +241,11 @@ func (c *sdConv) wants(key, v string) {
 }
 
 func (c *sdConv) startLimitInterval(key, v string) {
-	d, inf, err := parseSpan(v)
-	switch {
-	case err != nil:
-		c.n.add(key, "%v", err)
-	case inf || d == 0:
+	switch s, off := c.span(key, v, "start limit interval", units.MaxDelay); {
+	case off:
 		c.n.add(key, "%s turns the start limit off in systemd; hermes always bounds restarts (start_limit.burst at most %d)", v, units.MaxBurst)
-	case d > units.MaxDelay:
-		c.n.add(key, "%s is above hermes's longest start limit interval (%v)", v, maxDelay)
-	default:
-		c.startLimit().Interval = goDuration(d)
+	case s != "":
+		c.startLimit().Interval = s
 	}
 }
 
