@@ -192,6 +192,17 @@ func (r *Reconciler) setMark(name, done string, marks *map[string]bool, on, stop
 	return nil
 }
 
+// unmarked is the unit Enable or Unmask acts on: the declared unit named
+// name, or nil when none is but marks (r.disabled, r.masked) still names
+// it, whose mark may go; neither is control.ErrUnknownUnit.
+func (r *Reconciler) unmarked(name string, marks map[string]bool) (*unit, error) {
+	u, err := r.declared(name)
+	if err != nil && marks[name] {
+		return nil, nil
+	}
+	return u, err
+}
+
 // Enable undoes Disable (nothing to undo: nothing changes). With start, the
 // unit is then started as by Start, and Enable returns the start's error; a
 // job is not run, but fires on its schedule again. Without, the unit stays
@@ -202,15 +213,11 @@ func (r *Reconciler) setMark(name, done string, marks *map[string]bool, on, stop
 func (r *Reconciler) Enable(ctx context.Context, name string, start bool) error {
 	var err error
 	if e := r.do(ctx, func(context.Context) {
-		u := r.units[name]
-		if u != nil && u.removed() {
-			u = nil
-		}
-		switch {
-		case u == nil && !r.disabled[name]:
-			err = fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
+		var u *unit
+		if u, err = r.unmarked(name, r.disabled); err != nil {
 			return
-		case u != nil && u.external:
+		}
+		if u != nil && u.external {
 			err = fmt.Errorf("unit %s is an adopted group, not a unit file: there is nothing to enable: %w", name, control.ErrConflict)
 			return
 		}

@@ -34,15 +34,8 @@ func (r *Reconciler) Mask(ctx context.Context, name string, now bool) error {
 func (r *Reconciler) Unmask(ctx context.Context, name string) error {
 	var err error
 	if e := r.do(ctx, func(context.Context) {
-		u := r.units[name]
-		if u != nil && u.removed() {
-			u = nil
-		}
-		switch {
-		case u == nil && !r.masked[name]:
-			err = fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
-			return
-		case !r.masked[name]:
+		var u *unit
+		if u, err = r.unmarked(name, r.masked); err != nil || !r.masked[name] {
 			return
 		}
 		// Stopped as by Stop, until Start.
