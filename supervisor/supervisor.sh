@@ -58,6 +58,20 @@ listed() {
   [ ${#idm} -ge 16384 ] || return 0
   ids="$ids$idm" idm=''
 }
+# mark KEY: m := the mark of the spawn key KEY, OWNERPID_OWNERSTART_SEQ:
+# (OWNERSTART mod 2^13) * 2^50 + OWNERPID * 2^28 + SEQ mod 2^28, the soft
+# RLIMIT_LOCKS the owner gave the spawn (see markOf in mark.go); false for
+# a key of another shape.
+# shellcheck disable=SC2086 # splitting the key at _ is the point
+mark() {
+  case $1 in *[!0-9_]* | _* | *_ | *__* | 0* | *_0[0-9]*) return 1 ;; esac
+  IFS=_
+  set -- $1
+  unset IFS
+  [ $# -eq 3 ] && [ ${#1} -le 7 ] && [ ${#2} -le 18 ] && [ ${#3} -le 18 ] && [ "$1" -lt 4194304 ] || return 1
+  m=$((($2 % 8192) * 1125899906842624 + $1 * 268435456 + $3 % 268435456))
+}
+
 while IFS= read -r l; do
   rid=-
   if [ ${#l} -gt 256 ]; then no line longer than 256 bytes; continue; fi
@@ -94,6 +108,8 @@ while IFS= read -r l; do
     [ -n "$y" ] || live=$((live + 1))
     [ -n "$z" ] || { listed "$2"; eval "i_$2=1"; }
     eval "g_$2=\"\$3 \$4 \$5 \$6\" c_$2=\$c"
+    # The mark, computed now: EOF does no arithmetic per group.
+    if [ "$c" = - ] && mark "$6"; then eval "m_$2=\$m"; else unset "m_$2"; fi
     echo "A $2"
     ;;
   U)
@@ -102,7 +118,7 @@ while IFS= read -r l; do
     [ $# -eq 2 ] || { no malformed unregistration; continue; }
     eval "y=\${g_$2+1}"
     [ -z "$y" ] || live=$((live - 1))
-    unset "g_$2" "c_$2" "l_$2"
+    unset "g_$2" "c_$2" "l_$2" "m_$2"
     [ $((all - live)) -le $((live + 64)) ] || compact
     echo "A $2"
     ;;
@@ -117,9 +133,6 @@ done
 # The owner is gone or closed the pipe: nobody reads replies any more, and
 # nothing started from here may hold the reply pipe.
 exec >/dev/null
-# From here on, ids lists the registered ids alone.
-compact
-ids="$ids$idm$idt" idm='' idt=''
 
 # The process table is read one of two ways (TABLE):
 #   proc: /proc/PID/stat, of the processes a look needs (Linux);
@@ -202,13 +215,12 @@ alive=' ' seen=' '
 # snap ID...: one read of the table by ps, for the registrations ID... and
 # the escapees in $esc: v_PG := 1 (listed in alive) for those of their
 # groups that have a live (non-zombie) member; q_PID := "PGID LSTART"
-# (listed in seen) for their leaders and escapees that are alive; rows :=
-# every live process as "PID PPID PGID" lines (for ancestry). P_PID and
-# G_PG mark, while it reads, the pids and groups asked for.
+# (listed in seen) for their leaders and escapees that are alive. P_PID
+# and G_PG mark, while it reads, the pids and groups asked for.
 snap() {
   unmark
   for p in $seen; do unset "q_$p"; done
-  seen=' ' rows='' wp=$esc wi=$*
+  seen=' ' wp=$esc wi=$*
   for p in $esc; do eval "P_$p=1"; done
   for id; do
     eval "set -- \$g_$id"
@@ -219,8 +231,6 @@ snap() {
   while read -r p pp g s l; do
     case $s in '' | Z* | X*) continue ;; esac
     nums "$p" "$pp" "$g" || continue
-    rows="$rows$p $pp $g
-"
     eval "y=\${G_$g-} z=\${v_$g-}"
     [ -n "$y" ] && [ -z "$z" ] && eval "v_$g=1" && alive="$alive$g "
     eval "y=\${P_$p-}"
@@ -313,56 +323,84 @@ table() {
   stats $lp $esc
 }
 
-# hit SIG: send SIG to every group of $pending that may have members, and to
-# the escapees found by the last sweep: one look at the table for all of
-# them, and one kill for every group and process (a cgroup gets KILL by
-# cgroup.kill, and TERM to each member listed in its cgroup.procs, all read
-# with one cat).
-hit() {
-  sig=$1 to='' nto=0
-  # shellcheck disable=SC2086 # a list of ids: splitting is the point
-  table $pending
-  for id in $pending; do
-    eval "set -- \$g_$id; cg=\$c_$id; w0=\${l_$id-}"
-    [ "$cg" = - ] || continue
-    # No look: a group that is gone fails the kill alone. A leader alive
-    # with another start time means the group id is a stranger's (look).
-    [ "$tab" = proc ] && w0=$3
-    if [ "$3" != 0 ] && leader "$2" && [ "$t0" != "$w0" ]; then continue; fi
-    target "-$1"
-  done
-  set --
-  for id in $pending; do
-    eval "cg=\$c_$id"
-    if [ "$cg" = - ]; then
-      continue
-    elif [ "$sig" = KILL ]; then
-      echo 1 2>/dev/null >"$cg/cgroup.kill"
+# aim: to := the targets of a signal to the groups of $pending, and esc
+# += the escapees found by ancestry, from one read of their cgroups'
+# members and then one of the whole table, both before any signal, and
+# one run of awk over them (rg, cgs: see keyed). The work grows with the
+# processes and the groups, once each: awk indexes the table by parent.
+# Targets: -PGID for each process group whose leader is gone or is the
+# one registered (START 0: not checked; with TABLE ps, the lstart read at
+# registration); each member of a cgroup (a member exiting may read as 0:
+# only pids above 1). Escapees: the live processes outside those that
+# descend from a member of one of them by parent links, but this script.
+# A command name may hold any byte, newlines too: the fields of a stat
+# record are those after its last ") ", and its pid the file's name.
+aim() {
+  # shellcheck disable=SC2086 # a list of cgroup.procs files: plain words
+  t=$({
+    printf '%s' "$rg"
+    echo C
+    [ -z "$cgs" ] || cat -- $cgs 2>/dev/null
+    echo T
+    if [ "$tab" = ps ]; then
+      ps -A -o pid=,ppid=,pgid=,stat=,lstart= 2>/dev/null
     else
-      set -- "$@" "$cg/cgroup.procs"
+      set +f
+      grep '' /dev/null /proc/[0-9]*/stat 2>/dev/null
     fi
-  done
-  # A cgroup whose members are exiting may read as 0: kill 0 would signal
-  # this script's own group. Only pids above 1 are signalled.
-  if [ $# -gt 0 ]; then
-    # shellcheck disable=SC2013 # cgroup.procs holds one pid a line: plain words
-    for p in $(cat -- "$@" 2>/dev/null); do
-      num "$p" && [ "$p" -gt 1 ] && target "$p"
+  } | awk -v me="$me" -v tab="$tab" '
+function row(p, pp, g, st, w) {
+  if (p !~ /^[0-9]+$/ || pp !~ /^[0-9]+$/ || g !~ /^[0-9]+$/) return
+  p += 0; t0[p] = w
+  if (st ~ /^[ZX]/) return
+  k[pp + 0, ++nk[pp + 0]] = p
+  if ((g + 0) in r && p > 1) n[p] = 1
+}
+s == 0 && $1 == "G" {
+  w = $6; for (i = 7; i <= NF; i++) w = w " " $i
+  ng++; gp[ng] = $2 + 0; gl[ng] = $3 + 0; gw[ng] = ($4 == 0) ? "" : w; r[$2 + 0] = 1
+  next
+}
+$0 == "C" && s == 0 { s = 1; next }
+$0 == "T" && s == 1 { s = 2; next }
+s == 1 { if ($1 ~ /^[0-9]+$/ && $1 > 1 && !(($1 + 0) in n)) { n[$1 + 0] = 1; to = to " " ($1 + 0) } next }
+s == 2 && tab == "ps" { w = $5; for (i = 6; i <= NF; i++) w = w " " $i; row($1, $2, $3, $4, w); next }
+s == 2 {
+  i = index($0, "/stat:"); p = substr($0, 7, i - 7); x = substr($0, i + 6)
+  while ((i = index(x, ") ")) > 0) x = substr(x, i + 2)
+  if (split(x, f, " ") >= 20) row(p, f[2], f[3], f[1], f[20])
+}
+END {
+  for (i = 1; i <= ng; i++)
+    if (gw[i] == "" || !(gl[i] in t0) || t0[gl[i]] == gw[i]) to = to " -" gp[i]
+  for (p in n) q[++nq] = p
+  for (h = 1; h <= nq; h++)
+    for (j = 1; j <= nk[q[h]]; j++) {
+      c = k[q[h], j]
+      if (c in n || c == me + 0 || c <= 1) continue
+      n[c] = 1; q[++nq] = c; e = e " " c
+    }
+  print "t" to; print "e" e
+}')
+  to=${t%%"$nl"*} t=${t#*"$nl"}
+  to=${to#t} esc="$esc ${t#e}"
+}
+
+# strike SIG: send SIG to every group of $pending that may have members,
+# to the members of their cgroups (KILL by cgroup.kill as well, which
+# reaches a member forked after the read), and to the escapees found by
+# ancestry now and by the sweeps before: one read of the table (aim) and
+# one kill for them all. keyed must have run for $pending.
+strike() {
+  aim
+  if [ "$1" = KILL ]; then
+    for id in $pending; do
+      eval "cg=\$c_$id"
+      [ "$cg" = - ] || echo 1 2>/dev/null >"$cg/cgroup.kill"
     done
   fi
   # shellcheck disable=SC2086 # a list of targets: splitting is the point
-  [ -z "$to$esc" ] || kill -s "$sig" -- $to $esc 2>/dev/null
-}
-
-# target T: add T (a pid, or -PGID) to the targets of hit's kill, and
-# signal them by hundreds, so that the list never grows long (appending
-# to a string copies it).
-target() {
-  to="$to $1" nto=$((nto + 1))
-  [ "$nto" -ge 100 ] || return 0
-  # shellcheck disable=SC2086 # a list of targets: splitting is the point
-  kill -s "$sig" -- $to 2>/dev/null
-  to='' nto=0
+  [ -z "$to$esc" ] || kill -s "$1" -- $to $esc 2>/dev/null
 }
 
 # members PGID...: v_PG := 1 (listed in alive) for those of the given
@@ -443,63 +481,58 @@ check() {
   done
 }
 
-# sweep: esc := the live processes that escaped a registered group (their
-# own session or group; the owner never saw them): by ancestry (the
-# descendants of the members of every registered group, by the parent
-# links of one read of the table), and with TABLE proc by their tags too
-# (those that carry the spawn key of a group without a cgroup in their
-# environment: no portable way to read it with ps). The escapees of the
-# last sweep that still live are kept: the TERM may have ended their
-# parents. An escapee whose parent exited before the table is read (sent
-# to init, or to the dead owner, a subreaper, then to init) is out of
-# ancestry's reach: only its tags, or the owner's registration of it
-# (its scans), name it.
+# sweep SIG: strike SIG, and with TABLE proc SIG to the escapees found
+# by their tags too (those that carry the spawn key of a group without a
+# cgroup in their environment, or its mark: no portable way to read
+# either with ps). The escapees of the last sweep that still live are
+# kept: the TERM may have ended their parents. An escapee whose parent
+# exited before the table is read (sent to init, or to the dead owner, a
+# subreaper, then to init) is out of ancestry's reach: only its tags, or
+# the owner's registration of it (its scans), name it.
 sweep() {
-  e0=$esc esc=''
-  keyed
-  ancestry
-  esc="$esc$e0"
+  strike "$1"
   [ "$tab" = proc ] && [ -n "$keys" ] || return 0
+  e0=$esc esc=''
   # shellcheck disable=SC2046 # /proc/PID/FILE paths: plain words
   found $(tagged) $(marked)
+  # shellcheck disable=SC2086 # a list of pids: splitting is the point
+  [ -z "$esc" ] || kill -s "$1" $esc 2>/dev/null
+  esc="$esc$e0"
 }
 
-# keyed: keys := "|KEY|KEY..." the spawn keys of the registrations without
-# a cgroup, marks := "|MARK|MARK..." their marks, r_PGID := 1 for the
-# groups of those without a cgroup, cgs := the cgroup.procs files of those
-# with one.
+# keyed ID...: of the registrations ID... that are still registered:
+# kept := their ids; rg := "G PGID LEADER START W0" lines for those
+# without a cgroup (W0: the leader's start as the table shows it, see
+# aim); cgs := the cgroup.procs files of those with one, cgd := their
+# dirs; keys := "|KEY|KEY..." the spawn keys of those without a cgroup,
+# marks := "|MARK|MARK..." their marks. Each list grows by short strings
+# that join it once they hold 4 KB (appending to a string copies it).
 keyed() {
-  keys='' marks='' cgs='' kt='' mt='' ct=''
-  for id in $ids; do
+  kept='' rg='' keys='' marks='' cgs='' cgd=''
+  it='' gt='' kt='' mt='' ct='' dt=''
+  for id; do
     # g_ID: "PGID LEADER START KEY"
-    eval "x=\$g_$id cg=\$c_$id"
+    eval "x=\${g_$id-} cg=\${c_$id-} m=\${m_$id-} w0=\${l_$id-}"
+    [ -n "$x" ] || continue
+    it="$it$id "
+    [ ${#it} -lt 4096 ] || kept="$kept$it" it=''
     if [ "$cg" != - ]; then
-      ct="$ct $cg/cgroup.procs"
-      [ ${#ct} -lt 4096 ] || cgs="$cgs$ct" ct=''
+      ct="$ct $cg/cgroup.procs" dt="$dt $cg"
+      [ ${#ct} -lt 4096 ] || cgs="$cgs$ct" cgd="$cgd$dt" ct='' dt=''
       continue
     fi
-    eval "r_${x%% *}=1"
-    [ "${x##* }" != - ] || continue
-    kt="$kt|${x##* }"
-    mark "${x##* }" && mt="$mt|$m"
+    # shellcheck disable=SC2086 # PGID LEADER START KEY
+    set -- $x
+    [ "$tab" = ps ] || w0=$3
+    gt="${gt}G $x $w0$nl"
+    [ ${#gt} -lt 4096 ] || rg="$rg$gt" gt=''
+    [ "$4" != - ] || continue
+    kt="$kt|$4"
+    [ -z "$m" ] || mt="$mt|$m"
     [ ${#kt} -lt 4096 ] || keys="$keys$kt" kt=''
     [ ${#mt} -lt 4096 ] || marks="$marks$mt" mt=''
   done
-  keys="$keys$kt" marks="$marks$mt" cgs="$cgs$ct"
-}
-
-# mark KEY: m := the mark of the spawn key KEY, OWNERPID_OWNERSTART_SEQ:
-# (OWNERSTART mod 2^13) * 2^50 + OWNERPID * 2^28 + SEQ mod 2^28, the soft
-# RLIMIT_LOCKS the owner gave the spawn (see markOf in mark.go); false for
-# a key of another shape.
-# shellcheck disable=SC2086 # splitting the key at _ is the point
-mark() {
-  case $1 in *[!0-9_]* | _* | *_ | *__* | 0* | *_0[0-9]*) return 1 ;; esac
-  IFS=_
-  set -- $1
-  unset IFS
-  [ $# -eq 3 ] && [ ${#1} -le 7 ] && [ ${#2} -le 18 ] && [ ${#3} -le 18 ] && [ "$1" -lt 4194304 ] || return 1
-  m=$((($2 % 8192) * 1125899906842624 + $1 * 268435456 + $3 % 268435456))
+  kept="$kept$it" rg="$rg$gt" keys="$keys$kt" marks="$marks$mt" cgs="$cgs$ct" cgd="$cgd$dt"
 }
 
 # tagged: print the /proc/PID/environ paths of the processes whose
@@ -525,68 +558,6 @@ found() {
   for f; do
     p=${f#/proc/} p=${p%%/*}
     [ "$p" = "$me" ] || esc="$esc $p"
-  done
-}
-
-# rows: rows := every live process as "PID PPID PGID" lines, from one read
-# of the table (ps: snap; proc: the stat files, read by one grep that
-# names each line's file, so that the pid is the file's: a command name
-# may hold a newline and what looks like another record, but the fields
-# read are those after its last ") ").
-procrows() {
-  set +f
-  rows=$(grep '' /dev/null /proc/[0-9]*/stat 2>/dev/null |
-    sed -n 's|^/proc/\([0-9]*\)/stat:.*) [^ZX] \([0-9]*\) \([0-9]*\) .*|\1 \2 \3|p')
-  set -f
-}
-
-# ancestry: esc += the live processes outside the registered groups that
-# descend from a member of one of them (r_PGID, or listed in a cgroup
-# of $cgs), by the parent links of one read of the table (a few passes
-# over its rows reach a fixed point: children mostly come after their
-# parents).
-ancestry() {
-  if [ "$tab" = ps ]; then snap; else procrows; fi
-  n=0 more=1 cm=''
-  # shellcheck disable=SC2086 # a list of cgroup.procs files: plain words
-  [ -z "$cgs" ] || cm=$(cat -- $cgs 2>/dev/null)
-  # shellcheck disable=SC2013 # one pid a line: plain words
-  for p in $cm; do
-    # A member exiting may read as 0 (see hit): never a root.
-    num "$p" && [ "$p" -gt 1 ] && eval "n_$p=1"
-  done
-  while read -r p pp g; do
-    nums "$p" "$pp" "$g" || continue
-    eval "y=\${r_$g-}"
-    [ -n "$y" ] && [ "$p" -gt 1 ] && eval "n_$p=1"
-  done <<END
-$rows
-END
-  while [ "$more" = 1 ] && [ "$n" -lt 16 ]; do
-    more=0 n=$((n + 1))
-    while read -r p pp g; do
-      nums "$p" "$pp" || continue
-      eval "y=\${n_$p-} z=\${n_$pp-}"
-      [ -z "$y" ] || continue
-      [ -n "$z" ] || continue
-      [ "$p" = "$me" ] || [ "$p" -le 1 ] && continue
-      eval "n_$p=1"
-      esc="$esc $p" more=1
-    done <<END
-$rows
-END
-  done
-  # n_PID was set for the members listed in a cgroup and for processes
-  # of the table alone.
-  for p in $cm; do num "$p" && unset "n_$p"; done
-  while read -r p pp g; do
-    num "$p" && unset "n_$p"
-  done <<END
-$rows
-END
-  for id in $ids; do
-    eval "x=\$g_$id"
-    unset "r_${x%% *}"
   done
 }
 
@@ -625,8 +596,9 @@ finish() {
     check
   done
   if [ "$left" = 1 ]; then
-    sweep
-    hit KILL
+    # shellcheck disable=SC2086 # a list of ids: splitting is the point
+    keyed $pending
+    sweep KILL
     n=0
     while [ "$left" = 1 ] && [ $n -lt 100 ]; do
       nap 0.01 1
@@ -637,34 +609,34 @@ finish() {
   # The cgroups of the groups registered, and the owner's subtree unless
   # the owner closed the pipe only because it was idle: the subtree lives
   # as long as its owner, not as long as one supervisor.
-  for id in $ids; do
-    eval "cg=\$c_$id"
-    [ "$cg" = - ] || rmdir "$cg" 2>/dev/null
-  done
+  # shellcheck disable=SC2086 # a list of cgroup dirs: plain words
+  [ -z "$cgall" ] || rmdir -- $cgall 2>/dev/null
   [ "$own" = - ] || [ "$idle" = 1 ] || rmdir "$own" 2>/dev/null
 }
 
 # The grace runs from EOF: the deadline is fixed first, so that the TERM
 # round and the polls count against it and KILL fires at the grace.
-# The escapees are found by their parents first, on every table: read
-# before the TERM, which ends the parents and sends their children to
-# init. With TABLE proc, the registered groups and those escapees get TERM
-# then, while the sweep by tags runs beside them (a grep at the left of a
-# pipe): it reads the environment of every process, which is slow with
-# many (and blocks on a process stuck in the kernel), and the escapees it
-# finds get TERM once the others have theirs.
+# The escapees are found by their parents first, on every table: the
+# table is read before the TERM, which ends the parents and sends their
+# children to init (aim). With TABLE proc, the registered groups and
+# those escapees get TERM then, while the sweep by tags runs beside them
+# (a grep at the left of a pipe): it reads the environment of every
+# process, which is slow with many (and blocks on a process stuck in the
+# kernel), and the escapees it finds get TERM once the others have theirs.
 now
 start=$c end=$((c + (grace + 9) / 10))
 [ "$tab" = ps ] && dl=$(($(date +%s) + (grace + 999) / 1000 + 1))
-pending=${ids# } esc=''
-keyed
-ancestry
+esc=''
+# shellcheck disable=SC2086 # a list of ids: splitting is the point
+keyed $ids$idm$idt
+# From here on, ids lists the registered ids alone.
+ids=$kept pending=$kept cgall=$cgd idm='' idt=''
 if [ "$tab" = ps ] || [ -z "$keys" ]; then
-  hit TERM
+  strike TERM
   finish
 else
   { tagged; marked; } | {
-    hit TERM
+    strike TERM
     e0=$esc esc=''
     # shellcheck disable=SC2046 # /proc/PID/FILE paths: plain words
     found $(cat)

@@ -1,0 +1,164 @@
+//go:build linux
+
+package supervisor
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hermes-units/hermes/internal/testkit"
+	"github.com/hermes-units/hermes/proc"
+)
+
+// TestScriptReadsOnce: at EOF the script reads the process table once
+// before the first TERM (the parent links that find the escapees are read
+// before any parent is ended), and every registered group and every
+// escapee found has its TERM before the table is read again: the EOF path
+// costs one read of the table, however many groups it holds. The
+// processes are stopped (SIGSTOP), so a TERM sent to them stays pending,
+// where a wrapper of the command that reads the table (ps, or grep of
+// /proc/*/stat) counts it at each read. The KILL at the grace ends them.
+func TestScriptReadsOnce(t *testing.T) {
+	for _, table := range []string{"proc", "ps"} {
+		t.Run(table, func(t *testing.T) { scriptReadsOnce(t, table) })
+	}
+}
+
+func scriptReadsOnce(t *testing.T, table string) {
+	cmd := map[string]string{"proc": "grep", "ps": "ps"}[table]
+	real, err := exec.LookPath(cmd)
+	if err != nil {
+		t.Skipf("no %s on PATH: the script reads the table with it", cmd)
+	}
+	const groups = 8
+	var watched []int
+	var lines strings.Builder
+	for i := range groups {
+		// Each group: a leader (sleep, after its shell forked) and, in a
+		// session of its own, its untagged child: an escapee that only
+		// ancestry names.
+		g := exec.Command("/bin/sh", "-c", "setsid sleep 1001 & echo $!; exec sleep 1000")
+		g.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		out := testkit.StartOutput(t, g)
+		t.Cleanup(func() { g.Process.Kill(); g.Wait() })
+		l, err := out.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		esc, err := strconv.Atoi(strings.TrimSpace(l))
+		if err != nil || esc <= 1 {
+			t.Fatalf("escapee pid %q: %v", l, err)
+		}
+		escID := testkit.Identity(t, esc)
+		t.Cleanup(func() {
+			if id, err := proc.Read(esc); err == nil && id == escID {
+				syscall.Kill(esc, syscall.SIGKILL)
+			}
+		})
+		var leader proc.Identity
+		testkit.Eventually(t, 5*time.Second, "the group's leader to exec sleep", func() bool {
+			argv, _ := proc.Cmdline(g.Process.Pid)
+			leader, err = proc.Read(g.Process.Pid)
+			return err == nil && len(argv) > 0 && argv[0] == "sleep"
+		})
+		for _, p := range []int{leader.PID, esc} {
+			if err := syscall.Kill(p, syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			testkit.Eventually(t, 5*time.Second, "a process to stop", func() bool {
+				st, err := proc.ReadStat(p)
+				return err == nil && st.State == 'T'
+			})
+		}
+		watched = append(watched, leader.PID, esc)
+		fmt.Fprintf(&lines, "R g%d %d %d %d - -\n", i, leader.PID, leader.PID, leader.StartTime)
+	}
+
+	dir := t.TempDir()
+	bin, log := filepath.Join(dir, "bin"), filepath.Join(dir, "reads.log")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The wrapper logs, at each read of the whole table, how many of the
+	// watched processes have a TERM pending (bit 15 of SigPnd or ShdPnd).
+	whole := map[string]string{"proc": "*/proc/*/stat*", "ps": `"-A "*`}[table]
+	wrapper := fmt.Sprintf(`#!/bin/sh
+case "$*" in
+%s)
+  k=0
+  for p in %s; do
+    while read -r f v; do
+      case $f in SigPnd: | ShdPnd:) [ $((0x$v & 0x4000)) = 0 ] || { k=$((k + 1)); break; } ;; esac
+    done </proc/$p/status
+  done
+  echo "read $k" >>'%s'
+  ;;
+esac
+exec '%s' "$@"
+`, whole, strings.Trim(fmt.Sprint(watched), "[]"), log, real)
+	if err := os.WriteFile(filepath.Join(bin, cmd), []byte(wrapper), 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	sup := exec.Command("/bin/sh", "-c", script, "hermes-supervisor", "300", strconv.Itoa(syscall.Getpgrp()), "-", "-", table)
+	sup.Env = []string{"PATH=" + bin + ":/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"}
+	sup.Dir = "/"
+	sup.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	in, rep := testkit.StartPiped(t, sup)
+	t.Cleanup(func() { sup.Process.Kill(); sup.Wait() })
+	if _, err := in.Write([]byte(lines.String())); err != nil {
+		t.Fatal(err)
+	}
+	for i := range groups {
+		if l, err := rep.ReadString('\n'); l != fmt.Sprintf("A g%d\n", i) {
+			t.Fatalf("registration %d: got %q, %v", i, l, err)
+		}
+	}
+	in.Close()
+	done := make(chan error, 1)
+	go func() { done <- sup.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("supervisor: %v, want exit 0", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the supervisor did not exit within 30 s of EOF")
+	}
+	gone := func(pid int) bool { st, err := proc.ReadStat(pid); return err != nil || st.Zombie() }
+	if !testkit.Within(5*time.Second, func() bool {
+		for _, p := range watched {
+			if !gone(p) {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Error("a group's process or an escapee outlived the KILL at the grace")
+	}
+
+	b, _ := os.ReadFile(log)
+	reads := strings.Fields(strings.ReplaceAll(string(b), "read ", ""))
+	first := -1
+	for i, r := range reads {
+		if r != "0" {
+			first = i
+			break
+		}
+	}
+	switch {
+	case first < 0:
+		t.Fatalf("table reads (TERMs pending at each): %v: none after the TERM", reads)
+	case first != 1:
+		t.Errorf("table reads (TERMs pending at each): %v: want exactly one read before the first TERM, got %d", reads, first)
+	case reads[first] != strconv.Itoa(len(watched)):
+		t.Errorf("table reads (TERMs pending at each): %v: want all %d processes TERMed before the table is read again", reads, len(watched))
+	}
+}
