@@ -391,6 +391,7 @@ func comparePeers(ctx context.Context, defSizes string, all bool) ([]Row, error)
 		return nil, err
 	}
 	var rows []Row
+	kills := map[string]*killScale{}
 	for _, n := range ns {
 		setPeerSize(n)
 		figs := make([]*peerFigures, len(peers))
@@ -406,6 +407,11 @@ func comparePeers(ctx context.Context, defSizes string, all bool) ([]Row, error)
 			}
 		}
 		rows = append(rows, peerRows(peers, figs)...)
+		for i, p := range peers {
+			if isHermes(p) {
+				rows = append(rows, killScaleRow(kills, p.Name(), n, figs[i].kill)...)
+			}
+		}
 	}
 	for _, m := range missing {
 		rows = append(rows, Row{Figure: "peers: " + strings.Fields(m)[0], Value: "not measured", Method: "not on PATH: " + m})
@@ -595,4 +601,32 @@ func peerKill(ctx context.Context, t *peerTrial, p peer, f *peerFigures) error {
 		return errors.Join(err, fmt.Errorf("%d units still running 5s after their SIGKILL", n))
 	}
 	return p.Close()
+}
+
+// killScale is a hermesd peer's owner-SIGKILL cost per unit at the first
+// size of at least 100 units it was measured at, which the larger sizes
+// compare with (issue 28: within 1.5× of it).
+type killScale struct {
+	n       int
+	perUnit float64 // median ns per unit
+}
+
+// killScaleRow is the row of hermesd peer name at n units: its median
+// owner-SIGKILL time per unit as a ratio to that at the base size; none
+// at the base size itself, below 100 units, or without samples.
+func killScaleRow(kills map[string]*killScale, name string, n int, ds []time.Duration) []Row {
+	if n < 100 || len(ds) == 0 {
+		return nil
+	}
+	per := float64(percentile(ds, 0.5)) / float64(n)
+	base := kills[name]
+	if base == nil {
+		kills[name] = &killScale{n: n, perUnit: per}
+		return nil
+	}
+	return []Row{{
+		Figure: fmt.Sprintf("%d units: owner SIGKILL per unit against %d units, %s", n, base.n, name),
+		Value:  fmt.Sprintf("%.2f× (%v against %v per unit; target ≤ 1.5×)", per/base.perUnit, time.Duration(per).Round(time.Microsecond), time.Duration(base.perUnit).Round(time.Microsecond)),
+		Method: fmt.Sprintf("the medians of the owner SIGKILL rows at %d and %d units (the same run), each divided by its number of units", n, base.n),
+	}}
 }
