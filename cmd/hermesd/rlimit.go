@@ -79,37 +79,28 @@ func proxyConns(on bool, c units.Config) int {
 // metricsConns.
 const (
 	fdControlKeep = 64
-	fdControlRoom = 2 * fdControlKeep // never reserved away from the control API
 	metricsConns  = 16
 )
 
 var (
-	controlLimits = fdreserve.Limits{}
+	controlLimits = fdreserve.Limits{Owner: true}
 	proxyLimits   = fdreserve.Limits{Keep: fdControlKeep}
 	metricsLimits = fdreserve.Limits{Keep: fdControlKeep, MaxConns: metricsConns}
 )
 
-// fdReserve is what the listeners (proxy, metrics, control) leave to the
-// rest of hermesd under soft limit soft when n units are still to take
-// their descriptors (fdWatch.pending): fdBase and each such unit's peak
-// (fdreserve). A flood of connections to any of them then never keeps a
-// unit from starting or from opening its log. It never takes the control
-// API's own room, the lowest fdControlRoom descriptors: with more units
-// than the limit serves, hermesd still answers its owner (it refused
-// every call then).
-func fdReserve(n int, soft uint64) int {
-	room := uint64(fdControlRoom)
-	if soft <= room {
-		return 0
-	}
-	return int(min(uint64(fdBase+n*fdPerUnit), soft-room))
-}
+// fdReserve is what the listeners (proxy, metrics) leave to the rest of
+// hermesd when n units are still to take their descriptors
+// (fdWatch.pending): fdBase and each such unit's peak (fdreserve). A
+// flood of connections to any of them then never keeps a unit from
+// starting or from opening its log. The control API, its owner's, is
+// held to the limit instead (fdreserve.Limits.Owner).
+func fdReserve(n int) int { return fdBase + n*fdPerUnit }
 
 // newFDWatch is the fdWatch of limits soft and hard, its reserve set for
 // no unit yet (each load sets it again).
 func newFDWatch(soft, hard uint64, proxyOn bool, log *slog.Logger) *fdWatch {
 	w := &fdWatch{soft: soft, hard: hard, proxyOn: proxyOn, log: log}
-	w.reserve.Set(soft, fdReserve(0, soft))
+	w.reserve.Set(soft, fdReserve(0))
 	return w
 }
 
@@ -159,7 +150,7 @@ func (w *fdWatch) observe(e events.Event) {
 	} else {
 		delete(w.holding, e.Unit)
 	}
-	w.reserve.Set(w.soft, fdReserve(w.pending(), w.soft))
+	w.reserve.Set(w.soft, fdReserve(w.pending()))
 }
 
 // check is a loader hook (see loader): it runs on every load.
@@ -169,7 +160,7 @@ func (w *fdWatch) check(c units.Config, l *reconciler.Loaded) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.declared = len(l.Specs)
-	w.reserve.Set(w.soft, fdReserve(w.pending(), w.soft))
+	w.reserve.Set(w.soft, fdReserve(w.pending()))
 	if need <= w.soft {
 		w.warned = 0
 		return

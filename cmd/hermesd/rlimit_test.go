@@ -102,8 +102,9 @@ func TestDescriptorLimitAtStart(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Short of descriptors for its units, hermesd still answers its
-		// owner: the listeners' reserve never takes the control API's
-		// own room (it took every descriptor, and refused every call).
+		// owner: the control API is held to the limit, not to the
+		// listeners' reserve (which took every descriptor, and refused
+		// every call).
 		c, err := control.Dial(d.socket)
 		if err != nil {
 			t.Fatal(err)
@@ -123,26 +124,25 @@ func TestDescriptorLimitAtStart(t *testing.T) {
 // the units that do not hold their descriptors yet, not for every unit
 // declared: a running unit's descriptors are open already, below any
 // connection accepted since. With 1000 units declared under a limit of
-// 4096 the listeners keep only the control API's room while nothing runs,
-// and nearly the whole limit once all run; a unit that ends takes its
-// share back. The control API's room is never reserved away.
+// 4096 the listeners keep nothing while nothing runs, and nearly the
+// whole limit once all run; a unit that ends takes its share back.
 func TestFdReserveFollowsRunningUnits(t *testing.T) {
 	w := newFDWatch(4096, 4096, true, slog.New(slog.DiscardHandler))
 	w.check(units.Config{}, &reconciler.Loaded{Specs: make([]units.Spec, 1000)})
-	if got := w.reserve.Limit(); got != fdControlRoom {
-		t.Errorf("1000 units declared, none running: listeners under %d, want %d (the control API's room)", got, fdControlRoom)
+	if got := w.reserve.Limit(); got != 1 {
+		t.Errorf("1000 units declared, none running: listeners under %d, want 1 (none kept)", got)
 	}
 	for i := range 1000 {
 		w.observe(events.Event{Kind: events.UnitState, Unit: fmt.Sprint("u", i), State: "running", PID: 1000 + i})
 	}
-	want := int64(4096 - fdReserve(fdSpawnMargin, 4096))
+	want := int64(4096 - fdReserve(fdSpawnMargin))
 	if got := w.reserve.Limit(); got != want {
 		t.Errorf("1000 units running: listeners under %d, want %d", got, want)
 	}
 	for i := range 10 {
 		w.observe(events.Event{Kind: events.UnitState, Unit: fmt.Sprint("u", i), State: "failed"})
 	}
-	if got, want := w.reserve.Limit(), int64(4096-fdReserve(10+fdSpawnMargin, 4096)); got != want {
+	if got, want := w.reserve.Limit(), int64(4096-fdReserve(10+fdSpawnMargin)); got != want {
 		t.Errorf("10 of them ended: listeners under %d, want %d", got, want)
 	}
 }

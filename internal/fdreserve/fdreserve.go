@@ -29,6 +29,7 @@ import (
 // admits every connection; Set gives it a limit. Safe for concurrent use.
 type Reserve struct {
 	limit   atomic.Int64 // 0: none
+	soft    atomic.Int64 // the soft limit Set was given; 0: none
 	refused atomic.Int64
 }
 
@@ -42,10 +43,15 @@ func (r *Reserve) Set(soft uint64, reserve int) {
 		limit = max(int64(soft)-int64(reserve), 1)
 	}
 	if soft > 1<<40 {
-		limit = 1 << 40
+		limit, soft = 1<<40, 1<<40
 	}
 	r.limit.Store(limit)
+	r.soft.Store(int64(soft))
 }
+
+// OwnerRoom is how many descriptors below the soft limit an Owner
+// listener leaves to the rest of the process.
+const OwnerRoom = 64
 
 // Limit is the lowest descriptor number a connection may not keep; 0 when
 // Set was never called.
@@ -59,15 +65,27 @@ func (r *Reserve) Refused() int64 { return r.refused.Load() }
 // descriptor is under the limit less keep (or it has none a Reserve can
 // read).
 func (r *Reserve) Admit(c net.Conn, keep int) bool {
-	limit := r.limit.Load()
-	if limit <= 0 {
+	return r.admit(c, r.limit.Load()-int64(keep))
+}
+
+// admitOwner reports whether c may be kept by an Owner listener: its
+// descriptor is under the soft limit less OwnerRoom, whatever the
+// reserve.
+func (r *Reserve) admitOwner(c net.Conn) bool {
+	return r.admit(c, r.soft.Load()-OwnerRoom)
+}
+
+// admit reports whether c's descriptor is under limit (at least 1); any
+// connection when no limit was set, or when its descriptor is unknown.
+func (r *Reserve) admit(c net.Conn, limit int64) bool {
+	if r.limit.Load() <= 0 {
 		return true
 	}
 	fd, err := descriptor(c)
 	if err != nil {
 		return true
 	}
-	return int64(fd) < max(limit-int64(keep), 1)
+	return int64(fd) < max(limit, 1)
 }
 
 func descriptor(c net.Conn) (int, error) {
@@ -96,6 +114,13 @@ type Limits struct {
 	// MaxConns caps the connections it holds at once; 0: no cap. Over it,
 	// a connection is closed as it is accepted.
 	MaxConns int
+	// Owner marks the listener that only the process's owner can reach
+	// (hermesd's control socket, in a directory of mode 0700): it is held
+	// to the soft limit less OwnerRoom instead of the reserve. The reserve
+	// counts what units may still need against descriptor numbers, and
+	// once units hold more than it leaves, every connection comes above
+	// it: the owner must still be answered then.
+	Owner bool
 }
 
 // Listener wraps ln: a connection Admit refuses, or one over
@@ -127,7 +152,9 @@ func (l *listener) Accept() (net.Conn, error) {
 		}
 		why := ""
 		switch {
-		case !l.r.Admit(c, l.lim.Keep):
+		case l.lim.Owner && !l.r.admitOwner(c):
+			why = fmt.Sprintf("it came as a descriptor at or above %d, the last %d of the limit (RLIMIT_NOFILE), kept for the units", max(l.r.soft.Load()-OwnerRoom, 1), OwnerRoom)
+		case !l.lim.Owner && !l.r.Admit(c, l.lim.Keep):
 			why = fmt.Sprintf("it came as a descriptor at or above %d, the ones kept for the units, the ledger and the control API (RLIMIT_NOFILE)", max(l.r.Limit()-int64(l.lim.Keep), 1))
 		case l.lim.MaxConns > 0 && l.open.Add(1) > int64(l.lim.MaxConns):
 			l.open.Add(-1)

@@ -128,3 +128,52 @@ func TestListenerMaxConns(t *testing.T) {
 	}
 	b.Close()
 }
+
+// TestOwnerListener: a listener marked Owner is held to the soft limit
+// less OwnerRoom, not to the reserve: with a reserve that leaves the
+// listeners nothing (units hold more than it leaves), its connections
+// are kept while a listener under the reserve closes every one.
+func TestOwnerListener(t *testing.T) {
+	var r Reserve
+	r.Set(uint64(lowestFree(t)+OwnerRoom+200), 1<<20) // a reserve over the limit: every descriptor kept for units
+	for _, tc := range []struct {
+		lim  Limits
+		kept bool
+	}{{Limits{}, false}, {Limits{Owner: true}, true}} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept := make(chan net.Conn, 4)
+		go serve(r.Listener(ln, "test", tc.lim, t.Logf), kept)
+		before := r.Refused()
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.After(10 * time.Second)
+	wait:
+		for {
+			select {
+			case k := <-kept:
+				k.Close()
+				if !tc.kept {
+					t.Errorf("%+v: kept a connection under a reserve that leaves nothing", tc.lim)
+				}
+				break wait
+			case <-deadline:
+				t.Errorf("%+v: no connection kept nor refused after 10 s", tc.lim)
+				break wait
+			case <-time.After(10 * time.Millisecond):
+				if r.Refused() > before {
+					if tc.kept {
+						t.Errorf("%+v: refused a connection under the limit less OwnerRoom", tc.lim)
+					}
+					break wait
+				}
+			}
+		}
+		c.Close()
+		ln.Close()
+	}
+}
