@@ -58,13 +58,12 @@ func (r *Reconciler) runOf(u *unit) string {
 
 // runningRun is runOf the unit name, read on Run's goroutine.
 func (r *Reconciler) runningRun(ctx context.Context, name string) (string, error) {
-	var id string
-	err := r.do(ctx, func(context.Context) {
+	return ask(ctx, r, func(context.Context) (string, error) {
 		if u := r.units[name]; u != nil {
-			id = r.runOf(u)
+			return r.runOf(u), nil
 		}
+		return "", nil
 	})
-	return id, err
 }
 
 // requiring names the units that require the unit name, directly or
@@ -72,8 +71,8 @@ func (r *Reconciler) runningRun(ctx context.Context, name string) (string, error
 // takes down (the pass after the stop stops them, reconcile). In
 // dependency order.
 func (r *Reconciler) requiring(ctx context.Context, name string) ([]string, error) {
-	var up []string
-	err := r.do(ctx, func(context.Context) {
+	return ask(ctx, r, func(context.Context) ([]string, error) {
+		var up []string
 		below := map[string]bool{name: true}
 		for _, u := range r.order() {
 			if u.spec.Name == name || u.external || !slices.ContainsFunc(u.spec.Requires, func(d string) bool { return below[d] }) {
@@ -84,8 +83,8 @@ func (r *Reconciler) requiring(ctx context.Context, name string) ([]string, erro
 				up = append(up, u.spec.Name)
 			}
 		}
+		return up, nil
 	})
-	return up, err
 }
 
 // takenDown waits until the groups of those units of up that the stop

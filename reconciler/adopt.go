@@ -367,18 +367,13 @@ func (r *Reconciler) Adopt(ctx context.Context, req control.AdoptRequest) (contr
 		return control.Adopted{}, fmt.Errorf("%w: adopt takes a pid or a pgid", control.ErrBadRequest)
 	}
 	gd := r.guards(req)
-	var res control.Adopted
-	var err error
-	if e := r.do(ctx, func(ctx context.Context) {
-		var g supervisor.Group
-		if g, err = vetGroup(req.PID, req.PGID, gd); err != nil {
-			return
+	return ask(ctx, r, func(ctx context.Context) (control.Adopted, error) {
+		g, err := vetGroup(req.PID, req.PGID, gd)
+		if err != nil {
+			return control.Adopted{}, err
 		}
-		res, err = r.take(ctx, ad, g, req.As, gd)
-	}); e != nil {
-		return control.Adopted{}, e
-	}
-	return res, err
+		return r.take(ctx, ad, g, req.As, gd)
+	})
 }
 
 // take owns g under name (derived when ""), on Run's goroutine. g has been

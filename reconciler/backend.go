@@ -315,23 +315,22 @@ func (r *Reconciler) declared(name string) (*unit, error) {
 // start limit, spawn). A disabled unit is not started (control.ErrConflict):
 // Enable first.
 func (r *Reconciler) Start(ctx context.Context, name string) error {
-	var err error
-	if e := r.do(ctx, func(ctx context.Context) {
-		var u *unit
-		if u, err = r.declared(name); err != nil {
-			return
+	return r.doErr(ctx, func(ctx context.Context) error {
+		u, err := r.declared(name)
+		if err != nil {
+			return err
 		}
-		if err = r.refuseMasked(name); err != nil {
-			return
+		if err := r.refuseMasked(name); err != nil {
+			return err
 		}
-		if err = r.refuseDisabled(name); err != nil {
-			return
+		if err := r.refuseDisabled(name); err != nil {
+			return err
 		}
-		if err = r.startRefused(name); err != nil {
-			return
+		if err := r.startRefused(name); err != nil {
+			return err
 		}
 		if u.state == Done && u.spec.RemainAfter {
-			return // remain_after_exit: done counts as active; stop it to run it again
+			return nil // remain_after_exit: done counts as active; stop it to run it again
 		}
 		u.enabled, u.held = true, false
 		r.setStop(name, false)
@@ -342,11 +341,8 @@ func (r *Reconciler) Start(ctx context.Context, name string) error {
 		r.asked = u
 		r.reconcile(ctx)
 		r.asked = nil
-		err = u.startErr()
-	}); e != nil {
-		return e
-	}
-	return err
+		return u.startErr()
+	})
 }
 
 // Stop stops the unit and returns once its group is empty (or ctx ends).
@@ -366,34 +362,28 @@ func (r *Reconciler) Restart(ctx context.Context, name string) error {
 }
 
 func (r *Reconciler) stopAndWait(ctx context.Context, name string, why stopReason) error {
-	var err error
-	var wait <-chan error
-	if e := r.do(ctx, func(ctx context.Context) {
-		var u *unit
-		if u, err = r.declared(name); err != nil {
-			return
+	return r.doAwait(ctx, func(ctx context.Context) (<-chan error, error) {
+		u, err := r.declared(name)
+		if err != nil {
+			return nil, err
 		}
 		if why == stopRestart {
-			if err = r.refuseMasked(name); err != nil {
-				return
+			if err := r.refuseMasked(name); err != nil {
+				return nil, err
 			}
-			if err = r.refuseDisabled(name); err != nil {
-				return
+			if err := r.refuseDisabled(name); err != nil {
+				return nil, err
 			}
 		}
-		if wait = r.stopAsked(u, why); wait == nil {
+		wait := r.stopAsked(u, why)
+		if wait == nil {
 			r.reconcile(ctx)
 			if why == stopRestart {
-				err = u.startErr()
+				return nil, u.startErr()
 			}
 		}
-	}); e != nil {
-		return e
-	}
-	if err != nil {
-		return err
-	}
-	return r.await(ctx, wait)
+		return wait, nil
+	})
 }
 
 // stopAsked does what a caller's Stop (why stopCommand) or Restart
@@ -443,22 +433,15 @@ func (r *Reconciler) Reload(ctx context.Context, dryRun bool) (control.Plan, err
 
 // LogPath is the unit's log file.
 func (r *Reconciler) LogPath(ctx context.Context, name string) (string, error) {
-	var path string
-	var err error
-	if e := r.do(ctx, func(context.Context) {
+	return ask(ctx, r, func(context.Context) (string, error) {
 		if u := r.units[name]; u != nil {
-			path = r.logOf(u)
-			return
+			return r.logOf(u), nil
 		}
 		for _, s := range r.released {
 			if s.Unit == name && s.Log != "" {
-				path = s.Log
-				return
+				return s.Log, nil
 			}
 		}
-		err = fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
-	}); e != nil {
-		return "", e
-	}
-	return path, err
+		return "", fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit)
+	})
 }

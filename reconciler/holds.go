@@ -142,28 +142,21 @@ func (r *Reconciler) Disable(ctx context.Context, name string) error {
 // directory first: when they cannot be, nothing changes and the error
 // says why. verb and done name the act in errors and the log.
 func (r *Reconciler) hold(ctx context.Context, name, verb, done string, marks *map[string]bool, stop bool) error {
-	var err error
-	var wait <-chan error
-	if e := r.do(ctx, func(context.Context) {
-		var u *unit
-		if u, err = r.fileUnit(name, verb); err != nil {
-			return
+	return r.doAwait(ctx, func(context.Context) (<-chan error, error) {
+		u, err := r.fileUnit(name, verb)
+		if err != nil {
+			return nil, err
 		}
 		if !(*marks)[name] {
-			if err = r.setMark(name, done, marks, true, false); err != nil {
-				return
+			if err := r.setMark(name, done, marks, true, false); err != nil {
+				return nil, err
 			}
 		}
-		if stop {
-			wait = r.stopAsked(u, stopCommand)
+		if !stop {
+			return nil, nil
 		}
-	}); e != nil {
-		return e
-	}
-	if err != nil {
-		return err
-	}
-	return r.await(ctx, wait)
+		return r.stopAsked(u, stopCommand), nil
+	})
 }
 
 // setMark sets (on) or clears name's mark in *marks (&r.disabled,
@@ -211,30 +204,27 @@ func (r *Reconciler) unmarked(name string, marks map[string]bool) (*unit, error)
 // nothing and returns why. A name that is disabled but no longer declared
 // may be enabled: its mark goes.
 func (r *Reconciler) Enable(ctx context.Context, name string, start bool) error {
-	var err error
-	if e := r.do(ctx, func(context.Context) {
-		var u *unit
-		if u, err = r.unmarked(name, r.disabled); err != nil {
-			return
+	// start is read on Run's goroutine: the answer takes another name.
+	startNow, err := ask(ctx, r, func(context.Context) (bool, error) {
+		u, err := r.unmarked(name, r.disabled)
+		if err != nil {
+			return false, err
 		}
 		if u != nil && u.external {
-			err = fmt.Errorf("unit %s is an adopted group, not a unit file: there is nothing to enable: %w", name, control.ErrConflict)
-			return
+			return false, fmt.Errorf("unit %s is an adopted group, not a unit file: there is nothing to enable: %w", name, control.ErrConflict)
 		}
-		if err = r.refuseMasked(name); err != nil {
-			return
+		if err := r.refuseMasked(name); err != nil {
+			return false, err
 		}
 		if r.disabled[name] {
 			// Stopped as by Stop, until Start (below, or later).
-			if err = r.setMark(name, "enabled", &r.disabled, false, u != nil && !u.spec.IsJob()); err != nil {
-				return
+			if err := r.setMark(name, "enabled", &r.disabled, false, u != nil && !u.spec.IsJob()); err != nil {
+				return false, err
 			}
 		}
-		start = start && u != nil && !u.spec.IsJob()
-	}); e != nil {
-		return e
-	}
-	if err != nil || !start {
+		return start && u != nil && !u.spec.IsJob(), nil
+	})
+	if err != nil || !startNow {
 		return err
 	}
 	// Apart from the enable: Start waits on Run's goroutine itself. Until

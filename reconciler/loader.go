@@ -55,19 +55,15 @@ func (r *Reconciler) reload(ctx context.Context, dryRun bool) (control.Plan, err
 		return control.Plan{}, err
 	}
 	r.hashLoaded(&l) // here, not on Run's goroutine
-	var p control.Plan
-	if e := r.do(ctx, func(ctx context.Context) {
+	return ask(ctx, r, func(ctx context.Context) (control.Plan, error) {
 		if r.shutting {
-			err = ErrStopped
-			return
+			return control.Plan{}, ErrStopped
 		}
-		p = r.plan(&l)
+		p := r.plan(&l)
 		if !dryRun {
 			r.apply(ctx, p, l) // the pass that follows every request starts what it wants
 			r.publishReload(p, began, nil)
 		}
-	}); e != nil {
-		return control.Plan{}, e
-	}
-	return p, err
+		return p, nil
+	})
 }

@@ -32,24 +32,21 @@ func (r *Reconciler) Mask(ctx context.Context, name string, now bool) error {
 // longer declared may be unmasked: its mark goes. The change is written
 // to the state directory first.
 func (r *Reconciler) Unmask(ctx context.Context, name string) error {
-	var err error
-	if e := r.do(ctx, func(context.Context) {
-		var u *unit
-		if u, err = r.unmarked(name, r.masked); err != nil || !r.masked[name] {
-			return
+	return r.doErr(ctx, func(context.Context) error {
+		u, err := r.unmarked(name, r.masked)
+		if err != nil || !r.masked[name] {
+			return err
 		}
 		// Stopped as by Stop, until Start.
 		keep := u != nil && !u.spec.IsJob() && !u.state.active() && !r.disabled[name]
-		if err = r.setMark(name, "unmasked", &r.masked, false, keep); err != nil {
-			return
+		if err := r.setMark(name, "unmasked", &r.masked, false, keep); err != nil {
+			return err
 		}
 		if keep {
 			u.held, u.enabled = true, false
 		}
-	}); e != nil {
-		return e
-	}
-	return err
+		return nil
+	})
 }
 
 // refuseMasked is the error of a start of name while it, or a unit it

@@ -598,6 +598,34 @@ func (r *Reconciler) finishShutdown() {
 	}
 }
 
+// ask runs fn on Run's goroutine and returns what it returns, or do's
+// error (ErrStopped, ctx's) when fn did not run to its end.
+func ask[T any](ctx context.Context, r *Reconciler, fn func(ctx context.Context) (T, error)) (T, error) {
+	var v T
+	var err error
+	if e := r.do(ctx, func(ctx context.Context) { v, err = fn(ctx) }); e != nil {
+		var zero T
+		return zero, e
+	}
+	return v, err
+}
+
+// doErr is ask for an fn that returns only an error.
+func (r *Reconciler) doErr(ctx context.Context, fn func(ctx context.Context) error) error {
+	_, err := ask(ctx, r, func(ctx context.Context) (struct{}, error) { return struct{}{}, fn(ctx) })
+	return err
+}
+
+// doAwait is ask for an fn that returns the channel an outcome arrives on
+// (nil: none to wait for): unless fn failed, it then waits for it (await).
+func (r *Reconciler) doAwait(ctx context.Context, fn func(ctx context.Context) (<-chan error, error)) error {
+	wait, err := ask(ctx, r, fn)
+	if err != nil {
+		return err
+	}
+	return r.await(ctx, wait)
+}
+
 // do runs fn on Run's goroutine and waits for it to return.
 func (r *Reconciler) do(ctx context.Context, fn func(ctx context.Context)) error {
 	ran := make(chan struct{})

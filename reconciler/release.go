@@ -25,30 +25,25 @@ func (r *Reconciler) Release(ctx context.Context, name string) (control.Released
 	if !ok {
 		return control.Released{}, refused("this hermesd has no supervisor to release groups from")
 	}
-	var res control.Released
-	var err error
-	if e := r.do(ctx, func(ctx context.Context) {
-		var u *unit
-		if u, err = r.declared(name); err != nil {
-			return
+	return ask(ctx, r, func(ctx context.Context) (control.Released, error) {
+		u, err := r.declared(name)
+		if err != nil {
+			return control.Released{}, err
 		}
 		if !u.state.active() || u.state == Stopping {
-			err = refused("unit %s is %s: only a running group can be released", name, u.state)
-			return
+			return control.Released{}, refused("unit %s is %s: only a running group can be released", name, u.state)
 		}
 		g := u.run.group
 		// The output first: from the release on, the group may outlive
 		// hermesd, and must not write into its pipes then.
 		if c := u.run.output; c != nil {
-			if err = r.handOver(ctx, c); err != nil {
-				err = fmt.Errorf("release %s: its output could not be handed over to a relay, so its group stays owned: %w", name, err)
-				return
+			if err := r.handOver(ctx, c); err != nil {
+				return control.Released{}, fmt.Errorf("release %s: its output could not be handed over to a relay, so its group stays owned: %w", name, err)
 			}
 			u.run.output = nil
 		}
-		if err = ad.Release(ctx, g); err != nil {
-			err = fmt.Errorf("release %s: %w", name, err)
-			return
+		if err := ad.Release(ctx, g); err != nil {
+			return control.Released{}, fmt.Errorf("release %s: %w", name, err)
 		}
 		s := Survivor{Unit: name, Group: g, Ownership: ownership(u.spec), Reason: u.spec.Reason, Log: u.logPath, State: ledger.Released}
 		if r.opt.Checkpoint != nil {
@@ -69,11 +64,8 @@ func (r *Reconciler) Release(ctx context.Context, name string) (control.Released
 			u.state, u.enabled, u.err = Inactive, false, nil
 		}
 		r.log.Info("group released: it outlives hermesd", "unit", name, "pgid", g.PGID)
-		res = control.Released{Unit: name, PGID: g.PGID, PID: g.Leader.PID}
-	}); e != nil {
-		return control.Released{}, e
-	}
-	return res, err
+		return control.Released{Unit: name, PGID: g.PGID, PID: g.Leader.PID}, nil
+	})
 }
 
 // releasedGone reports that a released group is empty: its row goes.
@@ -166,13 +158,11 @@ func (r *Reconciler) Orphans(ctx context.Context, req control.OrphansRequest) (c
 		return control.OrphanReport{Orphans: []control.Orphan{}, Adopted: []control.Adopted{}}, nil
 	}
 	gd := r.guards(control.AdoptRequest{CallerPID: req.CallerPID, CallerPGID: req.CallerPGID})
-	rep := control.OrphanReport{Orphans: []control.Orphan{}, Adopted: []control.Adopted{}}
-	var err error
-	if e := r.do(ctx, func(ctx context.Context) {
-		var recs []Record
-		if recs, err = rc.Records(ctx); err != nil {
-			err = fmt.Errorf("orphans: read the ledger: %w", err)
-			return
+	return ask(ctx, r, func(ctx context.Context) (control.OrphanReport, error) {
+		rep := control.OrphanReport{Orphans: []control.Orphan{}, Adopted: []control.Adopted{}}
+		recs, err := rc.Records(ctx)
+		if err != nil {
+			return rep, fmt.Errorf("orphans: read the ledger: %w", err)
 		}
 		ports := listeningPorts()
 		for _, rec := range recs {
@@ -183,7 +173,7 @@ func (r *Reconciler) Orphans(ctx context.Context, req control.OrphansRequest) (c
 			rep.Orphans = append(rep.Orphans, o)
 		}
 		if !adopt {
-			return
+			return rep, nil
 		}
 		for i, o := range rep.Orphans {
 			if !o.Adoptable {
@@ -203,10 +193,8 @@ func (r *Reconciler) Orphans(ctx context.Context, req control.OrphansRequest) (c
 			}
 			rep.Adopted = append(rep.Adopted, res)
 		}
-	}); e != nil {
-		return control.OrphanReport{}, e
-	}
-	return rep, err
+		return rep, nil
+	})
 }
 
 func indexOf(recs []Record, o control.Orphan) int {

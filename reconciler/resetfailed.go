@@ -16,18 +16,15 @@ var _ control.FailureResetter = (*Reconciler)(nil)
 // does that, or the next hermesd. A unit that is not failed is left as it
 // is; an unknown one is control.ErrUnknownUnit.
 func (r *Reconciler) ResetFailed(ctx context.Context, name string) error {
-	var err error
-	if e := r.do(ctx, func(context.Context) {
-		var u *unit
-		if u, err = r.declared(name); err != nil || u.state != Failed && u.state != BackingOff {
-			return
+	return r.doErr(ctx, func(context.Context) error {
+		u, err := r.declared(name)
+		if err != nil || u.state != Failed && u.state != BackingOff {
+			return err
 		}
 		u.stopTimer(timerBackoff)
 		u.state, u.enabled, u.gen = Inactive, false, r.nextGen()
 		u.err, u.restarts, u.attempt, u.starts = nil, 0, 0, nil
 		r.log.Info("unit's failure reset", "unit", name)
-	}); e != nil {
-		return e
-	}
-	return err
+		return nil
+	})
 }

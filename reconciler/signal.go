@@ -47,22 +47,16 @@ type target struct {
 // (or whose group is being stopped) control.ErrConflict, saying what it
 // was asked for (verb: "signal", "reload").
 func (r *Reconciler) running(ctx context.Context, name, verb string) (target, error) {
-	var t target
-	var err error
-	if e := r.do(ctx, func(context.Context) {
-		var u *unit
-		u, err = r.declared(name)
+	return ask(ctx, r, func(context.Context) (target, error) {
+		u, err := r.declared(name)
 		switch {
-		case err != nil: // not declared
+		case err != nil:
+			return target{}, err
 		case u.state != Starting && u.state != Running:
-			err = fmt.Errorf("unit %s is %s: there is nothing to %s; `hermesctl start %s` starts it: %w", name, r.stateWord(u), verb, name, control.ErrConflict)
-		default:
-			t = target{spec: u.spec, group: u.run.group, main: mainOf(u.run), log: r.logOf(u)}
+			return target{}, fmt.Errorf("unit %s is %s: there is nothing to %s; `hermesctl start %s` starts it: %w", name, r.stateWord(u), verb, name, control.ErrConflict)
 		}
-	}); e != nil {
-		return target{}, e
-	}
-	return t, err
+		return target{spec: u.spec, group: u.run.group, main: mainOf(u.run), log: r.logOf(u)}, nil
+	})
 }
 
 // mainOf is rn's main process: a forking unit's daemon once found, else
