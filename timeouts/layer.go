@@ -49,12 +49,10 @@ func (l Layer) Title() string {
 // MarshalText implements encoding.TextMarshaler.
 func (l Layer) MarshalText() ([]byte, error) { return layerWords.Marshal(l) }
 
-// UnmarshalText implements encoding.TextUnmarshaler; see ParseLayer.
+// UnmarshalText implements encoding.TextUnmarshaler: it reads a layer
+// name as printed by Layer.String. Unknown names are an error wrapping
+// ErrInvalid.
 func (l *Layer) UnmarshalText(b []byte) error { return layerWords.Unmarshal(l, b) }
-
-// ParseLayer parses a layer name as printed by Layer.String. Unknown names
-// are an error wrapping ErrInvalid.
-func ParseLayer(s string) (Layer, error) { return layerWords.Parse(s) }
 
 // API is the provider API a call speaks.
 type API int

@@ -446,8 +446,8 @@ func TestLayerAndAPIRoundTrip(t *testing.T) {
 			t.Errorf("layer %v round trip = %v, %v", l, back, err)
 		}
 	}
-	if _, err := ParseLayer("nope"); err == nil {
-		t.Error("ParseLayer(nope) succeeded, want an error")
+	if err := new(Layer).UnmarshalText([]byte("nope")); !errors.Is(err, ErrInvalid) {
+		t.Errorf("reading layer nope = %v, want ErrInvalid", err)
 	}
 	for _, a := range []API{Chat, Responses} {
 		b, _ := a.MarshalText()

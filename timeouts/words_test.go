@@ -20,7 +20,7 @@ func TestWords(t *testing.T) {
 		{"layer", func() []string {
 			return []string{SocketRead.String(), Drain.String(), Layer(9).String()}
 		}, []string{"socket_read", "drain", "Layer(9)"},
-			func(s string) error { _, err := ParseLayer(s); return err },
+			func(s string) error { var l Layer; return l.UnmarshalText([]byte(s)) },
 			`unknown layer "nope": want socket_read, stale_stream, stale_non_stream, first_event, api_call or drain`},
 		{"api", func() []string { return []string{Chat.String(), Responses.String(), API(-1).String()} },
 			[]string{"chat", "responses", "API(-1)"},
