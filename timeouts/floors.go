@@ -46,12 +46,9 @@ func (c Condition) String() string { return conditionWords.Name(c) }
 // MarshalText implements encoding.TextMarshaler.
 func (c Condition) MarshalText() ([]byte, error) { return conditionWords.Marshal(c) }
 
-// UnmarshalText implements encoding.TextUnmarshaler; see ParseCondition.
+// UnmarshalText implements encoding.TextUnmarshaler: it reads "always"
+// or "thinking"; anything else is an error wrapping ErrInvalid.
 func (c *Condition) UnmarshalText(b []byte) error { return conditionWords.Unmarshal(c, b) }
-
-// ParseCondition parses "always" or "thinking"; anything else is an error
-// wrapping ErrInvalid.
-func ParseCondition(s string) (Condition, error) { return conditionWords.Parse(s) }
 
 // covers reports whether a floor of condition c applies to a call.
 func (c Condition) covers(thinking bool) bool { return c == Always || thinking }

@@ -490,8 +490,8 @@ func TestConditionRoundTrip(t *testing.T) {
 			t.Errorf("round trip of %s: got %s, %v", c, got, err)
 		}
 	}
-	if _, err := ParseCondition("sometimes"); !errors.Is(err, ErrInvalid) {
-		t.Errorf("ParseCondition(sometimes) = %v, want ErrInvalid", err)
+	if err := new(Condition).UnmarshalText([]byte("sometimes")); !errors.Is(err, ErrInvalid) {
+		t.Errorf("reading condition sometimes = %v, want ErrInvalid", err)
 	}
 }
 

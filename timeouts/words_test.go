@@ -28,7 +28,7 @@ func TestWords(t *testing.T) {
 			`unknown api "nope": want chat or responses`},
 		{"condition", func() []string { return []string{Always.String(), ThinkingOnly.String(), Condition(2).String()} },
 			[]string{"always", "thinking", "Condition(2)"},
-			func(s string) error { _, err := ParseCondition(s); return err },
+			func(s string) error { var c Condition; return c.UnmarshalText([]byte(s)) },
 			`unknown floor condition "nope": want always or thinking`},
 		{"scope", func() []string {
 			return []string{ScopeNone.String(), ScopeModel.String(), ScopeProvider.String(), Scope(3).String()}
