@@ -126,14 +126,14 @@ func TestLoadRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Load(tt.path)
+			_, err := (&Loader{}).Load(tt.path)
 			var e *Error
 			if !errors.As(err, &e) || !errors.Is(err, tt.is) || !strings.Contains(e.Msg, tt.msg) || e.File != tt.path {
 				t.Errorf("Load(%s) = %v, want %v naming the file, containing %q", tt.path, err, tt.is, tt.msg)
 			}
 		})
 	}
-	if s, err := Load(filepath.Join(dir, "link.yaml")); err != nil || s.Name != "link" {
+	if s, err := (&Loader{}).Load(filepath.Join(dir, "link.yaml")); err != nil || s.Name != "link" {
 		t.Errorf("Load(symlink to a unit) = %v, %v; want unit link", s, err)
 	}
 	d := loadDir(t, dir)
@@ -189,7 +189,7 @@ func TestSecurity(t *testing.T) {
 			if tt.bad == "dir" {
 				want = dir
 			}
-			_, err := Load(file)
+			_, err := (&Loader{}).Load(file)
 			var e *Error
 			if !errors.As(err, &e) || !errors.Is(err, ErrInsecure) || e.File != want || !strings.Contains(e.Msg, tt.msg) {
 				t.Errorf("Load = %v, want ErrInsecure for %s containing %q", err, want, tt.msg)

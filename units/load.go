@@ -38,10 +38,6 @@ func (l *Loader) defaults() Defaults {
 	return *l.Defaults
 }
 
-// Load reads one unit file with the built-in defaults and the security
-// checks. See Loader.Load.
-func Load(path string) (*Spec, error) { return (&Loader{}).Load(path) }
-
 // LoadDir loads a units directory with the built-in defaults and the
 // security checks. See Loader.LoadDir.
 func LoadDir(dir string) (*Dir, error) { return (&Loader{}).LoadDir(dir) }

@@ -118,7 +118,7 @@ func Import(f Format, srcs []Source) (*Result, error) {
 	return nil, fmt.Errorf("%w %q", ErrFormat, f)
 }
 
-// unitName is the pattern of a unit's name (units.Load's rule).
+// unitName is the pattern of a unit's name (units.ValidName's rule).
 var unitName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]*$`)
 
 // cleanName makes name a unit name: runs of other characters become "-".
