@@ -49,16 +49,12 @@ func LoadConfig(path string) (*Config, error) {
 		return nil, err
 	}
 	abs, _ := filepath.Abs(path)
-	return parseConfig(path, filepath.Dir(abs), data)
+	return ParseConfig(path, filepath.Dir(abs), data)
 }
 
-// ParseConfig decodes hermes.yaml content; file names it in errors and
-// relative paths resolve against dir.
+// ParseConfig decodes hermes.yaml content read elsewhere (LoadConfig, a
+// test); file names it in errors and relative paths resolve against dir.
 func ParseConfig(file, dir string, data []byte) (*Config, error) {
-	return parseConfig(file, dir, data)
-}
-
-func parseConfig(file, dir string, data []byte) (*Config, error) {
 	d := &decoder{file: file, dir: dir}
 	root := d.parseDocument(data, "config")
 	if root == nil {
