@@ -24,6 +24,9 @@ set -f
 trap '' HUP INT QUIT TSTP TTIN TTOU PIPE
 grace=$1 opg=$2 base=$3 own=$4 tab=${5-} me=$$ ids=' ' idm='' idt='' idle=0 cg=- live=0 all=0
 case $tab in proc | ps) ;; *) if [ -r "/proc/$me/stat" ]; then tab=proc; else tab='ps'; fi ;; esac
+# EOF finds escapees with awk: without it nothing is registered, so that
+# nothing runs that this supervisor could not end.
+awk=$(command -v awk 2>/dev/null) || awk=
 num() { case $1 in '' | *[!0-9]*) return 1 ;; esac; }
 # nums WORD...: true when every WORD is a number.
 nums() { for n_; do num "$n_" || return 1; done; }
@@ -81,6 +84,7 @@ while IFS= read -r l; do
   R)
     case ${2-} in '' | *[!A-Za-z0-9_]*) no bad registration id; continue ;; esac
     rid=$2
+    [ -n "$awk" ] || { no no awk on PATH: the death supervisor needs it to find what a group left at the owner death: install one, busybox or mawk; continue; }
     if ! { [ $# -eq 7 ] && num "$3" && num "$4" && num "$5"; }; then no malformed registration; continue; fi
     case $6 in - | [A-Za-z0-9_]*) ;; *) no bad spawn key; continue ;; esac
     case $6 in *[!A-Za-z0-9_-]*) no bad spawn key; continue ;; esac
