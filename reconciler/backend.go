@@ -338,9 +338,9 @@ func (r *Reconciler) Start(ctx context.Context, name string) error {
 			u.stopTimer(timerBackoff)
 			u.state, u.starts, u.attempt, u.err = Inactive, nil, 0, nil
 		}
-		r.asked = u
+		r.pace.asked = u
 		r.reconcile(ctx)
-		r.asked = nil
+		r.pace.asked = nil
 		return u.startErr()
 	})
 }

@@ -17,6 +17,13 @@ const StartBudget = 5 * time.Millisecond
 
 const waitQueued = "queued to start: other units are starting"
 
+// pace is what the start budget keeps from one pass to the next. Owned
+// by Run's goroutine.
+type pace struct {
+	more  bool  // the last pass ran out of its start budget: another follows at once
+	asked *unit // the unit a caller waits to see started (Start, Restart): exempt from the budget
+}
+
 // startPass counts one reconcile pass's starts.
 type startPass struct {
 	began   time.Time

@@ -219,8 +219,7 @@ type Reconciler struct {
 	wg          sync.WaitGroup  // goroutines started by Run's goroutine
 	readyCalled bool
 	jobs        scheduler // jobs.go
-	more        bool      // the last pass ran out of its start budget (pace.go)
-	asked       *unit     // the unit a caller waits to see started (Start, Restart): exempt from the budget
+	pace        pace      // the start budget's state across passes (pace.go)
 	reloads     uint64    // plans applied so far (the first load is 1); see unit.epoch
 	ordered     []*unit   // order's cache; nil when stale (reorder)
 	pub         publisher // what was published (events.go)
@@ -347,7 +346,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		}
 		// A pass that ran out of its start budget is continued at once,
 		// but only after whatever input is already waiting (see pace.go).
-		r.step(ctx, &shut, !r.more)
+		r.step(ctx, &shut, !r.pace.more)
 		r.reconcile(ctx)
 		r.dispatchStops() // before publishing: the signals first
 		r.publishChanges()
@@ -830,7 +829,7 @@ func (r *Reconciler) reconcile(ctx context.Context) {
 		r.shutdownPass(order)
 		return
 	}
-	r.more = false
+	r.pace.more = false
 	pass := startPass{began: time.Now()}
 	stops := r.inFlight()
 	for _, u := range order {
@@ -863,7 +862,7 @@ func (r *Reconciler) shutdownPass(order []*unit) {
 
 // startOrWait starts an inactive or waiting unit, or leaves it inactive
 // (disabled, not enabled) or waiting (blocked, or over this pass's start
-// budget: r.more asks for another pass). It reports whether it started u.
+// budget: r.pace.more asks for another pass). It reports whether it started u.
 func (r *Reconciler) startOrWait(ctx context.Context, u *unit, pass *startPass, stops *inFlight) bool {
 	if !u.enabled || (r.disabled[u.spec.Name] || r.masked[u.spec.Name]) && !u.external {
 		u.state = Inactive
@@ -873,9 +872,9 @@ func (r *Reconciler) startOrWait(ctx context.Context, u *unit, pass *startPass, 
 		u.state, u.waitMsg = Waiting, why
 		return false
 	}
-	if !pass.allows() && u != r.asked {
+	if !pass.allows() && u != r.pace.asked {
 		u.state, u.waitMsg = Waiting, waitQueued
-		r.more = true
+		r.pace.more = true
 		return false
 	}
 	u.waitMsg = ""
@@ -902,7 +901,7 @@ func (r *Reconciler) stopIfRequiredDown(u *unit, stops *inFlight) {
 // reportReady calls Options.OnReady once, after the first pass that left
 // no start for a later one, with the number of units starting or running.
 func (r *Reconciler) reportReady() {
-	if r.readyCalled || r.opt.OnReady == nil || r.more {
+	if r.readyCalled || r.opt.OnReady == nil || r.pace.more {
 		return
 	}
 	r.readyCalled = true

@@ -413,9 +413,9 @@ func (r *Reconciler) stopped(ctx context.Context, u *unit, err error) {
 	if len(st.waiters) > 0 {
 		// A Restart caller hears once the new run is started (startErr);
 		// otherwise the pass that follows every event (Run) starts it.
-		r.asked = u
+		r.pace.asked = u
 		r.reconcile(ctx)
-		r.asked = nil
+		r.pace.asked = nil
 	}
 	st.reply(u.startErr())
 }
