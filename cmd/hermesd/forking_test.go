@@ -56,10 +56,10 @@ func TestForkingTogether(t *testing.T) {
 	var table []*forkingResult
 	t.Cleanup(func() {
 		var b strings.Builder
-		fmt.Fprintf(&b, "\n%-6s %5s %16s %12s\n", "units", "runs", "misattributions", "wrong status")
+		fmt.Fprintf(&b, "\n%-6s %5s %6s %16s %12s\n", "units", "runs", "failed", "misattributions", "wrong status")
 		for _, r := range table {
 			r.mu.Lock()
-			fmt.Fprintf(&b, "%-6d %5d %16d %12d\n", r.n, r.runs, r.took, r.wrong)
+			fmt.Fprintf(&b, "%-6d %5d %6d %16d %12d\n", r.n, r.runs, r.failed, r.took, r.wrong)
 			r.mu.Unlock()
 		}
 		t.Log(b.String())
@@ -83,6 +83,7 @@ type forkingResult struct {
 	n                 int
 	mu                sync.Mutex
 	runs, took, wrong int
+	failed            int // runs that failed, at their end or before (a failure ends a run early)
 }
 
 // forkingSize plays size res.n -forking.runs times, each run a subtest
@@ -101,6 +102,13 @@ func forkingSize(t *testing.T, res *forkingResult, slots chan struct{}, until ti
 			defer runs.Done()
 			defer func() { <-slots }()
 			t.Run(strconv.Itoa(i+1), func(t *testing.T) {
+				defer func() {
+					if t.Failed() {
+						res.mu.Lock()
+						res.failed++
+						res.mu.Unlock()
+					}
+				}()
 				took, wrong := forkingRun(t, res.n)
 				res.mu.Lock()
 				defer res.mu.Unlock()
