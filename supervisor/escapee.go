@@ -53,7 +53,26 @@ import (
 // group (or are identified escapees), and that are not the leader of one of
 // our spawns (os/exec's Cmd.Wait reaps those). Any other child of the owner
 // may belong to an exec.Cmd elsewhere in the process and is never touched.
+//
+// Every caller wants a scan that begins after its call: callers that come
+// while one runs share the next one (scanMu), whose view of the
+// registrations is what the previous scans registered. Scans that ran at
+// once from the same view each registered a new escapee again, and each
+// read the whole process table.
 func (o *Owner) scan() {
+	called := time.Now()
+	o.scanMu.Lock()
+	defer o.scanMu.Unlock()
+	o.mu.Lock()
+	fresh := o.scanDone.After(called)
+	o.mu.Unlock()
+	if !fresh {
+		o.scanNow()
+	}
+}
+
+// scanNow is one scan (see scan); scanMu is held.
+func (o *Owner) scanNow() {
 	o.mu.Lock()
 	o.scanned = time.Now()
 	began := o.scanned
@@ -100,7 +119,8 @@ func (o *Owner) scan() {
 
 // scanState is what the scans keep from one to the next (pgroup mode).
 type scanState struct {
-	subreaper sync.Once // becomeSubreaper
+	subreaper sync.Once  // becomeSubreaper
+	scanMu    sync.Mutex // held by the scan that runs (see scan)
 	// reaping is set once the owner is the child subreaper: orphans of
 	// its groups come to it. Without it they go to init (see scan).
 	reaping  atomic.Bool

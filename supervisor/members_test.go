@@ -3,6 +3,7 @@ package supervisor
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -211,5 +212,65 @@ func TestEmptyFindsTheEscapee(t *testing.T) {
 		if st, err := proc.ReadStat(daemon); err == nil && !st.Zombie() {
 			t.Errorf("the daemon %d outlived its group's stop", daemon)
 		}
+	}
+}
+
+// TestMembersAtOnceShareAScan: Members called by many at once (a hermesd
+// looking for the main processes of forking units started together) runs
+// one scan for those that came together, not one each: scans that ran at
+// once from the same view each registered a new escapee again (a
+// registration per scan under the spawn, and a line to the supervisor
+// each), and cost a full read of the process table each, which on a
+// loaded machine delayed finding the main processes past a unit's start.
+// Each caller still lists the escapee that left before it called.
+func TestMembersAtOnceShareAScan(t *testing.T) {
+	marker := fmt.Sprintf("members-at-once-%d", os.Getpid())
+	t.Cleanup(func() { killMarked(marker) })
+	o, err := New(Options{Mode: ModePGroup, Grace: testGrace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	dir := t.TempDir()
+	gate, pidf := dir+"/gate", dir+"/d.pid"
+	if err := syscall.Mkfifo(gate, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := `( read -r _ < "$GATE"; exec setsid sh -c 'echo $$ > "$PIDF"; exec sleep 1000' ) & exec sleep 1000`
+	c, err := o.SpawnOwned(t.Context(), Spec{Unit: "d", Argv: []string{"sh", "-c", script},
+		Env: append(os.Environ(), envRow+"="+marker, "GATE="+gate, "PIDF="+pidf)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Members(c.Group) // a scan now: the next periodic one is a second away
+	if err := os.WriteFile(gate, []byte("go\n"), 0); err != nil { // the child leaves the group now
+		t.Fatal(err)
+	}
+	var daemon int
+	testkit.Eventually(t, 20*time.Second, "the daemon's pid file", func() bool {
+		b, _ := os.ReadFile(pidf)
+		daemon, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return daemon > 1
+	})
+	const callers = 16
+	var wg sync.WaitGroup
+	listed := make([]bool, callers)
+	for i := range callers {
+		wg.Go(func() {
+			listed[i] = slices.ContainsFunc(o.Members(c.Group), func(id proc.Identity) bool { return id.PID == daemon })
+		})
+	}
+	wg.Wait()
+	for i, ok := range listed {
+		if !ok {
+			t.Errorf("caller %d: Members did not list the daemon %d, which left the group before the call", i, daemon)
+		}
+	}
+	o.mu.Lock()
+	r := o.findLocked(c.Group)
+	n := len(r.esc)
+	o.mu.Unlock()
+	if n != 1 {
+		t.Errorf("the daemon's group is registered %d times under its spawn, want once", n)
 	}
 }
