@@ -242,7 +242,7 @@ func TestMembersAtOnceShareAScan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.Members(c.Group) // a scan now: the next periodic one is a second away
+	o.Members(c.Group)                                            // a scan now: the next periodic one is a second away
 	if err := os.WriteFile(gate, []byte("go\n"), 0); err != nil { // the child leaves the group now
 		t.Fatal(err)
 	}
