@@ -242,8 +242,10 @@ func TestMembersAtOnceShareAScan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.Members(c.Group)                                            // a scan now: the next periodic one is a second away
-	if err := os.WriteFile(gate, []byte("go\n"), 0); err != nil { // the child leaves the group now
+	// A scan now (the next periodic one is a second away); then the
+	// child leaves the group.
+	o.Members(c.Group)
+	if err := os.WriteFile(gate, []byte("go\n"), 0); err != nil {
 		t.Fatal(err)
 	}
 	var daemon int
