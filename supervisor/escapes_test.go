@@ -182,41 +182,21 @@ func escapeTable(table []*escapeResult) string {
 }
 
 // escapeRow plays row (su, c, late) -escapes.runs times, each play a
-// subtest of its own that waits for one of slots; it stops starting plays
-// once one failed, or once until (if set) passed.
+// subtest of its own that waits for one of slots (testkit.Plays); it
+// stops starting plays once one failed, or once until (if set) passed.
 func escapeRow(t *testing.T, su setup, c escapeCase, late bool, res *escapeResult, slots chan struct{}, until time.Time) {
-	var plays sync.WaitGroup
-	for i := range *escapeRuns {
-		slots <- struct{}{}
-		if t.Failed() || (!until.IsZero() && time.Now().After(until)) {
-			<-slots
-			break
-		}
-		plays.Add(1)
-		go func() {
-			defer plays.Done()
-			defer func() { <-slots }()
-			t.Run(strconv.Itoa(i+1), func(t *testing.T) {
-				defer func() {
-					if t.Failed() {
-						res.mu.Lock()
-						res.failed++
-						res.mu.Unlock()
-					}
-				}()
-				found, ctlBad, delay := escapeRun(t, su, c, late)
-				res.mu.Lock()
-				defer res.mu.Unlock()
-				res.runs++
-				res.found += found
-				res.ctlBad += ctlBad
-				res.maxDelay = max(res.maxDelay, delay)
-			})
-		}()
-	}
-	plays.Wait()
+	failed := testkit.Plays(t, *escapeRuns, slots, until, func(t *testing.T) {
+		found, ctlBad, delay := escapeRun(t, su, c, late)
+		res.mu.Lock()
+		defer res.mu.Unlock()
+		res.runs++
+		res.found += found
+		res.ctlBad += ctlBad
+		res.maxDelay = max(res.maxDelay, delay)
+	})
 	res.mu.Lock()
 	defer res.mu.Unlock()
+	res.failed += failed
 	if res.found > 0 && res.limit == "" {
 		t.Errorf("%d processes of the unit survived the owner's SIGKILL in %d runs, want 0", res.found, res.runs)
 	}

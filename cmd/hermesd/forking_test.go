@@ -87,38 +87,20 @@ type forkingResult struct {
 }
 
 // forkingSize plays size res.n -forking.runs times, each run a subtest
-// that waits for one of slots; it stops starting runs once one failed, or
-// once until (if set) passed.
+// that waits for one of slots (testkit.Plays); it stops starting runs once
+// one failed, or once until (if set) passed.
 func forkingSize(t *testing.T, res *forkingResult, slots chan struct{}, until time.Time) {
-	var runs sync.WaitGroup
-	for i := range *forkingRuns {
-		slots <- struct{}{}
-		if t.Failed() || (!until.IsZero() && time.Now().After(until)) {
-			<-slots
-			break
-		}
-		runs.Add(1)
-		go func() {
-			defer runs.Done()
-			defer func() { <-slots }()
-			t.Run(strconv.Itoa(i+1), func(t *testing.T) {
-				defer func() {
-					if t.Failed() {
-						res.mu.Lock()
-						res.failed++
-						res.mu.Unlock()
-					}
-				}()
-				took, wrong := forkingRun(t, res.n)
-				res.mu.Lock()
-				defer res.mu.Unlock()
-				res.runs++
-				res.took += took
-				res.wrong += wrong
-			})
-		}()
-	}
-	runs.Wait()
+	failed := testkit.Plays(t, *forkingRuns, slots, until, func(t *testing.T) {
+		took, wrong := forkingRun(t, res.n)
+		res.mu.Lock()
+		defer res.mu.Unlock()
+		res.runs++
+		res.took += took
+		res.wrong += wrong
+	})
+	res.mu.Lock()
+	res.failed += failed
+	res.mu.Unlock()
 }
 
 // forkingUnit is one unit of TestForkingTogether: its yaml, and how its
