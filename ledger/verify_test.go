@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proc"
@@ -108,6 +109,13 @@ func TestCheck(t *testing.T) {
 		}
 		e := entry(testkit.StartIdentified(t, cmd))
 		e.Log = log
+		// Start returns once exec has closed the descriptors, before the
+		// new program's environment is set: until then it reads empty,
+		// which is no tags.
+		testkit.Eventually(t, 10*time.Second, "the sleep's environment", func() bool {
+			env, _ := proc.Environ(e.Leader.PID)
+			return len(env) > 0
+		})
 		return e
 	}
 	tests = append(tests, []struct {
