@@ -11,8 +11,11 @@
 // temporary file in the same directory, fsync, rename), so a reader never
 // sees a half-written file and needs no lock.
 //
-// Every write prunes the entries whose process group is gone (see
-// Entry.Alive). A file that cannot be parsed, or that carries an unknown
+// A write prunes the entries whose process group is gone (see
+// Entry.Alive): every write of a Ledger while the file holds at most
+// pruneEvery entries, and past that one write in len/pruneEvery, so that
+// a write reads /proc for about pruneEvery entries instead of for every
+// one (a start of n units made n writes of n reads each). A file that cannot be parsed, or that carries an unknown
 // version, is never silently dropped: it is moved aside as
 // ledger.json.corrupt-<timestamp> and the ledger is rebuilt from the live
 // processes that carry the environment tags (see EnvUnit) and lead their
@@ -82,6 +85,9 @@ type Ledger struct {
 	// swept is when this Ledger last removed stale temporary files. Guarded
 	// by turn.
 	swept time.Time
+	// unpruned counts the writes since this Ledger last pruned. Guarded by
+	// turn.
+	unpruned int
 
 	mu        sync.Mutex
 	lastWait  time.Duration       // guarded by mu
@@ -188,6 +194,11 @@ func (l *Ledger) updateLocked(tmp *os.File, fn func([]Entry) ([]Entry, error)) e
 	return writeTemp(tmp, l.path, b)
 }
 
+// pruneEvery is the size up to which every write prunes the file, and
+// past which about that many entries' worth of /proc reads are spread
+// over each write (see the package doc).
+const pruneEvery = 64
+
 // modifyLocked reads, prunes and applies fn, and returns the file to write;
 // the caller holds turn and the file lock.
 func (l *Ledger) modifyLocked(fn func([]Entry) ([]Entry, error)) ([]byte, error) {
@@ -195,7 +206,10 @@ func (l *Ledger) modifyLocked(fn func([]Entry) ([]Entry, error)) ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
-	entries, lines = prune(entries, lines)
+	if l.unpruned++; len(entries) <= pruneEvery || l.unpruned*pruneEvery >= len(entries) {
+		entries, lines = prune(entries, lines)
+		l.unpruned = 0
+	}
 	// fn may change what it is given, even inside Argv: it gets a deep copy,
 	// and entries keeps what the lines encode. Room for a few more entries
 	// spares an Add the copy of the whole slice.

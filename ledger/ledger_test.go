@@ -662,3 +662,41 @@ func TestOpenEmpty(t *testing.T) {
 		t.Errorf("state dir mode %v (%v), want 0700", fi.Mode().Perm(), err)
 	}
 }
+
+// TestPruneSpread: a file of more than pruneEvery entries is pruned by
+// one write in len/pruneEvery, not by every write: a start of n units
+// made n writes that each read /proc for every entry. A dead entry of a
+// 301-entry file is still there after the next write, and gone within the
+// writes that spread one pruning over the file.
+func TestPruneSpread(t *testing.T) {
+	l := openTemp(t)
+	ctx := t.Context()
+	dead, deadID := group(t)
+	batch := []Entry{{Unit: "dead", Leader: deadID, PGID: deadID.PID, Owner: self(t), Ownership: "owned"}}
+	for i := range 300 {
+		batch = append(batch, selfEntry(t, fmt.Sprint("live", i)))
+	}
+	if err := l.Add(ctx, batch...); err != nil {
+		t.Fatal(err)
+	}
+	dead.stop()
+	has := func() bool {
+		es, err := l.Entries(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.Contains(unitNames(es), "dead")
+	}
+	writes := 0
+	for ; has(); writes++ {
+		if writes == 1+301/pruneEvery {
+			t.Fatalf("the dead entry outlived %d writes of a %d-entry file, want pruned within %d", writes, 301+writes, 1+301/pruneEvery)
+		}
+		if err := l.Add(ctx, selfEntry(t, fmt.Sprint("trigger", writes))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if writes < 2 {
+		t.Errorf("a %d-entry file was pruned by the first write after the death: every write reads /proc for every entry", 301)
+	}
+}
