@@ -315,7 +315,7 @@ func (l *Ledger) Remove(ctx context.Context, match func(Entry) bool) error {
 
 // Entries returns the entries as last written, without taking the lock: the
 // file is only ever replaced by rename, so this is a consistent snapshot. It
-// does not prune (dead entries go at the next write; use Entry.Alive). A
+// does not prune (dead entries go at a later write, see the package doc; use Entry.Alive). A
 // corrupt file is repaired through Update (moved aside, rebuilt) and the
 // result returned.
 func (l *Ledger) Entries(ctx context.Context) ([]Entry, error) {
