@@ -160,6 +160,15 @@ func (w *fdWatch) check(c units.Config, l *reconciler.Loaded) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.declared = len(l.Specs)
+	declared := make(map[string]bool, len(l.Specs))
+	for _, sp := range l.Specs {
+		declared[sp.Name] = true
+	}
+	for name := range w.holding {
+		if !declared[name] { // removed: its last event may never come
+			delete(w.holding, name)
+		}
+	}
 	w.reserve.Set(w.soft, fdReserve(w.pending()))
 	if need <= w.soft {
 		w.warned = 0

@@ -145,4 +145,14 @@ func TestFdReserveFollowsRunningUnits(t *testing.T) {
 	if got, want := w.reserve.Limit(), int64(4096-fdReserve(10+fdSpawnMargin)); got != want {
 		t.Errorf("10 of them ended: listeners under %d, want %d", got, want)
 	}
+	// A load that removes running units forgets them: nothing says
+	// they ended once they are gone from the reconciler.
+	specs := make([]units.Spec, 1000)
+	for i := range specs {
+		specs[i].Name = fmt.Sprint("v", i)
+	}
+	w.check(units.Config{}, &reconciler.Loaded{Specs: specs})
+	if got := w.reserve.Limit(); got != 1 {
+		t.Errorf("1000 other units declared, none running: listeners under %d, want 1", got)
+	}
 }
