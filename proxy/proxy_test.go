@@ -316,10 +316,13 @@ func TestRunBudget(t *testing.T) {
 	h.up.waitExit(t, 1)
 
 	// Responses: the notice goes into instructions.
-	// Its clock stands still, so the run is past its wrap-up timer but not
-	// spent (a spent run's calls are refused: TestRunBudgetSpent).
+	// The run resumes with 90 % of an hour spent: past its wrap-up timer,
+	// and not spent for minutes (a spent run's calls are refused:
+	// TestRunBudgetSpent). A budget of 1 ms whose clock stood still was
+	// spent by its deadline timer, which runs on real time, as soon as a
+	// loaded machine let the call start after it: the call was ended.
 	frozen := time.Now()
-	budget2 := timeouts.NewBudget(time.Millisecond, func() time.Time { return frozen })
+	budget2 := timeouts.ResumeBudget(time.Hour, 54*time.Minute, func() time.Time { return frozen })
 	t.Cleanup(budget2.Stop)
 	<-budget2.WrapUp()
 	h.proxy.RegisterRun("job2", budget2, notice)
