@@ -174,17 +174,7 @@ func TestEmptyFindsTheEscapee(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { o.Close() })
-	dir := t.TempDir()
-	gate, pidf := dir+"/gate", dir+"/d.pid"
-	if err := syscall.Mkfifo(gate, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	script := `( read -r _ < "$GATE"; exec setsid sh -c 'echo $$ > "$PIDF"; exec sleep 1000' ) & exit 0`
-	c, err := o.SpawnOwned(t.Context(), Spec{Unit: "d", Argv: []string{"sh", "-c", script},
-		Env: append(os.Environ(), envRow+"="+marker, "GATE="+gate, "PIDF="+pidf)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, release := gatedSetsid(t, o, marker, "exit 0")
 	select {
 	case <-c.Done():
 	case <-time.After(hangBound):
@@ -193,15 +183,7 @@ func TestEmptyFindsTheEscapee(t *testing.T) {
 	if n := len(o.Members(c.Group)); n != 1 {
 		t.Fatalf("after the leader's exit: %d members, want 1 (the child waiting at the gate)", n)
 	}
-	if err := os.WriteFile(gate, []byte("go\n"), 0); err != nil { // the child leaves the group now
-		t.Fatal(err)
-	}
-	var daemon int
-	testkit.Eventually(t, 20*time.Second, "the daemon's pid file", func() bool {
-		b, _ := os.ReadFile(pidf)
-		daemon, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		return daemon > 1
-	})
+	daemon := release() // the child leaves the group now
 	if o.Empty(c.Group) {
 		t.Fatalf("Empty says the group is empty while its daemon %d, which left it, runs", daemon)
 	}
@@ -231,29 +213,11 @@ func TestMembersAtOnceShareAScan(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { o.Close() })
-	dir := t.TempDir()
-	gate, pidf := dir+"/gate", dir+"/d.pid"
-	if err := syscall.Mkfifo(gate, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	script := `( read -r _ < "$GATE"; exec setsid sh -c 'echo $$ > "$PIDF"; exec sleep 1000' ) & exec sleep 1000`
-	c, err := o.SpawnOwned(t.Context(), Spec{Unit: "d", Argv: []string{"sh", "-c", script},
-		Env: append(os.Environ(), envRow+"="+marker, "GATE="+gate, "PIDF="+pidf)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, release := gatedSetsid(t, o, marker, "exec sleep 1000")
 	// A scan now (the next periodic one is a second away); then the
 	// child leaves the group.
 	o.Members(c.Group)
-	if err := os.WriteFile(gate, []byte("go\n"), 0); err != nil {
-		t.Fatal(err)
-	}
-	var daemon int
-	testkit.Eventually(t, 20*time.Second, "the daemon's pid file", func() bool {
-		b, _ := os.ReadFile(pidf)
-		daemon, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		return daemon > 1
-	})
+	daemon := release()
 	const callers = 16
 	var wg sync.WaitGroup
 	listed := make([]bool, callers)
@@ -274,5 +238,38 @@ func TestMembersAtOnceShareAScan(t *testing.T) {
 	o.mu.Unlock()
 	if n != 1 {
 		t.Errorf("the daemon's group is registered %d times under its spawn, want once", n)
+	}
+}
+
+// gatedSetsid spawns, in pgroup owner o, a unit whose leader starts a
+// child and then runs leaderTail ("exit 0", "exec sleep 1000"). The
+// child waits at a gate; the returned release opens it, and the child
+// leaves the group (setsid, in place) before it writes its pid, which
+// release waits for and returns.
+func gatedSetsid(t *testing.T, o *Owner, marker, leaderTail string) (c *Child, release func() int) {
+	t.Helper()
+	dir := t.TempDir()
+	gate, pidf := dir+"/gate", dir+"/d.pid"
+	if err := syscall.Mkfifo(gate, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := `( read -r _ < "$GATE"; exec setsid sh -c 'echo $$ > "$PIDF"; exec sleep 1000' ) & ` + leaderTail
+	c, err := o.SpawnOwned(t.Context(), Spec{Unit: "d", Argv: []string{"sh", "-c", script},
+		Env: append(os.Environ(), envRow+"="+marker, "GATE="+gate, "PIDF="+pidf)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, func() int {
+		t.Helper()
+		if err := os.WriteFile(gate, []byte("go\n"), 0); err != nil {
+			t.Fatal(err)
+		}
+		var daemon int
+		testkit.Eventually(t, 20*time.Second, "the daemon's pid file", func() bool {
+			b, _ := os.ReadFile(pidf)
+			daemon, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+			return daemon > 1
+		})
+		return daemon
 	}
 }
