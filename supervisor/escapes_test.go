@@ -3,6 +3,7 @@
 package supervisor
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -53,7 +54,7 @@ born; exec sleep %[1]s0`,
 born; exec sleep %[1]s0`,
 		portableEarly: "re-parented to init at once; only a scan (by its tags) names it, and none ran before the kill"},
 	{name: "chain of three setsids", script: `export F='%[3]s/E'
-export L3=': %[1]s; echo $$ >"$F.tmp"; mv "$F.tmp" "$F"; exec sleep %[1]s3'
+export L3=': %[1]s; echo $$ >"$F"; exec sleep %[1]s3'
 export L2=': %[1]s; setsid sh -c "$L3" & wait'
 export L1=': %[1]s; setsid sh -c "$L2" & wait'
 setsid sh -c "$L1" &
@@ -62,18 +63,36 @@ born; exec sleep %[1]s0`},
 
 // escapePrologue defines born for an escapeCase's script: it waits for
 // the escapee's pid in the file E (a daemon's pid file is written once it
-// runs), writes its start time (clock ticks since boot) to T, and prints
-// "ok". An escapee that never comes (a daemon that failed to start) ends
-// the script after 30 s, without "ok": its owner then says it did not get
-// ready, and the row fails instead of waiting for ever.
+// runs), looking without a pause at first (a pause is a fork of sleep:
+// slow on a loaded machine), then every 5 ms. It writes the escapee's
+// start time (clock ticks since boot, read by the shell's builtins) to T,
+// and prints "ok". When its owner handed it its pid (envOwnerPID: the
+// owner under test of an early row), it kills that owner with SIGKILL
+// itself, so that the kill comes within milliseconds of the birth even on
+// a loaded machine; T then also holds the time since boot just before
+// the kill (seconds, /proc/uptime), written first: the owner's death ends
+// the script. An escapee that never comes (a daemon that failed to start)
+// ends the script after 30 s, without "ok": its owner then says it did
+// not get ready, and the row fails instead of waiting for ever.
 const escapePrologue = `born() {
   i=0
   while [ ! -s '%[3]s/E' ]; do
     i=$((i + 1))
-    [ "$i" -le 6000 ] || { echo "no escapee: %[3]s/E still empty after 30 s" >&2; exit 1; }
-    sleep 0.005
+    if [ "$i" -gt 20000 ]; then
+      [ "$i" -le 26000 ] || { echo "no escapee: %[3]s/E still empty after 30 s" >&2; exit 1; }
+      sleep 0.005
+    fi
   done
-  cut -d' ' -f22 "/proc/$(cat '%[3]s/E')/stat" >'%[3]s/T'
+  read -r e <'%[3]s/E'
+  read -r st <"/proc/$e/stat"
+  set -- $st
+  if [ "${ESCAPE_OWNER:-0}" -gt 1 ]; then
+    read -r up _ </proc/uptime
+    echo "${22} $up" >'%[3]s/T'
+    kill -KILL "$ESCAPE_OWNER"
+  else
+    echo "${22}" >'%[3]s/T'
+  fi
   echo ok
 }
 `
@@ -82,9 +101,10 @@ const escapePrologue = `born() {
 // leave their group (issue 24): an env -i escapee, a daemon whose process
 // title overwrites its environment, a double fork whose middle process
 // exited, a chain of three setsids. Each row kills the owner with SIGKILL
-// (a) early: as soon as the unit said its escapees are born (the time from
-// their birth to the kill is reported; the scan that runs each second has
-// mostly not run yet), and (b) late: once a scan of the owner ran after
+// (a) early: by the unit's own script, as soon as its escapees are born
+// (the time from their birth to the kill is reported, and how many plays
+// had it within 50 ms; the scan that runs each second has not run yet),
+// and (b) late: once a scan of the owner ran after
 // their birth; in each mode this machine has and with the portable
 // backend. A control owner running the same unit is never killed: every
 // one of its processes must be alive after the kill. -escapes.runs plays
@@ -157,20 +177,21 @@ type escapeResult struct {
 	runs, found, ctlBad int
 	failed              int // plays that failed before their end (not in runs)
 	maxDelay            time.Duration
+	quick               int // early plays killed within 50 ms of the birth
 	limit               string
 }
 
 // escapeTable is the table TestEscapes logs.
 func escapeTable(table []*escapeResult) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n%-72s %5s %6s %9s %13s %s\n", "row", "runs", "failed", "survivors", "control lost", "max birth→kill")
+	fmt.Fprintf(&b, "\n%-72s %5s %6s %9s %13s %14s %s\n", "row", "runs", "failed", "survivors", "control lost", "max birth→kill", "≤ 50 ms")
 	for _, r := range table {
 		r.mu.Lock()
-		d := "-"
-		if r.maxDelay > 0 {
-			d = r.maxDelay.String()
+		d, q := "-", "-"
+		if strings.HasSuffix(r.row, "/early") {
+			d, q = r.maxDelay.String(), strconv.Itoa(r.quick)
 		}
-		fmt.Fprintf(&b, "%-72s %5d %6d %9d %13d %s\n", r.row, r.runs, r.failed, r.found, r.ctlBad, d)
+		fmt.Fprintf(&b, "%-72s %5d %6d %9d %13d %14s %s\n", r.row, r.runs, r.failed, r.found, r.ctlBad, d, q)
 		r.mu.Unlock()
 	}
 	for _, r := range table {
@@ -193,6 +214,9 @@ func escapeRow(t *testing.T, su setup, c escapeCase, late bool, res *escapeResul
 		res.found += found
 		res.ctlBad += ctlBad
 		res.maxDelay = max(res.maxDelay, delay)
+		if !late && delay <= 50*time.Millisecond {
+			res.quick++
+		}
 	})
 	res.mu.Lock()
 	defer res.mu.Unlock()
@@ -216,8 +240,8 @@ func escapeRun(t *testing.T, su setup, c escapeCase, late bool) (found, ctlLost 
 	ports := testkit.FreePorts(t, 2)
 	vPort, cPort := ports[0], ports[1]
 	vDir, cDir := t.TempDir(), t.TempDir()
-	owner := func(tk string, p int, dir string) *ownerProc {
-		f := family{kind: "script", lines: 1, n: 1, owners: 1, script: fmt.Sprintf(escapePrologue+c.script, tk, p, dir)}
+	owner := func(tk string, p int, dir string, killer bool) *ownerProc {
+		f := family{kind: "script", lines: 1, n: 1, owners: 1, killer: killer, script: fmt.Sprintf(escapePrologue+c.script, tk, p, dir)}
 		return startOwner(t, f, su, "escapes", t.TempDir(), 0)
 	}
 	// Only processes born after the play began count (and are killed at
@@ -231,8 +255,9 @@ func escapeRun(t *testing.T, su setup, c escapeCase, late bool) (found, ctlLost 
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}()
-	ctl := owner(cTok, cPort, cDir)
-	v := owner(vTok, vPort, vDir)
+	ctl := owner(cTok, cPort, cDir, false)
+	v := owner(vTok, vPort, vDir, !late)
+	sup := v.sup // early: printed before the spawn; the unit kills v
 	if late {
 		// pgroup mode: once a scan ran after the birth; cgroup mode
 		// has no scans (the cgroup holds every escapee): a scan's
@@ -242,25 +267,17 @@ func escapeRun(t *testing.T, su setup, c escapeCase, late bool) (found, ctlLost 
 		} else {
 			time.Sleep(escapeeScan)
 		}
+		sup = int(ownerStatus(t, v)[0])
+		v.cmd.Process.Signal(syscall.SIGKILL)
 	}
-	sup := ownerStatus(t, v)[0] // its supervisor, asked: a look at /proc would delay an early kill
-	unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts)
-	v.cmd.Process.Signal(syscall.SIGKILL)
-	killedAt := time.Duration(ts.Nano())
-	v.cmd.Wait()
+	waitKilled(t, v)
 	if !late {
-		// /proc's start times are in USER_HZ ticks, 100 a second.
-		if b, err := os.ReadFile(filepath.Join(vDir, "T")); err == nil {
-			if ticks, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
-				delay = killedAt - time.Duration(ticks)*10*time.Millisecond
-			}
-		}
+		delay = escapeDelay(t, vDir)
 	}
 	ctlBefore := alive(cTok, cPort)
 	// Done when the killed owner's supervisor has finished (a zombie
 	// has: some inits do not reap orphans).
 	if sup != 0 {
-		sup := int(sup)
 		testkit.Within(testGrace+10*time.Second, func() bool {
 			st, err := proc.ReadStat(sup)
 			return err != nil || st.Zombie()
@@ -280,6 +297,47 @@ func escapeRun(t *testing.T, su setup, c escapeCase, late bool) (found, ctlLost 
 	ctl.in.Close()
 	ctl.cmd.Wait()
 	return found, ctlLost, delay
+}
+
+// waitKilled waits for owner o's death by SIGKILL (an early row's unit
+// kills it itself); after two minutes it kills o and fails the play.
+func waitKilled(t *testing.T, o *ownerProc) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- o.cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Errorf("owner %d ended by %v, want SIGKILL", o.cmd.Process.Pid, err)
+		}
+	case <-time.After(2 * time.Minute):
+		o.cmd.Process.Kill()
+		<-done
+		t.Errorf("owner %d not killed within 2 minutes", o.cmd.Process.Pid)
+	}
+}
+
+// escapeDelay reads an early row's file T: the escapee's start time (in
+// clock ticks since boot) and the time since boot just before the unit
+// killed its owner (in seconds); it returns the time between them (10 ms
+// resolution).
+func escapeDelay(t *testing.T, dir string) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "T"))
+	f := strings.Fields(string(b))
+	if err != nil || len(f) != 2 {
+		t.Errorf("the unit did not say when its escapee was born and when it killed its owner (T: %q, %v)", b, err)
+		return 0
+	}
+	ticks, err1 := strconv.ParseInt(f[0], 10, 64)
+	up, err2 := strconv.ParseFloat(f[1], 64)
+	if err1 != nil || err2 != nil {
+		t.Errorf("T: %q", b)
+		return 0
+	}
+	// /proc's start times are in USER_HZ ticks, 100 a second.
+	return max(time.Duration(up*float64(time.Second))-time.Duration(ticks)*10*time.Millisecond, 0)
 }
 
 // escapeTokens are the tokens this test process handed out: plays that

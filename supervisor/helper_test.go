@@ -36,6 +36,11 @@ const (
 	envGraceMS  = "SUPERVISOR_TEST_GRACE_MS"
 	envBackend  = "SUPERVISOR_TEST_BACKEND"
 	envScript   = "SUPERVISOR_TEST_SCRIPT" // kind script: the sh script the child runs
+	// envKiller: the owner prints "supervisor PID" before it spawns, and
+	// hands its children its own pid in envOwnerPID: their script kills it
+	// (TestEscapes's early rows).
+	envKiller   = "SUPERVISOR_TEST_KILLER"
+	envOwnerPID = "ESCAPE_OWNER"
 )
 
 func TestMain(m *testing.M) {
@@ -146,6 +151,10 @@ func playOwner() int {
 	ctx := context.Background()
 	r, w, _ := os.Pipe()
 	env := append(os.Environ(), envHelper+"=child", envRow+"="+os.Getenv(envChildRow), envKind+"="+os.Getenv(envKind))
+	if os.Getenv(envKiller) != "" {
+		fmt.Printf("supervisor %d\n", o.Status().PID)
+		env = append(env, envOwnerPID+"="+strconv.Itoa(os.Getpid()))
+	}
 	var kids []*Child
 	for i := range n {
 		c, err := o.SpawnOwned(ctx, Spec{Unit: fmt.Sprintf("u%d", i), Argv: []string{os.Args[0]}, Env: env, Stdout: w, Stderr: os.Stderr})

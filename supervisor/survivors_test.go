@@ -33,6 +33,7 @@ type family struct {
 	own      bool // the owner adopts an external group started by the test
 	killSup  bool // kill the supervisor first, let the owner restart it
 	pause    bool // kill the owner between spawn and registration
+	killer   bool // the unit's script kills its owner (see escapePrologue)
 	hermesct bool // the owner is "hermesctl run"
 	// escapees: escapee groups each child tree makes. With the portable
 	// backend (no subreaper) the row kills the owner only once its scans
@@ -117,6 +118,7 @@ type ownerProc struct {
 	in    io.WriteCloser
 	out   *bufio.Reader
 	spawn int // pause rows: the spawned child's pid
+	sup   int // killer rows: the supervisor's pid, printed before the spawn
 }
 
 var (
@@ -169,6 +171,9 @@ func startOwner(t *testing.T, f family, su setup, marker, state string, external
 		if f.pause {
 			cmd.Env = append(cmd.Env, envPause+"=1")
 		}
+		if f.killer {
+			cmd.Env = append(cmd.Env, envKiller+"=1")
+		}
 		if external > 0 {
 			cmd.Env = append(cmd.Env, envOwn+"="+strconv.Itoa(external))
 		}
@@ -201,6 +206,9 @@ func startOwner(t *testing.T, f family, su setup, marker, state string, external
 		}
 		if pid, ok := strings.CutPrefix(strings.TrimSpace(l), "spawned "); ok {
 			p.spawn, _ = strconv.Atoi(pid)
+		}
+		if pid, ok := strings.CutPrefix(strings.TrimSpace(l), "supervisor "); ok {
+			p.sup, _ = strconv.Atoi(pid)
 		}
 	}
 	return p
