@@ -43,7 +43,11 @@ import (
 //     not found.
 //
 // Never the time it appeared at: two spawns started together cannot be
-// told apart by it. A process re-parented to the owner that left the
+// told apart by it. A process no evidence names in the view of the
+// registrations the scan took before it read the process table is
+// weighed again against a view taken after the read (reweigh): a spawn
+// registered in between, whose daemon was re-parented before the read,
+// is in the second. A process re-parented to the owner that left the
 // owner's session (any such descends from one of its spawns, other than
 // the supervisors' helpers, which are never taken) and that no evidence
 // names is an orphan: its group is registered with no unit (adoptOrphan),
@@ -78,6 +82,9 @@ func (o *Owner) scanNow() {
 	began := o.scanned
 	sn := o.snapshotLocked()
 	o.mu.Unlock()
+	if h := o.hooks; h != nil && h.scanViewed != nil {
+		h.scanViewed()
+	}
 	stats, live, err := processTable()
 	if err != nil {
 		return
@@ -297,11 +304,32 @@ func (o *Owner) escapeeOf(sn *scanView, st proc.Stat, owner map[int]*reg, mySID 
 	// with mu held, and recorded before mu is let go; the snapshot may
 	// predate it.
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	if o.supPids[st.PID] || o.supPids[st.PGID] || o.supPids[st.SID] || o.leaders[st.PID] {
+		o.mu.Unlock()
 		return nil, false
 	}
-	return r, orphan
+	if !orphan {
+		o.mu.Unlock()
+		return r, false
+	}
+	now := o.snapshotLocked()
+	o.mu.Unlock()
+	return o.reweigh(st, now)
+}
+
+// reweigh attributes st, an orphan by the view sn a scan took before it
+// read the process table, by now, a view taken since: a spawn whose
+// registration, mark or session came after sn, and whose daemon was
+// re-parented to the owner before the read, is named by now and not by
+// sn. A spawn is registered and marked before its program runs (its
+// gate), so now holds every spawn st can descend from. r is nil and
+// orphan false when st's group was registered meanwhile (it is known).
+func (o *Owner) reweigh(st proc.Stat, now *scanView) (r *reg, orphan bool) {
+	if now.known[st.PGID] != nil {
+		return nil, false
+	}
+	r, foreign := o.attribute(st, now)
+	return r, r == nil && !foreign
 }
 
 // lineEntry is a process a scan attributed to a registration.

@@ -277,6 +277,7 @@ type ownerState struct {
 type ownerHooks struct {
 	afterSpawn  func(pid int) // between a child's start and its registration
 	tidyScanned func()        // in tidy, between the scan and the look at the groups to drop
+	scanViewed  func()        // in a scan, between its view of the registrations and its read of the process table
 	emptyPoll   time.Duration // replaces waitEmpty's emptyPollEvery: what does not depend on polling
 	passes      atomic.Int64  // janitor wake-ups: an idle owner has none
 }
