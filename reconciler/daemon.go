@@ -220,15 +220,31 @@ func (r *Reconciler) onGone(ev goneEvent) {
 	r.stop(u, stopFailure, exitCause{ev.err})
 }
 
+// claimer is a Daemons that holds, as no unit's, the processes it found
+// re-parented to it with no evidence that named a unit (pgroup mode:
+// orphans), and gives one to a unit once evidence names that unit (the
+// unit's pid file names it): see supervisor.Owner.Claim.
+type claimer interface {
+	Claim(g supervisor.Group, pid int, why string) bool
+}
+
 // findMain looks for the main process of a forking unit whose launcher
 // exited 0 (see pickMain), until it is found, the deadline passes (the
-// last reason is the error), or ctx ends.
+// last reason is the error), or ctx ends. A pid file that names a process
+// held as no unit's (an orphan: nothing named a unit when it was found)
+// is evidence that names this one: the process is claimed for g (claim)
+// before the members are weighed. A process nothing names is never the
+// main one.
 func findMain(ctx context.Context, d Daemons, g supervisor.Group, pidFile string, deadline time.Time) (proc.Identity, error) {
 	tk := time.NewTicker(mainPollEvery)
 	defer tk.Stop()
 	var last proc.Identity
 	for {
-		id, final, err := pickMain(d.Members(g), pidFile)
+		left := d.Members(g)
+		if claim(d, g, left, pidFile) {
+			left = d.Members(g)
+		}
+		id, final, err := pickMain(left, pidFile)
 		switch {
 		case err == nil && (pidFile != "" || id == last):
 			return id, nil // a guess is taken once two looks agree: a double fork's middle process is gone by then
@@ -324,14 +340,40 @@ func readPIDFile(pidFile string) (b []byte, final bool, err error) {
 	return b, false, nil
 }
 
-func pickPIDFile(left []proc.Identity, pidFile string) (proc.Identity, bool, error) {
+// claim asks d, when it holds processes as no unit's (claimer), for the
+// process pidFile names, when that is not among left (g's members): the
+// pid file is evidence that names g's unit. It reports whether d gave it
+// to g (then g's members are to be listed again).
+func claim(d Daemons, g supervisor.Group, left []proc.Identity, pidFile string) bool {
+	c, ok := d.(claimer)
+	if !ok || pidFile == "" {
+		return false
+	}
+	pid, _, err := pidOfFile(pidFile)
+	if err != nil || slices.ContainsFunc(left, func(id proc.Identity) bool { return id.PID == pid }) {
+		return false
+	}
+	return c.Claim(g, pid, "its pid file "+pidFile+" names it")
+}
+
+// pidOfFile is the pid pidFile holds (see readPIDFile); final says that
+// waiting cannot help.
+func pidOfFile(pidFile string) (pid int, final bool, err error) {
 	b, final, err := readPIDFile(pidFile)
 	if err != nil {
-		return proc.Identity{}, final, err
+		return 0, final, err
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil || pid <= 1 {
-		return proc.Identity{}, false, fmt.Errorf("pid file %s holds %q, not a pid", pidFile, strings.TrimSpace(string(b)))
+		return 0, false, fmt.Errorf("pid file %s holds %q, not a pid", pidFile, strings.TrimSpace(string(b)))
+	}
+	return pid, false, nil
+}
+
+func pickPIDFile(left []proc.Identity, pidFile string) (proc.Identity, bool, error) {
+	pid, final, err := pidOfFile(pidFile)
+	if err != nil {
+		return proc.Identity{}, final, err
 	}
 	if i := slices.IndexFunc(left, func(id proc.Identity) bool { return id.PID == pid }); i >= 0 {
 		return left[i], false, nil

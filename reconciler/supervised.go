@@ -48,6 +48,12 @@ func (s ownerSpawner) Members(g supervisor.Group) []proc.Identity {
 
 func (s ownerSpawner) Empty(g supervisor.Group) bool { return s.o.Empty(g) }
 
+// Claim gives g a process the owner holds as an orphan once evidence
+// names g's unit (see claimer).
+func (s ownerSpawner) Claim(g supervisor.Group, pid int, why string) bool {
+	return s.o.Claim(g, pid, why)
+}
+
 func (s ownerSpawner) StopMain(ctx context.Context, g supervisor.Group, main proc.Identity, sig syscall.Signal, grace time.Duration) error {
 	return s.o.StopMain(ctx, g, main, sig, grace)
 }

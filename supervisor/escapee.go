@@ -539,3 +539,48 @@ func (o *Owner) adoptOrphan(st proc.Stat) *reg {
 		"was re-parented to the owner and no evidence names its unit (it is no unit's: it dies with the owner)")
 	return e
 }
+
+// Claim moves the group of pid, held as an orphan (re-parented to the
+// owner with no evidence that named a spawn when a scan found it), under
+// the spawn of g, now that evidence names g's unit: why says which (its
+// pid file names pid). From then on it is one of g's escapees: Members
+// lists it, Stop stops it, and Status no longer counts it among the
+// orphans. It is done under the scans' lock, so that no scan runs from a
+// view in which the group is both. It reports whether pid's group is
+// g's now; false when g is not a spawn registered here, pid is not in an
+// orphan's group, or pid started before g's leader (it cannot descend
+// from it: a stale pid file that names a recycled pid).
+func (o *Owner) Claim(g Group, pid int, why string) bool {
+	st, err := proc.ReadStat(pid)
+	if err != nil || pid <= 1 || st.Zombie() {
+		return false
+	}
+	o.scanMu.Lock()
+	defer o.scanMu.Unlock()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r := o.findLocked(g)
+	if o.closed || r == nil || r.key == "" || r.orphan || st.StartTime < r.g.Leader.StartTime {
+		return false
+	}
+	var e *reg
+	for _, x := range o.regs {
+		if x.orphan && x.g.PGID == st.PGID {
+			e = x
+			break
+		}
+	}
+	if e == nil {
+		return false
+	}
+	delete(o.regs, e.id)
+	e.orphan, e.key, e.g.Unit = false, r.key, r.g.Unit
+	r.esc = append(r.esc, e)
+	for p, l := range o.lineage {
+		if l.r == e {
+			o.lineage[p] = lineEntry{start: l.start, r: r}
+		}
+	}
+	o.opts.Logf("supervisor: %s: orphan %d (group %d) is the unit's: %s; registered under it", r.g.Unit, pid, st.PGID, why)
+	return true
+}

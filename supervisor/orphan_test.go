@@ -3,6 +3,7 @@ package supervisor
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"slices"
 	"strings"
@@ -105,5 +106,95 @@ func TestAttributeSpawnedDuringTheScan(t *testing.T) {
 	ms := o.Members(c.Group)
 	if !slices.ContainsFunc(ms, func(id proc.Identity) bool { return id.PID == daemon.PID }) {
 		t.Errorf("the spawn's members %v do not include its daemon %d", ms, daemon.PID)
+	}
+}
+
+// orphanChild starts, as a child of the owner (this process), a process in
+// a session of its own with an erased environment and stdio /dev/null (as
+// a daemon re-parented to the owner that nothing names), waits for a scan
+// to register its group as an orphan, and for the supervisor's answer.
+// exited is closed once it is reaped.
+func orphanChild(t *testing.T, o *Owner) (st proc.Stat, exited <-chan struct{}) {
+	t.Helper()
+	cmd := exec.Command("env", "-i", "sleep", "1000")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-done })
+	st, err := proc.ReadStat(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e *reg
+	testkit.Eventually(t, 20*time.Second, fmt.Sprintf("process %d registered as an orphan", st.PID), func() bool {
+		o.scan()
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		for _, r := range o.regs {
+			if r.orphan && r.g.PGID == st.PGID {
+				e = r
+			}
+		}
+		return e != nil
+	})
+	<-e.answered
+	return st, done
+}
+
+// TestClaimMovesTheOrphan: a process registered as an orphan (no
+// evidence named a spawn when it was found) moves under a spawn once
+// evidence names that spawn (Claim: the unit's pid file names it): it is
+// listed among the spawn's members, no longer among the orphans, and
+// still dies with the owner. A claim is refused for a process that
+// started before the spawn's leader (a stale pid file naming a recycled
+// pid), for one that is no orphan (a claim made already), and for a
+// group that is not a spawn of this owner.
+func TestClaimMovesTheOrphan(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("orphans come to the owner as the child subreaper on Linux only")
+	}
+	o, err := New(Options{Mode: ModePGroup, Grace: testGrace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	early, _ := orphanChild(t, o)
+	c, err := o.SpawnOwned(t.Context(), Spec{Unit: "d", Argv: []string{"/bin/sh", "-c", "exec sleep 1000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	daemon, exited := orphanChild(t, o)
+	if got := o.Status().Orphans; !slices.Contains(got, daemon.PGID) {
+		t.Fatalf("orphans %v, want %d among them", got, daemon.PGID)
+	}
+	if c.Leader.StartTime > early.StartTime && o.Claim(c.Group, early.PID, "a stale pid file") {
+		t.Errorf("process %d, started before the spawn's leader, was claimed for it", early.PID)
+	}
+	if o.Claim(Group{Unit: "x", PGID: daemon.PGID, Leader: proc.Identity{PID: daemon.PGID, StartTime: daemon.StartTime}}, daemon.PID, "a group not spawned here") {
+		t.Error("the orphan was claimed for a group that is no spawn of the owner")
+	}
+	if !o.Claim(c.Group, daemon.PID, "its pid file names it") {
+		t.Fatal("the orphan was not claimed for the spawn that evidence names")
+	}
+	if got := o.Status().Orphans; slices.Contains(got, daemon.PGID) {
+		t.Errorf("orphans %v still hold the claimed group %d", got, daemon.PGID)
+	}
+	ms := o.Members(c.Group)
+	if !slices.ContainsFunc(ms, func(id proc.Identity) bool { return id.PID == daemon.PID }) {
+		t.Errorf("the spawn's members %v do not include the claimed process %d", ms, daemon.PID)
+	}
+	if o.Claim(c.Group, daemon.PID, "again") {
+		t.Error("a process claimed already was claimed again")
+	}
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(20 * time.Second):
+		t.Error("the claimed process outlived its owner's Close")
 	}
 }
