@@ -39,11 +39,12 @@ var (
 // re-parented to hermesd the moment its launcher exits. A daemon is a
 // unit's only on evidence that names that unit (its tags, its mark, its
 // pid file, its log): none is taken by another unit (no "escapee N …
-// registering it" for a unit whose daemon N is not), and each unit's
-// status names its own daemon. -forking.runs plays each size that many
-// times; the test logs, per size, the runs, the misattributions (a unit
-// that registered another's daemon) and the units whose status named
-// another pid than their own daemon's.
+// registering it" for a unit whose daemon N is not), none is held as no
+// unit's (its group among status' orphans), and each unit's status names
+// its own daemon. -forking.runs plays each size that many times; the test
+// logs, per size, the runs, the misattributions (a unit that registered
+// another's daemon), the units whose status named another pid than their
+// own daemon's, and the daemons held as orphans.
 func TestForkingTogether(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts hermesd and daemons")
@@ -56,10 +57,10 @@ func TestForkingTogether(t *testing.T) {
 	var table []*forkingResult
 	t.Cleanup(func() {
 		var b strings.Builder
-		fmt.Fprintf(&b, "\n%-6s %5s %6s %16s %12s\n", "units", "runs", "failed", "misattributions", "wrong status")
+		fmt.Fprintf(&b, "\n%-6s %5s %6s %16s %12s %9s\n", "units", "runs", "failed", "misattributions", "wrong status", "orphaned")
 		for _, r := range table {
 			r.mu.Lock()
-			fmt.Fprintf(&b, "%-6d %5d %6d %16d %12d\n", r.n, r.runs, r.failed, r.took, r.wrong)
+			fmt.Fprintf(&b, "%-6d %5d %6d %16d %12d %9d\n", r.n, r.runs, r.failed, r.took, r.wrong, r.orphaned)
 			r.mu.Unlock()
 		}
 		t.Log(b.String())
@@ -83,6 +84,7 @@ type forkingResult struct {
 	n                 int
 	mu                sync.Mutex
 	runs, took, wrong int
+	orphaned          int // units whose own daemon's group status listed among the orphans
 	failed            int // runs that failed, at their end or before (a failure ends a run early)
 }
 
@@ -91,12 +93,13 @@ type forkingResult struct {
 // one failed, or once until (if set) passed.
 func forkingSize(t *testing.T, res *forkingResult, slots chan struct{}, until time.Time) {
 	failed := testkit.Plays(t, *forkingRuns, slots, until, func(t *testing.T) {
-		took, wrong := forkingRun(t, res.n)
+		took, wrong, orphaned := forkingRun(t, res.n)
 		res.mu.Lock()
 		defer res.mu.Unlock()
 		res.runs++
 		res.took += took
 		res.wrong += wrong
+		res.orphaned += orphaned
 	})
 	res.mu.Lock()
 	res.failed += failed
@@ -155,9 +158,10 @@ func forkingUnits(t *testing.T, dir string, n int) []forkingUnit {
 var forkingSeq atomic.Int64
 
 // forkingRun is one run of TestForkingTogether with n units. It returns
-// the misattributions (a unit's registration of another's daemon) and the
-// units whose status named another pid than their own daemon's.
-func forkingRun(t *testing.T, n int) (took, wrong int) {
+// the misattributions (a unit's registration of another's daemon), the
+// units whose status named another pid than their own daemon's, and those
+// whose own daemon's group status listed among the orphans (no unit's).
+func forkingRun(t *testing.T, n int) (took, wrong, orphaned int) {
 	t.Helper()
 	dir := t.TempDir()
 	us := forkingUnits(t, dir, n)
@@ -185,6 +189,14 @@ func forkingRun(t *testing.T, n int) (took, wrong int) {
 			t.Errorf("%s: status names pid %d, want its own daemon %d", fu.name, got, want)
 		}
 	}
+	// No unit's daemon is held as no unit's.
+	orphans := d.fullStatus().Supervisor.Orphans
+	for pid, name := range mains {
+		if s, err := proc.ReadStat(pid); err == nil && slices.Contains(orphans, s.PGID) {
+			orphaned++
+			t.Errorf("%s: its daemon %d (group %d) is held as an orphan, no unit's (orphans %v)", name, pid, s.PGID, orphans)
+		}
+	}
 	// No unit registered another unit's daemon as its escapee.
 	log, _ := os.ReadFile(filepath.Join(dir, "hermesd.log"))
 	re := regexp.MustCompile(`supervisor: (\S+): escapee (\d+) \(group \d+\) left its process group`)
@@ -200,7 +212,7 @@ func forkingRun(t *testing.T, n int) (took, wrong int) {
 	}
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	<-d.done
-	return took, wrong
+	return took, wrong, orphaned
 }
 
 // ownDaemon is the pid of fu's own daemon: the one its pid file names, or
