@@ -226,6 +226,19 @@ func (r *Reconciler) onGone(ev goneEvent) {
 // unit's pid file names it): see supervisor.Owner.Claim.
 type claimer interface {
 	Claim(g supervisor.Group, pid int, why string) bool
+	// Unclaimed reports whether it holds as no unit's a process that
+	// may be g's: one that started after g's leader.
+	Unclaimed(g supervisor.Group) bool
+}
+
+// unclaimed reports whether a unit with a pid file whose launcher left no
+// process may yet find its daemon among the processes d holds as no
+// unit's: one started after its launcher, whose pid the daemon may not
+// have written yet. Such a unit waits for its pid file (until
+// timeouts.start) instead of failing at once.
+func unclaimed(d Daemons, g supervisor.Group, pidFile string) bool {
+	c, ok := d.(claimer)
+	return ok && pidFile != "" && c.Unclaimed(g)
 }
 
 // findMain looks for the main process of a forking unit whose launcher
@@ -248,7 +261,7 @@ func findMain(ctx context.Context, d Daemons, g supervisor.Group, pidFile string
 		switch {
 		case err == nil && (pidFile != "" || id == last):
 			return id, nil // a guess is taken once two looks agree: a double fork's middle process is gone by then
-		case err != nil && final:
+		case err != nil && final && !(len(left) == 0 && unclaimed(d, g, pidFile)):
 			return proc.Identity{}, err
 		case err != nil && !time.Now().Before(deadline):
 			return proc.Identity{}, err

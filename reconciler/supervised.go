@@ -54,6 +54,9 @@ func (s ownerSpawner) Claim(g supervisor.Group, pid int, why string) bool {
 	return s.o.Claim(g, pid, why)
 }
 
+// Unclaimed: see claimer.
+func (s ownerSpawner) Unclaimed(g supervisor.Group) bool { return s.o.Unclaimed(g) }
+
 func (s ownerSpawner) StopMain(ctx context.Context, g supervisor.Group, main proc.Identity, sig syscall.Signal, grace time.Duration) error {
 	return s.o.StopMain(ctx, g, main, sig, grace)
 }

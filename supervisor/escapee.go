@@ -584,3 +584,22 @@ func (o *Owner) Claim(g Group, pid int, why string) bool {
 	o.opts.Logf("supervisor: %s: orphan %d (group %d) is the unit's: %s; registered under it", r.g.Unit, pid, st.PGID, why)
 	return true
 }
+
+// Unclaimed reports whether the owner holds an orphan that may be g's (a
+// spawn's): a group whose leader started after g's leader, or whose
+// leader is gone (its members' start is not known then). Evidence may yet
+// name g for it (Claim).
+func (o *Owner) Unclaimed(g Group) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r := o.findLocked(g)
+	if r == nil || r.key == "" {
+		return false
+	}
+	for _, x := range o.regs {
+		if x.orphan && (x.g.Leader.StartTime == 0 || x.g.Leader.StartTime >= r.g.Leader.StartTime) {
+			return true
+		}
+	}
+	return false
+}

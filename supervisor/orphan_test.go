@@ -151,7 +151,8 @@ func orphanChild(t *testing.T, o *Owner) (st proc.Stat, exited <-chan struct{}) 
 // still dies with the owner. A claim is refused for a process that
 // started before the spawn's leader (a stale pid file naming a recycled
 // pid), for one that is no orphan (a claim made already), and for a
-// group that is not a spawn of this owner.
+// group that is not a spawn of this owner. Unclaimed says whether an
+// orphan younger than the spawn is held.
 func TestClaimMovesTheOrphan(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("orphans come to the owner as the child subreaper on Linux only")
@@ -176,6 +177,9 @@ func TestClaimMovesTheOrphan(t *testing.T) {
 	if o.Claim(Group{Unit: "x", PGID: daemon.PGID, Leader: proc.Identity{PID: daemon.PGID, StartTime: daemon.StartTime}}, daemon.PID, "a group not spawned here") {
 		t.Error("the orphan was claimed for a group that is no spawn of the owner")
 	}
+	if !o.Unclaimed(c.Group) {
+		t.Error("Unclaimed: false while the owner holds an orphan younger than the spawn")
+	}
 	if !o.Claim(c.Group, daemon.PID, "its pid file names it") {
 		t.Fatal("the orphan was not claimed for the spawn that evidence names")
 	}
@@ -185,6 +189,9 @@ func TestClaimMovesTheOrphan(t *testing.T) {
 	ms := o.Members(c.Group)
 	if !slices.ContainsFunc(ms, func(id proc.Identity) bool { return id.PID == daemon.PID }) {
 		t.Errorf("the spawn's members %v do not include the claimed process %d", ms, daemon.PID)
+	}
+	if c.Leader.StartTime > early.StartTime && o.Unclaimed(c.Group) {
+		t.Error("Unclaimed: true while the only orphan left is older than the spawn")
 	}
 	if o.Claim(c.Group, daemon.PID, "again") {
 		t.Error("a process claimed already was claimed again")
