@@ -63,7 +63,8 @@ const (
 	BreakerReset
 	// Overflow is the last line of a stream whose reader fell behind by
 	// more than its buffer: the events after Seq were not sent. It is
-	// never kept in the history.
+	// never kept in the history. It stays the last kind: UnitState
+	// through Overflow are all the kinds.
 	Overflow
 )
 
@@ -71,22 +72,10 @@ const (
 var kindWords = word.Ints[Kind]("Kind", "event kind", "", "unit.state", "unit.ready", "unit.restart", "reload", "config.error",
 	"unit.adopted", "unit.released", "supervisor.restart", "proxy.cut", "proxy.breaker_trip", "proxy.breaker_reset", "overflow").Wrap(ErrKind)
 
-// Kinds lists every kind, in declaration order.
-func Kinds() []Kind {
-	out := make([]Kind, 0, Overflow)
-	for k := UnitState; k <= Overflow; k++ {
-		out = append(out, k)
-	}
-	return out
-}
-
 // ErrKind reports a kind name this version does not know.
 var ErrKind = errors.New("unknown event kind")
 
 func (k Kind) String() string { return kindWords.Name(k) }
-
-// ParseKind parses a kind's text form.
-func ParseKind(s string) (Kind, error) { return kindWords.Parse(s) }
 
 // MarshalText implements encoding.TextMarshaler; an unknown kind fails.
 func (k Kind) MarshalText() ([]byte, error) { return kindWords.Marshal(k) }
