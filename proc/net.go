@@ -1,15 +1,6 @@
 package proc
 
-import (
-	"bufio"
-	"encoding/binary"
-	"encoding/hex"
-	"fmt"
-	"io"
-	"net/netip"
-	"strconv"
-	"strings"
-)
+import "net/netip"
 
 // Listener is a TCP socket in state LISTEN, as /proc/net/tcp and tcp6 list
 // it: those of the network namespace of the process that reads them.
@@ -20,61 +11,6 @@ type Listener struct {
 	// Inode is the socket's: a process that holds it open has a
 	// /proc/PID/fd link to socket:[Inode].
 	Inode uint64
-}
-
-// parseNetTCP reads a /proc/net/tcp or tcp6 table and returns the sockets
-// in state LISTEN (0A). Rows it cannot read are skipped.
-func parseNetTCP(r io.Reader) ([]Listener, error) {
-	var out []Listener
-	sc := bufio.NewScanner(r)
-	for first := true; sc.Scan(); first = false {
-		if first { // the header
-			continue
-		}
-		// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode ...
-		f := strings.Fields(sc.Text())
-		if len(f) < 10 || f[3] != "0A" {
-			continue
-		}
-		addr, err := parseSockAddr(f[1])
-		if err != nil {
-			continue
-		}
-		inode, err := strconv.ParseUint(f[9], 10, 64)
-		if err != nil {
-			continue
-		}
-		out = append(out, Listener{Addr: addr, Inode: inode})
-	}
-	return out, sc.Err()
-}
-
-// parseSockAddr parses an address of /proc/net/tcp{,6}: the address in
-// hex as 32-bit words, each printed as the host's byte order reads it
-// (the network-order bytes of 127.0.0.1 print as 0100007F on a
-// little-endian host), a colon, and the port in hex.
-func parseSockAddr(s string) (netip.AddrPort, error) {
-	a, p, ok := strings.Cut(s, ":")
-	if !ok || len(a) != 8 && len(a) != 32 {
-		return netip.AddrPort{}, fmt.Errorf("address %q: want 8 or 32 hex digits, a colon and a port", s)
-	}
-	port, err := strconv.ParseUint(p, 16, 16)
-	if err != nil {
-		return netip.AddrPort{}, fmt.Errorf("address %q: port: %w", s, err)
-	}
-	b := make([]byte, len(a)/2)
-	for i := 0; i < len(a); i += 8 {
-		w, err := strconv.ParseUint(a[i:i+8], 16, 32)
-		if err != nil {
-			return netip.AddrPort{}, fmt.Errorf("address %q: %w", s, err)
-		}
-		binary.NativeEndian.PutUint32(b[i/2:], uint32(w))
-	}
-	ip, ok := netip.AddrFromSlice(b)
-	if !ok {
-		return netip.AddrPort{}, fmt.Errorf("address %q: %s is no IP address", s, hex.EncodeToString(b))
-	}
-	return netip.AddrPortFrom(ip, uint16(port)), nil
 }
 
 // Accepting returns those of ls that a connection to ap reaches: the

@@ -20,21 +20,6 @@ type Snapshot struct {
 	groups map[int]Usage // by pgid
 }
 
-// snapshotOf sums stats by process group. A process's CPU time counts the
-// children it waited for (a shell's commands, a server's finished
-// workers), so that their time is not lost when they are reaped.
-func snapshotOf(stats []Stat) *Snapshot {
-	s := &Snapshot{pgid: make(map[int]int, len(stats)), procs: make(map[int]Usage, len(stats)), groups: map[int]Usage{}}
-	for _, st := range stats {
-		u := Usage{Memory: st.RSS, CPU: ticks(st.CPU + st.ChildCPU)}
-		s.pgid[st.PID], s.procs[st.PID] = st.PGID, u
-		g := s.groups[st.PGID]
-		g.add(u)
-		s.groups[st.PGID] = g
-	}
-	return s
-}
-
 func (u *Usage) add(v Usage) {
 	u.Memory += v.Memory
 	u.CPU += v.CPU

@@ -26,6 +26,21 @@ func ReadSnapshot() (*Snapshot, error) {
 	return snapshotOf(stats), nil
 }
 
+// snapshotOf sums stats by process group. A process's CPU time counts the
+// children it waited for (a shell's commands, a server's finished
+// workers), so that their time is not lost when they are reaped.
+func snapshotOf(stats []Stat) *Snapshot {
+	s := &Snapshot{pgid: make(map[int]int, len(stats)), procs: make(map[int]Usage, len(stats)), groups: map[int]Usage{}}
+	for _, st := range stats {
+		u := Usage{Memory: st.RSS, CPU: ticks(st.CPU + st.ChildCPU)}
+		s.pgid[st.PID], s.procs[st.PID] = st.PGID, u
+		g := s.groups[st.PGID]
+		g.add(u)
+		s.groups[st.PGID] = g
+	}
+	return s
+}
+
 // ticks converts clock ticks (USER_HZ) to a duration.
 func ticks(n uint64) time.Duration { return time.Duration(n) * (time.Second / ClockTicks) }
 

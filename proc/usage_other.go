@@ -2,8 +2,6 @@
 
 package proc
 
-import "time"
-
 // Resource use is read from /proc and cgroups on Linux only: darwin's
 // process table holds neither the CPU times nor the resident set.
 
@@ -21,5 +19,3 @@ func CgroupUsage(string) (Usage, bool, error) {
 func CgroupProcs(string) ([]int, error) {
 	return nil, &UnsupportedError{What: "cgroup processes", Why: "cgroups are Linux's"}
 }
-
-func ticks(uint64) time.Duration { return 0 }
