@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 // runsBackend is a fakeBackend that is also a RunRegistrar; each release
@@ -41,11 +43,7 @@ func (b runsBackend) EndRun(_ context.Context, id string) (bool, error) {
 // waitRelease waits for the daemon side to release a run.
 func (b runsBackend) waitRelease(t *testing.T, why string) {
 	t.Helper()
-	select {
-	case <-b.released:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s: the run is still registered", why)
-	}
+	testkit.Receive(t, 10*time.Second, b.released, "%s: the run is still registered", why)
 }
 
 // TestRunRoute: Client.RegisterRun reaches the Backend's RunRegistrar with

@@ -21,6 +21,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"go.uber.org/goleak"
 
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/providers"
 	"github.com/hermes-units/hermes/timeouts"
 	"github.com/hermes-units/hermes/units"
@@ -111,11 +112,7 @@ func (u *upstream) last() (map[string]any, string) {
 func (u *upstream) waitExit(t *testing.T, n int) {
 	t.Helper()
 	for range n {
-		select {
-		case <-u.exited:
-		case <-time.After(10 * time.Second):
-			t.Fatal("the upstream handler is still running: the proxy did not close the upstream connection")
-		}
+		testkit.Receive(t, 10*time.Second, u.exited, "the upstream handler is still running: the proxy did not close the upstream connection")
 	}
 }
 

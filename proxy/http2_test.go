@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/openai/openai-go/v3/option"
 )
 
@@ -146,13 +147,9 @@ func TestStalledStreamCutAlone(t *testing.T) {
 			if second := <-addrs; second != first {
 				t.Errorf("the streams came from %s and %s, want one connection", first, second)
 			}
-			select {
-			case err := <-stalled:
-				if msg := errMessage(t, err); !strings.Contains(msg, tt.cut) {
-					t.Errorf("the stalled stream: got %q, want %q", msg, tt.cut)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("the stalled stream was not cut")
+			err = testkit.Receive(t, 10*time.Second, stalled, "the stalled stream was not cut")
+			if msg := errMessage(t, err); !strings.Contains(msg, tt.cut) {
+				t.Errorf("the stalled stream: got %q, want %q", msg, tt.cut)
 			}
 			// The breaker counted the cut for the stalled stream's session
 			// alone.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/units"
 )
 
@@ -46,11 +47,7 @@ func TestClientReleasedAtDone(t *testing.T) {
 		defer resp.Body.Close()
 		raw, err = io.ReadAll(resp.Body)
 	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the client is still held after [DONE]: the proxy waits for the upstream instead of ending the response")
-	}
+	testkit.Receive(t, 10*time.Second, done, "the client is still held after [DONE]: the proxy waits for the upstream instead of ending the response")
 	if err != nil || text != "hello" || !strings.HasSuffix(string(raw), "data: [DONE]\n\n") {
 		t.Fatalf("got %q and a body of %q, %v; want hello and a body ending at [DONE]", text, raw, err)
 	}

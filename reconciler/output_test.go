@@ -181,11 +181,7 @@ func TestReleaseHandsOutputOver(t *testing.T) {
 	}
 	syscall.Kill(-res.PGID, syscall.SIGKILL)
 	killed = true
-	select {
-	case <-tr.done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the relay still reads 20s after the group was killed: it must end at its pipes' EOF")
-	}
+	testkit.Receive(t, 20*time.Second, tr.done, "the relay still reads 20s after the group was killed: it must end at its pipes' EOF")
 	b, err := os.ReadFile(logPath)
 	if err != nil {
 		t.Fatal(err)

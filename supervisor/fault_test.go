@@ -262,19 +262,10 @@ func TestFaultKilledMidKillSequence(t *testing.T) {
 			go func() { closed <- o.Close() }()
 			// The plain child dies of the TERM round: the supervisor is now
 			// in its grace wait for the stubborn one.
-			select {
-			case <-plain.Done():
-			case <-time.After(10 * time.Second):
-				t.Fatal("the TERM round did not come within 10s of Close")
-			}
+			testkit.Receive(t, 10*time.Second, plain.Done(), "the TERM round did not come within 10s of Close")
 			syscall.Kill(sup, syscall.SIGKILL)
-			select {
-			case err := <-closed:
-				if err != nil {
-					t.Logf("Close: %v", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Fatal("Close did not return within 30s")
+			if err := testkit.Receive(t, 30*time.Second, closed, "Close did not return within 30s"); err != nil {
+				t.Logf("Close: %v", err)
 			}
 			select {
 			case <-stubborn.Done():
@@ -316,11 +307,7 @@ func rawWrite(p deathPipe, b []byte) error {
 func exitedCleanly(t *testing.T, p *shellPipe) bool {
 	t.Helper()
 	p.Close()
-	select {
-	case <-p.Exited():
-	case <-time.After(15 * time.Second):
-		t.Fatal("supervisor did not exit within 15s of EOF")
-	}
+	testkit.Receive(t, 15*time.Second, p.Exited(), "supervisor did not exit within 15s of EOF")
 	return p.status.Exited() && p.status.ExitStatus() == 0
 }
 

@@ -85,13 +85,9 @@ func TestMembersListsOnlyRegistered(t *testing.T) {
 	if err := syscall.Kill(sup, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case n := <-done:
-		if n != 2 {
-			t.Errorf("Members after the supervisor answered: %d members, want 2 (the leader and its escapee)", n)
-		}
-	case <-time.After(hangBound):
-		t.Fatal("Members did not return after the supervisor was continued")
+	n := testkit.Receive(t, hangBound, done, "Members did not return after the supervisor was continued")
+	if n != 2 {
+		t.Errorf("Members after the supervisor answered: %d members, want 2 (the leader and its escapee)", n)
 	}
 }
 
@@ -136,13 +132,9 @@ func TestEscapeeLeavingAsTheGroupEmpties(t *testing.T) {
 		t.Fatal(err)
 	}
 	pgid.Store(int64(c.PGID))
-	select {
-	case ok := <-left:
-		if !ok {
-			t.Fatal("the daemon did not leave its group within 20s")
-		}
-	case <-time.After(hangBound):
-		t.Fatal("the group was never looked at for a drop")
+	ok := testkit.Receive(t, hangBound, left, "the group was never looked at for a drop")
+	if !ok {
+		t.Fatal("the daemon did not leave its group within 20s")
 	}
 	var daemon int
 	testkit.Eventually(t, 20*time.Second, "the daemon listed among the spawn's members", func() bool {
@@ -175,11 +167,7 @@ func TestEmptyFindsTheEscapee(t *testing.T) {
 	}
 	t.Cleanup(func() { o.Close() })
 	c, release := gatedSetsid(t, o, marker, "exit 0")
-	select {
-	case <-c.Done():
-	case <-time.After(hangBound):
-		t.Fatal("the leader did not exit")
-	}
+	testkit.Receive(t, hangBound, c.Done(), "the leader did not exit")
 	if n := len(o.Members(c.Group)); n != 1 {
 		t.Fatalf("after the leader's exit: %d members, want 1 (the child waiting at the gate)", n)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proc"
 )
 
@@ -93,11 +94,7 @@ func TestWaitersHoldNoThread(t *testing.T) {
 			if tc.kill {
 				syscall.Kill(tc.c.PGID, syscall.SIGKILL)
 			}
-			select {
-			case <-tc.c.Done():
-			case <-time.After(10 * time.Second):
-				t.Fatal("Done not closed 10 s after the leader's exit")
-			}
+			testkit.Receive(t, 10*time.Second, tc.c.Done(), "Done not closed 10 s after the leader's exit")
 			var ee *ExitError
 			switch err := tc.c.Err(); {
 			case tc.want == ExitError{}:
@@ -155,11 +152,7 @@ func TestWatchExit(t *testing.T) {
 	default:
 	}
 	cmds[0].Process.Kill()
-	select {
-	case <-first:
-	case <-time.After(10 * time.Second):
-		t.Fatal("exit not reported 10 s after the kill")
-	}
+	testkit.Receive(t, 10*time.Second, first, "exit not reported 10 s after the kill")
 	cancel()
 	for _, ch := range chs {
 		select {

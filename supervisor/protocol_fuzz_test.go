@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proc"
 )
 
@@ -111,11 +112,7 @@ func FuzzProtocol(f *testing.F) {
 		if werr != nil {
 			t.Errorf("writing the lines: %v (the supervisor exited before reading them all)", werr)
 		}
-		select {
-		case <-regDone:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("the registered canary (pgid %d) survived the supervisor's EOF; input %q", regID.PID, in)
-		}
+		testkit.Receive(t, 5*time.Second, regDone, "the registered canary (pgid %d) survived the supervisor's EOF; input %q", regID.PID, in)
 		gone := false
 		select {
 		case <-freeDone:
@@ -128,11 +125,7 @@ func FuzzProtocol(f *testing.F) {
 		if !gone && want && judged {
 			// It may still be on its way out: TERM was sent before the
 			// supervisor exited, so the exit follows at once.
-			select {
-			case <-freeDone:
-			case <-time.After(5 * time.Second):
-				t.Fatalf("the free canary (pgid %d) was registered but survived; input %q", freeID.PID, in)
-			}
+			testkit.Receive(t, 5*time.Second, freeDone, "the free canary (pgid %d) was registered but survived; input %q", freeID.PID, in)
 		}
 		_ = free
 	})

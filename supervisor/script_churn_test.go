@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 // TestScriptChurn: an unregistration leaves the id in the script's list
@@ -49,11 +51,7 @@ func TestScriptChurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Close()
-	select {
-	case <-p.Exited():
-	case <-time.After(20 * time.Second):
-		t.Fatal("supervisor did not exit after EOF")
-	}
+	testkit.Receive(t, 20*time.Second, p.Exited(), "supervisor did not exit after EOF")
 	if !stayKilled() {
 		t.Error("a group registered throughout survived EOF")
 	}

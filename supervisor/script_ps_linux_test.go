@@ -88,13 +88,8 @@ func TestScriptWithoutProc(t *testing.T) {
 	in.Close()
 	done := make(chan error, 1)
 	go func() { done <- sup.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("supervisor: %v, want exit 0", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the supervisor did not exit within 20 s of EOF")
+	if err := testkit.Receive(t, 20*time.Second, done, "the supervisor did not exit within 20 s of EOF"); err != nil {
+		t.Errorf("supervisor: %v, want exit 0", err)
 	}
 	gone := func(pid int) bool { st, err := proc.ReadStat(pid); return err != nil || st.Zombie() }
 	if !testkit.Within(5*time.Second, func() bool { return gone(leader.PID) && gone(escPID) }) {

@@ -124,13 +124,8 @@ exec '%s' "$@"
 	in.Close()
 	done := make(chan error, 1)
 	go func() { done <- sup.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("supervisor: %v, want exit 0", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the supervisor did not exit within 30 s of EOF")
+	if err := testkit.Receive(t, 30*time.Second, done, "the supervisor did not exit within 30 s of EOF"); err != nil {
+		t.Errorf("supervisor: %v, want exit 0", err)
 	}
 	gone := func(pid int) bool { st, err := proc.ReadStat(pid); return err != nil || st.Zombie() }
 	if !testkit.Within(5*time.Second, func() bool {

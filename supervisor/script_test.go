@@ -102,11 +102,7 @@ func scriptProtocol(t *testing.T, table string) {
 		}
 	}
 	p.Close()
-	select {
-	case <-p.Exited():
-	case <-time.After(10 * time.Second):
-		t.Fatal("supervisor did not exit after EOF")
-	}
+	testkit.Receive(t, 10*time.Second, p.Exited(), "supervisor did not exit after EOF")
 	if !killed() {
 		t.Error("registered group survived EOF")
 	}
@@ -219,20 +215,12 @@ func TestScriptSignalsBeforeSweep(t *testing.T) {
 	}
 	in.Close()
 
-	select {
-	case <-groupGone:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the registered group got no TERM within 10s of EOF while the sweep was held")
-	}
+	testkit.Receive(t, 10*time.Second, groupGone, "the registered group got no TERM within 10s of EOF while the sweep was held")
 	select {
 	case <-escGone:
 		t.Fatal("the escapee died before the sweep that finds it ran")
 	default:
 	}
 	release()
-	select {
-	case <-escGone:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the tagged escapee survived the sweep")
-	}
+	testkit.Receive(t, 10*time.Second, escGone, "the tagged escapee survived the sweep")
 }

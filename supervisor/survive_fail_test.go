@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/ledger"
 )
 
@@ -46,11 +47,7 @@ func TestSurviveRecordFails(t *testing.T) {
 					Env: append(os.Environ(), envRow+"="+marker), Ownership: "persist_on_release", Reason: "test", Survive: true})
 				done <- err
 			}()
-			select {
-			case err = <-done:
-			case <-time.After(60 * time.Second):
-				t.Fatal("SpawnOwned of a survivor whose record fails did not return within 60s")
-			}
+			err = testkit.Receive(t, 60*time.Second, done, "SpawnOwned of a survivor whose record fails did not return within 60s")
 			if c != nil || !errors.Is(err, refused) || !strings.Contains(err.Error(), "spawn keep: record in ledger") {
 				t.Fatalf("got child %v, error %v; want no child and the ledger's error", c, err)
 			}

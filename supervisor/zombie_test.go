@@ -80,13 +80,8 @@ func TestZombieIsGone(t *testing.T) {
 		g2, cmd2 := zombieGroup(t)
 		done := make(chan error, 1)
 		go func() { done <- o.Stop(t.Context(), g2, syscall.SIGTERM, grace) }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Stop: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatalf("Stop still waits with only a zombie left in group %d (grace %v)", g2.PGID, grace)
+		if err := testkit.Receive(t, 30*time.Second, done, "Stop still waits with only a zombie left in group %d (grace %v)", g2.PGID, grace); err != nil {
+			t.Errorf("Stop: %v", err)
 		}
 		if st, err := proc.ReadStat(cmd2.Process.Pid); err != nil || !st.Zombie() {
 			t.Errorf("the stopped leader: got %+v, %v; want a zombie (TERM delivered, not reaped)", st, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/events"
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 // TestEventsFollowAcrossRestart: events -f goes on across a restart of
@@ -54,12 +55,7 @@ func TestEventsFollowAcrossRestart(t *testing.T) {
 		return strings.Contains(l, "second ready")
 	})
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("events -f after interrupt: %v, want nil", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("events -f still running 10s after the interrupt")
+	if err := testkit.Receive(t, 10*time.Second, done, "events -f still running 10s after the interrupt"); err != nil {
+		t.Errorf("events -f after interrupt: %v, want nil", err)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hermes-units/hermes/internal/testkit"
 )
@@ -73,13 +72,9 @@ func TestStartProgressOnTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	scr.wait(t, 0, "the outcome", regexp.MustCompile(`started web \(ready: log /\^ready\$/, after [0-9.]+s\)`))
-	select {
-	case <-term.exited:
-		if term.err != nil {
-			t.Errorf("start: %v", term.err)
-		}
-	case <-time.After(daemonDeadline):
-		t.Fatalf("start did not exit within %v of its outcome", daemonDeadline)
+	testkit.Receive(t, daemonDeadline, term.exited, "start did not exit within %v of its outcome", daemonDeadline)
+	if term.err != nil {
+		t.Errorf("start: %v", term.err)
 	}
 
 	scr.mu.Lock()

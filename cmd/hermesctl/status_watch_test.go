@@ -11,6 +11,7 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/events"
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 // serveFake serves a fakeDaemon answering sc (its version too), with an
@@ -118,13 +119,8 @@ func watchRedraws(t *testing.T, start func(*testing.T, string) (<-chan string, c
 		return strings.HasPrefix(l, "web ") && strings.Contains(l, "inactive")
 	})
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("status --watch after interrupt: %v, want nil", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("status --watch still running 10s after the interrupt")
+	if err := testkit.Receive(t, 10*time.Second, done, "status --watch still running 10s after the interrupt"); err != nil {
+		t.Errorf("status --watch after interrupt: %v, want nil", err)
 	}
 }
 
@@ -150,13 +146,8 @@ func TestStatusWatchInterruptReturns(t *testing.T) {
 		ch, cancel, done := runWatch(t, socket)
 		waitLine(t, ch, "web running", func(l string) bool { return strings.HasPrefix(l, "web ") })
 		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("round %d: status --watch after interrupt: %v, want nil", i, err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("round %d: status --watch still running 10s after the interrupt", i)
+		if err := testkit.Receive(t, 10*time.Second, done, "round %d: status --watch still running 10s after the interrupt", i); err != nil {
+			t.Fatalf("round %d: status --watch after interrupt: %v, want nil", i, err)
 		}
 	}
 }

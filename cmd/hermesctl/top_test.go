@@ -16,6 +16,7 @@ import (
 	"github.com/creack/pty"
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/exitcode"
+	"github.com/hermes-units/hermes/internal/testkit"
 	"golang.org/x/sys/unix"
 )
 
@@ -171,13 +172,9 @@ func TestTopPTY(t *testing.T) {
 	}
 
 	term.tty.Write([]byte("q"))
-	select {
-	case <-term.exited:
-		if term.err != nil {
-			t.Errorf("top after q: %v", term.err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("top did not exit within 10s of q")
+	testkit.Receive(t, 10*time.Second, term.exited, "top did not exit within 10s of q")
+	if term.err != nil {
+		t.Errorf("top after q: %v", term.err)
 	}
 }
 

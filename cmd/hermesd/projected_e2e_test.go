@@ -31,11 +31,7 @@ func (d *hermesd) reloads() <-chan events.Event {
 		})
 	}()
 	d.t.Cleanup(func() { cancel(); <-done })
-	select {
-	case <-opened:
-	case <-time.After(reloadDeadline):
-		d.t.Fatal("the event stream did not open")
-	}
+	testkit.Receive(d.t, reloadDeadline, opened, "the event stream did not open")
 	return ch
 }
 

@@ -155,13 +155,8 @@ func TestCopyEndsWithContext(t *testing.T) {
 	pw.WriteString("before the end\nhalf")
 	waitRecords(t, buf, 1)
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Copy: %v, want nil", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Copy still reads 10s after its ctx ended")
+	if err := testkit.Receive(t, 10*time.Second, done, "Copy still reads 10s after its ctx ended"); err != nil {
+		t.Errorf("Copy: %v, want nil", err)
 	}
 	rs := buf.records()
 	if len(rs) != 2 || rs[0].Text != "before the end" || rs[1].Text != "half" {

@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -126,6 +127,21 @@ func TestEventually(t *testing.T) {
 		})
 		if want := []string{fmt.Sprintf("after 20ms: check %d: web inactive", n)}; !slices.Equal(got, want) {
 			t.Errorf("EventuallyOK reported %q, want %q: the last check's error", got, want)
+		}
+	})
+}
+
+func TestReceive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ch := make(chan error, 1)
+		got := fails(t, func(tb testing.TB) { Receive(tb, 20*time.Millisecond, ch, "no result from %s", "web") })
+		if want := []string{"no result from web"}; !slices.Equal(got, want) {
+			t.Errorf("Receive of a silent channel reported %q, want %q", got, want)
+		}
+		ch <- errors.New("exit 1")
+		var v error
+		if got := fails(t, func(tb testing.TB) { v = Receive(tb, time.Second, ch, "no result") }); len(got) > 0 || v == nil || v.Error() != "exit 1" {
+			t.Errorf("Receive of a sent value: got %v and reported %q, want exit 1 and nothing", v, got)
 		}
 	})
 }

@@ -82,3 +82,20 @@ func waitOn[T any](d time.Duration, what string, wake <-chan T, cond func() bool
 	}
 	return nil
 }
+
+// Receive returns the next value from ch (a goroutine's result, an exit,
+// a closed channel's zero value) and fails t at once (Fatalf with format
+// and args) if none comes within d.
+func Receive[T any](t testing.TB, d time.Duration, ch <-chan T, format string, args ...any) T {
+	t.Helper()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	select {
+	case v := <-ch:
+		return v
+	case <-deadline.C:
+		t.Fatalf(format, args...)
+		var zero T
+		return zero
+	}
+}

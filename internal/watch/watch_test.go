@@ -141,11 +141,7 @@ func (h *harness) expectChangeNoBarrier(match func(seenEvent) bool, op func()) {
 
 func (h *harness) awaitChange() {
 	h.t.Helper()
-	select {
-	case <-h.w.Changes():
-	case <-time.After(patience):
-		h.t.Fatalf("no change notified within %v", patience)
-	}
+	testkit.Receive(h.t, patience, h.w.Changes(), "no change notified within %v", patience)
 }
 
 // expectNoChange runs op and checks that no event it caused counts.
