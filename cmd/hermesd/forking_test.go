@@ -197,9 +197,10 @@ func forkingRun(t *testing.T, n int) (took, wrong, orphaned int) {
 			t.Errorf("%s: its daemon %d (group %d) is held as an orphan, no unit's (orphans %v)", name, pid, s.PGID, orphans)
 		}
 	}
-	// No unit registered another unit's daemon as its escapee.
+	// No unit registered another unit's daemon as its escapee, nor
+	// claimed it from the orphans.
 	log, _ := os.ReadFile(filepath.Join(dir, "hermesd.log"))
-	re := regexp.MustCompile(`supervisor: (\S+): escapee (\d+) \(group \d+\) left its process group`)
+	re := regexp.MustCompile(`supervisor: (\S+): (?:escapee|orphan) (\d+) \(group \d+\) (?:left its process group|is the unit's)`)
 	for _, m := range re.FindAllStringSubmatch(string(log), -1) {
 		pid, _ := strconv.Atoi(m[2])
 		if owner, ok := mains[pid]; ok && owner != m[1] {
