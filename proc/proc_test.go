@@ -46,6 +46,15 @@ func start(t *testing.T, attr *syscall.SysProcAttr, args []string, env ...string
 	cmd.Env = append(append(os.Environ(), helperEnv+"=1", "GORACE="+gorace), env...)
 	cmd.SysProcAttr = attr
 	cmd.Stderr = os.Stderr
+	return &child{cmd: cmd, stdin: startReady(t, cmd, "child")}
+}
+
+// startReady starts cmd with pipes on its stdin and stdout and waits for
+// the "ready" line it prints; it returns the stdin pipe, whose close is
+// cmd's signal to end. who names cmd in a failure. Cleanup closes the pipe
+// and reaps cmd, unless the test has.
+func startReady(t *testing.T, cmd *exec.Cmd, who string) io.WriteCloser {
+	t.Helper()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -57,13 +66,11 @@ func start(t *testing.T, attr *syscall.SysProcAttr, args []string, env ...string
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	c := &child{cmd: cmd, stdin: stdin}
-	t.Cleanup(c.stop)
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || line != "ready\n" {
-		t.Fatalf("child said %q (%v), want ready", line, err)
+	t.Cleanup(func() { stopChild(cmd, stdin) })
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("%s said %q (%v), want ready", who, line, err)
 	}
-	return c
+	return stdin
 }
 
 // exit closes stdin and waits until the child has exited, without reaping
@@ -79,10 +86,12 @@ func (c *child) exit(t *testing.T) {
 	}
 }
 
-func (c *child) stop() {
-	c.stdin.Close()
-	if c.cmd.ProcessState == nil {
-		_ = c.cmd.Wait()
+func (c *child) stop() { stopChild(c.cmd, c.stdin) }
+
+func stopChild(cmd *exec.Cmd, stdin io.Closer) {
+	stdin.Close()
+	if cmd.ProcessState == nil {
+		_ = cmd.Wait()
 	}
 }
 

@@ -1,7 +1,6 @@
 package proc
 
 import (
-	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,23 +15,10 @@ import (
 func TestSnapshotGroup(t *testing.T) {
 	cmd := exec.Command("sh", "-c", `exec 3<&0; cat <&3 >/dev/null & (i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done); echo ready; wait`)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
-		t.Fatalf("shell said %q (%v), want ready", line, err)
-	}
+	startReady(t, cmd, "shell")
 	pgid := cmd.Process.Pid
 	var members []int
+	var err error
 	for deadline := time.Now().Add(10 * time.Second); len(members) < 2; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("group %d has members %v, want the shell and cat", pgid, members)

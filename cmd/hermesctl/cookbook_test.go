@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 // cookbookDir holds the cookbook's units and the files they run, as
@@ -286,19 +287,8 @@ func TestCookbookMCP(t *testing.T) {
 	cmd := exec.CommandContext(t.Context(), exe, "run", "--", "python3", "mcp_server.py")
 	cmd.Args[0] = "hermesctl" // this test binary is hermesctl by that name (TestMain)
 	cmd.Dir = cookbookDir
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outPipe, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	out := bufio.NewReader(outPipe)
+	in, out := testkit.StartPiped(t, cmd)
 	call := func(id int, method string, params any) map[string]any {
 		t.Helper()
 		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})

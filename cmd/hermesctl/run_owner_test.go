@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -273,19 +272,8 @@ for line in sys.stdin:
 	dir := t.TempDir()
 	cmd := exec.Command(hermesctlBin(t), "--state", filepath.Join(dir, "state"), "run", "--mode", "pgroup", "--", py, "-c", echo)
 	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outPipe, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	in, out := testkit.StartPiped(t, cmd)
 	defer cmd.Process.Kill()
-	out := bufio.NewReader(outPipe)
 	for i := range 3 {
 		fmt.Fprintf(in, `{"jsonrpc":"2.0","id":%d,"method":"echo","params":{"n":%d}}`+"\n", i, i*i)
 		line, err := out.ReadString('\n')

@@ -1,8 +1,8 @@
 package metrics
 
 import (
-	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proc"
 )
 
@@ -24,31 +25,19 @@ import (
 func TestUnitUsage(t *testing.T) {
 	cmd := exec.Command("sh", "-c", `exec 3<&0; cat <&3 >/dev/null & echo ready; wait`)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	stdin, out := testkit.StartPiped(t, cmd)
 	t.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+	if line, err := out.ReadString('\n'); err != nil || line != "ready\n" {
 		t.Fatalf("shell said %q (%v), want ready", line, err)
 	}
 	pgid := cmd.Process.Pid
 	var members []int
-	for deadline := time.Now().Add(10 * time.Second); len(members) < 2; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("group %d has members %v, want the shell and cat", pgid, members)
+	testkit.EventuallyOK(t, 10*time.Second, func() (err error) {
+		if members, err = proc.GroupMembers(pgid); err == nil && len(members) < 2 {
+			err = fmt.Errorf("group %d has members %v, want the shell and cat", pgid, members)
 		}
-		if members, err = proc.GroupMembers(pgid); err != nil {
-			t.Fatal(err)
-		}
-	}
+		return err
+	})
 	leaderRSS, err := proc.RSS(pgid)
 	if err != nil {
 		t.Fatal(err)
