@@ -32,9 +32,7 @@ const disableHelp = "Stop each unit (returning once its process group is empty, 
 // runDisable disables each unit in turn; hermesd answers once it is
 // stopped.
 func runDisable(ctx context.Context, opts *disableOptions) error {
-	return opts.each(ctx, false, enableError, func(ctx context.Context, c *conn, unit string) (string, actionOutput, error) {
-		return "", actionOutput{ActionResult: control.ActionResult{Unit: unit, Action: opts.verb}}, c.Disable(ctx, unit)
-	})
+	return opts.eachCall(ctx, "", func(ctx context.Context, c *conn, unit string) error { return c.Disable(ctx, unit) })
 }
 
 // enableOptions are the flags and arguments of enable.

@@ -55,7 +55,7 @@ func runKill(ctx context.Context, opts *killOptions) error {
 	if whom == control.WhomAll {
 		line = fmt.Sprintf(" (%s to every process)", sig)
 	}
-	return opts.each(ctx, false, enableError, func(ctx context.Context, c *conn, unit string) (string, actionOutput, error) {
-		return line, actionOutput{ActionResult: control.ActionResult{Unit: unit, Action: "kill"}}, c.Kill(ctx, unit, syscall.Signal(sig), whom)
+	return opts.eachCall(ctx, line, func(ctx context.Context, c *conn, unit string) error {
+		return c.Kill(ctx, unit, syscall.Signal(sig), whom)
 	})
 }

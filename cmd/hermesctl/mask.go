@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 
-	"github.com/hermes-units/hermes/control"
 	"github.com/spf13/cobra"
 )
 
@@ -37,9 +36,7 @@ const maskHelp = "Mark each unit masked: until `hermesctl unmask`, nothing start
 // runMask masks each unit in turn; with --now hermesd answers once it is
 // stopped.
 func runMask(ctx context.Context, opts *maskOptions) error {
-	return opts.each(ctx, false, enableError, func(ctx context.Context, c *conn, unit string) (string, actionOutput, error) {
-		return "", actionOutput{ActionResult: control.ActionResult{Unit: unit, Action: opts.verb}}, c.Mask(ctx, unit, opts.now)
-	})
+	return opts.eachCall(ctx, "", func(ctx context.Context, c *conn, unit string) error { return c.Mask(ctx, unit, opts.now) })
 }
 
 func newUnmaskCmd(g *globals) *cobra.Command {
@@ -55,7 +52,5 @@ const unmaskHelp = "Undo `hermesctl mask`. Nothing is started: a unit not runnin
 
 // runUnmask unmasks each unit in turn.
 func runUnmask(ctx context.Context, opts *unitsOptions) error {
-	return opts.each(ctx, false, enableError, func(ctx context.Context, c *conn, unit string) (string, actionOutput, error) {
-		return "", actionOutput{ActionResult: control.ActionResult{Unit: unit, Action: opts.verb}}, c.Unmask(ctx, unit)
-	})
+	return opts.eachCall(ctx, "", func(ctx context.Context, c *conn, unit string) error { return c.Unmask(ctx, unit) })
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/exitcode"
 )
 
@@ -18,7 +17,5 @@ func runUnitReload(ctx context.Context, opts *reloadOptions, names []string) err
 		return &exitError{code: exitcode.Usage, err: errors.New("reload: --dry-run plans a re-read of the unit files; name no unit with it")}
 	}
 	u := &unitsOptions{clientOptions: opts.clientOptions, verb: "reload", done: "reloaded", units: names}
-	return u.each(ctx, false, enableError, func(ctx context.Context, c *conn, unit string) (string, actionOutput, error) {
-		return "", actionOutput{ActionResult: control.ActionResult{Unit: unit, Action: "reload"}}, c.ReloadUnit(ctx, unit)
-	})
+	return u.eachCall(ctx, "", func(ctx context.Context, c *conn, unit string) error { return c.ReloadUnit(ctx, unit) })
 }

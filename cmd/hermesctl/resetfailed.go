@@ -39,7 +39,5 @@ func runResetFailed(ctx context.Context, opts *unitsOptions) error {
 			}
 		}
 	}
-	return opts.each(ctx, false, enableError, func(ctx context.Context, c *conn, unit string) (string, actionOutput, error) {
-		return "", actionOutput{ActionResult: control.ActionResult{Unit: unit, Action: "reset-failed"}}, c.ResetFailed(ctx, unit)
-	})
+	return opts.eachCall(ctx, "", func(ctx context.Context, c *conn, unit string) error { return c.ResetFailed(ctx, unit) })
 }

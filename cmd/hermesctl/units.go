@@ -116,6 +116,15 @@ func (o *unitsOptions) each(ctx context.Context, wait bool, fail func(verb, unit
 	return nil
 }
 
+// eachCall is each for the commands whose call on a unit is one request
+// (disable, mask, unmask, kill, reset-failed, reload): no outcome to wait
+// for, line after "<done> <unit>" on every line, and enableError's words.
+func (o *unitsOptions) eachCall(ctx context.Context, line string, call func(ctx context.Context, c *conn, unit string) error) error {
+	return o.each(ctx, false, enableError, func(ctx context.Context, c *conn, unit string) (string, actionOutput, error) {
+		return line, actionOutput{ActionResult: control.ActionResult{Unit: unit, Action: o.verb}}, call(ctx, c, unit)
+	})
+}
+
 // actionOutput is one line of -o json: the daemon's answer, and for a
 // start or restart waited for, where the unit got to.
 type actionOutput struct {
