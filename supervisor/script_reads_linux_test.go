@@ -157,3 +157,66 @@ exec '%s' "$@"
 		t.Errorf("table reads (TERMs pending at each): %v: want all %d processes TERMed before the table is read again", reads, len(watched))
 	}
 }
+
+// TestScriptKillsAtGraceWhileSweeping: at EOF a registered group that
+// ignores TERM is KILLed at the grace even when the sweep by tags (a grep
+// of every process's environment, slow on a crowded machine or blocked by
+// a process stuck in the kernel) takes longer than the grace. A wrapper of
+// grep holds that sweep for 5 s, then writes whether the group's leader
+// was still alive; with a grace of 300 ms it must have been gone.
+func TestScriptKillsAtGraceWhileSweeping(t *testing.T) {
+	real, err := exec.LookPath("grep")
+	if err != nil {
+		t.Skip("no grep on PATH: the script sweeps with it")
+	}
+	g := exec.Command("/bin/sh", "-c", "trap '' TERM; exec sleep 1002")
+	g.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := g.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Process.Kill(); g.Wait() })
+	var leader proc.Identity
+	testkit.Eventually(t, 5*time.Second, "the group's leader to exec sleep", func() bool {
+		argv, _ := proc.Cmdline(g.Process.Pid)
+		leader, err = proc.Read(g.Process.Pid)
+		return err == nil && len(argv) > 0 && argv[0] == "sleep"
+	})
+
+	dir := t.TempDir()
+	bin, log := filepath.Join(dir, "bin"), filepath.Join(dir, "sweep.log")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wrapper := fmt.Sprintf(`#!/bin/sh
+case "$*" in
+*/environ*)
+  sleep 5
+  st=$(cut -d' ' -f3 /proc/%[1]d/stat 2>/dev/null)
+  echo "leader ${st:-gone}" >>'%[2]s'
+  ;;
+esac
+exec '%[3]s' "$@"
+`, leader.PID, log, real)
+	if err := os.WriteFile(filepath.Join(bin, "grep"), []byte(wrapper), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sup := exec.Command("/bin/sh", "-c", script, "hermes-supervisor", "300", strconv.Itoa(syscall.Getpgrp()), "-", "-", "proc")
+	sup.Env = []string{"PATH=" + bin + ":/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"}
+	sup.Dir = "/"
+	sup.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	in, rep := testkit.StartPiped(t, sup)
+	t.Cleanup(func() { sup.Process.Kill(); sup.Wait() })
+	fmt.Fprintf(in, "R g0 %d %d %d sweepkey%d -\n", leader.PID, leader.PID, leader.StartTime, leader.PID)
+	if l, err := rep.ReadString('\n'); l != "A g0\n" {
+		t.Fatalf("registration: got %q, %v", l, err)
+	}
+	in.Close()
+	if err := sup.Wait(); err != nil {
+		t.Errorf("supervisor: %v, want exit 0", err)
+	}
+	b, _ := os.ReadFile(log)
+	got, _, _ := strings.Cut(string(b), "\n") // the KILL round sweeps again
+	if got != "leader gone" && got != "leader Z" {
+		t.Errorf("when the first sweep by tags returned, 5 s after EOF: %q, want the TERM-ignoring leader gone (KILLed at the 300 ms grace)", got)
+	}
+}

@@ -557,11 +557,11 @@ marked() {
 }
 
 # found PATH...: add to esc the pid of each /proc/PID/FILE PATH, but this
-# script's.
+# script's and its waiter's (bg).
 found() {
   for f; do
     p=${f#/proc/} p=${p%%/*}
-    [ "$p" = "$me" ] || esc="$esc $p"
+    [ "$p" = "$me" ] || [ "$p" = "${bg-}" ] || esc="$esc $p"
   done
 }
 
@@ -587,7 +587,7 @@ nap() { sleep "$1"; slept=$((slept + $2)); }
 over() { [ "$tab" = ps ] && [ "$(date +%s)" -ge "$dl" ]; }
 
 # finish: wait for the groups and escapees to be gone, polling, up to the
-# grace; KILL what is left; remove the cgroups.
+# grace; KILL what is left.
 finish() {
   check
   while [ "$left" = 1 ]; do
@@ -610,6 +610,11 @@ finish() {
       n=$((n + 1))
     done
   fi
+}
+
+# tidy: remove the cgroups of the groups registered, and the owner's
+# subtree unless the owner closed the pipe only because it was idle.
+tidy() {
   # The cgroups of the groups registered, and the owner's subtree unless
   # the owner closed the pipe only because it was idle: the subtree lives
   # as long as its owner, not as long as one supervisor.
@@ -641,13 +646,22 @@ if [ "$tab" = ps ] || [ -z "$keys" ]; then
 else
   { tagged; marked; } | {
     strike TERM
-    e0=$esc esc=''
+    # The groups and the escapees found by their parents are waited for,
+    # and KILLed at the grace, by a waiter of their own: the sweep, read
+    # here, may take longer than the grace on a crowded machine, and a
+    # group that ignores TERM must not outlive the grace by as much. The
+    # escapees the sweep finds are waited for here, up to the same
+    # deadline.
+    finish &
+    bg=$!
+    esc='' pending=''
     # shellcheck disable=SC2046 # /proc/PID/FILE paths: plain words
     found $(cat)
     # shellcheck disable=SC2086 # a list of pids: splitting is the point
     [ -z "$esc" ] || kill -s TERM $esc 2>/dev/null
-    esc="$esc$e0"
     finish
+    wait "$bg"
   }
 fi
+tidy
 exit 0
