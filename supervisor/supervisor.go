@@ -593,10 +593,11 @@ func (o *Owner) run() {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
 	var last time.Time // last look at the pending groups
+	var rest time.Time // no timed scan before it (see nextScan)
 	for {
 		o.mu.Lock()
 		p := o.pipe
-		due := o.dueLocked(last)
+		due := o.dueLocked(last, rest)
 		o.mu.Unlock()
 		var exited <-chan struct{}
 		if p != nil {
@@ -625,9 +626,12 @@ func (o *Owner) run() {
 		}
 		last = time.Now()
 		o.mu.Lock()
-		scan = scan || o.scanDueLocked() && !last.Before(o.scanned.Add(escapeeScan))
+		scan = scan || o.scanDueLocked() && !last.Before(nextScan(o.scanned, rest))
 		o.mu.Unlock()
 		o.tidy(scan)
+		if scan {
+			rest = scanRested(last, time.Now())
+		}
 		o.timers()
 	}
 }
@@ -635,9 +639,10 @@ func (o *Owner) run() {
 // dueLocked returns when the janitor must look next without an event: the
 // next poll of the groups waiting to become empty (last is when it looked
 // at them), a supervisor restart after backoff, clearing the failure count
-// of a supervisor that lived past quickExit, the idle close. It returns the
-// zero time when nothing is due: the janitor then arms no timer.
-func (o *Owner) dueLocked(last time.Time) time.Time {
+// of a supervisor that lived past quickExit, the idle close, the next
+// timed scan (not before rest, see nextScan). It returns the zero time
+// when nothing is due: the janitor then arms no timer.
+func (o *Owner) dueLocked(last, rest time.Time) time.Time {
 	var due time.Time
 	at := func(t time.Time) {
 		if due.IsZero() || t.Before(due) {
@@ -663,9 +668,35 @@ func (o *Owner) dueLocked(last time.Time) time.Time {
 		at(o.idleSince.Add(o.opts.IdleClose))
 	}
 	if o.scanDueLocked() {
-		at(o.scanned.Add(escapeeScan))
+		at(nextScan(o.scanned, rest))
 	}
 	return due
+}
+
+// scanRest is how many times a look that scanned took the janitor rests
+// from timed scans after it. A scan reads the whole process table, so its
+// cost grows with the processes on the machine (thousands of units, and
+// whatever else runs): with a scan every escapeeScan however long one
+// took, scans ran back to back while thousands of units started on a
+// loaded machine, and took a core from the spawns. Resting after each
+// keeps timed scans to at most a tenth of the janitor's time, so the
+// cost of a start stays proportional to its units; a scan asked for by
+// an event (a child's exit, a group to drop) is not delayed.
+const scanRest = 9
+
+// scanRested is when the rest after a look that began at began and ended
+// at ended ends.
+func scanRested(began, ended time.Time) time.Time {
+	return ended.Add(scanRest * ended.Sub(began))
+}
+
+// nextScan is when the next timed scan is due: escapeeScan after the last
+// scan began (scanned), and not before rest.
+func nextScan(scanned, rest time.Time) time.Time {
+	if due := scanned.Add(escapeeScan); due.After(rest) {
+		return due
+	}
+	return rest
 }
 
 // escapeeScan is how often, in pgroup mode, the janitor looks for escapees
