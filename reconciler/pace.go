@@ -22,6 +22,10 @@ const waitQueued = "queued to start: other units are starting"
 type pace struct {
 	more  bool  // the last pass ran out of its start budget: another follows at once
 	asked *unit // the unit a caller waits to see started (Start, Restart): exempt from the budget
+	// passes counts the passes run: each looks at every unit, so that
+	// their number is what a start or stop of many units costs beyond
+	// its spawns and signals (tests count it).
+	passes int
 }
 
 // startPass counts one reconcile pass's starts.

@@ -399,8 +399,26 @@ func (r *Reconciler) step(ctx context.Context, shut *<-chan struct{}, wait bool)
 		r.beginShutdown()
 	case inputEvent:
 		r.handle(ctx, ev)
+		r.drainEvents(ctx)
 	}
 }
+
+// drainEvents handles the events already waiting, up to the queue's
+// capacity, so that one pass follows them all. Every pass looks at every
+// unit: a pass per event made a stop of n units (an exit, a stop's end
+// and an empty group each) cost n passes of n units each. Control calls
+// are not taken here: a caller sees the state a pass left.
+func (r *Reconciler) drainEvents(ctx context.Context) {
+	for range cap(r.events) {
+		select {
+		case ev := <-r.events:
+			r.handle(ctx, ev)
+		default:
+			return
+		}
+	}
+}
+
 
 func (r *Reconciler) nextGen() uint64 { r.seq++; return r.seq }
 
@@ -823,6 +841,7 @@ func afterWait(dep *unit) string {
 
 // reconcile walks the units in dependency order and acts on each.
 func (r *Reconciler) reconcile(ctx context.Context) {
+	r.pace.passes++
 	r.schedule()
 	order := r.order()
 	if r.shutting {
