@@ -419,7 +419,6 @@ func (r *Reconciler) drainEvents(ctx context.Context) {
 	}
 }
 
-
 func (r *Reconciler) nextGen() uint64 { r.seq++; return r.seq }
 
 // handle applies one event. Stale events (another gen) are dropped.
@@ -704,10 +703,6 @@ func depOrder[T any](by map[string]T, spec func(T) *units.Spec) []T {
 	return out
 }
 
-func dependsOn(u *unit, name string) bool {
-	return slices.Contains(u.spec.After, name) || slices.Contains(u.spec.Requires, name)
-}
-
 // inFlight indexes, for one reconcile pass, the stops a start could clash
 // with: the reload stop of the earliest reload still under way, and the
 // ports declared by every stopping unit. Built once per pass (a pass
@@ -867,16 +862,40 @@ func (r *Reconciler) reconcile(ctx context.Context) {
 // shutdownPass stops, in reverse dependency order, every active unit that
 // this role does not keep: a unit stops once nothing active depends on it.
 func (r *Reconciler) shutdownPass(order []*unit) {
+	held := r.dependedOn()
 	for i := len(order) - 1; i >= 0; i-- {
 		u := order[i]
 		if !u.state.active() || u.state == Stopping || keeps(r.opt.Role, u.spec.Ownership) {
 			continue
 		}
-		if r.hasActiveDependents(u) {
+		if held[u.spec.Name] {
 			continue
 		}
 		r.stop(u, stopShutdown, nil)
 	}
+}
+
+// dependedOn names the units that an active unit this role does not keep
+// names in after: or requires: (a unit naming itself aside): those a
+// shutdown pass leaves running for now. Built once per pass, in one look
+// at each unit and dependency (a look at every unit for each one took a
+// pass n² looks); a stop the pass begins leaves its unit active
+// (Stopping), so it changes nothing here.
+func (r *Reconciler) dependedOn() map[string]bool {
+	on := map[string]bool{}
+	for _, c := range r.units {
+		if !c.state.active() || keeps(r.opt.Role, c.spec.Ownership) {
+			continue
+		}
+		for _, deps := range [][]string{c.spec.After, c.spec.Requires} {
+			for _, d := range deps {
+				if d != c.spec.Name {
+					on[d] = true
+				}
+			}
+		}
+	}
+	return on
 }
 
 // startOrWait starts an inactive or waiting unit, or leaves it inactive
@@ -931,13 +950,4 @@ func (r *Reconciler) reportReady() {
 		}
 	}
 	r.opt.OnReady(n)
-}
-
-func (r *Reconciler) hasActiveDependents(u *unit) bool {
-	for _, c := range r.units {
-		if c != u && c.state.active() && dependsOn(c, u.spec.Name) && !keeps(r.opt.Role, c.spec.Ownership) {
-			return true
-		}
-	}
-	return false
 }
