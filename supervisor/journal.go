@@ -25,12 +25,17 @@ import (
 // op and returns its error; post does not (an owned spawn's record, see
 // SpawnOwned). An op that waits is written at once (after the write in
 // progress, if any). Ops that nobody waits for are written at once too when
-// the journal was idle; after a write, they wait until as long as that
-// write took (at least postWindow, at most maxGather) has passed since it
-// ended, gathering what comes meanwhile. Each write reads, prunes (a look
-// at every entry's processes) and rewrites the whole ledger: in a burst of
-// spawns, writes back to back kept a core busy beside the spawns; now the
-// writer works at most about half the time. A post op whose Update failed
+// the journal was idle; after a write, they wait until gatherTimes as long
+// as that write took (at least postWindow, at most maxGather) has passed
+// since it ended, gathering what comes meanwhile. Each write reads, prunes
+// (a look at every entry's processes) and rewrites the whole ledger, so
+// that a write's cost grows with the entries: in a burst of spawns, writes
+// back to back kept a core busy beside the spawns, and with a gathering as
+// long as the write (at most 100 ms) the writer still worked half the
+// time, and more once a write of thousands of entries took longer than
+// that (13% of hermesd's CPU over a start of 5000 units). Now it works
+// about a quarter of the time at most, up to writes of a third of
+// maxGather. A post op whose Update failed
 // (a full disk, a stuck lock) is
 // kept, in memory, and retried with backoff until the ledger can be
 // written again: a record is never dropped while its owner lives. The
@@ -77,7 +82,8 @@ type jop struct {
 const (
 	maxBacklog   = 4096
 	postWindow   = 10 * time.Millisecond  // see journal: the least gathering of ops nobody waits for
-	maxGather    = 100 * time.Millisecond // and the most (a write that waited for the lock took long, not worked long)
+	gatherTimes  = 3                      // the gathering after a write, in times the write took
+	maxGather    = time.Second            // the most (a write that waited for the lock took long, not worked long)
 	journalRetry = 200 * time.Millisecond // first retry; doubles up to maxRetry
 	maxRetry     = 2 * time.Second
 	closeDrain   = 5 * time.Second
@@ -264,7 +270,7 @@ func (j *journal) flush() (retry bool) {
 		return false
 	}
 	began := time.Now()
-	defer func() { j.next = time.Now().Add(min(max(time.Since(began), postWindow), maxGather)) }()
+	defer func() { j.next = time.Now().Add(min(max(gatherTimes*time.Since(began), postWindow), maxGather)) }()
 	if held != nil {
 		held()
 	}

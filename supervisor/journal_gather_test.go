@@ -12,9 +12,10 @@ import (
 )
 
 // TestJournalGathers: records nobody waits for are written at once by an
-// idle journal; after a write, those that come are gathered for as long as
-// that write took, and go in one write; an op whose caller waits is written
-// at once, gathering or not. Each write here takes 30 ms (fake time).
+// idle journal; after a write, those that come are gathered for
+// gatherTimes as long as that write took, and go in one write; an op
+// whose caller waits is written at once, gathering or not. Each write here
+// takes 30 ms (fake time).
 func TestJournalGathers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const took = 30 * time.Millisecond
@@ -43,16 +44,16 @@ func TestJournalGathers(t *testing.T) {
 		if w := got(); !slices.Equal(w, []int{1}) {
 			t.Fatalf("writes after the first record: got %v, want [1] (an idle journal writes at once)", w)
 		}
-		for range 10 { // at 0, 5, ... 45 ms: the first write ends at 30, the gathering at 60
+		for range 20 { // at 0, 5, ... 95 ms: the first write ends at 30, the gathering at 120
 			j.post(add)
 			time.Sleep(5 * time.Millisecond)
 		}
-		time.Sleep(100 * time.Millisecond)
-		if w := got(); !slices.Equal(w, []int{1, 10}) {
-			t.Errorf("writes of a burst of records: got %v, want [1 10] (the ten gathered into one write)", w)
+		time.Sleep(300 * time.Millisecond)
+		if w := got(); !slices.Equal(w, []int{1, 20}) {
+			t.Errorf("writes of a burst of records: got %v, want [1 20] (the twenty gathered into one write)", w)
 		}
 
-		j.post(add) // idle again: written at once, until 30 ms from now; gathering until 60
+		j.post(add) // idle again: written at once, until 30 ms from now; gathering until 120
 		time.Sleep(took)
 		start := time.Now()
 		if err := j.do(t.Context(), add); err != nil {

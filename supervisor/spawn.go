@@ -114,7 +114,7 @@ const gate = `IFS= read -r g <&3 && [ "$g" = go ] && exec 3<&- && exec "$@"; exi
 //     before its program runs; that, not the ledger, is what makes it die
 //     with the owner. So SpawnOwned only queues its record and returns: the
 //     record may trail by one write in progress and the journal's gathering
-//     after it (as long as that write took, at most maxGather). Close writes what
+//     after it (gatherTimes as long as that write took, at most maxGather). Close writes what
 //     is queued before it returns. If the owner dies before the write, the
 //     child dies too, and the missing record names nothing alive. While the
 //     ledger cannot be written (a full disk), records wait in memory and

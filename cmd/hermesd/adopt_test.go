@@ -108,7 +108,7 @@ func TestAdopt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The other owner's journal writes its record up to 100 ms after the
+	// The other owner's journal writes its record a little after the
 	// spawn (group commit): the refusal by the ledger waits for the
 	// record. Until then, and for an owner that keeps no ledger at all
 	// (unrecorded, below), the leader's own evidence refuses it.
