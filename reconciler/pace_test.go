@@ -93,3 +93,42 @@ func TestStartBudget(t *testing.T) {
 		mu.Unlock()
 	})
 }
+
+// TestStartBudgetGrowsWithTheWalk: a pass may start units for StartBudget,
+// or for walkTimes as long as the last pass took beside its starts (the
+// look at every unit, which grows with their number), whichever is more;
+// at least one start a pass in any case.
+func TestStartBudgetGrowsWithTheWalk(t *testing.T) {
+	const spawn = 3 * time.Millisecond
+	for _, c := range []struct {
+		walk time.Duration // the last pass, beside its starts
+		want int           // starts of spawn each a pass allows
+	}{
+		{0, 2},                      // 5 ms: starts at 0 and 3 ms
+		{time.Millisecond, 2},       // 4 ms < 5 ms: the same
+		{10 * time.Millisecond, 14}, // 40 ms
+		{50 * time.Millisecond, 67}, // 200 ms
+	} {
+		var p pace
+		p.starting = 7 * spawn
+		p.lap(p.starting + c.walk)
+		if p.walk != c.walk {
+			t.Errorf("a pass of %v with %v of starts: walk %v, want %v", p.starting+c.walk, p.starting, p.walk, c.walk)
+		}
+		pass, got := p.pass(), 0
+		for pass.allows() {
+			pass.started++
+			pass.starting += spawn
+			got++
+		}
+		if got != c.want {
+			t.Errorf("after a walk of %v: %d starts of %v in a pass, want %d", c.walk, got, spawn, c.want)
+		}
+		// The walk's share of the next pass stays under 1/(walkTimes+1).
+		if c.walk > StartBudget {
+			if share := float64(c.walk) / float64(c.walk+pass.starting); share > 1.0/(walkTimes+1) {
+				t.Errorf("after a walk of %v: the walk is %.0f%% of a pass, want at most %.0f%%", c.walk, share*100, 100.0/(walkTimes+1))
+			}
+		}
+	}
+}

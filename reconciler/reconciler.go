@@ -347,9 +347,11 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		// A pass that ran out of its start budget is continued at once,
 		// but only after whatever input is already waiting (see pace.go).
 		r.step(ctx, &shut, !r.pace.more)
+		began := time.Now()
 		r.reconcile(ctx)
 		r.dispatchStops() // before publishing: the signals first
 		r.publishChanges()
+		r.pace.lap(time.Since(began))
 	}
 }
 
@@ -837,6 +839,7 @@ func afterWait(dep *unit) string {
 // reconcile walks the units in dependency order and acts on each.
 func (r *Reconciler) reconcile(ctx context.Context) {
 	r.pace.passes++
+	r.pace.starting = 0
 	r.schedule()
 	order := r.order()
 	if r.shutting {
@@ -844,7 +847,7 @@ func (r *Reconciler) reconcile(ctx context.Context) {
 		return
 	}
 	r.pace.more = false
-	pass := startPass{began: time.Now()}
+	pass := r.pace.pass()
 	stops := r.inFlight()
 	for _, u := range order {
 		switch u.state {
@@ -856,6 +859,7 @@ func (r *Reconciler) reconcile(ctx context.Context) {
 			r.stopIfRequiredDown(u, &stops)
 		}
 	}
+	r.pace.starting = pass.starting
 	r.reportReady()
 }
 
@@ -916,7 +920,9 @@ func (r *Reconciler) startOrWait(ctx context.Context, u *unit, pass *startPass, 
 		return false
 	}
 	u.waitMsg = ""
+	began := time.Now()
 	r.start(ctx, u)
+	pass.starting += time.Since(began)
 	return true
 }
 
