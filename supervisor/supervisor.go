@@ -681,13 +681,18 @@ func (o *Owner) dueLocked(last, rest time.Time) time.Time {
 // loaded machine, and took a core from the spawns. Resting after each
 // keeps timed scans to at most a tenth of the janitor's time, so the
 // cost of a start stays proportional to its units; a scan asked for by
-// an event (a child's exit, a group to drop) is not delayed.
-const scanRest = 9
+// an event (a child's exit, a group to drop) is not delayed. The rest is
+// at most maxScanRest, so that an escapee is still found within seconds
+// when a scan takes long because the machine is loaded.
+const (
+	scanRest    = 9
+	maxScanRest = 4 * escapeeScan
+)
 
 // scanRested is when the rest after a look that began at began and ended
 // at ended ends.
 func scanRested(began, ended time.Time) time.Time {
-	return ended.Add(scanRest * ended.Sub(began))
+	return ended.Add(min(scanRest*ended.Sub(began), maxScanRest))
 }
 
 // nextScan is when the next timed scan is due: escapeeScan after the last
