@@ -70,8 +70,10 @@ born; exec sleep %[1]s0`},
 // owner under test of an early row), it kills that owner with SIGKILL
 // itself, so that the kill comes within milliseconds of the birth even on
 // a loaded machine; T then also holds the time since boot just before
-// the kill (seconds, /proc/uptime), written first: the owner's death ends
-// the script. An escapee that never comes (a daemon that failed to start)
+// the kill (seconds, /proc/uptime), written first. A killer says no "ok":
+// a write to its dead owner's pipe would end it (SIGPIPE) and re-parent
+// its escapee to init before the supervisor reads the table, which is the
+// double fork's row, not this one. An escapee that never comes (a daemon that failed to start)
 // ends the script after 30 s, without "ok": its owner then says it did
 // not get ready, and the row fails instead of waiting for ever.
 const escapePrologue = `born() {
@@ -90,6 +92,7 @@ const escapePrologue = `born() {
     read -r up _ </proc/uptime
     echo "${22} $up" >'%[3]s/T'
     kill -KILL "$ESCAPE_OWNER"
+    return
   else
     echo "${22}" >'%[3]s/T'
   fi
@@ -258,6 +261,9 @@ func escapeRun(t *testing.T, su setup, c escapeCase, late bool) (found, ctlLost 
 	ctl := owner(cTok, cPort, cDir, false)
 	v := owner(vTok, vPort, vDir, !late)
 	sup := v.sup // early: printed before the spawn; the unit kills v
+	if !late && sup == 0 {
+		t.Fatal("the owner under test did not say its supervisor's pid")
+	}
 	if late {
 		// pgroup mode: once a scan ran after the birth; cgroup mode
 		// has no scans (the cgroup holds every escapee): a scan's

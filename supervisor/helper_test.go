@@ -152,6 +152,16 @@ func playOwner() int {
 	r, w, _ := os.Pipe()
 	env := append(os.Environ(), envHelper+"=child", envRow+"="+os.Getenv(envChildRow), envKind+"="+os.Getenv(envKind))
 	if os.Getenv(envKiller) != "" {
+		// The supervisor starts at the first registration, and the unit
+		// kills this owner as soon as it runs: started here, so that its
+		// pid can be told first.
+		o.mu.Lock()
+		err := o.startLocked()
+		o.mu.Unlock()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "owner: start supervisor:", err)
+			return 3
+		}
 		fmt.Printf("supervisor %d\n", o.Status().PID)
 		env = append(env, envOwnerPID+"="+strconv.Itoa(os.Getpid()))
 	}
