@@ -67,17 +67,11 @@ func TestDashboardQueries(t *testing.T) {
 	var scrape []byte
 	var fams metricstest.Families
 	testkit.EventuallyOK(t, 10*time.Second, func() error {
-		resp, err := http.Get("http://" + st.Daemon.Metrics + "/metrics")
-		if err != nil {
+		var err error
+		if scrape, err = readMetrics(st.Daemon.Metrics); err != nil {
 			return err
 		}
-		defer resp.Body.Close()
-		if scrape, err = io.ReadAll(resp.Body); err != nil {
-			return err
-		}
-		if fams, err = metricstest.Parse(bytes.NewReader(scrape)); err != nil {
-			t.Fatalf("scrape does not parse: %v", err)
-		}
+		fams = parseMetrics(t, scrape)
 		if fams.Value("hermes_proxy_requests_total", "provider", "local", "model", "m", "outcome", "cut") != 1 {
 			return fmt.Errorf("the cut call is not counted yet:\n%s", scrape)
 		}
@@ -145,4 +139,25 @@ func streamCut(t *testing.T, st control.Status) {
 	if !strings.Contains(string(body), "hermes_stale_stream_timeout") {
 		t.Fatalf("the silent stream was not cut by the stale layer: %s", body)
 	}
+}
+
+// readMetrics reads hermesd's /metrics at addr (its status's
+// Daemon.Metrics).
+func readMetrics(addr string) ([]byte, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
+}
+
+// parseMetrics parses a scrape; t fails at once when it does not parse.
+func parseMetrics(t *testing.T, scrape []byte) metricstest.Families {
+	t.Helper()
+	fams, err := metricstest.Parse(bytes.NewReader(scrape))
+	if err != nil {
+		t.Fatalf("scrape does not parse: %v", err)
+	}
+	return fams
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -156,20 +155,12 @@ func TestEventsAndMetricsScenario(t *testing.T) {
 		t.Errorf("the cut's source %q does not name HERMES_STREAM_STALE_TIMEOUT", cut[0].Source)
 	}
 
-	resp, err := http.Get("http://" + st.Daemon.Metrics + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	scrape, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	scrape, err := readMetrics(st.Daemon.Metrics)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer t.Run("promtool", func(t *testing.T) { metricstest.CheckPromtool(t, scrape) })
-	fams, err := metricstest.Parse(bytes.NewReader(scrape))
-	if err != nil {
-		t.Fatalf("scrape does not parse: %v", err)
-	}
+	fams := parseMetrics(t, scrape)
 	for _, tc := range []struct {
 		name   string
 		labels []string

@@ -1,16 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/metrics"
 	"testing"
-
-	"github.com/hermes-units/hermes/internal/metrics/metricstest"
 )
 
 // TestGCPercent: hermesd runs its collector at gcPercent unless GOGC is set
@@ -38,19 +33,11 @@ func TestGCPercent(t *testing.T) {
 			}
 			// The last GOGC in the list wins over the test's own; empty reads as unset.
 			d := startDaemonWith(t, dir, daemonOpts{role: "gateway", config: config, env: []string{"GOGC=" + tc.env}})
-			resp, err := http.Get("http://" + d.fullStatus().Daemon.Metrics + "/metrics")
+			scrape, err := readMetrics(d.fullStatus().Daemon.Metrics)
 			if err != nil {
 				t.Fatal(err)
 			}
-			scrape, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			fams, err := metricstest.Parse(bytes.NewReader(scrape))
-			if err != nil {
-				t.Fatalf("scrape does not parse: %v", err)
-			}
+			fams := parseMetrics(t, scrape)
 			if got := fams.Value("go_gc_gogc_percent"); got != tc.want {
 				t.Errorf("go_gc_gogc_percent with GOGC=%q: got %v, want %v", tc.env, got, tc.want)
 			}
