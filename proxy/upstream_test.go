@@ -53,6 +53,20 @@ func clientFor(t *testing.T, srv *httptest.Server) *streamClient {
 	return c
 }
 
+// callExpect makes call i (counted from 1) through c to srv's chat
+// completions and fails t at once unless its whole answer is want.
+func callExpect(t *testing.T, c *streamClient, srv *httptest.Server, i int, want string) {
+	t.Helper()
+	resp, err := c.do(t.Context(), srv.URL+"/v1/chat/completions", http.Header{}, []byte("{}"), func() {})
+	if err != nil {
+		t.Fatalf("call %d: %v", i, err)
+	}
+	defer resp.Body.Close()
+	if b, err := io.ReadAll(resp.Body); err != nil || string(b) != want {
+		t.Fatalf("call %d: got %q, %v", i, b, err)
+	}
+}
+
 func (c *streamClient) idleCount() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -182,14 +196,7 @@ func TestStreamClientIdleClosedByProvider(t *testing.T) {
 	})
 	c := clientFor(t, srv)
 	for i := range 2 {
-		resp, err := c.do(t.Context(), srv.URL+"/v1/chat/completions", http.Header{}, []byte("{}"), func() {})
-		if err != nil {
-			t.Fatalf("call %d: %v", i+1, err)
-		}
-		if b, err := io.ReadAll(resp.Body); err != nil || string(b) != events {
-			t.Fatalf("call %d: got %q, %v", i+1, b, err)
-		}
-		resp.Body.Close()
+		callExpect(t, c, srv, i+1, events)
 		if i == 0 {
 			if n := c.idleCount(); n != 1 {
 				t.Fatalf("got %d idle connections, want 1", n)
@@ -407,14 +414,7 @@ func TestStreamClientRetriesUnwrittenRequest(t *testing.T) {
 	}}
 	t.Cleanup(c.closeIdle)
 	for i := range 2 {
-		resp, err := c.do(t.Context(), srv.URL+"/v1/chat/completions", http.Header{}, []byte("{}"), func() {})
-		if err != nil {
-			t.Fatalf("call %d: %v", i+1, err)
-		}
-		if b, err := io.ReadAll(resp.Body); err != nil || string(b) != events {
-			t.Fatalf("call %d: got %q, %v", i+1, b, err)
-		}
-		resp.Body.Close()
+		callExpect(t, c, srv, i+1, events)
 		mu.Lock()
 		conns[0].broken.Store(true) // the pooled connection fails its next write
 		mu.Unlock()
