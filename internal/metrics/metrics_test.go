@@ -157,13 +157,7 @@ func TestHandlerRefusals(t *testing.T) {
 		{"other path", "127.0.0.1:9464", "/debug", "Bearer s3cret", http.StatusNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req := httptest.NewRequest(http.MethodGet, "http://x"+tc.path, nil)
-			req.Host = tc.host
-			if tc.auth != "" {
-				req.Header.Set("Authorization", tc.auth)
-			}
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
+			rec := get(h, tc.host, tc.path, tc.auth)
 			if rec.Code != tc.want {
 				t.Errorf("got %d, want %d (%s)", rec.Code, tc.want, rec.Body)
 			}
@@ -261,13 +255,7 @@ func TestRemote(t *testing.T) {
 		{"10.1.2.3:9464", "Bearer s3cret", 200},
 		{"10.1.2.3:9464", "", http.StatusUnauthorized},
 	} {
-		req := httptest.NewRequest(http.MethodGet, "http://x/metrics", nil)
-		req.Host = tc.host
-		if tc.auth != "" {
-			req.Header.Set("Authorization", tc.auth)
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
+		rec := get(h, tc.host, "/metrics", tc.auth)
 		if rec.Code != tc.want {
 			t.Errorf("Host %s, auth %q: got %d, want %d (%s)", tc.host, tc.auth, rec.Code, tc.want, rec.Body)
 		}
@@ -319,4 +307,17 @@ func TestExitAndJobSeries(t *testing.T) {
 		}
 	}
 	metricstest.CheckPromtool(t, scrapeBytes(t, m.Handler("", false)))
+}
+
+// get is h's answer to a GET of path sent to host, with auth as the
+// Authorization header unless it is empty.
+func get(h http.Handler, host, path, auth string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodGet, "http://x"+path, nil)
+	req.Host = host
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
 }
