@@ -26,10 +26,7 @@ import (
 //   - its mark: the marked spawn, whatever the order of the spawns;
 //   - the session a spawn leads: that spawn.
 func TestAttributeOnEvidence(t *testing.T) {
-	o, err := New(Options{Mode: ModePGroup})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newTestOwner(t, Options{Mode: ModePGroup})
 	defer o.Close()
 	tests := []struct {
 		name   string
@@ -137,10 +134,7 @@ func TestMarkOf(t *testing.T) {
 // own) is an orphan: registered under no unit, listed by Status, and
 // killed with the owner all the same.
 func TestOrphanContained(t *testing.T) {
-	o, err := New(Options{Mode: ModePGroup, Grace: testGrace})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newTestOwner(t, Options{Mode: ModePGroup, Grace: testGrace})
 	defer o.Close()
 	// A child of this process (the owner): as if re-parented to it.
 	daemon := exec.Command("env", "-i", "sleep", "1000")

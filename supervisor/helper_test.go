@@ -310,3 +310,14 @@ func modes(t *testing.T) []Mode {
 	}
 	return out
 }
+
+// newTestOwner is New(opts), failing t at once when it fails. The caller
+// closes the owner.
+func newTestOwner(t testing.TB, opts Options) *Owner {
+	t.Helper()
+	o, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}

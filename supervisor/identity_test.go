@@ -14,10 +14,7 @@ import (
 // of the call: a recycled pid (another start time) is ErrUnsafe, an exited
 // leader proc.ErrGone; neither is registered.
 func TestOwnRevalidatesLeader(t *testing.T) {
-	o, err := New(Options{Mode: ModePGroup})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newTestOwner(t, Options{Mode: ModePGroup})
 	defer o.Close()
 
 	live, _ := sleepGroup(t, "ext")
@@ -56,10 +53,7 @@ func TestOwnRevalidatesLeader(t *testing.T) {
 // whose leader pid now belongs to another process (a recycled pid), sends
 // no signal to that process.
 func TestStopSparesStranger(t *testing.T) {
-	o, err := New(Options{Mode: ModePGroup})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newTestOwner(t, Options{Mode: ModePGroup})
 	defer o.Close()
 	g, _ := sleepGroup(t, "ext")
 	stranger := g

@@ -71,10 +71,7 @@ func TestLedgerFullDisk(t *testing.T) {
 					mu.Unlock()
 				}
 			}
-			o, err := New(Options{Mode: ModePGroup, StateDir: dir, Role: "worker", Grace: testGrace, Logf: logf})
-			if err != nil {
-				t.Fatal(err)
-			}
+			o := newTestOwner(t, Options{Mode: ModePGroup, StateDir: dir, Role: "worker", Grace: testGrace, Logf: logf})
 			defer o.Close()
 			if inject != nil {
 				inject(o)

@@ -74,10 +74,7 @@ func TestLedgerRecords(t *testing.T) {
 	for _, mode := range modes(t) {
 		t.Run(string(mode), func(t *testing.T) {
 			dir := t.TempDir()
-			o, err := New(Options{Mode: mode, StateDir: dir, Role: "worker", Grace: 200 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
+			o := newTestOwner(t, Options{Mode: mode, StateDir: dir, Role: "worker", Grace: 200 * time.Millisecond})
 			defer o.Close()
 			release := holdLedger(t, dir)
 			owned := spawnSimple(t, o, "owned", false) // returns while the ledger is locked

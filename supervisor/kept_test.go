@@ -46,10 +46,7 @@ func TestKeptCgroupRemoved(t *testing.T) {
 	if ok, why := cgroupAvailable(); !ok {
 		t.Logf("cgroup mode not exercised: %s", why)
 	} else {
-		o, err := New(Options{Mode: ModeCgroup, StateDir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
+		o := newTestOwner(t, Options{Mode: ModeCgroup, StateDir: t.TempDir()})
 		defer o.Close()
 		for _, tc := range []struct {
 			name string
@@ -132,10 +129,7 @@ func TestKeptCgroupRemoved(t *testing.T) {
 		}
 	}
 	t.Run("pgroup mode", func(t *testing.T) {
-		o, err := New(Options{Mode: ModePGroup, StateDir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
+		o := newTestOwner(t, Options{Mode: ModePGroup, StateDir: t.TempDir()})
 		defer o.Close()
 		c, err := survive(t.Context(), o, "true")
 		if err != nil {
@@ -256,10 +250,7 @@ func TestSweepDeadOwners(t *testing.T) {
 		procs = append(procs, cmd)
 	}
 
-	o, err := New(Options{Mode: ModeCgroup})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newTestOwner(t, Options{Mode: ModeCgroup})
 	defer o.Close()
 	buf := make([]byte, 64)
 	if n, err := unix.Getxattr(o.tree.root, nsAttr, buf); err != nil || string(buf[:n]) != ownNamespace() {

@@ -67,10 +67,7 @@ func TestSpawnIdentityAndLimits(t *testing.T) {
 	for _, mode := range modes(t) {
 		t.Run(string(mode), func(t *testing.T) {
 			dir := t.TempDir()
-			o, err := New(Options{StateDir: filepath.Join(dir, "state"), Role: "worker", Mode: mode})
-			if err != nil {
-				t.Fatal(err)
-			}
+			o := newTestOwner(t, Options{StateDir: filepath.Join(dir, "state"), Role: "worker", Mode: mode})
 			defer o.Close()
 			out := filepath.Join(dir, "out")
 			f, err := os.Create(out)
@@ -133,10 +130,7 @@ func TestSpawnGroupAndNoSupplementary(t *testing.T) {
 		t.Skip("needs root: only root may start a process as another user")
 	}
 	dir := t.TempDir()
-	o, err := New(Options{StateDir: filepath.Join(dir, "state"), Role: "worker", Mode: ModePGroup})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newTestOwner(t, Options{StateDir: filepath.Join(dir, "state"), Role: "worker", Mode: ModePGroup})
 	defer o.Close()
 	c, err := o.SpawnOwned(t.Context(), Spec{
 		Unit: "db", Dir: "/", Env: []string{"PATH=" + os.Getenv("PATH")}, Argv: []string{"sleep", "100"},
@@ -283,12 +277,9 @@ func TestSpawnWorkdirClosedToUser(t *testing.T) {
 	}
 	for _, mode := range modes(t) {
 		t.Run(string(mode), func(t *testing.T) {
-			o, err := New(Options{Mode: mode})
-			if err != nil {
-				t.Fatal(err)
-			}
+			o := newTestOwner(t, Options{Mode: mode})
 			defer o.Close()
-			_, err = o.SpawnOwned(t.Context(), Spec{
+			_, err := o.SpawnOwned(t.Context(), Spec{
 				Unit: "db", Dir: closed, Env: []string{"PATH=" + os.Getenv("PATH")}, Argv: []string{"sleep", "100"},
 				Exec: units.Exec{User: "nobody"},
 			})

@@ -11,10 +11,7 @@ import (
 // TestSpawnNotInPath: a program in no directory of the child's PATH is
 // named, without the whole PATH, and matches exec.ErrNotFound.
 func TestSpawnNotInPath(t *testing.T) {
-	o, err := New(Options{Mode: ModePGroup})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newTestOwner(t, Options{Mode: ModePGroup})
 	defer o.Close()
 	c, err := o.SpawnOwned(t.Context(), Spec{Unit: "web", Argv: []string{"no-such-program", "-v"}, Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"}})
 	if err == nil {
@@ -40,10 +37,7 @@ func TestSpawnRelativeToWorkdir(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "serve.sh"), []byte("#!/bin/sh\necho ran in \"$PWD\" > out\n"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	o, err := New(Options{Mode: ModePGroup})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newTestOwner(t, Options{Mode: ModePGroup})
 	defer o.Close()
 	c, err := o.SpawnOwned(t.Context(), Spec{Unit: "web", Argv: []string{"./serve.sh"}, Dir: dir, Env: []string{"PATH=/usr/bin:/bin"}})
 	if err != nil {

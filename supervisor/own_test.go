@@ -38,10 +38,7 @@ func (p *refusingPipe) Send(lines [][]byte, reply func(int, error)) {
 func TestOwnAllOrNone(t *testing.T) {
 	t.Run("a check fails", func(t *testing.T) {
 		state := t.TempDir()
-		o, err := New(Options{Mode: ModePGroup, StateDir: state})
-		if err != nil {
-			t.Fatal(err)
-		}
+		o := newTestOwner(t, Options{Mode: ModePGroup, StateDir: state})
 		defer o.Close()
 		live, _ := sleepGroup(t, "live")
 		exited, cmd := sleepGroup(t, "exited")

@@ -53,10 +53,7 @@ func threadGrowth(t *testing.T, before int) int {
 // the exit status still arrives through Done and Err.
 func TestWaitersHoldNoThread(t *testing.T) {
 	const batch = 16
-	o, err := New(Options{Mode: ModePGroup})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newTestOwner(t, Options{Mode: ModePGroup})
 	defer o.Close()
 	env := []string{"PATH=" + os.Getenv("PATH")}
 	spawn := func(argv ...string) *Child {

@@ -39,10 +39,7 @@ func TestPortableOrphans(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, uintptr(was), 0, 0, 0) })
-	o, err := New(Options{Mode: ModePGroup, Backend: BackendPortable, Grace: testGrace})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newTestOwner(t, Options{Mode: ModePGroup, Backend: BackendPortable, Grace: testGrace})
 	defer o.Close()
 	if o.Mode() != ModePGroup || o.Backend() != BackendPortable {
 		t.Fatalf("mode %s backend %s, want pgroup portable", o.Mode(), o.Backend())

@@ -25,10 +25,7 @@ func TestSpawnOwnSession(t *testing.T) {
 	}
 	for _, m := range modes(t) {
 		t.Run(string(m), func(t *testing.T) {
-			o, err := New(Options{Mode: m, Grace: testGrace})
-			if err != nil {
-				t.Fatal(err)
-			}
+			o := newTestOwner(t, Options{Mode: m, Grace: testGrace})
 			defer o.Close()
 			victim, err := o.SpawnOwned(t.Context(), Spec{Unit: "victim", Argv: []string{"sleep", "1000"}, Env: []string{"PATH=/usr/bin:/bin"}})
 			if err != nil {

@@ -27,10 +27,7 @@ func TestSpawnerOf(t *testing.T) {
 	}
 	for _, mode := range modes(t) {
 		t.Run(string(mode), func(t *testing.T) {
-			o, err := New(Options{Mode: mode, Grace: testGrace})
-			if err != nil {
-				t.Fatal(err)
-			}
+			o := newTestOwner(t, Options{Mode: mode, Grace: testGrace})
 			defer o.Close()
 			for _, argv := range [][]string{{"sleep", "1000"}, {"env", "-i", "sleep", "1000"}} {
 				c, err := o.SpawnOwned(t.Context(), Spec{Unit: "s", Argv: argv, Env: []string{"PATH=" + os.Getenv("PATH")}})
@@ -103,10 +100,7 @@ func TestSpawnerOfOtherUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := New(Options{Mode: ModePGroup, Grace: testGrace})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newTestOwner(t, Options{Mode: ModePGroup, Grace: testGrace})
 	defer o.Close()
 	c, err := o.SpawnOwned(t.Context(), Spec{
 		Unit: "s", Dir: "/", Argv: []string{"env", "-i", "sleep", "1000"},

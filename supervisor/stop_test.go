@@ -15,10 +15,7 @@ import (
 // so the stop succeeded. (Once a stop has begun, the janitor leaves the
 // group to it: StopAll releases its groups.)
 func TestStopAfterJanitorRelease(t *testing.T) {
-	o, err := New(Options{Mode: ModePGroup})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newTestOwner(t, Options{Mode: ModePGroup})
 	defer o.Close()
 	c, err := o.SpawnOwned(t.Context(), Spec{Unit: "s", Argv: []string{"sleep", "1000"}, Env: []string{"PATH=" + os.Getenv("PATH")}})
 	if err != nil {

@@ -32,10 +32,7 @@ func TestStopAllSignalsBeforeWaiting(t *testing.T) {
 	const heldGroups = 30
 	for _, mode := range modes(t) {
 		t.Run(string(mode), func(t *testing.T) {
-			o, err := New(Options{Mode: mode})
-			if err != nil {
-				t.Fatal(err)
-			}
+			o := newTestOwner(t, Options{Mode: mode})
 			defer o.Close()
 			env := []string{"PATH=" + os.Getenv("PATH")}
 			obeys, err := o.SpawnOwned(t.Context(), Spec{Unit: "obeys", Argv: []string{"sleep", "100000"}, Env: env})
@@ -195,10 +192,7 @@ func TestStopEndsOnCgroupEvents(t *testing.T) {
 func TestStopFindsEscapeeOfTheSignal(t *testing.T) {
 	for _, mode := range modes(t) {
 		t.Run(string(mode), func(t *testing.T) {
-			o, err := New(Options{Mode: mode})
-			if err != nil {
-				t.Fatal(err)
-			}
+			o := newTestOwner(t, Options{Mode: mode})
 			defer o.Close()
 			pidFile := t.TempDir() + "/escapee"
 			script := `trap 'setsid sleep 100000 & echo $! > "$1"; exit 0' TERM; echo ok; sleep 100000 & wait`

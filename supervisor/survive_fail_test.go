@@ -21,10 +21,7 @@ import (
 func TestSurviveRecordFails(t *testing.T) {
 	for _, mode := range modes(t) {
 		t.Run(string(mode), func(t *testing.T) {
-			o, err := New(Options{Mode: mode, StateDir: t.TempDir(), Role: "gateway", Grace: testGrace})
-			if err != nil {
-				t.Fatal(err)
-			}
+			o := newTestOwner(t, Options{Mode: mode, StateDir: t.TempDir(), Role: "gateway", Grace: testGrace})
 			defer o.Close()
 			if o.tree != nil {
 				// Another owner's kept unit of the same name, as other
@@ -47,7 +44,7 @@ func TestSurviveRecordFails(t *testing.T) {
 					Env: append(os.Environ(), envRow+"="+marker), Ownership: "persist_on_release", Reason: "test", Survive: true})
 				done <- err
 			}()
-			err = testkit.Receive(t, 60*time.Second, done, "SpawnOwned of a survivor whose record fails did not return within 60s")
+			err := testkit.Receive(t, 60*time.Second, done, "SpawnOwned of a survivor whose record fails did not return within 60s")
 			if c != nil || !errors.Is(err, refused) || !strings.Contains(err.Error(), "spawn keep: record in ledger") {
 				t.Fatalf("got child %v, error %v; want no child and the ledger's error", c, err)
 			}

@@ -14,10 +14,7 @@ import (
 // not reported as the program missing (what exec's chdir errno says).
 func TestSpawnMissingWorkdir(t *testing.T) {
 	dir := t.TempDir()
-	o, err := New(Options{StateDir: filepath.Join(dir, "state"), Role: "worker", Mode: ModePGroup})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newTestOwner(t, Options{StateDir: filepath.Join(dir, "state"), Role: "worker", Mode: ModePGroup})
 	defer o.Close()
 	file := filepath.Join(dir, "file")
 	if err := os.WriteFile(file, nil, 0o600); err != nil {

@@ -63,10 +63,7 @@ func TestZombieIsGone(t *testing.T) {
 		}
 	})
 	t.Run("owner", func(t *testing.T) {
-		o, err := New(Options{Mode: ModePGroup})
-		if err != nil {
-			t.Fatal(err)
-		}
+		o := newTestOwner(t, Options{Mode: ModePGroup})
 		defer o.Close()
 		g, cmd := zombieGroup(t)
 		if o.Empty(g) {
