@@ -19,7 +19,13 @@ import (
 // sleeper starts sleep in its own process group.
 func sleeper(t *testing.T) (*exec.Cmd, proc.Identity) {
 	t.Helper()
-	cmd := exec.Command("sleep", "1000")
+	return startGroup(t, exec.Command("sleep", "1000"))
+}
+
+// startGroup starts cmd in its own process group and reads its identity;
+// the test's end kills it (the test reaps it, or reaper does).
+func startGroup(t *testing.T, cmd *exec.Cmd) (*exec.Cmd, proc.Identity) {
+	t.Helper()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

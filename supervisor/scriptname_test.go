@@ -49,16 +49,7 @@ func TestScriptOddCommandNames(t *testing.T) {
 			if err := os.Symlink(sleepPath, link); err != nil {
 				t.Fatal(err)
 			}
-			cmd := exec.Command(link, "1000")
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { cmd.Process.Kill() })
-			id, err := proc.Read(cmd.Process.Pid)
-			if err != nil {
-				t.Fatal(err)
-			}
+			cmd, id := startGroup(t, exec.Command(link, "1000"))
 			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", id.PID)); err != nil || strings.TrimSuffix(string(b), "\n") != n.comm {
 				t.Fatalf("%s: comm %q, %v; want %q", n.name, b, err, n.comm)
 			}
