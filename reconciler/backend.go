@@ -229,9 +229,12 @@ func releasedRow(s Survivor) control.Unit {
 	}
 }
 
-// RSSMaxAge is how old a unit's RSS in status may be. Reading it costs a
-// /proc file per unit; status asked many times a second (a dashboard, a
-// script's loop) reads each unit's at most once per RSSMaxAge.
+// RSSMaxAge is how old a unit's RSS in status may be before a status
+// asks for it to be read again. Reading it costs a /proc file per unit:
+// status asked many times a second (a dashboard, a script's loop) reads
+// each unit's at most once per RSSMaxAge, and a status never waits for
+// those reads but for a pid's first: it shows the value read last and
+// leaves the new reads to a goroutine (rssCache.fill).
 const RSSMaxAge = time.Second
 
 // rssCache keeps the RSS of unit leaders read by Status, which runs on its
@@ -240,6 +243,9 @@ type rssCache struct {
 	read func(pid int) int64 // nil: rss; tests count reads
 	mu   sync.Mutex
 	m    map[int]rssRead // guarded by mu; by pid
+	// refreshing: a goroutine reads the stale pids (refresh); guarded by
+	// mu. One at a time: a status asked while it reads adds no reads.
+	refreshing bool
 }
 
 type rssRead struct {
@@ -248,11 +254,15 @@ type rssRead struct {
 }
 
 // fill sets the RSS of every unit of us that has a pid and is not a
-// released row, reading /proc only for those read more than RSSMaxAge ago;
-// pids no longer listed are forgotten. The reads run without the lock.
+// released row. It reads /proc at once only for the pids it never read
+// (so a new unit's first status shows its RSS); the pids read more than
+// RSSMaxAge ago show their last value and are read again by a goroutine,
+// so that a status of thousands of units is not held by thousands of
+// /proc reads. Pids no longer listed are forgotten. The reads run without
+// the lock.
 func (c *rssCache) fill(us []control.Unit) {
 	now := time.Now()
-	var stale []int
+	var fresh, stale []int
 	c.mu.Lock()
 	if c.m == nil {
 		c.m = map[int]rssRead{}
@@ -263,7 +273,10 @@ func (c *rssCache) fill(us []control.Unit) {
 			continue
 		}
 		live[u.PID] = true
-		if rd, ok := c.m[u.PID]; !ok || now.Sub(rd.at) >= RSSMaxAge {
+		switch rd, ok := c.m[u.PID]; {
+		case !ok:
+			fresh = append(fresh, u.PID)
+		case now.Sub(rd.at) >= RSSMaxAge:
 			stale = append(stale, u.PID)
 		}
 	}
@@ -272,24 +285,49 @@ func (c *rssCache) fill(us []control.Unit) {
 			delete(c.m, pid)
 		}
 	}
+	if len(stale) > 0 && !c.refreshing {
+		c.refreshing = true
+		go c.refresh(stale)
+	}
 	c.mu.Unlock()
-	read := c.read
-	if read == nil {
-		read = rss
-	}
-	got := make([]int64, len(stale))
-	for i, pid := range stale {
-		got[i] = read(pid)
-	}
+	c.store(fresh, c.readAll(fresh), now)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for i, pid := range stale {
-		c.m[pid] = rssRead{got[i], now}
-	}
 	for i := range us {
 		if rd, ok := c.m[us[i].PID]; ok && us[i].State != control.StateReleased {
 			us[i].RSS = rd.bytes
 		}
+	}
+}
+
+// refresh reads pids again, off the status that found them stale.
+func (c *rssCache) refresh(pids []int) {
+	now := time.Now()
+	got := c.readAll(pids)
+	c.mu.Lock()
+	c.refreshing = false
+	c.mu.Unlock()
+	c.store(pids, got, now)
+}
+
+func (c *rssCache) readAll(pids []int) []int64 {
+	read := c.read
+	if read == nil {
+		read = rss
+	}
+	got := make([]int64, len(pids))
+	for i, pid := range pids {
+		got[i] = read(pid)
+	}
+	return got
+}
+
+// store records what was read of pids at at.
+func (c *rssCache) store(pids []int, got []int64, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, pid := range pids {
+		c.m[pid] = rssRead{got[i], at}
 	}
 }
 

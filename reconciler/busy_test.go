@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -137,8 +138,62 @@ func TestStatusRSSReads(t *testing.T) {
 		}
 		time.Sleep(RSSMaxAge)
 		status()
+		synctest.Wait() // the reads it asked for, off its goroutine
 		if n := reads.Load(); n != 5 {
 			t.Errorf("%d reads once RSSMaxAge passed, want 5 (both units again)", n)
+		}
+		if got := status(); got["a"] < 4000 || got["b"] < 4000 {
+			t.Errorf("RSS %v after the reads, want the values read again (4000 and 5000)", got)
+		}
+	})
+}
+
+// TestStatusNotHeldByRSSReads: once a unit's RSS is older than RSSMaxAge,
+// a status shows the last value read and does not wait for the new read,
+// which a goroutine makes; one such read at a time, whatever the number
+// of statuses asked meanwhile.
+func TestStatusNotHeldByRSSReads(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := &files{specs: map[string]units.Spec{"a": spec("a"), "b": spec("b")}}
+		r, err := New(Options{Spawner: &fakeSpawner{fail: map[string]error{}}, StateDir: t.TempDir(), Env: []string{"PATH=/bin"},
+			Rand: func() float64 { return 0.5 }, Load: fs.load})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reads atomic.Int64
+		gate := make(chan struct{})
+		var gated atomic.Bool
+		r.rss.read = func(pid int) int64 {
+			if gated.Load() {
+				<-gate // /proc slow to answer
+			}
+			return 1000 * reads.Add(1)
+		}
+		runInTest(t, r)
+		synctest.Wait()
+		rssOf := func() map[string]int64 {
+			st, err := r.Status(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := map[string]int64{}
+			for _, u := range st.Units {
+				out[u.Name] = u.RSS
+			}
+			return out
+		}
+		first := rssOf() // the first read of each pid: at once
+		gated.Store(true)
+		time.Sleep(RSSMaxAge)
+		for range 3 { // answered while the reads wait at the gate
+			if got := rssOf(); !maps.Equal(got, first) {
+				t.Errorf("stale RSS: got %v, want the last read %v", got, first)
+			}
+		}
+		close(gate)
+		synctest.Wait()
+		if n := reads.Load(); n != 4 {
+			t.Errorf("%d reads, want 4 (two first reads, then one read of each stale pid for three statuses)", n)
 		}
 	})
 }
