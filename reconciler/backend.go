@@ -17,31 +17,29 @@ import (
 var _ control.Backend = (*Reconciler)(nil)
 
 // Status reports every unit (or the named ones), released groups and config
-// errors. An unknown name is control.ErrUnknownUnit.
+// errors. An unknown name is control.ErrUnknownUnit. It is served from a
+// snapshot Run's goroutine published (statusnap.go): while Run is busy,
+// the state at the end of one of its recent steps.
 func (r *Reconciler) Status(ctx context.Context, names ...string) (control.Status, error) {
-	var st control.Status
-	var rel, left []supervisor.Group
-	var ended []endedGroup
-	var err error
-	if e := r.do(ctx, func(context.Context) {
-		st, rel, err = r.status(names)
-		ended = r.found.ended
-		for _, g := range r.found.leftovers {
-			if !r.holds(g.PGID) { // adopted since (adopt --orphans): no longer a leftover
-				left = append(left, g)
-			}
-		}
-	}); e != nil {
-		return control.Status{}, e
-	}
+	s, err := r.snapshot(ctx)
 	if err != nil {
 		return control.Status{}, err
+	}
+	st, rel, err := s.view(names)
+	if err != nil {
+		return control.Status{}, err
+	}
+	if r.opt.Supervisor != nil {
+		st.Supervisor = r.opt.Supervisor()
+	}
+	if r.opt.Proxy != nil {
+		st.Proxy = r.opt.Proxy()
 	}
 	// /proc is read here, on the caller's goroutine: with hundreds of
 	// units, reading it on Run's would hold every other caller and event.
 	// A released group found ended is left out, and Run drops its row.
 	r.rss.fill(st.Units)
-	st.Recovery = recovery(ended, left)
+	st.Recovery = recovery(s.ended, s.left)
 	out := st.Units[:0]
 	for _, u := range st.Units {
 		if u.State == control.StateReleased {
@@ -58,11 +56,13 @@ func (r *Reconciler) Status(ctx context.Context, names ...string) (control.Statu
 	st.Units = out
 	for _, n := range names {
 		if !slices.ContainsFunc(st.Units, func(u control.Unit) bool { return u.Name == n }) {
-			return control.Status{}, fmt.Errorf("unit %s: %w", n, control.ErrUnknownUnit)
+			return control.Status{}, unknownUnit(n)
 		}
 	}
 	return st, nil
 }
+
+func unknownUnit(name string) error { return fmt.Errorf("unit %s: %w", name, control.ErrUnknownUnit) }
 
 // status builds the status on Run's goroutine, without reading /proc; rel
 // holds the groups of the released rows, in their order.
@@ -99,23 +99,16 @@ func (r *Reconciler) status(names []string) (st control.Status, rel []supervisor
 	}
 	for _, n := range names {
 		if !found[n] {
-			return control.Status{}, nil, fmt.Errorf("unit %s: %w", n, control.ErrUnknownUnit)
+			return control.Status{}, nil, unknownUnit(n)
 		}
 	}
 	return st, rel, nil
 }
 
-// statusHeader is the status without its unit rows: the daemon, the
-// supervisor, the proxy and the config errors.
+// statusHeader is the status without its unit rows: the daemon and the
+// config errors (Status adds the supervisor and the proxy).
 func (r *Reconciler) statusHeader() control.Status {
-	st := control.Status{Daemon: r.opt.Daemon, Units: []control.Unit{}, ConfigErrors: wireErrors(r.errs)}
-	if r.opt.Supervisor != nil {
-		st.Supervisor = r.opt.Supervisor()
-	}
-	if r.opt.Proxy != nil {
-		st.Proxy = r.opt.Proxy()
-	}
-	return st
+	return control.Status{Daemon: r.opt.Daemon, Units: []control.Unit{}, ConfigErrors: wireErrors(r.errs)}
 }
 
 // fileErrors maps a unit's name to the error of its unit file, the first
@@ -455,6 +448,7 @@ func (r *Reconciler) await(ctx context.Context, wait <-chan error) error {
 	}
 	select {
 	case err := <-wait:
+		r.snaps.answered()
 		return err
 	case <-ctx.Done():
 		return ctx.Err()
@@ -466,7 +460,7 @@ func (r *Reconciler) await(ctx context.Context, wait <-chan error) error {
 // Reload re-reads the units directory and applies the plan, or with dryRun
 // only returns it.
 func (r *Reconciler) Reload(ctx context.Context, dryRun bool) (control.Plan, error) {
-	return r.reload(ctx, dryRun)
+	return r.reload(ctx, dryRun, true)
 }
 
 // LogPath is the unit's log file.

@@ -30,15 +30,18 @@ func (r *Reconciler) followChanges(ctx context.Context) {
 			return
 		case <-r.opt.Changes:
 		}
-		if _, err := r.reload(ctx, false); err != nil && ctx.Err() == nil && !errors.Is(err, ErrStopped) {
+		if _, err := r.reload(ctx, false, false); err != nil && ctx.Err() == nil && !errors.Is(err, ErrStopped) {
 			r.log.Error("reload: units not read; running units kept", "err", err)
 		}
 	}
 }
 
 // reload reads the units and, unless dryRun, applies the plan on Run's
-// goroutine. It fails with ErrStopped once hermesd is stopping.
-func (r *Reconciler) reload(ctx context.Context, dryRun bool) (control.Plan, error) {
+// goroutine. It fails with ErrStopped once hermesd is stopping. asked:
+// a caller waits for the plan (Reload), and the statuses it asks next
+// show it applied (statusSnaps.answered); false: a change of the files
+// (followChanges).
+func (r *Reconciler) reload(ctx context.Context, dryRun, asked bool) (control.Plan, error) {
 	select {
 	case <-r.done:
 		return control.Plan{}, ErrStopped
@@ -55,15 +58,22 @@ func (r *Reconciler) reload(ctx context.Context, dryRun bool) (control.Plan, err
 		return control.Plan{}, err
 	}
 	r.hashLoaded(&l) // here, not on Run's goroutine
-	return ask(ctx, r, func(ctx context.Context) (control.Plan, error) {
-		if r.shutting {
-			return control.Plan{}, ErrStopped
-		}
-		p := r.plan(&l)
-		if !dryRun {
-			r.apply(ctx, p, l) // the pass that follows every request starts what it wants
-			r.publishReload(p, began, nil)
-		}
-		return p, nil
-	})
+	var p control.Plan
+	if e := r.call(ctx, asked, func(ctx context.Context) { p, err = r.applyLoaded(ctx, l, dryRun, began) }); e != nil {
+		return control.Plan{}, e
+	}
+	return p, err
+}
+
+// applyLoaded is reload's part on Run's goroutine.
+func (r *Reconciler) applyLoaded(ctx context.Context, l Loaded, dryRun bool, began time.Time) (control.Plan, error) {
+	if r.shutting {
+		return control.Plan{}, ErrStopped
+	}
+	p := r.plan(&l)
+	if !dryRun {
+		r.apply(ctx, p, l) // the pass that follows every request starts what it wants
+		r.publishReload(p, began, nil)
+	}
+	return p, nil
 }

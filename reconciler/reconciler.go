@@ -198,7 +198,8 @@ type Reconciler struct {
 		last map[string]hashed       // guarded by mu: the last load's specs and their hashes, by name (hashmemo.go)
 		hash func(units.Spec) string // hash; tests replace it before Run
 	}
-	rss rssCache // Status's, on its callers' goroutines; guarded by its own mutex
+	rss   rssCache    // Status's, on its callers' goroutines; guarded by its own mutex
+	snaps statusSnaps // the status snapshots Run publishes (statusnap.go)
 
 	// Owned by Run's goroutine.
 	units    map[string]*unit
@@ -335,6 +336,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	r.reconcile(ctx)
 	r.dispatchStops()
 	r.publishChanges()
+	r.snaps.step.Add(1)
 	r.load.mu.Unlock()
 	r.wg.Go(func() { r.followChanges(base) })
 
@@ -352,6 +354,8 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		r.dispatchStops() // before publishing: the signals first
 		r.publishChanges()
 		r.pace.lap(time.Since(began))
+		r.snaps.step.Add(1)
+		r.publishStatus()
 	}
 }
 
@@ -371,11 +375,13 @@ func (r *Reconciler) step(ctx context.Context, shut *<-chan struct{}, wait bool)
 	in, ev := inputNone, any(nil)
 	select { // a control call first: it has a caller waiting
 	case req := <-r.requests:
+		r.snaps.step.Add(1) // a snapshot built by the input is not the state after the pass
 		r.handle(ctx, req)
 		return
 	default:
 	}
 	if wait {
+		r.snaps.idle.Store(true) // a status asked now is built at once (statusnap.go)
 		select {
 		case <-*shut:
 			in = inputShut
@@ -384,6 +390,8 @@ func (r *Reconciler) step(ctx context.Context, shut *<-chan struct{}, wait bool)
 		case ev = <-r.events:
 			in = inputEvent
 		}
+		r.snaps.idle.Store(false)
+		r.leftIdle()
 	} else {
 		select {
 		case <-*shut:
@@ -395,6 +403,7 @@ func (r *Reconciler) step(ctx context.Context, shut *<-chan struct{}, wait bool)
 		default:
 		}
 	}
+	r.snaps.step.Add(1) // input or not, the pass to come may answer a caller (statusSnaps.seen)
 	switch in {
 	case inputShut:
 		*shut = nil
@@ -644,8 +653,19 @@ func (r *Reconciler) doAwait(ctx context.Context, fn func(ctx context.Context) (
 	return r.await(ctx, wait)
 }
 
-// do runs fn on Run's goroutine and waits for it to return.
+// do runs fn on Run's goroutine and waits for it to return; the statuses
+// asked after it returns show what fn did (statusSnaps.answered).
 func (r *Reconciler) do(ctx context.Context, fn func(ctx context.Context)) error {
+	return r.call(ctx, true, fn)
+}
+
+// call is do; with answer false, what fn did is not a caller's answer
+// that later statuses must show (a reload that no caller asked for, the
+// build of a status).
+func (r *Reconciler) call(ctx context.Context, answer bool, fn func(ctx context.Context)) error {
+	if answer {
+		defer r.snaps.answered()
+	}
 	ran := make(chan struct{})
 	req := request{fn: func(ctx context.Context) { fn(ctx); close(ran) }}
 	select {

@@ -244,10 +244,16 @@ func (rn *run) uptime() time.Duration {
 	if !rn.main.IsZero() {
 		id = rn.main
 	}
+	return uptimeOf(id, rn.started)
+}
+
+// uptimeOf is the age of the process id, or the time since started when
+// its age cannot be had.
+func uptimeOf(id proc.Identity, started time.Time) time.Duration {
 	if age, err := id.Age(); err == nil {
 		return age
 	}
-	return time.Since(rn.started)
+	return time.Since(started)
 }
 
 // adopted reports whether u runs a group it did not spawn (re-adopted, or
