@@ -49,7 +49,7 @@ cross: ## go vet and go test -c of every package for darwin/arm64, darwin/amd64 
 lint-metrics: ## promtool check metrics on a scrape of every series and of a live hermesd (Debian package prometheus)
 	HERMES_REQUIRE_PROMTOOL=1 $(GO) test -count=1 -run 'TestMetricsFromEvents|TestExitAndJobSeries|TestEventsAndMetricsScenario|TestDashboardQueries' ./internal/metrics ./cmd/hermesd
 
-bench: build ## measure the targets; prints a table (figure, value, method, machine); BENCH_FLAGS="-owner-trials 20" for a quicker run (a max, not a p99), "-only hermesd,owner" for some sections, "-only scale -sizes 10,100" for the scale table at some sizes
+bench: build ## measure the targets; prints a table (figure, value, method, machine); BENCH_FLAGS="-owner-trials 20" for a quicker run (a max, not a p99), "-only hermesd,owner" for some sections, "-only scale -sizes 10,100" for the scale table at some sizes, "-only storm -sizes 1000,5000" for status and memory in a reload storm during a start
 	$(GO) run ./tools/bench $(BENCH_FLAGS)
 
 bench-peers: ## not in CI: start, stop, status, edit, memory and owner-SIGKILL against process-compose, supervisord and pm2 where on PATH and the floor, interleaved, with ratios; BENCH_FLAGS="-sizes 10,100,1000,5000 -peer-rounds 3" (tools/bench/build-process-compose.sh builds process-compose)

@@ -45,6 +45,7 @@ var sections = []section{
 	{"proxy", benchProxy},
 	{"scrape", benchScrape},
 	{"scale", benchScale},
+	{"storm", benchStorm},
 }
 
 func main() {

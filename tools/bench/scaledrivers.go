@@ -12,7 +12,7 @@ import (
 	"syscall"
 )
 
-var peerSizes = flag.String("sizes", "", "peers and scale sections: numbers of units, comma-separated (default 100 for -peers, 10,100,1000,5000 for the scale section)")
+var peerSizes = flag.String("sizes", "", "peers, scale and storm sections: numbers of units, comma-separated (default 100 for -peers, 10,100,1000,5000 for the scale and storm sections)")
 
 // floorPeer is what starting and stopping n processes costs at the least:
 // one POSIX sh starts every unit's command in the background, and at TERM
