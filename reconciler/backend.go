@@ -38,7 +38,7 @@ func (r *Reconciler) Status(ctx context.Context, names ...string) (control.Statu
 	// /proc is read here, on the caller's goroutine: with hundreds of
 	// units, reading it on Run's would hold every other caller and event.
 	// A released group found ended is left out, and Run drops its row.
-	r.rss.fill(st.Units)
+	r.served.rss.fill(st.Units)
 	st.Recovery = recovery(s.ended, s.left)
 	out := st.Units[:0]
 	for _, u := range st.Units {
@@ -448,7 +448,7 @@ func (r *Reconciler) await(ctx context.Context, wait <-chan error) error {
 	}
 	select {
 	case err := <-wait:
-		r.snaps.answered()
+		r.served.snaps.answered()
 		return err
 	case <-ctx.Done():
 		return ctx.Err()

@@ -104,7 +104,7 @@ func TestStatusRSSReads(t *testing.T) {
 			t.Fatal(err)
 		}
 		var reads atomic.Int64
-		r.rss.read = func(pid int) int64 { return 1000 * reads.Add(1) }
+		r.served.rss.read = func(pid int) int64 { return 1000 * reads.Add(1) }
 		runInTest(t, r)
 		synctest.Wait()
 		status := func() map[string]int64 {
@@ -163,7 +163,7 @@ func TestStatusNotHeldByRSSReads(t *testing.T) {
 		var reads atomic.Int64
 		gate := make(chan struct{})
 		var gated atomic.Bool
-		r.rss.read = func(pid int) int64 {
+		r.served.rss.read = func(pid int) int64 {
 			if gated.Load() {
 				<-gate // /proc slow to answer
 			}

@@ -198,8 +198,12 @@ type Reconciler struct {
 		last map[string]hashed       // guarded by mu: the last load's specs and their hashes, by name (hashmemo.go)
 		hash func(units.Spec) string // hash; tests replace it before Run
 	}
-	rss   rssCache    // Status's, on its callers' goroutines; guarded by its own mutex
-	snaps statusSnaps // the status snapshots Run publishes (statusnap.go)
+	// served is what Status serves from on its callers' goroutines,
+	// each part guarded by its own mutex.
+	served struct {
+		rss   rssCache    // the units' RSS, read apart from Run
+		snaps statusSnaps // the status snapshots Run publishes (statusnap.go)
+	}
 
 	// Owned by Run's goroutine.
 	units    map[string]*unit
@@ -336,7 +340,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	r.reconcile(ctx)
 	r.dispatchStops()
 	r.publishChanges()
-	r.snaps.step.Add(1)
+	r.served.snaps.step.Add(1)
 	r.load.mu.Unlock()
 	r.wg.Go(func() { r.followChanges(base) })
 
@@ -354,7 +358,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		r.dispatchStops() // before publishing: the signals first
 		r.publishChanges()
 		r.pace.lap(time.Since(began))
-		r.snaps.step.Add(1)
+		r.served.snaps.step.Add(1)
 		r.publishStatus()
 	}
 }
@@ -375,13 +379,13 @@ func (r *Reconciler) step(ctx context.Context, shut *<-chan struct{}, wait bool)
 	in, ev := inputNone, any(nil)
 	select { // a control call first: it has a caller waiting
 	case req := <-r.requests:
-		r.snaps.step.Add(1) // a snapshot built by the input is not the state after the pass
+		r.served.snaps.step.Add(1) // a snapshot built by the input is not the state after the pass
 		r.handle(ctx, req)
 		return
 	default:
 	}
 	if wait {
-		r.snaps.idle.Store(true) // a status asked now is built at once (statusnap.go)
+		r.served.snaps.idle.Store(true) // a status asked now is built at once (statusnap.go)
 		select {
 		case <-*shut:
 			in = inputShut
@@ -390,7 +394,7 @@ func (r *Reconciler) step(ctx context.Context, shut *<-chan struct{}, wait bool)
 		case ev = <-r.events:
 			in = inputEvent
 		}
-		r.snaps.idle.Store(false)
+		r.served.snaps.idle.Store(false)
 		r.leftIdle()
 	} else {
 		select {
@@ -403,7 +407,7 @@ func (r *Reconciler) step(ctx context.Context, shut *<-chan struct{}, wait bool)
 		default:
 		}
 	}
-	r.snaps.step.Add(1) // input or not, the pass to come may answer a caller (statusSnaps.seen)
+	r.served.snaps.step.Add(1) // input or not, the pass to come may answer a caller (statusSnaps.seen)
 	switch in {
 	case inputShut:
 		*shut = nil
@@ -664,7 +668,7 @@ func (r *Reconciler) do(ctx context.Context, fn func(ctx context.Context)) error
 // build of a status).
 func (r *Reconciler) call(ctx context.Context, answer bool, fn func(ctx context.Context)) error {
 	if answer {
-		defer r.snaps.answered()
+		defer r.served.snaps.answered()
 	}
 	ran := make(chan struct{})
 	req := request{fn: func(ctx context.Context) { fn(ctx); close(ran) }}

@@ -108,18 +108,18 @@ func (s *statusSnaps) answered() {
 // snapshot is the snapshot a Status serves (see above), built by Run's
 // goroutine when none will do.
 func (r *Reconciler) snapshot(ctx context.Context) (*statusSnap, error) {
-	r.snaps.wanted.Store(time.Now().UnixNano())
-	s := r.snaps.cur.Load()
-	if s != nil && s.step >= r.snaps.seen.Load() {
-		if s.step == r.snaps.step.Load() {
+	r.served.snaps.wanted.Store(time.Now().UnixNano())
+	s := r.served.snaps.cur.Load()
+	if s != nil && s.step >= r.served.snaps.seen.Load() {
+		if s.step == r.served.snaps.step.Load() {
 			return s, nil // nothing happened since
 		}
-		if !r.snaps.idle.Load() && s.age() < StatusMaxAge {
+		if !r.served.snaps.idle.Load() && s.age() < StatusMaxAge {
 			return s, nil
 		}
 	}
 	got := make(chan *statusSnap, 1)
-	if err := r.call(ctx, false, func(context.Context) { r.snaps.waiters = append(r.snaps.waiters, got) }); err != nil {
+	if err := r.call(ctx, false, func(context.Context) { r.served.snaps.waiters = append(r.served.snaps.waiters, got) }); err != nil {
 		return nil, err
 	}
 	select { // built at the end of the step, after its pass (publishStatus)
@@ -135,7 +135,7 @@ func (r *Reconciler) snapshot(ctx context.Context) (*statusSnap, error) {
 // leftIdle notes, as Run leaves idle, that the last snapshot shows the
 // state of now when no step came since it was built.
 func (r *Reconciler) leftIdle() {
-	if s := r.snaps.cur.Load(); s != nil && s.step == r.snaps.step.Load() {
+	if s := r.served.snaps.cur.Load(); s != nil && s.step == r.served.snaps.step.Load() {
 		s.exact.Store(time.Now().UnixNano())
 	}
 }
@@ -145,18 +145,18 @@ func (r *Reconciler) leftIdle() {
 // every statusEvery, or ten times the last build's cost when that is
 // longer, so that building costs Run at most a tenth of its time.
 func (r *Reconciler) publishStatus() {
-	if w := r.snaps.waiters; len(w) > 0 {
+	if w := r.served.snaps.waiters; len(w) > 0 {
 		s := r.buildStatus()
 		for _, c := range w {
 			c <- s
 		}
-		r.snaps.waiters = nil
+		r.served.snaps.waiters = nil
 		return
 	}
-	if time.Since(time.Unix(0, r.snaps.wanted.Load())) > statusInterest {
+	if time.Since(time.Unix(0, r.served.snaps.wanted.Load())) > statusInterest {
 		return
 	}
-	if s := r.snaps.cur.Load(); s != nil && (s.step == r.snaps.step.Load() || time.Since(s.at) < max(statusEvery, 10*r.snaps.cost)) {
+	if s := r.served.snaps.cur.Load(); s != nil && (s.step == r.served.snaps.step.Load() || time.Since(s.at) < max(statusEvery, 10*r.served.snaps.cost)) {
 		return
 	}
 	r.buildStatus()
@@ -166,7 +166,7 @@ func (r *Reconciler) publishStatus() {
 // goroutine.
 func (r *Reconciler) buildStatus() *statusSnap {
 	began := time.Now()
-	s := &statusSnap{step: r.snaps.step.Load(), at: began, ended: r.found.ended}
+	s := &statusSnap{step: r.served.snaps.step.Load(), at: began, ended: r.found.ended}
 	s.st, s.rel, _ = r.status(nil)
 	for _, g := range r.found.leftovers {
 		if !r.holds(g.PGID) { // adopted since (adopt --orphans): no longer a leftover
@@ -186,8 +186,8 @@ func (r *Reconciler) buildStatus() *statusSnap {
 			lr.job = j.run.started
 		}
 	}
-	r.snaps.cost = time.Since(began)
-	r.snaps.cur.Store(s)
+	r.served.snaps.cost = time.Since(began)
+	r.served.snaps.cur.Store(s)
 	return s
 }
 

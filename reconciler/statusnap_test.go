@@ -32,11 +32,11 @@ func TestStatusWhileRunBusy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		idle := r.snaps.cur.Load()
+		idle := r.served.snaps.cur.Load()
 		if _, err := r.Status(t.Context(), "a"); err != nil {
 			t.Fatal(err)
 		}
-		if r.snaps.cur.Load() != idle {
+		if r.served.snaps.cur.Load() != idle {
 			t.Errorf("a second status of an idle Run built a new snapshot")
 		}
 
