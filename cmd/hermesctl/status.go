@@ -38,6 +38,9 @@ func newStatusCmd(g *globals) *cobra.Command {
 			"(file:line:col); groups released, survivors re-adopted, and groups adopted\n" +
 			"with `hermesctl adopt`.\n" +
 			"-o json prints the stable JSON contract instead.\n\n" +
+			"While hermesd is busy (starting or reloading many units), the answer may\n" +
+			"show the units as they were up to a second before, never older than what\n" +
+			"an earlier command's answer showed; RSS is refreshed in the background.\n\n" +
 			"On a terminal the text fits its width: long texts are cut with an ellipsis\n" +
 			"and the least useful columns left out (PGID first, then DESCRIPTION, RSS,\n" +
 			"PORTS, READY, OWNERSHIP, RESTARTS, UPTIME, PID); --full shows everything.\n" +
