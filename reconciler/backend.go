@@ -66,43 +66,18 @@ func unknownUnit(name string) error { return fmt.Errorf("unit %s: %w", name, con
 
 // status builds the status on Run's goroutine, without reading /proc; rel
 // holds the groups of the released rows, in their order.
-func (r *Reconciler) status(names []string) (st control.Status, rel []supervisor.Group, err error) {
+func (r *Reconciler) status() (st control.Status, rel []supervisor.Group) {
 	st = r.statusHeader()
-	want := map[string]bool{}
-	for _, n := range names {
-		want[n] = true
-	}
-	found := map[string]bool{}
 	fileErr := r.fileErrors()
 	for _, u := range r.order() {
-		n := u.spec.Name
-		if len(want) > 0 && !want[n] {
-			continue
-		}
-		found[n] = true
-		st.Units = append(st.Units, r.unitStatus(u, fileErr[n]))
+		st.Units = append(st.Units, r.unitStatus(u, fileErr[u.spec.Name]))
 	}
-	for _, cu := range r.unloadedRows() {
-		if len(want) > 0 && !want[cu.Name] {
-			continue
-		}
-		found[cu.Name] = true
-		st.Units = append(st.Units, cu)
-	}
+	st.Units = append(st.Units, r.unloadedRows()...)
 	for _, s := range r.released {
-		if len(want) > 0 && !want[s.Unit] {
-			continue
-		}
-		found[s.Unit] = true
 		st.Units = append(st.Units, releasedRow(s))
 		rel = append(rel, s.Group)
 	}
-	for _, n := range names {
-		if !found[n] {
-			return control.Status{}, nil, unknownUnit(n)
-		}
-	}
-	return st, rel, nil
+	return st, rel
 }
 
 // statusHeader is the status without its unit rows: the daemon and the

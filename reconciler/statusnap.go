@@ -167,7 +167,7 @@ func (r *Reconciler) publishStatus() {
 func (r *Reconciler) buildStatus() *statusSnap {
 	began := time.Now()
 	s := &statusSnap{step: r.served.snaps.step.Load(), at: began, ended: r.found.ended}
-	s.st, s.rel, _ = r.status(nil)
+	s.st, s.rel = r.status()
 	for _, g := range r.found.leftovers {
 		if !r.holds(g.PGID) { // adopted since (adopt --orphans): no longer a leftover
 			s.left = append(s.left, g)
