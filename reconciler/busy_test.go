@@ -107,17 +107,7 @@ func TestStatusRSSReads(t *testing.T) {
 		r.served.rss.read = func(pid int) int64 { return 1000 * reads.Add(1) }
 		runInTest(t, r)
 		synctest.Wait()
-		status := func() map[string]int64 {
-			st, err := r.Status(t.Context())
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := map[string]int64{}
-			for _, u := range st.Units {
-				out[u.Name] = u.RSS
-			}
-			return out
-		}
+		status := func() map[string]int64 { return rssByUnit(t, r) }
 		first := status()
 		for range 10 {
 			time.Sleep(RSSMaxAge / 20)
@@ -171,17 +161,7 @@ func TestStatusNotHeldByRSSReads(t *testing.T) {
 		}
 		runInTest(t, r)
 		synctest.Wait()
-		rssOf := func() map[string]int64 {
-			st, err := r.Status(t.Context())
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := map[string]int64{}
-			for _, u := range st.Units {
-				out[u.Name] = u.RSS
-			}
-			return out
-		}
+		rssOf := func() map[string]int64 { return rssByUnit(t, r) }
 		first := rssOf() // the first read of each pid: at once
 		gated.Store(true)
 		time.Sleep(RSSMaxAge)
@@ -196,4 +176,18 @@ func TestStatusNotHeldByRSSReads(t *testing.T) {
 			t.Errorf("%d reads, want 4 (two first reads, then one read of each stale pid for three statuses)", n)
 		}
 	})
+}
+
+// rssByUnit asks r for its status and returns each unit's RSS by name.
+func rssByUnit(t *testing.T, r *Reconciler) map[string]int64 {
+	t.Helper()
+	st, err := r.Status(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, u := range st.Units {
+		out[u.Name] = u.RSS
+	}
+	return out
 }
