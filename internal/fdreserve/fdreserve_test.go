@@ -45,36 +45,39 @@ func TestListenerKeepsReserve(t *testing.T) {
 	r.Set(uint64(lowestFree(t)+room+reserve), reserve)
 	kept := make(chan net.Conn, 64)
 	go serve(r.Listener(ln, "test", Limits{Keep: keep}, t.Logf), kept)
+	// One dial at a time, each waited for until it is kept or refused:
+	// were the dials made all at once, the clients' ends could take every
+	// number under the limit before the first accept, and none be kept.
 	var clients []net.Conn
 	defer func() {
 		for _, c := range clients {
 			c.Close()
 		}
 	}()
-	for range 40 {
+	var n int
+	for i := range 40 {
 		c, err := net.Dial("tcp", ln.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
 		clients = append(clients, c)
-	}
-	deadline := time.After(10 * time.Second)
-	var n int
-	for r.Refused()+int64(n) < 40 {
-		select {
-		case c := <-kept:
-			n++
-			fd, err := descriptor(c)
-			if err != nil {
-				t.Fatal(err)
+		deadline := time.After(10 * time.Second)
+		for r.Refused()+int64(n) < int64(i+1) {
+			select {
+			case c := <-kept:
+				n++
+				fd, err := descriptor(c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if int64(fd) >= r.Limit()-keep {
+					t.Errorf("kept a connection on descriptor %d, at or above the limit %d less %d", fd, r.Limit(), keep)
+				}
+				defer c.Close()
+			case <-deadline:
+				t.Fatalf("after 10 s: %d kept, %d refused of %d", n, r.Refused(), i+1)
+			case <-time.After(10 * time.Millisecond):
 			}
-			if int64(fd) >= r.Limit()-keep {
-				t.Errorf("kept a connection on descriptor %d, at or above the limit %d less %d", fd, r.Limit(), keep)
-			}
-			defer c.Close()
-		case <-deadline:
-			t.Fatalf("after 10 s: %d kept, %d refused of 40", n, r.Refused())
-		case <-time.After(10 * time.Millisecond):
 		}
 	}
 	if n == 0 || r.Refused() == 0 {
