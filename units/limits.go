@@ -52,13 +52,14 @@ var (
 // at most 24h".
 func (r durRange) String() string {
 	if r.positive {
-		return "more than 0s, at most " + shortDuration(r.max)
+		return "more than 0s, at most " + FormatDuration(r.max)
 	}
-	return "0s to " + shortDuration(r.max)
+	return "0s to " + FormatDuration(r.max)
 }
 
-// shortDuration writes d without trailing zero units: 24h, not 24h0m0s.
-func shortDuration(d time.Duration) string {
+// FormatDuration writes d as a unit file's duration, without trailing zero
+// units: "24h" (not 24h0m0s), "1m30s", "500ms".
+func FormatDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = s[:len(s)-2]

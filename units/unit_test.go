@@ -280,3 +280,28 @@ func TestSuggest(t *testing.T) {
 		}
 	}
 }
+
+// TestFormatDuration: a duration is written without trailing zero units,
+// and what it writes parses back to the same duration.
+func TestFormatDuration(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{24 * time.Hour, "24h"},
+		{90 * time.Second, "1m30s"},
+		{time.Hour + time.Minute, "1h1m"},
+		{2 * time.Minute, "2m"},
+		{500 * time.Millisecond, "500ms"},
+		{0, "0s"},
+		{time.Hour + time.Second, "1h0m1s"},
+	} {
+		got := FormatDuration(tc.d)
+		if got != tc.want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", tc.d, got, tc.want)
+		}
+		if back, err := time.ParseDuration(got); err != nil || back != tc.d {
+			t.Errorf("time.ParseDuration(%q) = %v, %v; want %v", got, back, err, tc.d)
+		}
+	}
+}

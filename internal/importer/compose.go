@@ -272,7 +272,7 @@ func (p *pcProc) maxRestarts(key, v string) {
 		p.n.add(key, "%q is not a count hermes takes (0 to %d)", v, units.MaxBurst-1)
 		return
 	}
-	p.f.StartLimit = &StartLimit{Burst: n + 1, Interval: goDuration(units.MaxDelay)}
+	p.f.StartLimit = &StartLimit{Burst: n + 1, Interval: units.FormatDuration(units.MaxDelay)}
 	p.n.add(key, "mapped to start_limit: %d starts within %s (hermes counts starts within a window, not restarts ever)", n+1, maxDelay)
 }
 

@@ -37,4 +37,4 @@ func (n *noter) forUnit(name string) *noter {
 }
 
 // maxDelay is units.MaxDelay as notes write it.
-var maxDelay = goDuration(units.MaxDelay)
+var maxDelay = units.FormatDuration(units.MaxDelay)

@@ -207,22 +207,22 @@ func (c *pm2Conv) timing(key, k string, v any) {
 	case "restart_delay":
 		if d, ok := c.millis(key, v); ok {
 			// PM2 waits the same time before each restart.
-			c.f.RestartSec = goDuration(d)
+			c.f.RestartSec = units.FormatDuration(d)
 			c.f.RestartMaxSec = c.f.RestartSec
 		}
 	case "exp_backoff_restart_delay":
 		if d, ok := c.millis(key, v); ok {
-			c.f.RestartSec = goDuration(d)
-			c.f.RestartMaxSec = goDuration(max(d, 15*time.Second))
+			c.f.RestartSec = units.FormatDuration(d)
+			c.f.RestartMaxSec = units.FormatDuration(max(d, 15*time.Second))
 			c.n.add(key, "hermes doubles the delay up to restart_max_sec (PM2 grows it by half, up to 15s)")
 		}
 	case "kill_timeout":
 		if d, ok := c.millis(key, v); ok {
-			c.f.Timeouts.Stop = goDuration(d)
+			c.f.Timeouts.Stop = units.FormatDuration(d)
 		}
 	case "listen_timeout":
 		if d, ok := c.millis(key, v); ok {
-			c.f.Timeouts.Start = goDuration(d)
+			c.f.Timeouts.Start = units.FormatDuration(d)
 			c.n.add(key, "mapped to timeouts.start, which bounds the wait for a ready: probe")
 		}
 	case "out_file", "error_file", "log_file", "output", "error", "log":

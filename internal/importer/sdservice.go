@@ -183,9 +183,9 @@ func (c *sdConv) span(key, v, what string, most time.Duration) (s string, off bo
 	case inf || d == 0:
 		return "", true
 	case d > most:
-		c.n.add(key, "%s is above hermes's longest %s (%v)", v, what, goDuration(most))
+		c.n.add(key, "%s is above hermes's longest %s (%v)", v, what, units.FormatDuration(most))
 	default:
-		return goDuration(d), false
+		return units.FormatDuration(d), false
 	}
 	return "", false
 }
@@ -197,9 +197,9 @@ func (c *sdConv) timeoutStop(key, v string) {
 		c.n.add(key, "%v", err)
 	case inf || d == 0 || d > units.MaxDelay:
 		c.n.add(key, "%s: hermes always KILLs after timeouts.stop, at most %v: set to %v", v, maxDelay, maxDelay)
-		c.timeouts().Stop = goDuration(units.MaxDelay)
+		c.timeouts().Stop = units.FormatDuration(units.MaxDelay)
 	default:
-		c.timeouts().Stop = goDuration(d)
+		c.timeouts().Stop = units.FormatDuration(d)
 	}
 }
 
@@ -292,7 +292,7 @@ func (c *sdConv) finishTimeouts() {
 		}
 	case c.typ == units.Oneshot:
 	case c.startTimeoutInfin:
-		c.timeouts().Start = goDuration(units.MaxDelay)
+		c.timeouts().Start = units.FormatDuration(units.MaxDelay)
 		c.n.add("Service.TimeoutStartSec", "infinity: hermes waits at most %v for readiness", maxDelay)
 	case c.startTimeout != "":
 		c.timeouts().Start = c.startTimeout
@@ -303,16 +303,16 @@ func (c *sdConv) finishBackoff() {
 	switch {
 	case c.restartFirst > 0 && c.restartLongest == 0:
 		// systemd waits RestartSec every time: a backoff that does not grow.
-		c.f.RestartSec = goDuration(c.restartFirst)
+		c.f.RestartSec = units.FormatDuration(c.restartFirst)
 		c.f.RestartMaxSec = c.f.RestartSec
 	case c.restartFirst > 0 && c.restartLongest >= c.restartFirst:
-		c.f.RestartSec = goDuration(c.restartFirst)
-		c.f.RestartMaxSec = goDuration(c.restartLongest)
+		c.f.RestartSec = units.FormatDuration(c.restartFirst)
+		c.f.RestartMaxSec = units.FormatDuration(c.restartLongest)
 	case c.restartLongest > 0 && c.restartFirst == 0:
-		c.f.RestartMaxSec = goDuration(c.restartLongest)
+		c.f.RestartMaxSec = units.FormatDuration(c.restartLongest)
 	case c.restartFirst > 0:
 		c.n.add("Service.RestartMaxDelaySec", "below RestartSec: left out")
-		c.f.RestartSec = goDuration(c.restartFirst)
+		c.f.RestartSec = units.FormatDuration(c.restartFirst)
 		c.f.RestartMaxSec = c.f.RestartSec
 	}
 }

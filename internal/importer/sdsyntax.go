@@ -315,15 +315,3 @@ func parseSpan(v string) (d time.Duration, infinite bool, err error) {
 	}
 	return d, false, nil
 }
-
-// goDuration writes d for a unit file: "90s", "1m30s", "500ms".
-func goDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
-}
