@@ -31,16 +31,6 @@ type pcDep struct {
 	name, condition string
 }
 
-func importCompose(srcs []Source) (*Result, error) {
-	res := &Result{}
-	for _, src := range srcs {
-		if err := composeFile(src, res); err != nil {
-			return nil, err
-		}
-	}
-	return res, nil
-}
-
 // composeFile converts one process-compose file into res.
 func composeFile(src Source, res *Result) error {
 	var doc yaml.Node

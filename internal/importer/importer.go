@@ -111,11 +111,23 @@ func Import(f Format, srcs []Source) (*Result, error) {
 	case Systemd:
 		return importSystemd(srcs)
 	case ProcessCompose:
-		return importCompose(srcs)
+		return importEach(srcs, composeFile)
 	case PM2:
-		return importPM2(srcs)
+		return importEach(srcs, pm2File)
 	}
 	return nil, fmt.Errorf("%w %q", ErrFormat, f)
+}
+
+// importEach converts srcs one by one with file, for the formats whose
+// files convert alone, into one Result; the first error stops it.
+func importEach(srcs []Source, file func(Source, *Result) error) (*Result, error) {
+	res := &Result{}
+	for _, src := range srcs {
+		if err := file(src, res); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }
 
 // unitName is the pattern of a unit's name (units.ValidName's rule).

@@ -52,16 +52,6 @@ var pm2Gaps = map[string]string{
 	"appendEnvToName":       "a unit's name is its file's",
 }
 
-func importPM2(srcs []Source) (*Result, error) {
-	res := &Result{}
-	for _, src := range srcs {
-		if err := pm2File(src, res); err != nil {
-			return nil, err
-		}
-	}
-	return res, nil
-}
-
 func pm2File(src Source, res *Result) error {
 	doc, err := parseModule(string(src.Data))
 	if err != nil {
