@@ -175,38 +175,30 @@ func (p *jsParser) value(depth int) (any, error) {
 }
 
 func (p *jsParser) object(depth int) (any, error) {
-	p.pos++ // {
 	o := &jsObject{vals: map[string]any{}}
-	for {
-		p.space()
-		if p.lit("}") {
-			return o, nil
-		}
+	err := p.items("}", func() error {
 		key, err := p.key()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		p.space()
 		if !p.lit(":") {
-			return nil, p.fail("want : after key " + strconv.Quote(key))
+			return p.fail("want : after key " + strconv.Quote(key))
 		}
 		v, err := p.value(depth + 1)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if _, dup := o.vals[key]; !dup {
 			o.keys = append(o.keys, key)
 		}
 		o.vals[key] = v
-		p.space()
-		if p.lit(",") {
-			continue
-		}
-		if p.lit("}") {
-			return o, nil
-		}
-		return nil, p.fail("want , or }")
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return o, nil
 }
 
 func (p *jsParser) key() (string, error) {
@@ -235,26 +227,38 @@ func (p *jsParser) key() (string, error) {
 }
 
 func (p *jsParser) array(depth int) (any, error) {
-	p.pos++ // [
 	out := []any{}
+	err := p.items("]", func() error {
+		v, err := p.value(depth + 1)
+		out = append(out, v)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// items reads a list from its opening bracket to end, the closing one:
+// item reads each element (of an object, its key and value). The list may
+// be empty and may end with a comma, as in JavaScript.
+func (p *jsParser) items(end string, item func() error) error {
+	p.pos++ // the opening bracket
 	for {
 		p.space()
-		if p.lit("]") {
-			return out, nil
+		if p.lit(end) {
+			return nil
 		}
-		v, err := p.value(depth + 1)
-		if err != nil {
-			return nil, err
+		if err := item(); err != nil {
+			return err
 		}
-		out = append(out, v)
 		p.space()
-		if p.lit(",") {
-			continue
+		if p.lit(end) {
+			return nil
 		}
-		if p.lit("]") {
-			return out, nil
+		if !p.lit(",") {
+			return p.fail("want , or " + end)
 		}
-		return nil, p.fail("want , or ]")
 	}
 }
 

@@ -170,6 +170,7 @@ func TestParseModule(t *testing.T) {
 		{"module.exports", "// c\nmodule.exports = {\n  apps: [{ name: 'a', n: 1.5, t: true, z: null, }, ],\n};\n"},
 		{"export default", "export default { apps: [ { name: `a` } ] }"},
 		{"comments everywhere", "/* a */ module /* b */ . exports = /* c */ { apps /* d */ : [] } // e"},
+		{"empty lists", "module.exports = { apps: [ ], o: { }, a: [[], {}, ], }"},
 	}
 	for _, tc := range ok {
 		v, err := parseModule(tc.src)
@@ -189,6 +190,9 @@ func TestParseModule(t *testing.T) {
 		{"call", "module.exports = { a: f() }", "f is code"},
 		{"two statements", "module.exports = {}; console.log(1)", "more after"},
 		{"deep", "module.exports = " + strings.Repeat("[", 100), "nested too deep"},
+		{"array without a comma", "module.exports = { apps: [1 2] }", "want , or ]"},
+		{"object without a comma", "module.exports = { apps: [], a: 1 b: 2 }", "want , or }"},
+		{"unclosed object", "module.exports = { apps: [] ", "want , or }"},
 	}
 	for _, tc := range bad {
 		_, err := parseModule(tc.src)
