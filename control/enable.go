@@ -37,16 +37,12 @@ type EnableRequest struct {
 // routeEnabler adds the disable and enable routes to mux when the backend
 // has them.
 func (s *Server) routeEnabler(mux *router) {
-	en, ok := s.b.(Enabler)
-	if !ok {
-		return
+	if en, ok := s.b.(Enabler); ok {
+		routeBare(mux, "disable", en.Disable)
+		routeUnit(mux, "enable", func(ctx context.Context, unit string, req EnableRequest) error {
+			return en.Enable(ctx, unit, req.Start)
+		})
 	}
-	routeUnit(mux, "disable", func(ctx context.Context, unit string, _ struct{}) error {
-		return en.Disable(ctx, unit)
-	})
-	routeUnit(mux, "enable", func(ctx context.Context, unit string, req EnableRequest) error {
-		return en.Enable(ctx, unit, req.Start)
-	})
 }
 
 var _ Enabler = (*Client)(nil)

@@ -38,16 +38,12 @@ type MaskRequest struct {
 // routeMasker adds the mask and unmask routes to mux when the backend has
 // them.
 func (s *Server) routeMasker(mux *router) {
-	m, ok := s.b.(Masker)
-	if !ok {
-		return
+	if m, ok := s.b.(Masker); ok {
+		routeUnit(mux, "mask", func(ctx context.Context, unit string, req MaskRequest) error {
+			return m.Mask(ctx, unit, req.Now)
+		})
+		routeBare(mux, "unmask", m.Unmask)
 	}
-	routeUnit(mux, "mask", func(ctx context.Context, unit string, req MaskRequest) error {
-		return m.Mask(ctx, unit, req.Now)
-	})
-	routeUnit(mux, "unmask", func(ctx context.Context, unit string, _ struct{}) error {
-		return m.Unmask(ctx, unit)
-	})
 }
 
 var _ Masker = (*Client)(nil)

@@ -22,13 +22,9 @@ type FailureResetter interface {
 
 // routeResetter adds the reset-failed route to mux when the backend has it.
 func (s *Server) routeResetter(mux *router) {
-	rf, ok := s.b.(FailureResetter)
-	if !ok {
-		return
+	if rf, ok := s.b.(FailureResetter); ok {
+		routeBare(mux, "reset-failed", rf.ResetFailed)
 	}
-	routeUnit(mux, "reset-failed", func(ctx context.Context, unit string, _ struct{}) error {
-		return rf.ResetFailed(ctx, unit)
-	})
 }
 
 var _ FailureResetter = (*Client)(nil)

@@ -344,6 +344,12 @@ func routeUnit[Req any](mux *router, action string, do func(ctx context.Context,
 	})
 }
 
+// routeBare adds the route POST /v1/units/{unit}/action, which takes no
+// body, to mux: do acts on the unit.
+func routeBare(mux *router, action string, do func(ctx context.Context, unit string) error) {
+	routeUnit(mux, action, func(ctx context.Context, unit string, _ struct{}) error { return do(ctx, unit) })
+}
+
 func writeBody(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)

@@ -74,9 +74,7 @@ func (s *Server) routeSignaller(mux *router) {
 		}
 		return sg.Kill(ctx, unit, syscall.Signal(sig), whom)
 	})
-	routeUnit(mux, "reload", func(ctx context.Context, unit string, _ struct{}) error {
-		return sg.ReloadUnit(ctx, unit)
-	})
+	routeBare(mux, "reload", sg.ReloadUnit)
 }
 
 var _ Signaller = (*Client)(nil)
