@@ -28,6 +28,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/hermes-units/hermes/internal/paths"
 )
 
 // ErrValue reports a value that the property list cannot carry as it is.
@@ -89,14 +91,7 @@ func Plist(g Gateway) ([]byte, error) {
 	if err := validate(g); err != nil {
 		return nil, err
 	}
-	argv := []string{g.Hermesd}
-	if g.Config != "" {
-		argv = append(argv, "--config", g.Config)
-	}
-	argv = append(argv, "--units", g.Units, "--state", g.State)
-	if g.Socket != "" {
-		argv = append(argv, "--socket", g.Socket)
-	}
+	argv := append([]string{g.Hermesd}, paths.Paths{Config: g.Config, Units: g.Units, State: g.State, Socket: g.Socket}.Args()...)
 	e := &encoder{}
 	e.header(g.Label)
 	e.key("Label")

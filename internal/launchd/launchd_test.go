@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/paths"
 	"howett.net/plist"
 )
 
@@ -141,14 +142,9 @@ func checkAgent(t *testing.T, a agent, g Gateway) {
 	if a.Label != g.Label {
 		t.Errorf("Label = %q, want %q", a.Label, g.Label)
 	}
-	argv := []string{g.Hermesd}
-	if g.Config != "" {
-		argv = append(argv, "--config", g.Config)
-	}
-	argv = append(argv, "--units", g.Units, "--state", g.State)
-	if g.Socket != "" {
-		argv = append(argv, "--socket", g.Socket)
-	}
+	// The flags are paths.Paths.Args's (TestArgs); here, that they cross
+	// the plist unchanged.
+	argv := append([]string{g.Hermesd}, paths.Paths{Config: g.Config, Units: g.Units, State: g.State, Socket: g.Socket}.Args()...)
 	if !slices.Equal(a.ProgramArguments, argv) {
 		t.Errorf("ProgramArguments =\n  %q\nwant\n  %q", a.ProgramArguments, argv)
 	}

@@ -24,6 +24,21 @@ const (
 	KeyRole   = "role"
 )
 
+// Args returns the flags that give hermesd these paths: --config and
+// --socket only when set (else hermesd takes its defaults), --units and
+// --state always.
+func (p Paths) Args() []string {
+	var args []string
+	if p.Config != "" {
+		args = append(args, "--"+KeyConfig, p.Config)
+	}
+	args = append(args, "--"+KeyUnits, p.Units, "--"+KeyState, p.State)
+	if p.Socket != "" {
+		args = append(args, "--"+KeySocket, p.Socket)
+	}
+	return args
+}
+
 // EnvPrefix is the prefix of the environment variables Resolve reads.
 const EnvPrefix = "HERMES_"
 

@@ -3,6 +3,7 @@ package paths
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -120,5 +121,47 @@ func TestResolveRelative(t *testing.T) {
 		State: filepath.Join(wd, "state"), Socket: filepath.Join(wd, "run", "h.sock")}
 	if got.Paths != want {
 		t.Errorf("Resolve = %+v,\nwant %+v", got.Paths, want)
+	}
+}
+
+// TestArgs: Args writes --config and --socket only when set, and the
+// flags it writes, parsed as hermesd parses its own, resolve to the same
+// paths.
+func TestArgs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    Paths
+		want []string
+	}{
+		{"all", Paths{Config: "/c/hermes.yaml", Units: "/c/units", State: "/s", Socket: "/r/h.sock"},
+			[]string{"--config", "/c/hermes.yaml", "--units", "/c/units", "--state", "/s", "--socket", "/r/h.sock"}},
+		{"no config, no socket", Paths{Units: "/c/units", State: "/s"}, []string{"--units", "/c/units", "--state", "/s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.p.Args()
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("Args = %q, want %q", got, tc.want)
+			}
+			freshHome(t)
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			AddFlags(fs)
+			if err := fs.Parse(got); err != nil {
+				t.Fatal(err)
+			}
+			r, err := Resolve(fs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tc.p
+			if want.Config == "" {
+				want.Config = Defaults().Config
+			}
+			if want.Socket == "" {
+				want.Socket = r.Socket // the default, which SocketCandidates picks
+			}
+			if r.Paths != want {
+				t.Errorf("Resolve(Args) = %+v, want %+v", r.Paths, want)
+			}
+		})
 	}
 }

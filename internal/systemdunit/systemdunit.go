@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/coreos/go-systemd/v22/unit"
+	"github.com/hermes-units/hermes/internal/paths"
 	"github.com/hermes-units/hermes/units"
 )
 
@@ -432,14 +433,7 @@ func GatewayFile(g Gateway) (File, error) {
 	if !filepath.IsAbs(g.Hermesd) {
 		return File{}, fmt.Errorf("%w: hermesd path %q is not absolute", ErrValue, g.Hermesd)
 	}
-	argv := []string{g.Hermesd}
-	if g.Config != "" {
-		argv = append(argv, "--config", g.Config)
-	}
-	argv = append(argv, "--units", g.Units, "--state", g.State)
-	if g.Socket != "" {
-		argv = append(argv, "--socket", g.Socket)
-	}
+	argv := append([]string{g.Hermesd}, paths.Paths{Config: g.Config, Units: g.Units, State: g.State, Socket: g.Socket}.Args()...)
 	words := make([]string, len(argv))
 	for i, w := range argv {
 		words[i] = execWord(w)
