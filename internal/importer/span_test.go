@@ -10,6 +10,10 @@ import (
 // or what hermes has instead), one above it is noted and left out, and so
 // is one that does not parse.
 func TestSystemdSpans(t *testing.T) {
+	runtimeMax := func(f File) string { return orZero(f.Timeouts).RuntimeMax }
+	watchdog := func(f File) string { return orZero(f.Timeouts).Watchdog }
+	timeoutStart := func(f File) string { return orZero(f.Timeouts).Start }
+	startInterval := func(f File) string { return orZero(f.StartLimit).Interval }
 	tests := []struct {
 		key, value string
 		want       func(f File) string
@@ -61,30 +65,11 @@ func TestSystemdSpans(t *testing.T) {
 	}
 }
 
-func runtimeMax(f File) string {
-	if f.Timeouts == nil {
-		return ""
+// orZero is *p, or the zero value when p is nil (a block left out).
+func orZero[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
 	}
-	return f.Timeouts.RuntimeMax
-}
-
-func watchdog(f File) string {
-	if f.Timeouts == nil {
-		return ""
-	}
-	return f.Timeouts.Watchdog
-}
-
-func timeoutStart(f File) string {
-	if f.Timeouts == nil {
-		return ""
-	}
-	return f.Timeouts.Start
-}
-
-func startInterval(f File) string {
-	if f.StartLimit == nil {
-		return ""
-	}
-	return f.StartLimit.Interval
+	return *p
 }
