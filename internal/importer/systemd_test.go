@@ -13,6 +13,7 @@ import (
 
 	"github.com/coreos/go-systemd/v22/unit"
 	"github.com/hermes-units/hermes/internal/systemdunit"
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/units"
 )
 
@@ -246,33 +247,20 @@ func sameCalendar(t *testing.T, orig, exp string) {
 // allowed (verify checks that ExecStart= is executable).
 func verify(t *testing.T, dir string, files []systemdunit.File) {
 	t.Helper()
-	sa, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		t.Skip("systemd-analyze is not installed (Debian package systemd): verify needs it")
-	}
-	rt := filepath.Join(t.TempDir(), "run")
-	if err := os.Mkdir(rt, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"verify", "--user", "--man=no"}
+	var paths []string
 	for _, f := range files {
-		args = append(args, filepath.Join(dir, f.Name))
+		paths = append(paths, filepath.Join(dir, f.Name))
 	}
-	cmd := exec.CommandContext(t.Context(), sa, args...)
-	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+rt, "SYSTEMD_LOG_COLOR=0")
-	b, err := cmd.CombinedOutput()
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		switch {
-		case line == "", strings.Contains(line, "RestartSteps"), strings.Contains(line, "RestartMaxDelaySec"):
-			// systemd older than 254 does not know the backoff settings.
-		case missingProgram(line):
+	found, err := testkit.SystemdVerify(t, paths...)
+	for _, line := range found {
+		if missingProgram(line) {
 			t.Logf("systemd-analyze verify: %s (not installed here)", line)
-		default:
+		} else {
 			t.Errorf("systemd-analyze verify: %s", line)
 		}
 	}
-	if err != nil && !t.Failed() && !strings.Contains(string(b), "is not executable") {
-		t.Errorf("systemd-analyze verify: %v\n%s", err, b)
+	if out := strings.Join(found, "\n"); err != nil && !t.Failed() && !strings.Contains(out, "is not executable") {
+		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/coreos/go-systemd/v22/unit"
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/units"
 )
 
@@ -568,10 +569,6 @@ func TestCalendarMatchesCron(t *testing.T) {
 // TestVerify runs `systemd-analyze verify --user` over exported units and
 // hermesd.service, where systemd-analyze is installed.
 func TestVerify(t *testing.T) {
-	sa, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		t.Skip("systemd-analyze is not installed: verify needs it")
-	}
 	dir := t.TempDir()
 	src := filepath.Join(dir, "units")
 	var files []File
@@ -596,26 +593,15 @@ func TestVerify(t *testing.T) {
 	if err := Write(out, files, false); err != nil {
 		t.Fatal(err)
 	}
-	rt := filepath.Join(dir, "run")
-	if err := os.Mkdir(rt, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"verify", "--user", "--man=no"}
+	var paths []string
 	for _, f := range files {
-		args = append(args, filepath.Join(out, f.Name))
+		paths = append(paths, filepath.Join(out, f.Name))
 	}
-	cmd := exec.CommandContext(t.Context(), sa, args...)
-	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+rt, "SYSTEMD_LOG_COLOR=0")
-	b, err := cmd.CombinedOutput()
+	found, err := testkit.SystemdVerify(t, paths...)
 	if err != nil {
-		t.Fatalf("systemd-analyze verify: %v\n%s", err, b)
+		t.Fatalf("systemd-analyze verify: %v\n%s", err, strings.Join(found, "\n"))
 	}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		// systemd older than 254 does not know the backoff settings, and
-		// says so; anything else is a finding.
-		if line == "" || strings.Contains(line, "RestartSteps") || strings.Contains(line, "RestartMaxDelaySec") {
-			continue
-		}
+	for _, line := range found {
 		t.Errorf("systemd-analyze verify: %s", line)
 	}
 }
