@@ -18,7 +18,7 @@ type actor struct {
 }
 
 func (a *actor) Act(_ context.Context, unit string, act Action) (ActionResult, error) {
-	a.record("act %s %s", act, unit)
+	a.calls.Logf("act %s %s", act, unit)
 	return a.answer, a.err
 }
 
@@ -53,9 +53,9 @@ func TestActAnswers(t *testing.T) {
 			var calls []string
 			switch b := tc.backend.(type) {
 			case *actor:
-				calls = b.Calls()
+				calls = b.calls.All()
 			case *fakeBackend:
-				calls = b.Calls()
+				calls = b.calls.All()
 			}
 			if len(calls) != 1 || calls[0] != tc.call {
 				t.Errorf("backend calls %q, want [%q]", calls, tc.call)

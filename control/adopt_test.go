@@ -40,7 +40,7 @@ func TestAdoptRoutes(t *testing.T) {
 		"orphans adopt=true",
 		"release web",
 	}
-	if got := b.Calls(); !reflect.DeepEqual(got, want) {
+	if got := b.calls.All(); !reflect.DeepEqual(got, want) {
 		t.Errorf("backend calls:\ngot  %q\nwant %q", got, want)
 	}
 }

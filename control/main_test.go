@@ -7,11 +7,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
-	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 // The test binary is its own helper: with envHelper set it acts as a
@@ -56,35 +56,21 @@ type fakeBackend struct {
 	logs   map[string]string
 	err    error                                        // returned by every method when set
 	stop   func(ctx context.Context, unit string) error // replaces Stop when set
-
-	mu    sync.Mutex
-	calls []string // guarded by mu
-}
-
-func (b *fakeBackend) record(format string, args ...any) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.calls = append(b.calls, fmt.Sprintf(format, args...))
-}
-
-func (b *fakeBackend) Calls() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return slices.Clone(b.calls)
+	calls  testkit.Lines                                // a line a call
 }
 
 func (b *fakeBackend) Status(_ context.Context, units ...string) (Status, error) {
-	b.record("status %v", units)
+	b.calls.Logf("status %v", units)
 	return b.status, b.err
 }
 
 func (b *fakeBackend) Start(_ context.Context, unit string) error {
-	b.record("start %s", unit)
+	b.calls.Logf("start %s", unit)
 	return b.err
 }
 
 func (b *fakeBackend) Stop(ctx context.Context, unit string) error {
-	b.record("stop %s", unit)
+	b.calls.Logf("stop %s", unit)
 	if b.stop != nil {
 		return b.stop(ctx, unit)
 	}
@@ -92,17 +78,17 @@ func (b *fakeBackend) Stop(ctx context.Context, unit string) error {
 }
 
 func (b *fakeBackend) Restart(_ context.Context, unit string) error {
-	b.record("restart %s", unit)
+	b.calls.Logf("restart %s", unit)
 	return b.err
 }
 
 func (b *fakeBackend) Reload(_ context.Context, dryRun bool) (Plan, error) {
-	b.record("reload dry_run=%v", dryRun)
+	b.calls.Logf("reload dry_run=%v", dryRun)
 	return b.plan, b.err
 }
 
 func (b *fakeBackend) LogPath(_ context.Context, unit string) (string, error) {
-	b.record("log %s", unit)
+	b.calls.Logf("log %s", unit)
 	if b.err != nil {
 		return "", b.err
 	}
@@ -167,7 +153,7 @@ func (s *served) stopServing() error {
 }
 
 func (b *fakeBackend) Adopt(_ context.Context, req AdoptRequest) (Adopted, error) {
-	b.record("adopt pid=%d pgid=%d as=%s caller_pgid=%d", req.PID, req.PGID, req.As, req.CallerPGID)
+	b.calls.Logf("adopt pid=%d pgid=%d as=%s caller_pgid=%d", req.PID, req.PGID, req.As, req.CallerPGID)
 	if b.err != nil {
 		return Adopted{}, b.err
 	}
@@ -175,11 +161,11 @@ func (b *fakeBackend) Adopt(_ context.Context, req AdoptRequest) (Adopted, error
 }
 
 func (b *fakeBackend) Orphans(_ context.Context, req OrphansRequest) (OrphanReport, error) {
-	b.record("orphans adopt=%v", req.Adopt)
+	b.calls.Logf("orphans adopt=%v", req.Adopt)
 	return OrphanReport{}, b.err
 }
 
 func (b *fakeBackend) Release(_ context.Context, unit string) (Released, error) {
-	b.record("release %s", unit)
+	b.calls.Logf("release %s", unit)
 	return Released{Unit: unit}, b.err
 }

@@ -3,16 +3,15 @@ package control
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 func TestAdmitted(t *testing.T) {
@@ -74,8 +73,8 @@ func TestPeerUID(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			var logs lockedBuffer
-			srv := NewServer(&fakeBackend{}, Options{Logf: logs.Printf})
+			var logs testkit.Lines
+			srv := NewServer(&fakeBackend{}, Options{Logf: logs.Logf})
 			srv.uid = tc.daemonUID
 			s := serveListener(t, srv, ln, path)
 
@@ -106,9 +105,9 @@ func TestPeerUID(t *testing.T) {
 			if err := s.stopServing(); err != nil {
 				t.Errorf("Serve: %v", err)
 			}
-			logged := strings.Contains(logs.String(), "uid "+strconv.Itoa(tc.clientUID))
+			logged := len(logs.Matching("uid "+strconv.Itoa(tc.clientUID))) > 0
 			if logged == tc.want {
-				t.Errorf("refusal logged = %v, want %v; log: %q", logged, !tc.want, logs.String())
+				t.Errorf("refusal logged = %v, want %v; log: %q", logged, !tc.want, logs.All())
 			}
 		})
 	}
@@ -148,22 +147,4 @@ func helperBinary(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return bin
-}
-
-// lockedBuffer collects Logf output from the server's goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Printf(format string, args ...any) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.WriteString(strings.TrimSuffix(fmt.Sprintf(format, args...), "\n") + "\n")
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -22,7 +22,7 @@ func newRunsBackend() runsBackend {
 }
 
 func (b runsBackend) RegisterRun(_ context.Context, req RunRequest) (RunRegistration, func(), error) {
-	b.record("register budget=%s wrapup=%q", req.Budget, req.WrapUp)
+	b.calls.Logf("register budget=%s wrapup=%q", req.Budget, req.WrapUp)
 	if b.err != nil {
 		return RunRegistration{}, nil, b.err
 	}
@@ -32,7 +32,7 @@ func (b runsBackend) RegisterRun(_ context.Context, req RunRequest) (RunRegistra
 
 // EndRun ends run-1 as its release does, recorded.
 func (b runsBackend) EndRun(_ context.Context, id string) (bool, error) {
-	b.record("end %s", id)
+	b.calls.Logf("end %s", id)
 	if id != "run-1" {
 		return false, nil
 	}
@@ -65,7 +65,7 @@ func TestRunRoute(t *testing.T) {
 	if reg != want {
 		t.Errorf("got registration %+v, want %+v", reg, want)
 	}
-	if got := b.Calls(); !slices.Equal(got, []string{`register budget=2s wrapup="wrap up"`}) {
+	if got := b.calls.All(); !slices.Equal(got, []string{`register budget=2s wrapup="wrap up"`}) {
 		t.Errorf("calls %q, want one registration with the budget and notice", got)
 	}
 	// Another request meanwhile: the held one takes no other's connection.
@@ -144,7 +144,7 @@ func TestEndRunRoute(t *testing.T) {
 	if _, err := s.client.EndRun(t.Context(), ""); !errors.Is(err, ErrBadRequest) {
 		t.Errorf("EndRun(\"\") = %v, want ErrBadRequest", err)
 	}
-	if got := b.Calls(); !slices.Equal(got, []string{"end run-1", "end run-2"}) {
+	if got := b.calls.All(); !slices.Equal(got, []string{"end run-1", "end run-2"}) {
 		t.Errorf("calls %q", got)
 	}
 }

@@ -172,7 +172,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("LogPath: got %q, %v; want /state/logs/web.log, nil", p, err)
 	}
 	want := []string{"status [web a b/c]", "start web", "stop web", "restart web", "reload dry_run=true", "reload dry_run=false", "log web"}
-	if got := b.Calls(); !reflect.DeepEqual(got, want) {
+	if got := b.calls.All(); !reflect.DeepEqual(got, want) {
 		t.Errorf("backend calls:\ngot  %q\nwant %q", got, want)
 	}
 }

@@ -12,12 +12,12 @@ import (
 type enablerBackend struct{ *fakeBackend }
 
 func (b enablerBackend) Disable(_ context.Context, unit string) error {
-	b.record("disable %s", unit)
+	b.calls.Logf("disable %s", unit)
 	return b.err
 }
 
 func (b enablerBackend) Enable(_ context.Context, unit string, start bool) error {
-	b.record("enable %s start=%v", unit, start)
+	b.calls.Logf("enable %s start=%v", unit, start)
 	return b.err
 }
 
@@ -25,12 +25,12 @@ func (b enablerBackend) Enable(_ context.Context, unit string, start bool) error
 type maskerBackend struct{ *fakeBackend }
 
 func (b maskerBackend) Mask(_ context.Context, unit string, now bool) error {
-	b.record("mask %s now=%v", unit, now)
+	b.calls.Logf("mask %s now=%v", unit, now)
 	return b.err
 }
 
 func (b maskerBackend) Unmask(_ context.Context, unit string) error {
-	b.record("unmask %s", unit)
+	b.calls.Logf("unmask %s", unit)
 	return b.err
 }
 
@@ -38,7 +38,7 @@ func (b maskerBackend) Unmask(_ context.Context, unit string) error {
 type resetterBackend struct{ *fakeBackend }
 
 func (b resetterBackend) ResetFailed(_ context.Context, unit string) error {
-	b.record("reset-failed %s", unit)
+	b.calls.Logf("reset-failed %s", unit)
 	return b.err
 }
 
@@ -46,12 +46,12 @@ func (b resetterBackend) ResetFailed(_ context.Context, unit string) error {
 type signallerBackend struct{ *fakeBackend }
 
 func (b signallerBackend) Kill(_ context.Context, unit string, sig syscall.Signal, whom Whom) error {
-	b.record("kill %s %d %s", unit, sig, whom)
+	b.calls.Logf("kill %s %d %s", unit, sig, whom)
 	return b.err
 }
 
 func (b signallerBackend) ReloadUnit(_ context.Context, unit string) error {
-	b.record("reload %s", unit)
+	b.calls.Logf("reload %s", unit)
 	return b.err
 }
 
@@ -103,7 +103,7 @@ func TestUnitRoutes(t *testing.T) {
 					t.Fatalf("%s: %v", c.name, err)
 				}
 			}
-			if got := b.Calls(); !slices.Equal(got, tc.want) {
+			if got := b.calls.All(); !slices.Equal(got, tc.want) {
 				t.Errorf("calls %q, want %q", got, tc.want)
 			}
 			for _, c := range tc.calls {

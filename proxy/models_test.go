@@ -6,10 +6,11 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 // modelIDs lists the proxy's models through the openai-go client.
@@ -42,31 +43,6 @@ func listOf(ids ...string) http.HandlerFunc {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, b.String())
 	}
-}
-
-// logLines collects a proxy's log.
-type logLines struct {
-	mu    sync.Mutex
-	lines []string // guarded by mu
-}
-
-func (l *logLines) logf(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, fmt.Sprintf(format, args...))
-}
-
-// matching returns the lines that hold s.
-func (l *logLines) matching(s string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, line := range l.lines {
-		if strings.Contains(line, s) {
-			out = append(out, line)
-		}
-	}
-	return out
 }
 
 // TestModelsListed: GET /v1/models adds what the provider's own GET
@@ -188,14 +164,14 @@ func TestModelsProviderFails(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var log logLines
-			h := newHarness(t, setup{list: tt.list, env: tt.env, logf: log.logf, modelsTimeout: cmp.Or(tt.timeout, 300*time.Millisecond)})
+			var log testkit.Lines
+			h := newHarness(t, setup{list: tt.list, env: tt.env, logf: log.Logf, modelsTimeout: cmp.Or(tt.timeout, 300*time.Millisecond)})
 			for i := range 2 {
 				if got, want := strings.Join(modelIDs(t, h), ","), "gpt-4o,gpt-4o-mini,o3"; got != want {
 					t.Errorf("list %d: got %s, want the configured models %s", i+1, got, want)
 				}
 			}
-			lines := log.matching("provider openai")
+			lines := log.Matching("provider openai")
 			if len(lines) != 1 || !strings.Contains(lines[0], tt.log) || !strings.Contains(lines[0], "lists only its configured models") {
 				t.Errorf("got log lines %q, want one saying %q", lines, tt.log)
 			}
@@ -211,8 +187,8 @@ func TestModelsIDCap(t *testing.T) {
 	for i := range maxModelIDs + 3 {
 		ids = append(ids, fmt.Sprintf("model-%05d", i))
 	}
-	var log logLines
-	h := newHarness(t, setup{list: listOf(ids...), logf: log.logf})
+	var log testkit.Lines
+	h := newHarness(t, setup{list: listOf(ids...), logf: log.Logf})
 	got := modelIDs(t, h)
 	if want := 3 + maxModelIDs; len(got) != want {
 		t.Errorf("got %d models, want %d (3 configured, %d listed)", len(got), want, maxModelIDs)
@@ -222,7 +198,7 @@ func TestModelsIDCap(t *testing.T) {
 			t.Errorf("got model %.40s…, want it dropped", id)
 		}
 	}
-	if lines := log.matching("models more than"); len(lines) != 1 || !strings.Contains(lines[0], "listed 4 models more than the 4096 kept") {
+	if lines := log.Matching("models more than"); len(lines) != 1 || !strings.Contains(lines[0], "listed 4 models more than the 4096 kept") {
 		t.Errorf("got log lines %q, want one saying how many were dropped", lines)
 	}
 }

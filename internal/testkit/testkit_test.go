@@ -51,17 +51,12 @@ func TestMain(m *testing.M) {
 // test what the helpers report.
 type recorder struct {
 	testing.TB
-	mu     sync.Mutex
-	errors []string
+	errors Lines
 }
 
 func (r *recorder) Helper() {}
 
-func (r *recorder) Errorf(format string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.errors = append(r.errors, fmt.Sprintf(format, args...))
-}
+func (r *recorder) Errorf(format string, args ...any) { r.errors.Logf(format, args...) }
 
 func (r *recorder) Error(args ...any) { r.Errorf("%s", fmt.Sprint(args...)) }
 
@@ -82,7 +77,7 @@ func fails(t *testing.T, f func(tb testing.TB)) []string {
 	done := make(chan struct{})
 	go func() { defer close(done); f(r) }()
 	<-done
-	return r.errors
+	return r.errors.All()
 }
 
 // The waits run in a synctest bubble: its clock moves only when every
