@@ -162,19 +162,10 @@ func (h *helper) stop() {
 	}
 }
 
-func self(t *testing.T) proc.Identity {
-	t.Helper()
-	id, err := proc.Self()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
-}
-
 // selfEntry is an entry led by the test process: alive for the whole test.
 func selfEntry(t *testing.T, unit string) Entry {
 	t.Helper()
-	id := self(t)
+	id := testkit.Identity(t, os.Getpid())
 	return Entry{
 		Unit: unit, Leader: id, PGID: syscall.Getpgrp(), Argv: []string{"sleep", "1"},
 		Owner: id, Role: "gateway", Ownership: "owned", Spawned: time.Now().UTC().Truncate(time.Second),
@@ -401,7 +392,7 @@ func TestContextEndsWait(t *testing.T) {
 // its own state directory: the leaders tagged with another directory, or
 // with none, are other ledgers' (a gateway would re-adopt or stop them).
 func TestCorrupt(t *testing.T) {
-	owner := self(t)
+	owner := testkit.Identity(t, os.Getpid())
 	spawn := NewSpawnKey()
 	unit := "corrupt-" + spawn // unique among the processes of the machine
 	tags := []string{EnvUnit + "=" + unit, EnvOwner + "=" + owner.String(), EnvSpawn + "=" + spawn, EnvOwnership + "=adoptable"}
@@ -525,7 +516,7 @@ func TestPrune(t *testing.T) {
 	member := startHelper(t, "sleeper", nil, &syscall.SysProcAttr{Setpgid: true, Pgid: orphanID.PID}, "ready")
 
 	entry := func(unit string, id proc.Identity) Entry {
-		return Entry{Unit: unit, Leader: id, PGID: id.PID, Owner: self(t), Ownership: "owned"}
+		return Entry{Unit: unit, Leader: id, PGID: id.PID, Owner: testkit.Identity(t, os.Getpid()), Ownership: "owned"}
 	}
 	if err := l.Add(ctx, entry("live", liveID), entry("dead", deadID), entry("orphaned", orphanID)); err != nil {
 		t.Fatal(err)
@@ -642,7 +633,7 @@ func TestParseOwner(t *testing.T) {
 			}
 		})
 	}
-	id := self(t)
+	id := testkit.Identity(t, os.Getpid())
 	back, err := ParseOwner(id.String())
 	if err != nil || back != id {
 		t.Errorf("round trip of %v: got %v, %v", id, back, err)
@@ -672,7 +663,7 @@ func TestPruneSpread(t *testing.T) {
 	l := openTemp(t)
 	ctx := t.Context()
 	dead, deadID := group(t)
-	batch := []Entry{{Unit: "dead", Leader: deadID, PGID: deadID.PID, Owner: self(t), Ownership: "owned"}}
+	batch := []Entry{{Unit: "dead", Leader: deadID, PGID: deadID.PID, Owner: testkit.Identity(t, os.Getpid()), Ownership: "owned"}}
 	for i := range 300 {
 		batch = append(batch, selfEntry(t, fmt.Sprint("live", i)))
 	}
