@@ -14,10 +14,7 @@ import (
 // schema files give (go generate ./schema writes it) and that it lists
 // every key of both schemas.
 func TestReferenceIsGenerated(t *testing.T) {
-	files, err := Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
+	files, keys := generated(t)
 	want, err := Reference(files)
 	if err != nil {
 		t.Fatal(err)
@@ -28,10 +25,6 @@ func TestReferenceIsGenerated(t *testing.T) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs from what the schema gives; run go generate ./schema and commit it", ReferenceFile)
-	}
-	keys, err := referenceKeys(files)
-	if err != nil {
-		t.Fatal(err)
 	}
 	for _, k := range keys {
 		name := strings.SplitN(k.Path, ".", 2)[1]
@@ -45,14 +38,7 @@ func TestReferenceIsGenerated(t *testing.T) {
 // example, that no example names a key the schemas lack, and that each
 // example, set in an otherwise minimal file, validates against its schema.
 func TestReferenceExamples(t *testing.T) {
-	files, err := Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := referenceKeys(files)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, keys := generated(t)
 	known := map[string]bool{}
 	unitSchema, configSchema := compile(t, "unit.schema.json"), compile(t, "config.schema.json")
 	for _, k := range keys {
@@ -163,16 +149,22 @@ func set(m map[string]any, parts []string, value string) {
 	set(sub, parts[1:], value)
 }
 
-// referenceKeys are the paths of every key of both schemas, sorted.
-func referenceKeys(files map[string][]byte) ([]RefKey, error) {
+// generated returns the files Generate writes and every key of both their
+// schemas, sorted by path; t fails at once when either cannot be had.
+func generated(t *testing.T) (map[string][]byte, []RefKey) {
+	t.Helper()
+	files, err := Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var all []RefKey
 	for _, f := range []struct{ file, prefix string }{{"unit.schema.json", "unit"}, {"config.schema.json", "config"}} {
 		keys, err := Keys(files[f.file], f.prefix)
 		if err != nil {
-			return nil, err
+			t.Fatal(err)
 		}
 		all = append(all, keys...)
 	}
 	slices.SortStableFunc(all, func(a, b RefKey) int { return strings.Compare(a.Path, b.Path) })
-	return all, nil
+	return files, all
 }
