@@ -286,6 +286,17 @@ func stream(t *testing.T, c openai.Client, model string) (string, error) {
 
 // errMessage is the message a client shows for err: the API error's
 // message, or the stream error's.
+// says fails t for every string of want that msg, a client's error
+// message, does not hold.
+func says(t *testing.T, msg string, want ...string) {
+	t.Helper()
+	for _, s := range want {
+		if !strings.Contains(msg, s) {
+			t.Errorf("client error %q does not say %q", msg, s)
+		}
+	}
+}
+
 func errMessage(t *testing.T, err error) string {
 	t.Helper()
 	var api *openai.Error

@@ -59,11 +59,7 @@ func TestStreamSilence(t *testing.T) {
 			}
 			msg := errMessage(t, err)
 			t.Logf("the client received: %s", msg)
-			for _, s := range tt.message {
-				if !strings.Contains(msg, s) {
-					t.Errorf("client error %q does not say %q", msg, s)
-				}
-			}
+			says(t, msg, tt.message...)
 			h.up.waitExit(t, 1)
 		})
 	}
@@ -92,11 +88,7 @@ func TestExplicitStaleAndEnv(t *testing.T) {
 			h.up.play(keepAlives)
 			_, err := stream(t, h.client("/v1/"), tt.model)
 			msg := errMessage(t, err)
-			for _, s := range tt.want {
-				if !strings.Contains(msg, s) {
-					t.Errorf("client error %q does not say %q", msg, s)
-				}
-			}
+			says(t, msg, tt.want...)
 			h.up.waitExit(t, 1)
 		})
 	}

@@ -304,11 +304,7 @@ func TestStreamClientThroughProxy(t *testing.T) {
 		if !errors.As(err, &api) || api.StatusCode != http.StatusBadGateway || api.Code != "upstream_unreachable" {
 			t.Fatalf("got %v, want 502 upstream_unreachable", err)
 		}
-		for _, s := range []string{"provider openai at http://api.openai.test/v1", "connection refused", "check that it runs and that its base_url is right"} {
-			if !strings.Contains(api.Message, s) {
-				t.Errorf("client error %q does not say %q", api.Message, s)
-			}
-		}
+		says(t, api.Message, "provider openai at http://api.openai.test/v1", "connection refused", "check that it runs and that its base_url is right")
 		if st := h.proxy.Status(); len(st) != 1 || st[0].Streak != 0 {
 			t.Errorf("got breaker status %+v, want streak 0: a refused connection is not a stale kill", st)
 		}
