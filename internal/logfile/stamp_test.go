@@ -94,11 +94,7 @@ func waitRecords(t *testing.T, buf *syncBuffer, n int) []Record {
 // while the writer keeps the pipe open (not held in memory); the rest of
 // the line follows; the last unfinished line is written at EOF.
 func TestCopy(t *testing.T) {
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Close()
+	pr, pw := testkit.Pipe(t)
 	buf := &syncBuffer{}
 	at := time.Date(2026, 12, 5, 15, 0, 0, 0, time.UTC)
 	done := make(chan error, 1)
@@ -142,12 +138,7 @@ func TestCopy(t *testing.T) {
 // TestCopyEndsWithContext: a writer that keeps the pipe open (a released
 // unit) does not keep Copy once its ctx ends: what was written is kept.
 func TestCopyEndsWithContext(t *testing.T) {
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Close()
-	defer pw.Close()
+	pr, pw := testkit.Pipe(t)
 	buf := &syncBuffer{}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
@@ -172,11 +163,7 @@ func (failWriter) Write([]byte) (int, error) { return 0, os.ErrClosed }
 // TestCopyKeepsReading: a log that cannot be written never stalls the
 // writer: Copy drains the pipe to EOF and returns the write error.
 func TestCopyKeepsReading(t *testing.T) {
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Close()
+	pr, pw := testkit.Pipe(t)
 	done := make(chan error, 1)
 	go func() { done <- Copy(t.Context(), failWriter{}, pr, Stdout, nil) }()
 	line := []byte(strings.Repeat("y", 1023) + "\n")
@@ -209,11 +196,7 @@ func short(rs []Record) string {
 // line as a partial record) and stops reading; a second copier on the same
 // pipe takes the rest. Joined, the records hold every line once, in order.
 func TestCopyUntilHandsOver(t *testing.T) {
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Close()
+	pr, pw := testkit.Pipe(t)
 	const lines = 10000
 	wrote := make(chan error, 1)
 	go func() {
@@ -291,11 +274,7 @@ func TestCopyUntilHandsOver(t *testing.T) {
 // TestCopyUntilAtEOF: a pipe whose writers are gone is not handed over:
 // CopyUntil returns at EOF, handed false.
 func TestCopyUntilAtEOF(t *testing.T) {
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Close()
+	pr, pw := testkit.Pipe(t)
 	pw.WriteString("last\n")
 	pw.Close()
 	buf := &syncBuffer{}

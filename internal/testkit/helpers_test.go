@@ -1,7 +1,9 @@
 package testkit
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -36,5 +38,26 @@ func TestLines(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("Matching(g2) = %q, want %q", got, want)
+	}
+}
+
+// TestPipe: what is written to the write end is read from the read end,
+// and both ends are closed when the test ends.
+func TestPipe(t *testing.T) {
+	var r, w *os.File
+	t.Run("pipe", func(t *testing.T) {
+		r, w = Pipe(t)
+		if _, err := w.WriteString("x"); err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, 1)
+		if _, err := r.Read(b); err != nil || b[0] != 'x' {
+			t.Fatalf("read %q, %v; want x", b, err)
+		}
+	})
+	for _, f := range []*os.File{r, w} {
+		if err := f.Close(); !errors.Is(err, os.ErrClosed) {
+			t.Errorf("Close after the test: %v, want os.ErrClosed (closed at cleanup)", err)
+		}
 	}
 }
