@@ -197,25 +197,40 @@ func short(rs []Record) string {
 // pipe takes the rest. Joined, the records hold every line once, in order.
 func TestCopyUntilHandsOver(t *testing.T) {
 	pr, pw := testkit.Pipe(t)
-	const lines = 10000
-	wrote := make(chan error, 1)
+	// The writer floods the pipe until the first copier is handed over,
+	// then writes 1000 lines more for the second and closes its end: a
+	// writer done before the handover would end the first copy at EOF, or
+	// leave the second nothing, and test no handover.
+	type written struct {
+		lines int
+		err   error
+	}
+	wrote, handed := make(chan written, 1), make(chan struct{})
 	go func() {
-		defer pw.Close()
 		var b []byte
-		for i := range lines {
+		n, end := 0, -1 // end: the lines in all, set at the handover
+		for ; end < 0 || n < end; n++ {
+			select {
+			case <-handed:
+				if end < 0 {
+					end = n + 1000
+				}
+			default:
+			}
 			// Writes that end mid-line, so that the handover finds an
 			// unfinished line more often than not.
-			b = fmt.Appendf(b, "line %d\n", i)
+			b = fmt.Appendf(b, "line %d\n", n)
 			if len(b) > 1000 {
 				if _, err := pw.Write(b[:len(b)-3]); err != nil {
-					wrote <- err
+					wrote <- written{n, err} // the read end closed: the test failed
 					return
 				}
 				b = append(b[:0], b[len(b)-3:]...)
 			}
 		}
 		_, err := pw.Write(b)
-		wrote <- err
+		pw.Close()
+		wrote <- written{n, err}
 	}()
 	first, second := &syncBuffer{}, &syncBuffer{}
 	hand, handOver := context.WithCancel(t.Context())
@@ -235,6 +250,7 @@ func TestCopyUntilHandsOver(t *testing.T) {
 	})
 	handOver()
 	res := <-done
+	close(handed)
 	if !res.handed || res.err != nil {
 		t.Fatalf("CopyUntil: handed %v, %v; want handed over, nil", res.handed, res.err)
 	}
@@ -242,8 +258,9 @@ func TestCopyUntilHandsOver(t *testing.T) {
 	if err := Copy(t.Context(), second, pr, Stdout, nil); err != nil {
 		t.Fatalf("the second copier: %v", err)
 	}
-	if err := <-wrote; err != nil {
-		t.Fatal(err)
+	w := <-wrote
+	if w.err != nil {
+		t.Fatal(w.err)
 	}
 	if after := len(first.records()); after != before {
 		t.Errorf("the first copier wrote %d records after it returned", after-before)
@@ -258,8 +275,8 @@ func TestCopyUntilHandsOver(t *testing.T) {
 			part.Reset()
 		}
 	}
-	if len(texts) != lines {
-		t.Fatalf("%d lines after the handover (%d records by the first copier), want %d", len(texts), before, lines)
+	if len(texts) != w.lines {
+		t.Fatalf("%d lines after the handover (%d records by the first copier), want %d", len(texts), before, w.lines)
 	}
 	for i, text := range texts {
 		if want := fmt.Sprintf("line %d", i); text != want {
