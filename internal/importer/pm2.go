@@ -326,7 +326,7 @@ func argList(v any) []string {
 		}
 		return out
 	case string:
-		words, err := splitWords(x)
+		words, err := SplitWords(x)
 		if err != nil {
 			return strings.Fields(x)
 		}

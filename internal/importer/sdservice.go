@@ -85,7 +85,7 @@ func (c *sdConv) exec(key, v string, list []execLine) []execLine {
 		}
 		v = v[1:]
 	}
-	words, err := splitWords(v)
+	words, err := SplitWords(v)
 	if err != nil || len(words) == 0 {
 		c.n.add(key, "does not parse as a command line: %v", err)
 		return list
@@ -115,7 +115,7 @@ func (c *sdConv) environment(key, v string) {
 		c.f.Env = nil
 		return
 	}
-	words, err := splitWords(v)
+	words, err := SplitWords(v)
 	if err != nil {
 		c.n.add(key, "does not parse: %v", err)
 		return

@@ -81,11 +81,11 @@ func specifiers(v, name string) (out string, unknown []string) {
 // errQuote reports a value whose quotes do not close.
 var errQuote = errors.New("unbalanced quotes")
 
-// splitWords splits a value into words as systemd does: whitespace
-// separates, single and double quotes group (also inside a word), and C
-// escapes (\n, \t, \\, \", \', \s, \xHH, \NNN, \uXXXX) are decoded
-// inside and outside quotes.
-func splitWords(v string) ([]string, error) {
+// SplitWords splits a value into words as systemd does (systemd.syntax(7),
+// as in ExecStart= and Environment=): whitespace separates, single and
+// double quotes group (also inside a word), and C escapes (\n, \t, \\,
+// \", \', \s, \xHH, \NNN, \uXXXX) are decoded inside and outside quotes.
+func SplitWords(v string) ([]string, error) {
 	var words []string
 	var cur strings.Builder
 	in, quote := false, byte(0)

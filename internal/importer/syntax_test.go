@@ -61,13 +61,13 @@ func TestSplitWords(t *testing.T) {
 		{`""`, []string{""}},
 	}
 	for _, tc := range tests {
-		got, err := splitWords(tc.in)
+		got, err := SplitWords(tc.in)
 		if err != nil || !slices.Equal(got, tc.want) {
-			t.Errorf("splitWords(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+			t.Errorf("SplitWords(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
 		}
 	}
-	if _, err := splitWords(`"open`); !errors.Is(err, errQuote) {
-		t.Errorf("splitWords of an open quote: %v, want errQuote", err)
+	if _, err := SplitWords(`"open`); !errors.Is(err, errQuote) {
+		t.Errorf("SplitWords of an open quote: %v, want errQuote", err)
 	}
 }
 
@@ -228,9 +228,9 @@ func FuzzSplitWords(f *testing.F) {
 	f.Fuzz(func(t *testing.T, v string) {
 		// systemd separates words by space, tab, CR and LF only.
 		fields := strings.FieldsFunc(v, func(r rune) bool { return strings.ContainsRune(" \t\r\n", r) })
-		words, err := splitWords(v)
+		words, err := SplitWords(v)
 		if err == nil && !strings.ContainsAny(v, "\"'\\") && !slices.Equal(words, fields) {
-			t.Errorf("splitWords(%q) = %q, want the fields %q", v, words, fields)
+			t.Errorf("SplitWords(%q) = %q, want the fields %q", v, words, fields)
 		}
 	})
 }

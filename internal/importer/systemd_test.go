@@ -118,8 +118,8 @@ func sameSemantics(t *testing.T, u Unit, orig, exp map[string][]string) {
 			if u.File.Shell != "" {
 				continue // checked by TestShellLine
 			}
-			got, _ := splitWords(last(exp, k))
-			want, _ := splitWords(o)
+			got, _ := SplitWords(last(exp, k))
+			want, _ := SplitWords(o)
 			if !slices.Equal(got, want) {
 				t.Errorf("ExecStart: exported %q, original %q", got, want)
 			}
@@ -191,7 +191,7 @@ func typeClass(v string) string {
 func envOf(lines []string) map[string]string {
 	m := map[string]string{}
 	for _, l := range lines {
-		words, _ := splitWords(l)
+		words, _ := SplitWords(l)
 		for _, w := range words {
 			k, v, _ := strings.Cut(w, "=")
 			m[k] = v

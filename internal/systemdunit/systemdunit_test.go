@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/coreos/go-systemd/v22/unit"
+	"github.com/hermes-units/hermes/internal/importer"
 	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/units"
 )
@@ -57,65 +58,19 @@ func (p parsed) one(t *testing.T, section, name string) string {
 	return ""
 }
 
-// words splits a value as systemd splits ExecStart= and Environment=
-// (systemd.syntax(7)): whitespace separates words, single and double
-// quotes group, C escapes are decoded inside and outside quotes, and the
-// specifier escape "%%" is "%". dollars decodes "$$" as in ExecStart=.
+// words splits a value as systemd splits ExecStart= and Environment=,
+// with the importer's reader of systemd's syntax (hermesctl import reads
+// what export wrote), after the specifier escape "%%" is "%"; dollars
+// decodes "$$" as in ExecStart=.
 func words(t *testing.T, v string, dollars bool) []string {
 	t.Helper()
 	v = strings.ReplaceAll(v, "%%", "%")
 	if dollars {
 		v = strings.ReplaceAll(v, "$$", "$")
 	}
-	var out []string
-	var cur strings.Builder
-	in, quote := false, byte(0)
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		switch {
-		case c == '\\':
-			i++
-			if i >= len(v) {
-				t.Fatalf("trailing backslash in %q", v)
-			}
-			switch e := v[i]; e {
-			case 'n':
-				cur.WriteByte('\n')
-			case 't':
-				cur.WriteByte('\t')
-			case 'r':
-				cur.WriteByte('\r')
-			case 'x':
-				var b byte
-				for _, h := range v[i+1 : i+3] {
-					b = b*16 + byte(strings.IndexRune("0123456789abcdef", h))
-				}
-				cur.WriteByte(b)
-				i += 2
-			default:
-				cur.WriteByte(e)
-			}
-			in = true
-		case quote != 0 && c == quote:
-			quote = 0
-		case quote == 0 && (c == '\'' || c == '"'):
-			quote, in = c, true
-		case quote == 0 && c == ' ':
-			if in {
-				out = append(out, cur.String())
-				cur.Reset()
-				in = false
-			}
-		default:
-			cur.WriteByte(c)
-			in = true
-		}
-	}
-	if quote != 0 {
-		t.Fatalf("unterminated quote in %q", v)
-	}
-	if in {
-		out = append(out, cur.String())
+	out, err := importer.SplitWords(v)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
