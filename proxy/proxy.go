@@ -182,10 +182,7 @@ func CheckLoopback(addr string) error {
 	if err != nil {
 		return fmt.Errorf("proxy: listen address %q is not host:port: %w", addr, err)
 	}
-	if strings.EqualFold(host, "localhost") {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+	if units.LoopbackHost(host) {
 		return nil
 	}
 	return fmt.Errorf("%w: %q; the proxy injects provider API keys, so it listens on loopback only (127.0.0.1:7411 by default): change gateway.listen, or allow other addresses explicitly", ErrNotLoopback, addr)

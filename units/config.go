@@ -18,6 +18,14 @@ import (
 // DefaultListen is the provider proxy's default address (gateway.listen).
 const DefaultListen = "127.0.0.1:7411"
 
+// LoopbackHost reports whether host, of a listen address (gateway.listen,
+// metrics.listen, probes.listen), is "localhost" or a loopback IP: what
+// those keys take unless remote allows any.
+func LoopbackHost(host string) bool {
+	ip := net.ParseIP(host)
+	return strings.EqualFold(host, "localhost") || ip != nil && ip.IsLoopback()
+}
+
 // DefaultConfig is the configuration used when hermes.yaml does not exist:
 // built-in unit defaults, gateway.listen 127.0.0.1:7411, no providers, no
 // agent settings (the timeouts package applies its own defaults to zeros).

@@ -143,3 +143,16 @@ func TestParseConfigRejects(t *testing.T) {
 		})
 	}
 }
+
+// TestLoopbackHost: localhost (any case) and every loopback IP are
+// loopback; the unspecified addresses, others, names and "" are not.
+func TestLoopbackHost(t *testing.T) {
+	for host, want := range map[string]bool{
+		"localhost": true, "LocalHost": true, "127.0.0.1": true, "127.1.2.3": true, "::1": true,
+		"0.0.0.0": false, "::": false, "10.1.2.3": false, "example.com": false, "localhost.example": false, "": false,
+	} {
+		if got := LoopbackHost(host); got != want {
+			t.Errorf("LoopbackHost(%q) = %v, want %v", host, got, want)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-units/hermes/units"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -28,18 +29,10 @@ func CheckListen(addr string, remote bool) error {
 	if err != nil {
 		return fmt.Errorf("metrics.listen %q is not host:port: %w", addr, err)
 	}
-	if remote || loopbackHost(host) {
+	if remote || units.LoopbackHost(host) {
 		return nil
 	}
 	return fmt.Errorf("%w: %q; metrics listen on loopback unless metrics.remote is true (a scraper elsewhere: set it, with metrics.token_file); else set metrics.listen to 127.0.0.1:PORT", ErrNotLoopback, addr)
-}
-
-func loopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // ReadToken reads a bearer token file: it must be a regular file that
@@ -86,7 +79,7 @@ func (m *Metrics) Handler(token string, remote bool) http.Handler {
 			host = h
 		}
 		switch {
-		case !remote && !loopbackHost(strings.Trim(host, "[]")):
+		case !remote && !units.LoopbackHost(strings.Trim(host, "[]")):
 			http.Error(w, fmt.Sprintf("hermesd metrics: Host %q is not a loopback name or address; scrape http://127.0.0.1:PORT/metrics", r.Host), http.StatusMisdirectedRequest)
 		case r.URL.Path != "/metrics":
 			http.Error(w, "hermesd metrics: only /metrics is served", http.StatusNotFound)

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/units"
 )
 
 // Timeout bounds one probe's wait for status: a loop that does not answer
@@ -43,10 +44,7 @@ func CheckAddr(addr string, remote bool) error {
 	if err != nil {
 		return fmt.Errorf("probes.listen %q is not host:port: %w", addr, err)
 	}
-	if remote || strings.EqualFold(host, "localhost") {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+	if remote || units.LoopbackHost(host) {
 		return nil
 	}
 	return fmt.Errorf("%w: %q; the kubelet probes the pod's IP: set probes.remote: true to serve it there, or give a loopback address", ErrNotLoopback, addr)
