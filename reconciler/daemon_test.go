@@ -148,8 +148,12 @@ func TestForkingPIDFileRefused(t *testing.T) {
 			if tt.plant != nil {
 				tt.plant(pidf)
 			}
+			// A pid file refused is read again until timeouts.start (it
+			// may be one being written), then the unit fails with why.
+			// 3 s: a launcher slow to exit on a loaded machine must not
+			// fail the unit for its lateness before its pid file is read.
 			l := startLiveMode(t, supervisor.ModePGroup, map[string]string{
-				"d.yaml": "type: forking\npid_file: " + pidf + "\nrestart: \"no\"\ntimeouts: {start: 500ms}\n" + daemonize(pidf, false),
+				"d.yaml": "type: forking\npid_file: " + pidf + "\nrestart: \"no\"\ntimeouts: {start: 3s}\n" + daemonize(pidf, false),
 			})
 			m := l.waitFor("d failed", func(m map[string]control.Unit) bool { return m["d"].State == "failed" })
 			if !strings.Contains(m["d"].Error, "pid file "+pidf+" "+tt.want) {
