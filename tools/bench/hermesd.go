@@ -57,16 +57,7 @@ func idleGoChild([]string) int {
 	return 0
 }
 
-func benchHermesd(ctx context.Context) ([]Row, error) {
-	tmp, err := os.MkdirTemp("", "hermes-bench-hermesd-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
-	bin, err := hermesdBinary(ctx, tmp)
-	if err != nil {
-		return nil, err
-	}
+func benchHermesd(ctx context.Context, tmp, bin string) ([]Row, error) {
 	var rows []Row
 
 	// Cold start, and the clean stop after it, over fresh state

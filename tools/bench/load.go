@@ -171,23 +171,17 @@ func loadCPU(pid int) time.Duration {
 }
 
 // loadBinary is the hermesd to measure: $HERMES_BENCH_HERMESD if set, else
-// bin/hermesd as `make bench` builds it, else one built now into dir.
+// bin/hermesd as `make bench` builds it, else one built now into dir
+// (hermesdBinary).
 func loadBinary(ctx context.Context, dir string) (string, error) {
-	if p := os.Getenv("HERMES_BENCH_HERMESD"); p != "" {
-		return p, nil
-	}
-	if p, err := filepath.Abs(filepath.Join("bin", "hermesd")); err == nil {
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
+	if os.Getenv(envHermesd) == "" {
+		if p, err := filepath.Abs(filepath.Join("bin", "hermesd")); err == nil {
+			if _, err := os.Stat(p); err == nil {
+				return p, nil
+			}
 		}
 	}
-	p := filepath.Join(dir, "hermesd")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", p, "./cmd/hermesd")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("build hermesd: %w", err)
-	}
-	return p, nil
+	return hermesdBinary(ctx, dir)
 }
 
 // loadSettled reports how many units run their last generation: status
@@ -210,16 +204,11 @@ func loadSettled(ctx context.Context, c *control.Client, tag string, want map[st
 	return n, nil
 }
 
-// benchLoad runs the load section: hermesd on loadUnits units of a fresh
-// temporary directory, all running, then edited and queried (measure),
+// benchLoad runs the load section: hermesd on loadUnits units of dir (a
+// fresh temporary directory), all running, then edited and queried (measure),
 // then stopped (loadStop). On an error, hermesd's log is kept out of the
 // directory, which is removed, and the error says where.
-func benchLoad(ctx context.Context) (rows []Row, err error) {
-	dir, err := os.MkdirTemp("", "hermes-load-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
+func benchLoad(ctx context.Context, dir string) (rows []Row, err error) {
 	bin, err := loadBinary(ctx, dir)
 	if err != nil {
 		return nil, err

@@ -39,13 +39,38 @@ type section struct {
 var sections = []section{
 	{"ledger", benchLedger},
 	{"supervisor", benchSupervisor},
-	{"hermesd", benchHermesd},
-	{"owner", benchOwner},
-	{"load", benchLoad},
+	hermesdSection("hermesd", benchHermesd),
+	hermesdSection("owner", benchOwner),
+	tempSection("load", benchLoad),
 	{"proxy", benchProxy},
-	{"scrape", benchScrape},
-	{"scale", benchScale},
-	{"storm", benchStorm},
+	hermesdSection("scrape", benchScrape),
+	tempSection("scale", benchScale),
+	tempSection("storm", benchStorm),
+}
+
+// tempSection is the section name whose run works in a fresh temporary
+// directory, removed once run returns.
+func tempSection(name string, run func(ctx context.Context, dir string) ([]Row, error)) section {
+	return section{name, func(ctx context.Context) ([]Row, error) {
+		dir, err := os.MkdirTemp("", "hermes-bench-"+name+"-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		return run(ctx, dir)
+	}}
+}
+
+// hermesdSection is tempSection for a section that measures hermesd: run
+// also gets the binary hermesdBinary gives (built into dir).
+func hermesdSection(name string, run func(ctx context.Context, dir, bin string) ([]Row, error)) section {
+	return tempSection(name, func(ctx context.Context, dir string) ([]Row, error) {
+		bin, err := hermesdBinary(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		return run(ctx, dir, bin)
+	})
 }
 
 func main() {
@@ -77,7 +102,7 @@ func run(ctx context.Context, only string) error {
 	var failed []string
 	list := sections
 	if *peersOnly {
-		list = []section{{"peers", benchPeers}}
+		list = []section{tempSection("peers", benchPeers)}
 	}
 	for _, s := range list {
 		if len(want) > 0 && !want[s.name] {

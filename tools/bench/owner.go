@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -25,16 +24,7 @@ var ownerTrials = flag.Int("owner-trials", 100, "owner-SIGKILL trials per mode (
 // treeUnit is the unit file of one three-process tree.
 const treeUnit = "shell: \"sleep 100000 & setsid sleep 100000 & wait\"\n"
 
-func benchOwner(ctx context.Context) ([]Row, error) {
-	tmp, err := os.MkdirTemp("", "hermes-bench-owner-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
-	bin, err := hermesdBinary(ctx, tmp)
-	if err != nil {
-		return nil, err
-	}
+func benchOwner(ctx context.Context, tmp, bin string) ([]Row, error) {
 	modes := []supervisor.Mode{supervisor.ModePGroup}
 	var rows []Row
 	if o, err := supervisor.New(supervisor.Options{Mode: supervisor.ModeCgroup}); err == nil {

@@ -366,26 +366,24 @@ func roundsAt(n int) int {
 	return max(1, min(*peerRounds, *peerRounds*200/n))
 }
 
-func benchPeers(ctx context.Context) ([]Row, error) { return comparePeers(ctx, "100", true) }
+func benchPeers(ctx context.Context, root string) ([]Row, error) {
+	return comparePeers(ctx, root, "100", true)
+}
 
 // benchScale is the scale table of make bench: hermesd and the floor at
 // 10 to 5000 units.
-func benchScale(ctx context.Context) ([]Row, error) {
-	return comparePeers(ctx, "10,100,1000,5000", false)
+func benchScale(ctx context.Context, root string) ([]Row, error) {
+	return comparePeers(ctx, root, "10,100,1000,5000", false)
 }
 
 // comparePeers runs every size in turn: at each, rounds of trials of every
-// peer, interleaved, then that size's rows.
-func comparePeers(ctx context.Context, defSizes string, all bool) ([]Row, error) {
+// peer, interleaved, then that size's rows; the trials' directories are
+// under root.
+func comparePeers(ctx context.Context, root, defSizes string, all bool) ([]Row, error) {
 	ns, err := sizes(defSizes)
 	if err != nil {
 		return nil, err
 	}
-	root, err := os.MkdirTemp("", "hermes-bench-peers-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(root)
 	peers, missing, err := availablePeers(ctx, root, all)
 	if err != nil {
 		return nil, err

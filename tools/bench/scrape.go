@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -19,16 +18,7 @@ const (
 	scrapeTrials = 20
 )
 
-func benchScrape(ctx context.Context) ([]Row, error) {
-	tmp, err := os.MkdirTemp("", "hermes-bench-scrape-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
-	bin, err := hermesdBinary(ctx, tmp)
-	if err != nil {
-		return nil, err
-	}
+func benchScrape(ctx context.Context, tmp, bin string) ([]Row, error) {
 	d, err := startBenchDaemonN(ctx, bin, filepath.Join(tmp, "d"), sleepUnit, metricsConfig, scrapeUnits, "--supervisor-mode", "pgroup")
 	if err != nil {
 		return nil, err

@@ -45,17 +45,12 @@ type stormFigures struct {
 
 // benchStorm is the storm section: at each size of -sizes (default
 // 10,100,1000,5000), a storm trial of hermesd in the first containment
-// mode the scale section runs.
-func benchStorm(ctx context.Context) ([]Row, error) {
+// mode the scale section runs, under root (a fresh temporary directory).
+func benchStorm(ctx context.Context, root string) ([]Row, error) {
 	ns, err := sizes("10,100,1000,5000")
 	if err != nil {
 		return nil, err
 	}
-	root, err := os.MkdirTemp("", "hermes-bench-storm-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(root)
 	hs, err := newHermesPeers(ctx, root)
 	if err != nil {
 		return nil, err
