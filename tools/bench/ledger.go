@@ -36,11 +36,7 @@ func init() {
 // with HERMES_LEDGER_QUEUE=off: the flock alone, as on darwin and FreeBSD),
 // and compares how fair the two are.
 func benchLedger(ctx context.Context) ([]Row, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	line, err := ledgerContend(ctx, exe, true)
+	line, err := ledgerContend(ctx, true)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +45,7 @@ func benchLedger(ctx context.Context) ([]Row, error) {
 	if line.kept != want {
 		return rows, fmt.Errorf("ledger kept %d of %d entries", line.kept, want)
 	}
-	off, err := ledgerContend(ctx, exe, false)
+	off, err := ledgerContend(ctx, false)
 	if err != nil {
 		return rows, err
 	}
@@ -75,7 +71,7 @@ type ledgerRun struct {
 // lives), prints the lock wait of each Add in nanoseconds and "done" with
 // its time from "go", then stays alive until its stdin closes. The parent
 // counts the entries before closing the pipes.
-func ledgerContend(ctx context.Context, exe string, inLine bool) (r ledgerRun, err error) {
+func ledgerContend(ctx context.Context, inLine bool) (r ledgerRun, err error) {
 	dir, err := os.MkdirTemp("", "hermes-bench-ledger-")
 	if err != nil {
 		return r, err
@@ -89,7 +85,7 @@ func ledgerContend(ctx context.Context, exe string, inLine bool) (r ledgerRun, e
 		}
 	}()
 	for i := range ledgerWriters {
-		w, err := startLedgerWriter(ctx, exe, dir, i, inLine)
+		w, err := startLedgerWriter(ctx, dir, i, inLine)
 		if w != nil {
 			ws = append(ws, w)
 		}
@@ -129,22 +125,13 @@ type ledgerProc struct {
 // its "ready"; out of line (inLine false) it runs with
 // HERMES_LEDGER_QUEUE=off. w is not nil once the process started, even
 // with an error: the caller then closes its stdin and waits for it.
-func startLedgerWriter(ctx context.Context, exe, dir string, i int, inLine bool) (w *ledgerProc, err error) {
-	cmd := exec.CommandContext(ctx, exe, "-child", "ledger-writer", dir, strconv.Itoa(i), strconv.Itoa(ledgerSpawns))
-	cmd.Stderr = os.Stderr
-	cmd.Env = os.Environ()
+func startLedgerWriter(ctx context.Context, dir string, i int, inLine bool) (w *ledgerProc, err error) {
+	var env []string
 	if !inLine {
-		cmd.Env = append(cmd.Env, ledger.EnvQueue+"=off")
+		env = []string{ledger.EnvQueue + "=off"}
 	}
-	stdin, err := cmd.StdinPipe()
+	cmd, stdin, stdout, err := startPiped(ctx, "ledger-writer", env, dir, strconv.Itoa(i), strconv.Itoa(ledgerSpawns))
 	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	sc := bufio.NewScanner(stdout)

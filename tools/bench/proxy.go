@@ -418,28 +418,12 @@ func startProxyChild(ctx context.Context, env []string, args ...string) (*proxyP
 	return startChild(ctx, "proxy", env, args...)
 }
 
-// startChild starts the bench's child name (see children) with args and
-// extra environment, and waits for it to say "ready ADDR"; a child that
-// does not is stopped.
+// startChild starts the bench's child name with args and extra
+// environment (startPiped), and waits for it to say "ready ADDR"; a child
+// that does not is stopped.
 func startChild(ctx context.Context, name string, env []string, args ...string) (*proxyProc, error) {
-	exe, err := os.Executable()
+	cmd, stdin, stdout, err := startPiped(ctx, name, env, args...)
 	if err != nil {
-		return nil, err
-	}
-	cmd := exec.CommandContext(ctx, exe, append([]string{"-child", name}, args...)...)
-	cmd.Stderr = os.Stderr
-	if env != nil {
-		cmd.Env = append(os.Environ(), env...)
-	}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	pc := &proxyProc{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
