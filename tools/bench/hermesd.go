@@ -437,12 +437,12 @@ func stopFloor(n int) (time.Duration, error) {
 type procSample struct {
 	at       time.Time
 	ticks    uint64 // utime+stime
-	switches uint64 // voluntary+nonvoluntary context switches, over its threads
+	switches int    // voluntary+nonvoluntary context switches, over its threads
 	threads  int
-	rssKB    uint64
-	hwmKB    uint64
-	anonKB   uint64 // RssAnon: heap, stacks, the runtime's own
-	fileKB   uint64 // RssFile: pages of the binary and libraries mapped (clean, shared with the page cache)
+	rssKB    int
+	hwmKB    int
+	anonKB   int // RssAnon: heap, stacks, the runtime's own
+	fileKB   int // RssFile: pages of the binary and libraries mapped (clean, shared with the page cache)
 }
 
 func sampleProc(pid int) (procSample, error) {
@@ -458,34 +458,14 @@ func sampleProc(pid int) (procSample, error) {
 	ut, _ := strconv.ParseUint(f[11], 10, 64) // field 14
 	st, _ := strconv.ParseUint(f[12], 10, 64) // field 15
 	s.ticks = ut + st
-	status := func(path string, keys ...string) map[string]uint64 {
-		out := map[string]uint64{}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return out
-		}
-		for _, l := range strings.Split(string(b), "\n") {
-			k, v, ok := strings.Cut(l, ":")
-			if !ok {
-				continue
-			}
-			for _, want := range keys {
-				if k == want {
-					n, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-					out[k] = n
-				}
-			}
-		}
-		return out
-	}
-	m := status(fmt.Sprintf("/proc/%d/status", pid), "VmRSS", "VmHWM", "RssAnon", "RssFile")
+	m, _ := procKB(pid, "status")
 	s.rssKB, s.hwmKB, s.anonKB, s.fileKB = m["VmRSS"], m["VmHWM"], m["RssAnon"], m["RssFile"]
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
 		return s, err
 	}
 	for _, t := range tasks {
-		m := status(fmt.Sprintf("/proc/%d/task/%s/status", pid, t.Name()), "voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")
+		m, _ := procKB(pid, "task/"+t.Name()+"/status")
 		s.switches += m["voluntary_ctxt_switches"] + m["nonvoluntary_ctxt_switches"]
 		s.threads++
 	}
@@ -627,7 +607,7 @@ func idleRows(before, after []procSample, gcs int) []Row {
 	h0, h1, g1, m1 := before[0], after[0], after[2], after[3]
 	wall := h1.at.Sub(h0.at)
 	cpu := float64(h1.ticks-h0.ticks) / clkTck / wall.Seconds() * 100
-	mb := func(kb uint64) float64 { return float64(kb) / 1024 }
+	mb := func(kb int) float64 { return float64(kb) / 1024 }
 	rssMB, onMB := mb(h1.rssKB), mb(m1.rssKB)
 	split := func(s procSample) string { return fmt.Sprintf("%.1f anon + %.1f file", mb(s.anonKB), mb(s.fileKB)) }
 	gcNote := "unknown"

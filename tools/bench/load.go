@@ -134,24 +134,8 @@ func loadDuplicates(tag string, ps []loadProc) int {
 
 // loadVM reads VmRSS and VmHWM of pid, in KiB.
 func loadVM(pid int) (rss, hwm int) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
-		switch k {
-		case "VmRSS":
-			rss = n
-		case "VmHWM":
-			hwm = n
-		}
-	}
-	return rss, hwm
+	m, _ := procKB(pid, "status")
+	return m["VmRSS"], m["VmHWM"]
 }
 
 // loadCPU is pid's user+system CPU time so far.

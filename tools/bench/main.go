@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -179,4 +180,36 @@ func tail(ds []time.Duration) (string, time.Duration) {
 		return "p99", percentile(ds, 0.99)
 	}
 	return "max", percentile(ds, 1)
+}
+
+// procKB reads /proc/PID/FILE, whose lines are "Key: N" or "Key: N kB"
+// (status, smaps_rollup), and returns the number of each key; a line whose
+// value is no number is left out.
+func procKB(pid int, file string) (map[string]int, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, file))
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]int{}
+	for _, l := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(l, ":")
+		if n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB")); err == nil {
+			m[k] = n
+		}
+	}
+	return m, nil
+}
+
+// procValue is the number of key in /proc/PID/FILE (procKB); a file
+// without it is an error.
+func procValue(pid int, file, key string) (int, error) {
+	m, err := procKB(pid, file)
+	if err != nil {
+		return 0, err
+	}
+	n, ok := m[key]
+	if !ok {
+		return 0, fmt.Errorf("no %s in /proc/%d/%s", key, pid, file)
+	}
+	return n, nil
 }

@@ -503,30 +503,14 @@ func (up *benchUpstream) idleMemory(ctx context.Context, pc *proxyProc, c *http.
 // rollup reads the PSS and the USS (Private_Clean + Private_Dirty), in
 // kB, of pid from /proc/PID/smaps_rollup.
 func rollup(pid int) (pss, uss int, err error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	m, err := procKB(pid, "smaps_rollup")
 	if err != nil {
 		return 0, 0, err
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(l, ":")
-		if !ok {
-			continue
-		}
-		n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
-		if err != nil {
-			continue
-		}
-		switch k {
-		case "Pss":
-			pss = n
-		case "Private_Clean", "Private_Dirty":
-			uss += n
-		}
-	}
-	if pss == 0 {
+	if m["Pss"] == 0 {
 		return 0, 0, errors.New("no Pss line in /proc/PID/smaps_rollup")
 	}
-	return pss, uss, nil
+	return m["Pss"], m["Private_Clean"] + m["Private_Dirty"], nil
 }
 
 // idleTLS measures idle streams to a provider served over HTTPS in a fresh
@@ -593,18 +577,7 @@ func median(xs []float64) float64 {
 }
 
 // rss reads VmRSS (kB) of pid.
-func rss(pid int) (int, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			return strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
-		}
-	}
-	return 0, errors.New("no VmRSS line in /proc/PID/status")
-}
+func rss(pid int) (int, error) { return procValue(pid, "status", "VmRSS") }
 
 // selfCPU is this process's user+system CPU time so far.
 func selfCPU() time.Duration {

@@ -184,30 +184,12 @@ func benchSupervisor(ctx context.Context) ([]Row, error) {
 type memSample struct{ rss, pss, uss int }
 
 func readMem(pid int) (memSample, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
-	if err != nil {
-		return memSample{}, err
+	kb, err := procKB(pid, "smaps_rollup")
+	m := memSample{rss: kb["Rss"], pss: kb["Pss"], uss: kb["Private_Clean"] + kb["Private_Dirty"]}
+	if err == nil && m.rss == 0 {
+		err = fmt.Errorf("no Rss in /proc/%d/smaps_rollup", pid)
 	}
-	var m memSample
-	for _, l := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(l, ":")
-		if !ok {
-			continue
-		}
-		n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
-		switch k {
-		case "Rss":
-			m.rss = n
-		case "Pss":
-			m.pss = n
-		case "Private_Clean", "Private_Dirty":
-			m.uss += n
-		}
-	}
-	if m.rss == 0 {
-		return m, fmt.Errorf("no Rss in /proc/%d/smaps_rollup", pid)
-	}
-	return m, nil
+	return m, err
 }
 
 // idleMemory reads the supervisor's memory in an owner with 10 groups,
