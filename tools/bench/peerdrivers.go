@@ -60,6 +60,35 @@ type childProc struct {
 	err    error
 }
 
+// childManager is what the drivers of a manager that runs as the bench's
+// own child share: the trial, the process and the file of its output. The
+// manager stops at SIGTERM. Start sets t (and c nil), then calls start.
+type childManager struct {
+	t   *peerTrial
+	c   *childProc // nil until start succeeded
+	out string     // the file of c's output
+}
+
+// start starts the manager: name with args and env, its output to the
+// file out of the trial's directory.
+func (m *childManager) start(env []string, out, name string, args ...string) error {
+	m.out = filepath.Join(m.t.dir, out)
+	var err error
+	m.c, err = startChildProc(env, m.out, name, args...)
+	return err
+}
+
+func (m *childManager) Owner() (int, error) {
+	if m.c == nil {
+		return 0, errors.New("the manager is not started")
+	}
+	return m.c.cmd.Process.Pid, nil
+}
+
+func (m *childManager) Stop(context.Context) error { return m.c.cmd.Process.Signal(syscall.SIGTERM) }
+
+func (m *childManager) Close() error { return m.c.close(m.out) }
+
 func startChildProc(env []string, log string, name string, args ...string) (*childProc, error) {
 	f, err := os.Create(log)
 	if err != nil {
@@ -113,10 +142,9 @@ func (c *childProc) wait(log string) error {
 // hermesPeer is hermesd in one containment mode, with hermesctl as its
 // client.
 type hermesPeer struct {
+	childManager
 	hermesd, hermesctl string
 	mode               supervisor.Mode
-	t                  *peerTrial
-	c                  *childProc
 }
 
 // newHermesPeers are hermesd in cgroup mode where this machine offers it,
@@ -183,20 +211,11 @@ func (h *hermesPeer) Start(_ context.Context, t *peerTrial) error {
 			return err
 		}
 	}
-	var err error
-	h.c, err = startChildProc(peerEnv(t, "HERMES_SUPERVISOR_MODE="+string(h.mode)), filepath.Join(t.dir, "hermesd.log"), h.hermesd, "--units", units,
+	return h.start(peerEnv(t, "HERMES_SUPERVISOR_MODE="+string(h.mode)), "hermesd.log", h.hermesd, "--units", units,
 		"--state", filepath.Join(t.dir, "state"), "--socket", h.socket(), "--config", filepath.Join(t.dir, "hermes.yaml"))
-	return err
 }
 
 func (h *hermesPeer) socket() string { return filepath.Join(h.t.dir, "state", "ctl.sock") }
-
-func (h *hermesPeer) Owner() (int, error) {
-	if h.c == nil {
-		return 0, errors.New("hermesd not started")
-	}
-	return h.c.cmd.Process.Pid, nil
-}
 
 func (h *hermesPeer) Status(ctx context.Context) error {
 	return runQuiet(ctx, peerEnv(h.t, "HERMES_SOCKET="+h.socket()), h.hermesctl, "status")
@@ -205,10 +224,6 @@ func (h *hermesPeer) Status(ctx context.Context) error {
 func (h *hermesPeer) Edit(_ context.Context, gen int) error {
 	return atomicWrite(filepath.Join(h.t.dir, "units", unitName(0)+".yaml"), h.unit(0, gen))
 }
-
-func (h *hermesPeer) Stop(context.Context) error { return h.c.cmd.Process.Signal(syscall.SIGTERM) }
-
-func (h *hermesPeer) Close() error { return h.c.close(filepath.Join(h.t.dir, "hermesd.log")) }
 
 func (h *hermesPeer) Describe(op string) string {
 	switch op {
@@ -224,10 +239,7 @@ func (h *hermesPeer) Describe(op string) string {
 
 // supervisordPeer is supervisord (in the foreground, -n), with
 // supervisorctl as its client.
-type supervisordPeer struct {
-	t *peerTrial
-	c *childProc
-}
+type supervisordPeer struct{ childManager }
 
 func newSupervisordPeer() (*supervisordPeer, error) {
 	for _, b := range []string{"supervisord", "supervisorctl"} {
@@ -277,16 +289,7 @@ func (s *supervisordPeer) Start(_ context.Context, t *peerTrial) error {
 			return err
 		}
 	}
-	var err error
-	s.c, err = startChildProc(peerEnv(t), filepath.Join(t.dir, "supervisord.out"), "supervisord", "-n", "-c", s.conf())
-	return err
-}
-
-func (s *supervisordPeer) Owner() (int, error) {
-	if s.c == nil {
-		return 0, errors.New("supervisord not started")
-	}
-	return s.c.cmd.Process.Pid, nil
+	return s.start(peerEnv(t), "supervisord.out", "supervisord", "-n", "-c", s.conf())
 }
 
 func (s *supervisordPeer) Status(ctx context.Context) error {
@@ -299,10 +302,6 @@ func (s *supervisordPeer) Edit(ctx context.Context, gen int) error {
 	}
 	return runQuiet(ctx, peerEnv(s.t), "supervisorctl", "-c", s.conf(), "update")
 }
-
-func (s *supervisordPeer) Stop(context.Context) error { return s.c.cmd.Process.Signal(syscall.SIGTERM) }
-
-func (s *supervisordPeer) Close() error { return s.c.close(filepath.Join(s.t.dir, "supervisord.out")) }
 
 func (s *supervisordPeer) Describe(op string) string {
 	switch op {

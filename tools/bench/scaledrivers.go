@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 )
 
 var peerSizes = flag.String("sizes", "", "peers, scale and storm sections: numbers of units, comma-separated (default 100 for -peers, 10,100,1000,5000 for the scale and storm sections)")
@@ -18,10 +17,7 @@ var peerSizes = flag.String("sizes", "", "peers, scale and storm sections: numbe
 // one POSIX sh starts every unit's command in the background, and at TERM
 // sends TERM to them and waits for them. It has no status, no edit, and
 // no owner whose death is a figure.
-type floorPeer struct {
-	t *peerTrial
-	c *childProc
-}
+type floorPeer struct{ childManager }
 
 func (f *floorPeer) Name() string { return "floor" }
 
@@ -41,22 +37,11 @@ func (f *floorPeer) Start(_ context.Context, t *peerTrial) error {
 	if err := os.WriteFile(script, []byte(b.String()), 0o600); err != nil {
 		return err
 	}
-	var err error
-	f.c, err = startChildProc(peerEnv(t, peerMarkGen+"=0"), filepath.Join(t.dir, "floor.out"), "/bin/sh", script)
-	return err
-}
-
-func (f *floorPeer) Owner() (int, error) {
-	if f.c == nil {
-		return 0, errors.New("floor not started")
-	}
-	return f.c.cmd.Process.Pid, nil
+	return f.start(peerEnv(t, peerMarkGen+"=0"), "floor.out", "/bin/sh", script)
 }
 
 func (f *floorPeer) Status(context.Context) error    { return errors.ErrUnsupported }
 func (f *floorPeer) Edit(context.Context, int) error { return errors.ErrUnsupported }
-func (f *floorPeer) Stop(context.Context) error      { return f.c.cmd.Process.Signal(syscall.SIGTERM) }
-func (f *floorPeer) Close() error                    { return f.c.close(filepath.Join(f.t.dir, "floor.out")) }
 func (f *floorPeer) Describe(op string) string {
 	if op == "stop" {
 		return "SIGTERM to one /bin/sh that started every unit with & (it sends TERM to each and waits)"
@@ -76,9 +61,8 @@ func shellJoin(argv []string) string {
 // processComposePeer is process-compose in the foreground without its
 // terminal UI, with its own client over a Unix socket.
 type processComposePeer struct {
+	childManager
 	bin string
-	t   *peerTrial
-	c   *childProc
 }
 
 func newProcessComposePeer() (*processComposePeer, error) {
@@ -117,17 +101,8 @@ func (p *processComposePeer) Start(_ context.Context, t *peerTrial) error {
 	if err := os.WriteFile(p.conf(), p.config(0), 0o600); err != nil {
 		return err
 	}
-	var err error
-	p.c, err = startChildProc(peerEnv(t), filepath.Join(t.dir, "process-compose.out"), p.bin,
+	return p.start(peerEnv(t), "process-compose.out", p.bin,
 		"up", "-f", p.conf(), "-t=false", "--disable-dotenv", "-U", "-u", p.sock(), "-L", p.log())
-	return err
-}
-
-func (p *processComposePeer) Owner() (int, error) {
-	if p.c == nil {
-		return 0, errors.New("process-compose not started")
-	}
-	return p.c.cmd.Process.Pid, nil
 }
 
 func (p *processComposePeer) Status(ctx context.Context) error {
@@ -139,14 +114,6 @@ func (p *processComposePeer) Edit(ctx context.Context, gen int) error {
 		return err
 	}
 	return p.client(ctx, "project", "update", "-f", p.conf())
-}
-
-func (p *processComposePeer) Stop(context.Context) error {
-	return p.c.cmd.Process.Signal(syscall.SIGTERM)
-}
-
-func (p *processComposePeer) Close() error {
-	return p.c.close(filepath.Join(p.t.dir, "process-compose.out"))
 }
 
 func (p *processComposePeer) Describe(op string) string {
