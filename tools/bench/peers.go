@@ -429,43 +429,50 @@ func peerRound(ctx context.Context, root string, p peer, f *peerFigures) error {
 		if err != nil {
 			return err
 		}
-		err = life(ctx, t, p, f)
-		if err != nil {
-			if pid, e := p.Owner(); e == nil && pid > 0 {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
-			err = errors.Join(err, p.Close())
-		}
-		if n := t.leftovers(2 * time.Second); n > 0 {
-			err = errors.Join(err, fmt.Errorf("%d processes of the trial left 2s after it (killed now)", n))
-		}
-		t.fifo.close()
-		if err != nil {
+		if err := endTrial(t, p, life(ctx, t, p, f)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// startMeasured starts p on t and returns the time until every unit runs,
-// and their pids.
-func startMeasured(ctx context.Context, t *peerTrial, p peer) (time.Duration, []int, error) {
+// endTrial ends the trial t of p, whose play returned err: after an error
+// p's owner is killed and p closed; the processes of t still there 2 s
+// after are killed, an error. It returns err with what went wrong here.
+func endTrial(t *peerTrial, p peer, err error) error {
+	if err != nil {
+		if pid, e := p.Owner(); e == nil && pid > 0 {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		err = errors.Join(err, p.Close())
+	}
+	if n := t.leftovers(2 * time.Second); n > 0 {
+		err = errors.Join(err, fmt.Errorf("%d processes of the trial left 2s after it (killed now)", n))
+	}
+	t.fifo.close()
+	return err
+}
+
+// startMeasured starts p on t, records the time until every unit runs
+// (f.start), and returns their pids.
+func startMeasured(ctx context.Context, t *peerTrial, p peer, f *peerFigures) ([]int, error) {
 	t0 := time.Now()
 	if err := p.Start(ctx, t); err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	pids, err := t.waitRunning(ctx)
-	return time.Since(t0), pids, err
+	if err == nil {
+		f.start = append(f.start, time.Since(t0))
+	}
+	return pids, err
 }
 
 // peerLife measures start, memory, status, edits, the clean stop of p on
 // t and the manager's exit after it.
 func peerLife(ctx context.Context, t *peerTrial, p peer, f *peerFigures) error {
-	d, _, err := startMeasured(ctx, t, p)
-	if err != nil {
+	if _, err := startMeasured(ctx, t, p, f); err != nil {
 		return err
 	}
-	f.start = append(f.start, d)
 	if err := t.fifo.wait(ctx, 0); err != nil {
 		return err
 	}
@@ -566,11 +573,10 @@ func async(ctx context.Context, ask, done func() error) (time.Duration, error) {
 // peerKill starts p on t and measures its owner's SIGKILL: the time until
 // every unit exited, or how many still run peerKilled after.
 func peerKill(ctx context.Context, t *peerTrial, p peer, f *peerFigures) error {
-	d, pids, err := startMeasured(ctx, t, p)
+	pids, err := startMeasured(ctx, t, p, f)
 	if err != nil {
 		return err
 	}
-	f.start = append(f.start, d)
 	owner, err := p.Owner()
 	if err != nil {
 		return err

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -74,17 +73,7 @@ func stormRows(ctx context.Context, root string, h *hermesPeer) ([]Row, error) {
 		return nil, err
 	}
 	f, err := stormTrial(ctx, t, h)
-	if err != nil {
-		if pid, e := h.Owner(); e == nil && pid > 0 {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-		err = errors.Join(err, h.Close())
-	}
-	if n := t.leftovers(2 * time.Second); n > 0 {
-		err = errors.Join(err, fmt.Errorf("%d processes of the storm trial left 2s after it (killed now)", n))
-	}
-	t.fifo.close()
-	if err != nil {
+	if err = endTrial(t, h, err); err != nil {
 		return nil, fmt.Errorf("storm at %d units: %w", peerUnits, err)
 	}
 	n := peerUnits
