@@ -335,15 +335,11 @@ func (d *benchDaemon) stop() (time.Duration, error) {
 	d.stopped = true
 	t0 := time.Now()
 	d.cmd.Process.Signal(syscall.SIGTERM)
-	var err error
-	select {
-	case err = <-d.done:
-	case <-time.After(hermesdStopTimeout):
-		d.cmd.Process.Kill()
-		<-d.done
+	exited, err := waitExit(d.cmd.Process, d.done, hermesdStopTimeout)
+	took := time.Since(t0)
+	if !exited {
 		return 0, d.fail(fmt.Errorf("hermesd did not stop within %v of TERM; killed", hermesdStopTimeout))
 	}
-	took := time.Since(t0)
 	if err != nil {
 		return took, d.fail(fmt.Errorf("hermesd's clean stop: %v", err))
 	}
@@ -382,16 +378,13 @@ func (d *benchDaemon) stopMeasured() (gone, exit time.Duration, err error) {
 	if err == nil && left > 0 {
 		err = fmt.Errorf("%d unit processes still running %v after TERM to hermesd", left, hermesdStopTimeout)
 	}
-	select {
-	case werr := <-d.done:
-		exit = time.Since(t0)
-		if werr != nil && err == nil {
-			err = d.fail(fmt.Errorf("hermesd's clean stop: %v", werr))
-		}
-	case <-time.After(hermesdStopTimeout):
-		d.cmd.Process.Kill()
-		<-d.done
-		err = errors.Join(err, d.fail(fmt.Errorf("hermesd did not exit within %v of TERM; killed", hermesdStopTimeout)))
+	exited, werr := waitExit(d.cmd.Process, d.done, hermesdStopTimeout)
+	exit = time.Since(t0)
+	switch {
+	case !exited:
+		exit, err = 0, errors.Join(err, d.fail(fmt.Errorf("hermesd did not exit within %v of TERM; killed", hermesdStopTimeout)))
+	case werr != nil && err == nil:
+		err = d.fail(fmt.Errorf("hermesd's clean stop: %v", werr))
 	}
 	return gone, exit, err
 }

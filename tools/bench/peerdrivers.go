@@ -118,12 +118,8 @@ func (c *childProc) close(log string) error {
 }
 
 func (c *childProc) wait(log string) error {
-	var err error
-	select {
-	case err = <-c.done:
-	case <-time.After(peerWait):
-		c.cmd.Process.Kill()
-		<-c.done
+	exited, err := waitExit(c.cmd.Process, c.done, peerWait)
+	if !exited {
 		return fmt.Errorf("%s did not exit within %v; killed", c.cmd.Path, peerWait)
 	}
 	var ee *exec.ExitError
@@ -137,6 +133,19 @@ func (c *childProc) wait(log string) error {
 		return fmt.Errorf("%s: %w\n%s", c.cmd.Path, err, b)
 	}
 	return nil
+}
+
+// waitExit waits up to limit for p's Wait result on done, and returns it;
+// past limit, p is killed and its end waited for, and exited is false.
+func waitExit(p *os.Process, done <-chan error, limit time.Duration) (exited bool, err error) {
+	select {
+	case err = <-done:
+		return true, err
+	case <-time.After(limit):
+		p.Kill()
+		<-done
+		return false, nil
+	}
 }
 
 // hermesPeer is hermesd in one containment mode, with hermesctl as its
