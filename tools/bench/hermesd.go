@@ -251,12 +251,7 @@ func startBenchDaemonN(ctx context.Context, bin, dir, unit, config string, n int
 	defer logf.Close()
 	d.cmd = exec.Command(bin, append([]string{"--units", d.units, "--state", filepath.Join(dir, "state"),
 		"--socket", d.socket, "--config", cfg}, args...)...)
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(k, "HERMES_") && k != "NOTIFY_SOCKET" && !strings.HasPrefix(k, "WATCHDOG_") {
-			d.cmd.Env = append(d.cmd.Env, kv)
-		}
-	}
-	d.cmd.Stdout, d.cmd.Stderr = logf, logf
+	d.cmd.Env, d.cmd.Stdout, d.cmd.Stderr = managerEnv(), logf, logf
 	d.started = time.Now()
 	if err := d.cmd.Start(); err != nil {
 		return nil, err

@@ -21,16 +21,22 @@ import (
 // directory. Each writes its configuration as that manager's user would,
 // and speaks to it through its own command-line client.
 
-// peerEnv is the bench's environment for a manager of t: without
-// HERMES_* and systemd's notification variables, with t's tag and extra.
+// peerEnv is the bench's environment for a manager of t (managerEnv),
+// with t's tag and extra.
 func peerEnv(t *peerTrial, extra ...string) []string {
+	return append(append(managerEnv(), t.env), extra...)
+}
+
+// managerEnv is the bench's environment without HERMES_* and systemd's
+// notification variables: a manager measured is told nothing by them.
+func managerEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(k, "HERMES_") && k != "NOTIFY_SOCKET" && !strings.HasPrefix(k, "WATCHDOG_") {
 			env = append(env, kv)
 		}
 	}
-	return append(append(env, t.env), extra...)
+	return env
 }
 
 // runQuiet runs a client command and fails with its output when it fails.
