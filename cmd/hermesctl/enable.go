@@ -15,13 +15,8 @@ import (
 // disable act on the units one after the other, print one line per unit
 // done and stop at the first failure.
 
-// disableOptions are the flags and arguments of disable.
-type disableOptions struct{ unitsOptions }
-
 func newDisableCmd(g *globals) *cobra.Command {
-	opts := &disableOptions{unitsOptions{clientOptions: clientOptions{g: g}, verb: "disable", done: "disabled"}}
-	return opts.command("disable UNIT...", "Stop units and keep them stopped, across restarts of hermesd and reboots, until enable", disableHelp,
-		func(ctx context.Context) error { return runDisable(ctx, opts) })
+	return newCallCmd(g, "disable", "disabled", "Stop units and keep them stopped, across restarts of hermesd and reboots, until enable", disableHelp, disable)
 }
 
 const disableHelp = "Stop each unit (returning once its process group is empty, as stop does)\n" +
@@ -29,11 +24,8 @@ const disableHelp = "Stop each unit (returning once its process group is empty, 
 	"`start`, its schedule (a job) and restarts of hermesd, clean or not, and\n" +
 	"reboots leave it stopped. hermesd keeps the list in its state directory."
 
-// runDisable disables each unit in turn; hermesd answers once it is
-// stopped.
-func runDisable(ctx context.Context, opts *disableOptions) error {
-	return opts.eachCall(ctx, "", func(ctx context.Context, c *conn, unit string) error { return c.Disable(ctx, unit) })
-}
+// disable disables unit; hermesd answers once it is stopped.
+func disable(ctx context.Context, c *conn, unit string) error { return c.Disable(ctx, unit) }
 
 // enableOptions are the flags and arguments of enable.
 type enableOptions struct {

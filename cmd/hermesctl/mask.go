@@ -40,17 +40,11 @@ func runMask(ctx context.Context, opts *maskOptions) error {
 }
 
 func newUnmaskCmd(g *globals) *cobra.Command {
-	opts := &unitsOptions{clientOptions: clientOptions{g: g}, verb: "unmask", done: "unmasked"}
-	return opts.command("unmask UNIT...", "Undo mask; the units are not started", unmaskHelp,
-		func(ctx context.Context) error { return runUnmask(ctx, opts) })
+	return newCallCmd(g, "unmask", "unmasked", "Undo mask; the units are not started", unmaskHelp,
+		func(ctx context.Context, c *conn, unit string) error { return c.Unmask(ctx, unit) })
 }
 
 const unmaskHelp = "Undo `hermesctl mask`. Nothing is started: a unit not running stays\n" +
 	"stopped as after `stop`, until `hermesctl start` (or the next boot); a\n" +
 	"job fires on its schedule again; a disabled unit stays disabled.\n" +
 	"Unmasking a unit that is not masked changes nothing."
-
-// runUnmask unmasks each unit in turn.
-func runUnmask(ctx context.Context, opts *unitsOptions) error {
-	return opts.eachCall(ctx, "", func(ctx context.Context, c *conn, unit string) error { return c.Unmask(ctx, unit) })
-}

@@ -125,6 +125,13 @@ func (o *unitsOptions) eachCall(ctx context.Context, line string, call func(ctx 
 	})
 }
 
+// newCallCmd is the command "verb UNIT..." whose call on each unit in turn
+// is one request (eachCall); done is the word of a unit done.
+func newCallCmd(g *globals, verb, done, short, long string, call func(ctx context.Context, c *conn, unit string) error) *cobra.Command {
+	opts := &unitsOptions{clientOptions: clientOptions{g: g}, verb: verb, done: done}
+	return opts.command(verb+" UNIT...", short, long, func(ctx context.Context) error { return opts.eachCall(ctx, "", call) })
+}
+
 // actionOutput is one line of -o json: the daemon's answer, and for a
 // start or restart waited for, where the unit got to.
 type actionOutput struct {

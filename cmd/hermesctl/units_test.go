@@ -28,7 +28,7 @@ func TestRunUnits(t *testing.T) {
 			out: `^\{"unit":"web","action":"start","reached":"running","waited_ns":\d+\}\n$`},
 		{name: "disable", run: func(ctx context.Context, o unitsOptions) error {
 			o.verb, o.done = "disable", "disabled"
-			return runDisable(ctx, &disableOptions{o})
+			return o.eachCall(ctx, "", disable)
 		}, out: `^disabled web\n$`},
 		{name: "enable --no-start -o json", json: true, run: func(ctx context.Context, o unitsOptions) error {
 			o.verb, o.done = "enable", "enabled"
