@@ -30,10 +30,7 @@ func TestRunDescriptors(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs hermesctl run")
 	}
-	bin, err := exec.LookPath("hermesctl")
-	if err != nil {
-		t.Fatalf("the test binary as hermesctl is not in PATH (testscript.Main puts it there): %v", err)
-	}
+	bin := hermesctlBin(t)
 	// What every child of this test binary inherits from it.
 	passed := map[int]string{}
 	own, err := procfd.List(os.Getpid())

@@ -51,10 +51,7 @@ func TestRunBudgetCutBeforeTerm(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs hermesctl run")
 	}
-	hermesctl, err := exec.LookPath("hermesctl")
-	if err != nil {
-		t.Fatal(err)
-	}
+	hermesctl := hermesctlBin(t)
 	dir := t.TempDir()
 	socket := filepath.Join(dir, "run", "hermesd.sock")
 	ln, err := control.Listen(socket, nil)

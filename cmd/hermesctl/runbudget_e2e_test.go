@@ -232,10 +232,7 @@ func TestRunBudgetThroughProxy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts hermesd and hermesctl run")
 	}
-	hermesctl, err := exec.LookPath("hermesctl") // testscript.Main's copy of this test binary
-	if err != nil {
-		t.Fatal(err)
-	}
+	hermesctl := hermesctlBin(t)
 	up := budgetUpstream(t)
 	socket, listen, token, log := startBudgetHermesd(t, up)
 
@@ -339,10 +336,7 @@ func TestRunBudgetEndsCalls(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts hermesd and hermesctl run")
 	}
-	hermesctl, err := exec.LookPath("hermesctl")
-	if err != nil {
-		t.Fatal(err)
-	}
+	hermesctl := hermesctlBin(t)
 	socket, _, _, _ := startBudgetHermesd(t, budgetUpstream(t))
 	record := filepath.Join(t.TempDir(), "record")
 	// A budget that a race-built child starts well within on a loaded
@@ -352,7 +346,7 @@ func TestRunBudgetEndsCalls(t *testing.T) {
 	run.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
 	var stderr strings.Builder
 	run.Stderr = &stderr
-	err = run.Run()
+	err := run.Run()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != exitcode.HermesctlBudget {
 		t.Fatalf("hermesctl run: %v, want exit status %d; stderr:\n%s", err, exitcode.HermesctlBudget, stderr.String())

@@ -125,10 +125,7 @@ func runInPTY(t *testing.T, cmd *exec.Cmd, rows, cols uint16) *terminal {
 // and the stop key stops the selected unit (which the view then shows
 // inactive, from the event the daemon publishes).
 func TestTopPTY(t *testing.T) {
-	hermesctl, err := exec.LookPath("hermesctl") // testscript.Main's link to this test binary
-	if err != nil {
-		t.Fatal(err)
-	}
+	hermesctl := hermesctlBin(t)
 	socket, d := serveFake(t, fakeScript{
 		Status: control.Status{
 			Daemon:     control.Daemon{PID: 4000, Role: "gateway"},
