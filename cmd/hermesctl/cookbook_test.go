@@ -84,22 +84,7 @@ func TestCookbook(t *testing.T) {
 	}
 	socket := filepath.Join(rt, "hermesd.sock")
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "XDG_RUNTIME_DIR=" + rt}
-	d, err := startHermesd(daemonPaths{units: unitsDir, state: filepath.Join(work, "state"), socket: socket, log: filepath.Join(work, "hermesd.log"), env: env})
-	if d != nil {
-		t.Cleanup(func() {
-			if err := d.stop(); err != nil {
-				t.Errorf("hermesd stop: %v", err)
-			}
-		})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := control.Dial(socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := runHermesd(t, daemonPaths{units: unitsDir, state: filepath.Join(work, "state"), socket: socket, log: filepath.Join(work, "hermesd.log"), env: env})
 	ready := waitReady(t, c, run)
 	for _, u := range cookbookUnits {
 		if !containsName(run, u.name) {

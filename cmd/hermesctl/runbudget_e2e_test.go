@@ -23,7 +23,6 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proxy"
 )
@@ -181,35 +180,8 @@ func startBudgetHermesd(t *testing.T, up *httptest.Server) (socket, listen, toke
 	if err := os.WriteFile(config, fmt.Appendf(nil, "gateway: {listen: \"127.0.0.1:0\"}\nproviders:\n  scripted:\n    base_url: %s/v1\n", up.URL), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	bin, release, err := acquireHermesd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(release)
-	logf, err := os.Create(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { logf.Close() })
-	cmd := exec.Command(bin, "--units", units, "--state", state, "--socket", socket, "--config", config)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	d, err := testkit.StartReady(t.Context(), cmd, daemonDeadline, log)
-	if d != nil {
-		t.Cleanup(func() {
-			if err := d.Stop(daemonDeadline); err != nil {
-				t.Errorf("hermesd: %v", err)
-			}
-		})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := control.Dial(socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := runHermesd(t, daemonPaths{units: units, state: state, socket: socket, log: log, config: config,
+		env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}})
 	st, err := c.Status(t.Context())
 	if err != nil || st.Proxy == nil {
 		t.Fatalf("status: proxy %+v, %v; want the proxy on", st.Proxy, err)

@@ -11,8 +11,10 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"testing"
 	"time"
 
+	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -82,6 +84,7 @@ type daemonProc struct {
 // socket, and writes its own log.
 type daemonPaths struct {
 	units, state, socket, log string
+	config                    string   // its hermes.yaml; "": none (the defaults)
 	env                       []string // the daemon's environment (its units inherit it)
 }
 
@@ -104,8 +107,11 @@ func startHermesd(p daemonPaths) (*daemonProc, error) {
 		return nil, err
 	}
 	defer logf.Close()
-	cmd := exec.Command(bin, "--units", p.units, "--state", p.state, "--socket", p.socket,
-		"--config", filepath.Join(filepath.Dir(p.units), "no-hermes.yaml"))
+	config := p.config
+	if config == "" {
+		config = filepath.Join(filepath.Dir(p.units), "no-hermes.yaml")
+	}
+	cmd := exec.Command(bin, "--units", p.units, "--state", p.state, "--socket", p.socket, "--config", config)
 	cmd.Env = slices.Clip(p.env)
 	cmd.Dir = filepath.Dir(p.units) // as an operator runs it: from the directory that holds the units
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -115,6 +121,30 @@ func startHermesd(p daemonPaths) (*daemonProc, error) {
 		return nil, err
 	}
 	return &daemonProc{Daemon: td, release: rel, log: p.log}, err
+}
+
+// runHermesd starts hermesd on p for t (startHermesd), failing t when it
+// does not start, and returns a client of its control socket. The client
+// is closed and hermesd stopped when t ends; a failed stop fails t.
+func runHermesd(t *testing.T, p daemonPaths) *control.Client {
+	t.Helper()
+	d, err := startHermesd(p)
+	if d != nil {
+		t.Cleanup(func() {
+			if err := d.stop(); err != nil {
+				t.Errorf("hermesd stop: %v", err)
+			}
+		})
+	}
+	var c *control.Client
+	if err == nil {
+		c, err = control.Dial(p.socket)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // stop stops hermesd cleanly (TERM: it stops its owned units first) and

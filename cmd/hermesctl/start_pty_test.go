@@ -28,28 +28,15 @@ restart: "no"
 // never a new line); once it is ready that line is erased and the
 // outcome's line takes its place.
 func TestStartProgressOnTerminal(t *testing.T) {
-	hermesctl, err := exec.LookPath("hermesctl") // testscript.Main's link to this test binary
-	if err != nil {
-		t.Fatal(err)
-	}
+	hermesctl := hermesctlBin(t)
 	dir := t.TempDir()
 	units := testkit.WriteUnits(t, filepath.Join(dir, "units"), map[string]string{"web.yaml": gatedUnit})
 	socket := filepath.Join(dir, "run", "hermesd.sock")
 	if err := os.MkdirAll(filepath.Dir(socket), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	d, err := startHermesd(daemonPaths{units: units, state: filepath.Join(dir, "state"), socket: socket,
+	runHermesd(t, daemonPaths{units: units, state: filepath.Join(dir, "state"), socket: socket,
 		log: filepath.Join(dir, "hermesd.log"), env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}})
-	if d != nil {
-		t.Cleanup(func() {
-			if err := d.stop(); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
 	// TERM=screen: bubbletea's init (linked in for top) asks the terminal
 	// for its background colour and waits 5 s for the answer, which a bare
 	// pty never gives; it does not ask screen.
