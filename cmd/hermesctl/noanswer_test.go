@@ -6,17 +6,17 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hermes-units/hermes/internal/exitcode"
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
-// mute is a control socket whose daemon accepts connections and never
-// answers, as a hermesd stopped by SIGSTOP looks to a client (the kernel
-// queues the connection; nothing reads it). It holds what it accepted
-// until the test ends.
+// mute is a control socket whose daemon never answers, as a hermesd
+// stopped by SIGSTOP looks to a client (the kernel queues the connection;
+// nothing reads it): it accepts one connection and holds it until the
+// test ends; the others wait in the listener's queue.
 func mute(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "h.sock")
@@ -24,30 +24,7 @@ func mute(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var held []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range held {
-			c.Close()
-		}
-	})
+	testkit.Serve(t, ln, func(net.Conn) { <-t.Context().Done() })
 	return path
 }
 
