@@ -192,6 +192,28 @@ func startBudgetHermesd(t *testing.T, up *httptest.Server) (socket, listen, toke
 	return socket, st.Proxy.Listen, token, log
 }
 
+// runOverBudget runs `hermesctl run` on socket with flags, its child this
+// test binary playing kind and recording in record (playRunChild), and
+// fails t unless hermesctl exits with the budget's status. It returns
+// hermesctl's stderr, and when it started and ended.
+func runOverBudget(t *testing.T, hermesctl, socket, kind, record string, flags ...string) (stderr string, began, ended time.Time) {
+	t.Helper()
+	args := append(append([]string{"--socket", socket, "run"}, flags...), "--",
+		"env", envRunChild+"="+kind, envRunRecord+"="+record, "GORACE=atexit_sleep_ms=0", os.Args[0], "-test.run=^$")
+	run := exec.Command(hermesctl, args...)
+	run.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+	var b strings.Builder
+	run.Stderr = &b
+	began = time.Now()
+	err := run.Run()
+	ended = time.Now()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitcode.HermesctlBudget {
+		t.Fatalf("hermesctl run: %v, want exit status %d; stderr:\n%s", err, exitcode.HermesctlBudget, b.String())
+	}
+	return b.String(), began, ended
+}
+
 // TestRunBudgetThroughProxy runs `hermesctl run --run-budget 2` against a
 // real hermesd serving the proxy for a scripted provider. The run is
 // registered with the proxy: the child's OPENAI_BASE_URL is the run's,
@@ -224,20 +246,10 @@ func TestRunBudgetThroughProxy(t *testing.T) {
 	for _, kind := range []string{"obey", "ignore"} {
 		t.Run(kind, func(t *testing.T) {
 			record := filepath.Join(t.TempDir(), "record")
-			run := exec.Command(hermesctl, "--socket", socket, "run", "--run-budget", strconv.Itoa(int(budget/time.Second)), "--wrapup-signal", "USR1", "--grace", grace.String(), "--",
-				"env", envRunChild+"="+kind, envRunRecord+"="+record, "GORACE=atexit_sleep_ms=0", os.Args[0], "-test.run=^$")
-			run.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
-			var stderr strings.Builder
-			run.Stderr = &stderr
-			began := time.Now()
-			err := run.Run()
-			ended := time.Now()
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != exitcode.HermesctlBudget {
-				t.Fatalf("hermesctl run: %v, want exit status %d; stderr:\n%s", err, exitcode.HermesctlBudget, stderr.String())
-			}
-			if want := "hermesctl: run: budget exceeded: env (run run-"; !strings.HasPrefix(stderr.String(), want) || strings.Count(stderr.String(), "\n") != 1 {
-				t.Errorf("stderr %q, want one line starting %q", stderr.String(), want)
+			stderr, began, ended := runOverBudget(t, hermesctl, socket, kind, record,
+				"--run-budget", strconv.Itoa(int(budget/time.Second)), "--wrapup-signal", "USR1", "--grace", grace.String())
+			if want := "hermesctl: run: budget exceeded: env (run run-"; !strings.HasPrefix(stderr, want) || strings.Count(stderr, "\n") != 1 {
+				t.Errorf("stderr %q, want one line starting %q", stderr, want)
 			}
 
 			rec, all := readRunRecord(t, record)
@@ -313,16 +325,7 @@ func TestRunBudgetEndsCalls(t *testing.T) {
 	record := filepath.Join(t.TempDir(), "record")
 	// A budget that a race-built child starts well within on a loaded
 	// machine (it must be blocked in its call before the deadline).
-	run := exec.Command(hermesctl, "--socket", socket, "run", "--run-budget", "6", "--grace", "5s", "--",
-		"env", envRunChild+"=stream", envRunRecord+"="+record, "GORACE=atexit_sleep_ms=0", os.Args[0], "-test.run=^$")
-	run.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
-	var stderr strings.Builder
-	run.Stderr = &stderr
-	err := run.Run()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != exitcode.HermesctlBudget {
-		t.Fatalf("hermesctl run: %v, want exit status %d; stderr:\n%s", err, exitcode.HermesctlBudget, stderr.String())
-	}
+	runOverBudget(t, hermesctl, socket, "stream", record, "--run-budget", "6", "--grace", "5s")
 	rec, all := readRunRecord(t, record)
 	t.Logf("the child recorded:\n%s", all)
 	// The child ignores TERM and is killed after the grace: a stream the
