@@ -178,14 +178,8 @@ func (p *Proxy) Status() []BreakerStatus { return p.sessions.status() }
 // CheckLoopback returns an error wrapping ErrNotLoopback unless addr's host
 // is a loopback IP or "localhost".
 func CheckLoopback(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("proxy: listen address %q is not host:port: %w", addr, err)
-	}
-	if units.LoopbackHost(host) {
-		return nil
-	}
-	return fmt.Errorf("%w: %q; the proxy injects provider API keys, so it listens on loopback only (127.0.0.1:7411 by default): change gateway.listen, or allow other addresses explicitly", ErrNotLoopback, addr)
+	return units.CheckListen("proxy: listen address", addr, false, ErrNotLoopback,
+		"the proxy injects provider API keys, so it listens on loopback only (127.0.0.1:7411 by default): change gateway.listen, or allow other addresses explicitly")
 }
 
 // Listen binds Options.Listen (default 127.0.0.1:7411), refusing a

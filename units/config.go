@@ -26,6 +26,21 @@ func LoopbackHost(host string) bool {
 	return strings.EqualFold(host, "localhost") || ip != nil && ip.IsLoopback()
 }
 
+// CheckListen returns nil when addr, the host:port of what (a key, or
+// who listens), may be listened on: its host is loopback (LoopbackHost),
+// or remote allows any. Else its error wraps notLoopback and says fix,
+// what to do.
+func CheckListen(what, addr string, remote bool, notLoopback error, fix string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%s %q is not host:port: %w", what, addr, err)
+	}
+	if remote || LoopbackHost(host) {
+		return nil
+	}
+	return fmt.Errorf("%w: %q; %s", notLoopback, addr, fix)
+}
+
 // DefaultConfig is the configuration used when hermes.yaml does not exist:
 // built-in unit defaults, gateway.listen 127.0.0.1:7411, no providers, no
 // agent settings (the timeouts package applies its own defaults to zeros).

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -153,6 +154,34 @@ func TestLoopbackHost(t *testing.T) {
 	} {
 		if got := LoopbackHost(host); got != want {
 			t.Errorf("LoopbackHost(%q) = %v, want %v", host, got, want)
+		}
+	}
+}
+
+// TestCheckListen: a loopback address, or any with remote, may be
+// listened on; another is an error wrapping the caller's sentinel that
+// names the address and says the fix; what is not host:port says so.
+func TestCheckListen(t *testing.T) {
+	errNot := errors.New("not loopback")
+	for _, tc := range []struct {
+		addr   string
+		remote bool
+		want   string // "" for no error
+	}{
+		{"127.0.0.1:7411", false, ""},
+		{"localhost:0", false, ""},
+		{"0.0.0.0:7411", true, ""},
+		{"0.0.0.0:7411", false, `not loopback: "0.0.0.0:7411"; set x.remote`},
+		{"nonsense", true, `x.listen "nonsense" is not host:port: `},
+	} {
+		err := CheckListen("x.listen", tc.addr, tc.remote, errNot, "set x.remote")
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("CheckListen(%q, remote %v) = %v, want nil", tc.addr, tc.remote, err)
+		case tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)):
+			t.Errorf("CheckListen(%q, remote %v) = %v, want an error starting %q", tc.addr, tc.remote, err, tc.want)
+		case strings.HasPrefix(tc.want, "not loopback") && !errors.Is(err, errNot):
+			t.Errorf("CheckListen(%q): %v does not wrap the sentinel", tc.addr, err)
 		}
 	}
 }

@@ -25,14 +25,8 @@ var ErrToken = errors.New("metrics bearer token unusable")
 // CheckListen returns an error wrapping ErrNotLoopback unless addr's host
 // is a loopback IP or "localhost", or remote (metrics.remote) allows any.
 func CheckListen(addr string, remote bool) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("metrics.listen %q is not host:port: %w", addr, err)
-	}
-	if remote || units.LoopbackHost(host) {
-		return nil
-	}
-	return fmt.Errorf("%w: %q; metrics listen on loopback unless metrics.remote is true (a scraper elsewhere: set it, with metrics.token_file); else set metrics.listen to 127.0.0.1:PORT", ErrNotLoopback, addr)
+	return units.CheckListen("metrics.listen", addr, remote, ErrNotLoopback,
+		"metrics listen on loopback unless metrics.remote is true (a scraper elsewhere: set it, with metrics.token_file); else set metrics.listen to 127.0.0.1:PORT")
 }
 
 // ReadToken reads a bearer token file: it must be a regular file that

@@ -40,14 +40,8 @@ var ErrNotLoopback = errors.New("probes listen address is not loopback")
 // CheckAddr returns an error wrapping ErrNotLoopback when addr's host is
 // not a loopback IP or "localhost" and remote is false.
 func CheckAddr(addr string, remote bool) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("probes.listen %q is not host:port: %w", addr, err)
-	}
-	if remote || units.LoopbackHost(host) {
-		return nil
-	}
-	return fmt.Errorf("%w: %q; the kubelet probes the pod's IP: set probes.remote: true to serve it there, or give a loopback address", ErrNotLoopback, addr)
+	return units.CheckListen("probes.listen", addr, remote, ErrNotLoopback,
+		"the kubelet probes the pod's IP: set probes.remote: true to serve it there, or give a loopback address")
 }
 
 // Live is the liveness verdict of a status read: nil, or why not.
