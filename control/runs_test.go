@@ -72,10 +72,8 @@ func TestRunRoute(t *testing.T) {
 	if _, err := s.client.Status(ctx); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case id := <-b.released:
+	if id, ok := testkit.Ready(b.released); ok {
 		t.Fatalf("run %s released while the client holds it", id)
-	default:
 	}
 	release()
 	b.waitRelease(t, "after release")
@@ -133,9 +131,7 @@ func TestEndRunRoute(t *testing.T) {
 	if err != nil || !ended {
 		t.Fatalf("EndRun(run-1) = %v, %v; want true, nil", ended, err)
 	}
-	select {
-	case <-b.released:
-	default:
+	if _, ok := testkit.Ready(b.released); !ok {
 		t.Error("EndRun returned before the backend released the run")
 	}
 	if ended, err := s.client.EndRun(t.Context(), "run-2"); err != nil || ended {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/internal/diag"
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 func sampleStatus() Status {
@@ -256,10 +257,8 @@ func TestStopWaits(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- s.client.Stop(t.Context(), "web") }()
 		<-entered
-		select {
-		case err := <-done:
+		if err, ok := testkit.Ready(done); ok {
 			t.Fatalf("Stop returned %v while the backend was still stopping", err)
-		default:
 		}
 		close(release)
 		if err := <-done; err != nil {

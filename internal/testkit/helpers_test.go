@@ -61,3 +61,23 @@ func TestPipe(t *testing.T) {
 		}
 	}
 }
+
+// TestReady: an empty channel is not ready, one holding a value gives it
+// once, a closed one is ready with the zero value.
+func TestReady(t *testing.T) {
+	ch := make(chan int, 1)
+	if v, ok := Ready(ch); ok {
+		t.Errorf("empty channel: Ready = %d, true; want false", v)
+	}
+	ch <- 7
+	if v, ok := Ready(ch); !ok || v != 7 {
+		t.Errorf("after a send: Ready = %d, %v; want 7, true", v, ok)
+	}
+	if _, ok := Ready(ch); ok {
+		t.Error("after the value was taken: Ready = true, want false")
+	}
+	close(ch)
+	if v, ok := Ready(ch); !ok || v != 0 {
+		t.Errorf("closed channel: Ready = %d, %v; want 0, true", v, ok)
+	}
+}

@@ -99,3 +99,17 @@ func Receive[T any](t testing.TB, d time.Duration, ch <-chan T, format string, a
 		return zero
 	}
 }
+
+// Ready returns what ch holds now, and true, without waiting: false (and
+// the zero value) when nothing is there yet, true for a closed ch. A test
+// asks it to check that something has not happened (a call returned, a
+// run released) before it lets that happen, or that it has.
+func Ready[T any](ch <-chan T) (T, bool) {
+	select {
+	case v := <-ch:
+		return v, true
+	default:
+		var zero T
+		return zero, false
+	}
+}
