@@ -135,11 +135,14 @@ func New(opts Options) (*Watcher, error) {
 		watched: make(map[string]fileID),
 		modes:   make(map[string]fs.FileMode),
 	}
-	if _, err := w.sync(); err != nil {
+	moved, err := w.sync()
+	if err != nil {
 		src.close()
 		return nil, err
 	}
-	w.snapshotModes()
+	if !moved { // sync took the snapshot when it added the units directory's watch
+		w.snapshotModes()
+	}
 	return w, nil
 }
 
