@@ -38,6 +38,11 @@ type Status struct {
 	// Owned are the groups the daemon keeps for control owners (owned.go);
 	// absent when none.
 	Owned []OwnedGroup `json:"owned,omitempty"`
+	// Loading is when hermesd began its first read of the units
+	// directory, while that read lasts (Units is then empty: no unit is
+	// started before it ends); absent once it is over. A units directory
+	// on a slow filesystem makes it last.
+	Loading time.Time `json:"loading_since,omitzero"`
 }
 
 // Recovery is what a gateway did at its start with the owned groups that

@@ -55,7 +55,7 @@ func (r *Reconciler) Status(ctx context.Context, names ...string) (control.Statu
 	}
 	st.Units = out
 	for _, n := range names {
-		if !slices.ContainsFunc(st.Units, func(u control.Unit) bool { return u.Name == n }) {
+		if st.Loading.IsZero() && !slices.ContainsFunc(st.Units, func(u control.Unit) bool { return u.Name == n }) {
 			return control.Status{}, unknownUnit(n)
 		}
 	}

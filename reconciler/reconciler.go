@@ -313,6 +313,30 @@ func (r *Reconciler) post(ev any) {
 	}
 }
 
+// errStoppedLoading is firstLoad's error when ctx ended first.
+var errStoppedLoading = errors.New("stopped while the units directory was being read")
+
+// firstLoad is Options.Load, given up when ctx ends first: a units
+// directory on a filesystem that stopped answering must not keep hermesd
+// from stopping. The read left behind ends with the process.
+func (r *Reconciler) firstLoad(ctx context.Context) (Loaded, error) {
+	type result struct {
+		l   Loaded
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		l, err := r.opt.Load(ctx)
+		got <- result{l, err}
+	}()
+	select {
+	case res := <-got:
+		return res.l, res.err
+	case <-ctx.Done():
+		return Loaded{}, errStoppedLoading
+	}
+}
+
 // Run owns the state until ctx ends, then stops hermesd cleanly (SPEC §6):
 // owned units stop in reverse dependency order, survivors keep running and
 // stay in the ledger. It returns once every goroutine it started has ended:
@@ -328,7 +352,16 @@ func (r *Reconciler) Run(ctx context.Context) error {
 
 	r.loadHolds()
 	r.load.mu.Lock() // a Reload called meanwhile reads after this first load
-	loaded, err := r.opt.Load(ctx)
+	// Until the first load is applied, a status is answered at once with
+	// this one: no unit, and since when the units directory is read.
+	r.served.snaps.cur.Store(&statusSnap{st: control.Status{Daemon: r.opt.Daemon, Units: []control.Unit{}, Loading: time.Now()}, at: time.Now()})
+	loaded, err := r.firstLoad(ctx)
+	loading := r.served.snaps.cur.Swap(nil) // a status now waits for the first pass
+	if errors.Is(err, errStoppedLoading) {
+		r.load.mu.Unlock()
+		r.log.Warn("stopped while the units directory was being read: no unit was started", "for", time.Since(loading.st.Loading).Round(time.Millisecond))
+		return nil
+	}
 	if err != nil {
 		r.load.mu.Unlock()
 		return fmt.Errorf("load units: %w", err)

@@ -194,7 +194,8 @@ func (r *Reconciler) buildStatus() *statusSnap {
 // view is the status of s of the named units (every unit: none named),
 // with what grows with time computed now; rel holds the groups of its
 // released rows, in their order. An unknown name is
-// control.ErrUnknownUnit.
+// control.ErrUnknownUnit, but while the first load lasts (no unit is
+// known yet).
 func (s *statusSnap) view(names []string) (st control.Status, rel []supervisor.Group, err error) {
 	want := make(map[string]bool, len(names))
 	for _, n := range names {
@@ -229,7 +230,7 @@ func (s *statusSnap) view(names []string) (st control.Status, rel []supervisor.G
 		st.Units = append(st.Units, u)
 	}
 	for _, n := range names {
-		if !found[n] {
+		if !found[n] && s.st.Loading.IsZero() { // while loading, no unit is known yet
 			return control.Status{}, nil, unknownUnit(n)
 		}
 	}

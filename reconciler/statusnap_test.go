@@ -117,3 +117,82 @@ func TestStatusSnapshotAge(t *testing.T) {
 		}
 	})
 }
+
+// TestStatusWhileFirstLoad: while the first read of the units directory
+// lasts (a slow filesystem), a status is answered at once, with no unit
+// and since when the read began, and naming a unit is no error; once the
+// read is applied, the units show and the loading mark is gone.
+func TestStatusWhileFirstLoad(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := &files{specs: map[string]units.Spec{"a": spec("a")}}
+		gate := make(chan struct{})
+		r, err := New(Options{Spawner: &fakeSpawner{fail: map[string]error{}}, StateDir: t.TempDir(), Env: []string{"PATH=/bin"}, Rand: func() float64 { return 0.5 },
+			Load: func(ctx context.Context) (Loaded, error) {
+				select {
+				case <-gate:
+				case <-ctx.Done():
+				}
+				return fs.load(ctx)
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		began := time.Now()
+		runInTest(t, r)
+		synctest.Wait()
+		time.Sleep(5 * time.Second)           // the read is slow
+		st, err := r.Status(t.Context(), "a") // deadlocks if it waits for the read
+		if err != nil {
+			t.Fatalf("status naming a unit while the units are read: %v", err)
+		}
+		if len(st.Units) != 0 || !st.Loading.Equal(began) {
+			t.Errorf("status while the units are read: %d units, loading since %v; want none, since %v", len(st.Units), st.Loading, began)
+		}
+		close(gate)
+		synctest.Wait()
+		st, err = r.Status(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Units) != 1 || st.Units[0].State != control.StateRunning || !st.Loading.IsZero() {
+			t.Errorf("status once the units are read: %+v, loading since %v; want a running, no loading mark", st.Units, st.Loading)
+		}
+	})
+}
+
+// TestStopWhileFirstLoad: a stop asked while the first read of the units
+// directory is stuck (a filesystem that stopped answering, deaf to the
+// context) ends Run at once, cleanly, with no unit started.
+func TestStopWhileFirstLoad(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := make(chan struct{})
+		defer close(gate) // the read left behind ends with the test
+		sp := &fakeSpawner{fail: map[string]error{}}
+		r, err := New(Options{Spawner: sp, StateDir: t.TempDir(), Env: []string{"PATH=/bin"}, Rand: func() float64 { return 0.5 },
+			Load: func(context.Context) (Loaded, error) {
+				<-gate
+				return Loaded{Specs: []units.Spec{spec("a")}}, nil
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := runInTest(t, r)
+		synctest.Wait()
+		done := make(chan error, 1)
+		go func() { done <- stop() }()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run stopped during the first read: %v, want a clean stop", err)
+			}
+		default:
+			t.Fatal("Run did not stop while its first read was stuck")
+		}
+		sp.mu.Lock()
+		defer sp.mu.Unlock()
+		if n := len(sp.spawns); n != 0 {
+			t.Errorf("%d units started", n)
+		}
+	})
+}

@@ -183,6 +183,9 @@ func writeStatusLines(w io.Writer, st control.Status, lk look) {
 		fmt.Fprintf(w, "orphans:    %s %s: re-parented to hermesd, no unit's (nothing names one); they die with hermesd\n",
 			plural(len(groups), "group", "groups"), strings.Join(groups, ", "))
 	}
+	if !st.Loading.IsZero() {
+		fmt.Fprintf(w, "loading:    reading the units directory for %s; no unit is started before that read ends (a slow filesystem?)\n", human(now.Sub(st.Loading)))
+	}
 	if r := st.Recovery; r != nil {
 		for _, e := range r.Ended {
 			what := "ended"
@@ -197,9 +200,12 @@ func writeStatusLines(w io.Writer, st control.Status, lk look) {
 	}
 	fmt.Fprintln(w)
 
-	if len(st.Units) == 0 {
+	switch {
+	case len(st.Units) == 0 && !st.Loading.IsZero():
+		fmt.Fprintln(w, "no units yet: the units directory is still being read")
+	case len(st.Units) == 0:
 		fmt.Fprintln(w, "no units")
-	} else {
+	default:
 		t, cols := unitTable(st.Units, lk.color)
 		t.writeFit(w, "", cols, lk.width)
 	}

@@ -91,3 +91,19 @@ func TestSize(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusWhileLoading: a status answered while hermesd still reads
+// its units directory says so, and for how long, rather than "no units".
+func TestStatusWhileLoading(t *testing.T) {
+	now := time.Now()
+	var b strings.Builder
+	writeStatus(&b, control.Status{Daemon: control.Daemon{PID: 7}, Units: []control.Unit{}, Loading: now.Add(-90 * time.Second)}, look{now: now})
+	for _, want := range []string{"loading:    reading the units directory for 1m30s", "no units yet"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("status while loading lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "no units\n") {
+		t.Errorf("status while loading says there are no units:\n%s", b.String())
+	}
+}
