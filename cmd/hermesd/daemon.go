@@ -258,7 +258,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	defer d.owner.Close()
 	adviseMode(log, cfg.mode, d.owner.Status().Mode)
 
-	if d.px, err = startProxy(ctx, cfg, log, d.obs); err != nil {
+	d.read = &units.Cache{}
+	if d.px, err = startProxy(ctx, cfg, d.read, log, d.obs); err != nil {
 		return err
 	}
 	defer d.px.close()
@@ -293,6 +294,7 @@ type instance struct {
 	led        *ledger.Ledger
 	obs        *observer
 	owner      *supervisor.Owner
+	read       *units.Cache  // the unit files as read, startProxy's read first: each load reads again only those changed
 	px         *gatewayProxy // nil: no provider, the proxy is off
 	probes     net.Listener  // probes.listen; nil: the probes are off
 	fds        *fdWatch
@@ -413,7 +415,7 @@ func (d *instance) newReconciler() error {
 	rec, err := reconciler.New(reconciler.Options{
 		Role:          cfg.role,
 		Spawner:       reconciler.Supervised(owner),
-		Load:          loader(cfg, log, both(loadHook(px, log), d.fds.check)),
+		Load:          loader(cfg, d.read, log, both(loadHook(px, log), d.fds.check)),
 		Changes:       d.w.Changes(),
 		Checkpoint:    reconciler.Ledger(d.led, d.self, cfg.role),
 		Holds:         holds.Open(cfg.State, d.self.BootID),
@@ -528,12 +530,12 @@ func (d *instance) startHelpers(ctx context.Context, wg *sync.WaitGroup) {
 }
 
 // loader reads hermes.yaml (its unit defaults) and the units directory on
-// every reload. A config file that does not load keeps the last good
+// every reload, reading again only the files that changed since cache
+// had them. A config file that does not load keeps the last good
 // defaults and is reported with the unit errors. seen is then given the
 // config in force and what was loaded (loadHook).
-func loader(cfg config, log *slog.Logger, seen func(units.Config, *reconciler.Loaded)) func(context.Context) (reconciler.Loaded, error) {
+func loader(cfg config, cache *units.Cache, log *slog.Logger, seen func(units.Config, *reconciler.Loaded)) func(context.Context) (reconciler.Loaded, error) {
 	last := units.DefaultConfig()
-	cache := &units.Cache{} // a reload reads again only the files that changed
 	return func(ctx context.Context) (reconciler.Loaded, error) {
 		var cfgErrs []*units.Error
 		if c, err := units.LoadConfig(cfg.Config); err != nil {

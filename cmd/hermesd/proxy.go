@@ -53,18 +53,19 @@ type gatewayProxy struct {
 // ErrProxyListen reports that the proxy cannot listen on gateway.listen.
 var ErrProxyListen = errors.New("provider proxy cannot listen")
 
-// startProxy reads hermes.yaml and the units directory once, and when they
+// startProxy reads hermes.yaml and the units directory once (into cache,
+// where the reconciler's first load finds the files), and when they
 // declare a provider builds the proxy and binds gateway.listen. It returns
 // nil (off) when there is no provider. A config file or unit that does not
 // load counts as declaring nothing: the reconciler reports it. A duplicate
 // provider id is a configuration error (exitcode.Usage); an address in use or
 // not on loopback is exitcode.HermesdProxy.
-func startProxy(ctx context.Context, cfg config, log *slog.Logger, obs *observer) (*gatewayProxy, error) {
+func startProxy(ctx context.Context, cfg config, cache *units.Cache, log *slog.Logger, obs *observer) (*gatewayProxy, error) {
 	c, err := units.LoadConfig(cfg.Config)
 	if err != nil {
 		c = units.DefaultConfig()
 	}
-	l := &units.Loader{Defaults: &c.Defaults, Insecure: cfg.insecure, Unprivileged: os.Geteuid() != 0}
+	l := &units.Loader{Defaults: &c.Defaults, Insecure: cfg.insecure, Unprivileged: os.Geteuid() != 0, Cache: cache}
 	var specs []*units.Spec
 	if d, err := l.LoadDir(cfg.Units); err == nil {
 		for _, n := range d.Order() {
