@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -186,31 +185,10 @@ func TestReleaseHandsOutputOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkNumbered(t, b)
-}
-
-// checkNumbered checks that each stream of a log holds 0, 1, 2, ... in
-// records (partial ones joined), each number once, and over 500 of them.
-func checkNumbered(t *testing.T, b []byte) {
-	t.Helper()
-	next := map[logfile.Stream]int{}
-	part := map[logfile.Stream]string{}
-	for line := range strings.Lines(string(b)) {
-		r := logfile.ParseRecord(strings.TrimSuffix(line, "\n"))
-		if !r.Stamped() {
-			t.Fatalf("log line %q is not a record", line)
-		}
-		text := part[r.Stream] + r.Text
-		if r.Partial {
-			part[r.Stream] = text
-			continue
-		}
-		part[r.Stream] = ""
-		if want := strconv.Itoa(next[r.Stream]); text != want {
-			t.Fatalf("%s: line %q where %q was due: a line lost or written twice", r.Stream, text, want)
-		}
-		next[r.Stream]++
-	}
+	next := testkit.CheckNumbered(t, b, func(line string) (logfile.Stream, string, bool, bool) {
+		r := logfile.ParseRecord(line)
+		return r.Stream, r.Text, r.Partial, r.Stamped()
+	})
 	if next[logfile.Stdout] < 500 || next[logfile.Stderr] < 500 {
 		t.Errorf("lines: %v, want over 500 on each stream", next)
 	}

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -132,7 +131,7 @@ func releasedRelayed(t *testing.T, mode string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkNumbered(t, b)
+	t.Logf("lines in the log: %v", testkit.CheckNumbered(t, b, record))
 }
 
 // relayOf finds the live relay of unit whose log file is under state
@@ -160,29 +159,10 @@ func relayOf(t *testing.T, state, unit string) proc.Identity {
 	return found
 }
 
-// checkNumbered checks that each stream of a log holds 0, 1, 2, ... in
-// records (partial ones joined), each number once.
-func checkNumbered(t *testing.T, b []byte) {
-	t.Helper()
-	next := map[logfile.Stream]int{}
-	part := map[logfile.Stream]string{}
-	for line := range strings.Lines(string(b)) {
-		r := logfile.ParseRecord(strings.TrimSuffix(line, "\n"))
-		if !r.Stamped() {
-			t.Fatalf("log line %q is not a record", line)
-		}
-		text := part[r.Stream] + r.Text
-		if r.Partial {
-			part[r.Stream] = text
-			continue
-		}
-		part[r.Stream] = ""
-		if want := strconv.Itoa(next[r.Stream]); text != want {
-			t.Fatalf("%s: line %q where %q was due: a line lost or written twice", r.Stream, text, want)
-		}
-		next[r.Stream]++
-	}
-	t.Logf("lines in the log: %v", next)
+// record reads a line of a log for testkit.CheckNumbered.
+func record(line string) (logfile.Stream, string, bool, bool) {
+	r := logfile.ParseRecord(line)
+	return r.Stream, r.Text, r.Partial, r.Stamped()
 }
 
 // logText is the text of a log's lines without their records' headers
