@@ -31,17 +31,20 @@ import (
 	"github.com/hermes-units/hermes/internal/exitcode"
 )
 
-func main() {
-	err := run(os.Args[1:])
+func main() { os.Exit(exitCode(run(os.Args[1:]))) }
+
+// exitCode prints run's error once (unless the daemon reported it) and
+// returns the exit code it carries: Failure for one that carries none.
+func exitCode(err error) int {
 	if err == nil {
-		return
+		return exitcode.Success
 	}
 	if !errors.Is(err, errReported) {
 		fmt.Fprintln(os.Stderr, "hermesd:", err)
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		os.Exit(ee.code)
+		return ee.code
 	}
-	os.Exit(exitcode.Failure)
+	return exitcode.Failure
 }

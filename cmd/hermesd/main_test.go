@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -9,7 +8,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/hermes-units/hermes/internal/exitcode"
 	"go.uber.org/goleak"
 )
 
@@ -27,18 +25,7 @@ func TestMain(m *testing.M) {
 	}
 	switch role {
 	case "hermesd":
-		err := run(os.Args[1:])
-		if err == nil {
-			os.Exit(exitcode.Success)
-		}
-		if !errors.Is(err, errReported) {
-			fmt.Fprintln(os.Stderr, "hermesd:", err)
-		}
-		var ee *exitError
-		if errors.As(err, &ee) {
-			os.Exit(ee.code)
-		}
-		os.Exit(exitcode.Failure)
+		os.Exit(exitCode(run(os.Args[1:])))
 	case "unit":
 		playUnit()
 	case "own":
