@@ -184,18 +184,9 @@ type recorder interface {
 
 // Records lists the ledger entries of other owners whose group is alive.
 func (c ledgerCheckpoint) Records(ctx context.Context) ([]Record, error) {
-	es, err := c.l.Entries(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []Record
-	for _, e := range es {
-		if e.Owner == c.self || !e.Alive() {
-			continue
-		}
-		out = append(out, Record{Survivor: survivorOf(e), Argv: e.Argv, Role: e.Role})
-	}
-	return out, nil
+	return others(ctx, c, ledger.Entry.Alive, func(e ledger.Entry) Record {
+		return Record{Survivor: survivorOf(e), Argv: e.Argv, Role: e.Role}
+	})
 }
 
 // guards are the groups adopt never takes, and the uid it adopts for.

@@ -90,16 +90,21 @@ func survivorOf(e ledger.Entry) Survivor {
 }
 
 func (c ledgerCheckpoint) Survivors(ctx context.Context) ([]Survivor, error) {
+	return others(ctx, c, func(e ledger.Entry) bool { return e.Ownership.Survivor() }, survivorOf)
+}
+
+// others lists, made by f, the ledger entries of other owners that keep
+// accepts.
+func others[T any](ctx context.Context, c ledgerCheckpoint, keep func(ledger.Entry) bool, f func(ledger.Entry) T) ([]T, error) {
 	es, err := c.l.Entries(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out []Survivor
+	var out []T
 	for _, e := range es {
-		if e.Owner == c.self || !e.Ownership.Survivor() {
-			continue
+		if e.Owner != c.self && keep(e) {
+			out = append(out, f(e))
 		}
-		out = append(out, survivorOf(e))
 	}
 	return out, nil
 }
