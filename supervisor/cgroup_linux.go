@@ -102,10 +102,7 @@ func (e *cgroupEvents) run() {
 			off += unix.SizeofInotifyEvent + int(ev.Len)
 			e.mu.Lock()
 			for _, ch := range e.subs[ev.Wd] {
-				select {
-				case ch <- struct{}{}:
-				default:
-				}
+				nudge(ch)
 			}
 			e.mu.Unlock()
 		}

@@ -137,15 +137,9 @@ func (j *journal) enqueue(op *jop) bool {
 		j.waiters++
 	}
 	j.mu.Unlock()
-	select {
-	case j.wake <- struct{}{}:
-	default:
-	}
+	nudge(j.wake)
 	if op.result != nil {
-		select {
-		case j.urgent <- struct{}{}:
-		default:
-		}
+		nudge(j.urgent)
 	}
 	return true
 }
@@ -252,10 +246,7 @@ func (j *journal) pause() bool {
 	case <-j.stop:
 		return false
 	}
-	select {
-	case j.wake <- struct{}{}:
-	default:
-	}
+	nudge(j.wake)
 	return true
 }
 

@@ -242,7 +242,7 @@ func (p *shellPipe) Send(lines [][]byte, reply func(i int, err error)) {
 		p.unsent = append(p.unsent, l...)
 	}
 	p.mu.Unlock()
-	p.poke()
+	nudge(p.kick)
 }
 
 // goneLocked is why no answer can come, nil while one can.
@@ -254,13 +254,6 @@ func (p *shellPipe) goneLocked() error {
 		return &lostError{fmt.Sprintf("supervisor %d: pipe closed", p.PID())}
 	}
 	return nil
-}
-
-func (p *shellPipe) poke() {
-	select {
-	case p.kick <- struct{}{}:
-	default:
-	}
 }
 
 // writer writes the queued lines in order. A write may block for as long
@@ -351,7 +344,7 @@ func (p *shellPipe) Close() {
 	p.mu.Lock()
 	p.closing = true
 	p.mu.Unlock()
-	p.poke()
+	nudge(p.kick)
 }
 
 func (p *shellPipe) Waiting() time.Time {

@@ -571,9 +571,13 @@ func (o *Owner) finish(regs []*reg) {
 }
 
 // poke asks the janitor to look now.
-func (o *Owner) poke() {
+func (o *Owner) poke() { nudge(o.wake) }
+
+// nudge wakes the reader of ch, a channel of capacity one that it drains
+// before it looks, unless a wake-up is already pending: never blocks.
+func nudge(ch chan<- struct{}) {
 	select {
-	case o.wake <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
