@@ -137,18 +137,7 @@ func TestOrphanContained(t *testing.T) {
 	o := newTestOwner(t, Options{Mode: ModePGroup, Grace: testGrace})
 	defer o.Close()
 	// A child of this process (the owner): as if re-parented to it.
-	daemon := exec.Command("env", "-i", "sleep", "1000")
-	daemon.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := daemon.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { daemon.Wait(); close(exited) }()
-	t.Cleanup(func() { daemon.Process.Kill(); <-exited })
-	st, err := proc.ReadStat(daemon.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, exited := detachedChild(t)
 	web := &reg{id: "s1", key: "1_1_1", g: Group{Unit: "web", PGID: st.PID - 1, Leader: proc.Identity{PID: st.PID - 1}}, session: st.PID - 1}
 	o.mu.Lock()
 	o.regs[web.id] = web

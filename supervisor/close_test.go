@@ -61,10 +61,7 @@ func TestCloseDoesNotWaitOutGrace(t *testing.T) {
 			}
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
-					o, err := New(Options{Mode: mode, Role: "worker", Grace: closeGrace})
-					if err != nil {
-						t.Fatal(err)
-					}
+					o := newTestOwner(t, Options{Mode: mode, Role: "worker", Grace: closeGrace})
 					outlive, reaped := tt.prepare(t, o)
 					closeWithin(t, o, closeGrace)
 					for _, c := range reaped {

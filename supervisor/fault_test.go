@@ -248,10 +248,7 @@ func TestFaultKilledMidKillSequence(t *testing.T) {
 			marker := fmt.Sprintf("fault-mid-%s-%d", mode, os.Getpid())
 			t.Cleanup(func() { killMarked(marker) })
 			_, canaryID := sleeper(t)
-			o, err := New(Options{Mode: mode, Grace: 2 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
+			o := newTestOwner(t, Options{Mode: mode, Grace: 2 * time.Second})
 			stubborn := spawnReady(t, o, marker, "ignore-term")
 			plain := spawnReady(t, o, marker, "simple")
 			sup := o.Status().PID
@@ -292,6 +289,19 @@ func startScript(t *testing.T, ownerPGID int) *shellPipe {
 		<-p.Exited()
 	})
 	return p.(*shellPipe)
+}
+
+// exitWithin waits up to d for the supervisor p to exit; past d it kills
+// p, waits for its exit, and fails t with the message.
+func exitWithin(t *testing.T, p deathPipe, d time.Duration, format string, args ...any) {
+	t.Helper()
+	select {
+	case <-p.Exited():
+	case <-time.After(d):
+		syscall.Kill(p.PID(), syscall.SIGKILL)
+		<-p.Exited()
+		t.Fatalf(format, args...)
+	}
 }
 
 // rawWrite writes b to the supervisor's stdin as it is, past the pipe's

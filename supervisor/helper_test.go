@@ -9,12 +9,15 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proc"
 	"go.uber.org/goleak"
 )
@@ -262,15 +265,43 @@ func sleepGroup(t *testing.T, unit string) (Group, *exec.Cmd) {
 	t.Helper()
 	cmd := exec.Command("sleep", "1000")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	id := testkit.StartIdentified(t, cmd)
+	return Group{Unit: unit, PGID: id.PID, Leader: id}, cmd
+}
+
+// logLines collects the lines an owner logs (Options.Logf), from any of
+// its goroutines.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string // guarded by mu
+}
+
+func (l *logLines) logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+}
+
+// all returns a copy of the lines logged so far.
+func (l *logLines) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.lines)
+}
+
+// startReaped starts cmd and reaps it on a goroutine of its own: the
+// channel it returns is closed once cmd is reaped. The test's end kills
+// cmd (safe once reaped: no stray signal to a recycled pid) and waits for
+// the reaping.
+func startReaped(t *testing.T, cmd *exec.Cmd) <-chan struct{} {
+	t.Helper()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	id, err := proc.Read(cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Group{Unit: unit, PGID: id.PID, Leader: id}, cmd
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-done })
+	return done
 }
 
 // killMarked kills every process carrying marker (test cleanup).

@@ -36,17 +36,13 @@ func TestOwnRevalidatesLeader(t *testing.T) {
 			if err := o.Own(t.Context(), tc.g); !errors.Is(err, tc.want) {
 				t.Errorf("Own: got %v, want %v", err, tc.want)
 			}
-			if got := o.Status().Groups; got != 0 {
-				t.Errorf("registered groups after a refused Own: got %d, want 0", got)
-			}
+			wantGroups(t, o, 0, "after a refused Own")
 		})
 	}
 	if err := o.Own(t.Context(), live); err != nil {
 		t.Fatalf("Own of a live group: %v", err)
 	}
-	if got := o.Status().Groups; got != 1 {
-		t.Errorf("registered groups: got %d, want 1", got)
-	}
+	wantGroups(t, o, 1, "after Own of the live group")
 }
 
 // TestStopSparesStranger: Stop of a group this owner did not register,

@@ -103,10 +103,7 @@ func TestLedgerOrdering(t *testing.T) {
 	for _, mode := range modes(t) {
 		t.Run(string(mode), func(t *testing.T) {
 			dir := t.TempDir()
-			o, err := New(Options{Mode: mode, StateDir: dir, Role: "worker", Grace: 200 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
+			o := newTestOwner(t, Options{Mode: mode, StateDir: dir, Role: "worker", Grace: 200 * time.Millisecond})
 			t.Cleanup(func() { o.Close() }) // after the gate opens (cleanups run last first)
 			// The writer takes the first batch and waits in held.
 			gate := make(chan struct{})

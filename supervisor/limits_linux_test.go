@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -178,14 +177,8 @@ func TestCgroupLimitsWritten(t *testing.T) {
 	write(filepath.Join(top, "cgroup.subtree_control"), "")
 	write(filepath.Join(parent, "cgroup.controllers"), "")
 	write(filepath.Join(parent, "cgroup.subtree_control"), "")
-	var mu sync.Mutex
-	var warnings []string
-	warn := func(format string, args ...any) {
-		mu.Lock()
-		warnings = append(warnings, fmt.Sprintf(format, args...))
-		mu.Unlock()
-	}
-	err := cgroupLimits(top, parent, dir, units.CgroupLimits{MemoryMax: 1 << 30, CPUWeight: 50, CPUMax: 150, TasksMax: 64}, warn)
+	var warned logLines
+	err := cgroupLimits(top, parent, dir, units.CgroupLimits{MemoryMax: 1 << 30, CPUWeight: 50, CPUMax: 150, TasksMax: 64}, warned.logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +196,7 @@ func TestCgroupLimitsWritten(t *testing.T) {
 		}
 	}
 	want := "memory_max: the memory controller is not delegated to " + top + " (controller not delegated; its cgroup.controllers holds: cpu pids hugetlb): memory_max is not applied"
-	if len(warnings) != 1 || !strings.HasPrefix(warnings[0], want) {
+	if warnings := warned.all(); len(warnings) != 1 || !strings.HasPrefix(warnings[0], want) {
 		t.Errorf("warnings: got %q, want one starting %q", warnings, want)
 	}
 }
@@ -217,16 +210,8 @@ func TestCgroupLimitsOnThisMachine(t *testing.T) {
 		t.Skipf("cgroup mode not available: %s", why)
 	}
 	dir := t.TempDir()
-	var mu sync.Mutex
-	var logs []string
-	o, err := New(Options{StateDir: filepath.Join(dir, "state"), Role: "worker", Mode: ModeCgroup, Logf: func(format string, args ...any) {
-		mu.Lock()
-		logs = append(logs, fmt.Sprintf(format, args...))
-		mu.Unlock()
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	var logged logLines
+	o := newTestOwner(t, Options{StateDir: filepath.Join(dir, "state"), Role: "worker", Mode: ModeCgroup, Logf: logged.logf})
 	defer o.Close()
 	b, err := os.ReadFile(filepath.Join(o.tree.base, "cgroup.controllers"))
 	if err != nil {
@@ -239,8 +224,7 @@ func TestCgroupLimitsOnThisMachine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer killCgroup(c.Cgroup)
-	mu.Lock()
-	defer mu.Unlock()
+	logs := logged.all()
 	for _, tc := range []struct{ key, ctrl, file, value string }{{"tasks_max", "pids", "pids.max", "64"}, {"memory_max", "memory", "memory.max", "67108864"}} {
 		warned := false
 		for _, l := range logs {

@@ -25,17 +25,8 @@ import (
 func TestMembersListsOnlyRegistered(t *testing.T) {
 	marker := fmt.Sprintf("members-%d", os.Getpid())
 	t.Cleanup(func() { killMarked(marker) })
-	var mu sync.Mutex
-	var logged []string
-	logf := func(format string, args ...any) {
-		mu.Lock()
-		logged = append(logged, fmt.Sprintf(format, args...))
-		mu.Unlock()
-	}
-	o, err := New(Options{Mode: ModePGroup, Grace: testGrace, Logf: logf})
-	if err != nil {
-		t.Fatal(err)
-	}
+	var logged logLines
+	o := newTestOwner(t, Options{Mode: ModePGroup, Grace: testGrace, Logf: logged.logf})
 	t.Cleanup(func() { o.Close() })
 	gateR, gateW, err := os.Pipe()
 	if err != nil {
@@ -55,14 +46,7 @@ func TestMembersListsOnlyRegistered(t *testing.T) {
 	t.Cleanup(func() { syscall.Kill(sup, syscall.SIGCONT) })
 	gateW.WriteString("go\n") // the daemon leaves the group now
 	found := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, l := range logged {
-			if strings.Contains(l, "left its process group; registering it") {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(logged.all(), func(l string) bool { return strings.Contains(l, "left its process group; registering it") })
 	}
 	testkit.Eventually(t, 20*time.Second, "the daemon to leave its group", func() bool {
 		for _, pid := range marked(marker) {
@@ -161,10 +145,7 @@ func TestEscapeeLeavingAsTheGroupEmpties(t *testing.T) {
 func TestEmptyFindsTheEscapee(t *testing.T) {
 	marker := fmt.Sprintf("empty-setsid-%d", os.Getpid())
 	t.Cleanup(func() { killMarked(marker) })
-	o, err := New(Options{Mode: ModePGroup, Grace: testGrace})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newTestOwner(t, Options{Mode: ModePGroup, Grace: testGrace})
 	t.Cleanup(func() { o.Close() })
 	c, release := gatedSetsid(t, o, marker, "exit 0")
 	testkit.Receive(t, hangBound, c.Done(), "the leader did not exit")
@@ -196,10 +177,7 @@ func TestEmptyFindsTheEscapee(t *testing.T) {
 func TestMembersAtOnceShareAScan(t *testing.T) {
 	marker := fmt.Sprintf("members-at-once-%d", os.Getpid())
 	t.Cleanup(func() { killMarked(marker) })
-	o, err := New(Options{Mode: ModePGroup, Grace: testGrace})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newTestOwner(t, Options{Mode: ModePGroup, Grace: testGrace})
 	t.Cleanup(func() { o.Close() })
 	c, release := gatedSetsid(t, o, marker, "exec sleep 1000")
 	// A scan now (the next periodic one is a second away); then the

@@ -109,25 +109,27 @@ func TestAttributeSpawnedDuringTheScan(t *testing.T) {
 	}
 }
 
-// orphanChild starts, as a child of the owner (this process), a process in
-// a session of its own with an erased environment and stdio /dev/null (as
-// a daemon re-parented to the owner that nothing names), waits for a scan
-// to register its group as an orphan, and for the supervisor's answer.
-// exited is closed once it is reaped.
-func orphanChild(t *testing.T, o *Owner) (st proc.Stat, exited <-chan struct{}) {
+// detachedChild starts, as a child of the owner (this process), a process
+// in a session of its own with an erased environment and stdio /dev/null
+// (as a daemon re-parented to the owner that nothing names), and returns
+// its stat. exited is closed once it is reaped; the test's end kills it.
+func detachedChild(t *testing.T) (st proc.Stat, exited <-chan struct{}) {
 	t.Helper()
 	cmd := exec.Command("env", "-i", "sleep", "1000")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-done })
+	exited = startReaped(t, cmd)
 	st, err := proc.ReadStat(cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return st, exited
+}
+
+// orphanChild starts a detachedChild, waits for a scan to register its
+// group as an orphan, and for the supervisor's answer.
+func orphanChild(t *testing.T, o *Owner) (st proc.Stat, exited <-chan struct{}) {
+	t.Helper()
+	st, exited = detachedChild(t)
 	var e *reg
 	testkit.Eventually(t, 20*time.Second, fmt.Sprintf("process %d registered as an orphan", st.PID), func() bool {
 		o.scan()
@@ -141,7 +143,7 @@ func orphanChild(t *testing.T, o *Owner) (st proc.Stat, exited <-chan struct{}) 
 		return e != nil
 	})
 	<-e.answered
-	return st, done
+	return st, exited
 }
 
 // TestClaimMovesTheOrphan: a process registered as an orphan (no
@@ -157,10 +159,7 @@ func TestClaimMovesTheOrphan(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("orphans come to the owner as the child subreaper on Linux only")
 	}
-	o, err := New(Options{Mode: ModePGroup, Grace: testGrace})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newTestOwner(t, Options{Mode: ModePGroup, Grace: testGrace})
 	t.Cleanup(func() { o.Close() })
 	early, _ := orphanChild(t, o)
 	c, err := o.SpawnOwned(t.Context(), Spec{Unit: "d", Argv: []string{"/bin/sh", "-c", "exec sleep 1000"}})

@@ -47,9 +47,7 @@ func TestOwnAllOrNone(t *testing.T) {
 		if err := o.Own(t.Context(), live, exited); !errors.Is(err, proc.ErrGone) || !strings.Contains(err.Error(), "exited") {
 			t.Fatalf("Own of a live and an exited group: got %v, want ErrGone naming the exited one", err)
 		}
-		if got := o.Status().Groups; got != 0 {
-			t.Errorf("registered groups after the failed Own: got %d, want 0", got)
-		}
+		wantGroups(t, o, 0, "after the failed Own")
 		l, err := ledger.Open(state)
 		if err != nil {
 			t.Fatal(err)
@@ -77,14 +75,19 @@ func TestOwnAllOrNone(t *testing.T) {
 		if !errors.As(err, &refused) || !strings.Contains(err.Error(), "second") {
 			t.Fatalf("Own with the second group refused: got %v, want its RefusedError, naming it", err)
 		}
-		if got := o.Status().Groups; got != 0 {
-			t.Errorf("registered groups after the refusal: got %d, want 0 (the first taken back)", got)
-		}
+		wantGroups(t, o, 0, "after the refusal (the first taken back)")
 		if err := o.Own(t.Context(), first); err != nil {
 			t.Errorf("Own of the first group alone afterwards: %v", err)
 		}
-		if got := o.Status().Groups; got != 1 {
-			t.Errorf("registered groups: got %d, want 1", got)
-		}
+		wantGroups(t, o, 1, "after Own of the first group alone")
 	})
+}
+
+// wantGroups checks that o has want groups registered at the moment when
+// names.
+func wantGroups(t *testing.T, o *Owner, want int, when string) {
+	t.Helper()
+	if got := o.Status().Groups; got != want {
+		t.Errorf("registered groups %s: got %d, want %d", when, got, want)
+	}
 }

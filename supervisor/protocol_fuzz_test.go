@@ -102,13 +102,7 @@ func FuzzProtocol(f *testing.F) {
 		}
 		werr := rawWrite(p, in)
 		p.Close()
-		select {
-		case <-p.Exited():
-		case <-time.After(10 * time.Second):
-			syscall.Kill(p.PID(), syscall.SIGKILL)
-			<-p.Exited()
-			t.Fatalf("the supervisor did not exit within 10s of EOF; input %q", in)
-		}
+		exitWithin(t, p, 10*time.Second, "the supervisor did not exit within 10s of EOF; input %q", in)
 		if werr != nil {
 			t.Errorf("writing the lines: %v (the supervisor exited before reading them all)", werr)
 		}

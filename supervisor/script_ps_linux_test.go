@@ -48,24 +48,7 @@ func TestScriptWithoutProc(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The group: a leader (sleep, after its shell forked) and, in a
-	// session of its own, its untagged child.
-	group := exec.Command("/bin/sh", "-c", "setsid sleep 1001 & echo $!; exec sleep 1000")
-	group.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out := testkit.StartOutput(t, group)
-	t.Cleanup(func() { group.Process.Kill(); group.Wait() })
-	l, err := out.ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	escPID, _ := strconv.Atoi(strings.TrimSpace(l))
-	t.Cleanup(func() { syscall.Kill(escPID, syscall.SIGKILL) })
-	var leader proc.Identity
-	testkit.Eventually(t, 5*time.Second, "the group's leader to exec sleep", func() bool {
-		argv, _ := proc.Cmdline(group.Process.Pid)
-		leader, err = proc.Read(group.Process.Pid)
-		return err == nil && len(argv) > 0 && argv[0] == "sleep"
-	})
+	leader, escPID := groupWithEscapee(t)
 	stranger := exec.Command("sleep", "1002")
 	stranger.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := stranger.Start(); err != nil {

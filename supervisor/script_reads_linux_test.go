@@ -41,33 +41,7 @@ func scriptReadsOnce(t *testing.T, table string) {
 	var watched []int
 	var lines strings.Builder
 	for i := range groups {
-		// Each group: a leader (sleep, after its shell forked) and, in a
-		// session of its own, its untagged child: an escapee that only
-		// ancestry names.
-		g := exec.Command("/bin/sh", "-c", "setsid sleep 1001 & echo $!; exec sleep 1000")
-		g.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		out := testkit.StartOutput(t, g)
-		t.Cleanup(func() { g.Process.Kill(); g.Wait() })
-		l, err := out.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		esc, err := strconv.Atoi(strings.TrimSpace(l))
-		if err != nil || esc <= 1 {
-			t.Fatalf("escapee pid %q: %v", l, err)
-		}
-		escID := testkit.Identity(t, esc)
-		t.Cleanup(func() {
-			if id, err := proc.Read(esc); err == nil && id == escID {
-				syscall.Kill(esc, syscall.SIGKILL)
-			}
-		})
-		var leader proc.Identity
-		testkit.Eventually(t, 5*time.Second, "the group's leader to exec sleep", func() bool {
-			argv, _ := proc.Cmdline(g.Process.Pid)
-			leader, err = proc.Read(g.Process.Pid)
-			return err == nil && len(argv) > 0 && argv[0] == "sleep"
-		})
+		leader, esc := groupWithEscapee(t)
 		for _, p := range []int{leader.PID, esc} {
 			if err := syscall.Kill(p, syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
@@ -219,4 +193,37 @@ exec '%[3]s' "$@"
 	if got != "leader gone" && got != "leader Z" {
 		t.Errorf("when the first sweep by tags returned, 5 s after EOF: %q, want the TERM-ignoring leader gone (KILLed at the 300 ms grace)", got)
 	}
+}
+
+// groupWithEscapee starts, outside any owner, a process group: a leader
+// (sleep, once its shell has exec'd it) and, in a session of its own, its
+// untagged child, an escapee that only ancestry names. It returns the
+// leader's identity and the escapee's pid; the test's end kills both (the
+// escapee only while it is the process started here).
+func groupWithEscapee(t *testing.T) (leader proc.Identity, esc int) {
+	t.Helper()
+	g := exec.Command("/bin/sh", "-c", "setsid sleep 1001 & echo $!; exec sleep 1000")
+	g.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out := testkit.StartOutput(t, g)
+	t.Cleanup(func() { g.Process.Kill(); g.Wait() })
+	l, err := out.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	esc, err = strconv.Atoi(strings.TrimSpace(l))
+	if err != nil || esc <= 1 {
+		t.Fatalf("escapee pid %q: %v", l, err)
+	}
+	escID := testkit.Identity(t, esc)
+	t.Cleanup(func() {
+		if id, err := proc.Read(esc); err == nil && id == escID {
+			syscall.Kill(esc, syscall.SIGKILL)
+		}
+	})
+	testkit.Eventually(t, 5*time.Second, "the group's leader to exec sleep", func() bool {
+		argv, _ := proc.Cmdline(g.Process.Pid)
+		leader, err = proc.Read(g.Process.Pid)
+		return err == nil && len(argv) > 0 && argv[0] == "sleep"
+	})
+	return leader, esc
 }

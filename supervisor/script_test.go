@@ -202,12 +202,7 @@ func TestScriptSignalsBeforeSweep(t *testing.T) {
 	esc := exec.Command("sleep", "1000")
 	esc.Env = []string{ledger.EnvSpawn + "=k1"}
 	esc.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := esc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	escGone := make(chan struct{})
-	go func() { esc.Wait(); close(escGone) }()
-	t.Cleanup(func() { esc.Process.Kill(); <-escGone })
+	escGone := startReaped(t, esc)
 
 	sup := exec.Command(Shell, "-c", script, "hermes-supervisor", "2000", strconv.Itoa(syscall.Getpgrp()), "-", "-")
 	sup.Env = []string{"PATH=" + dir + ":/usr/bin:/bin"}

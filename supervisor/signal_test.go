@@ -19,10 +19,7 @@ import (
 func TestSignal(t *testing.T) {
 	marker := fmt.Sprintf("signal-%d", os.Getpid())
 	t.Cleanup(func() { killMarked(marker) })
-	o, err := New(Options{Mode: ModePGroup, Grace: testGrace})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newTestOwner(t, Options{Mode: ModePGroup, Grace: testGrace})
 	t.Cleanup(func() { o.Close() })
 	notes := filepath.Join(t.TempDir(), "notes")
 	script := `trap 'echo leader >> "$F"' HUP

@@ -50,10 +50,7 @@ func TestSupervisorStopped(t *testing.T) {
 		t.Run(string(mode), func(t *testing.T) {
 			marker := fmt.Sprintf("stopped-%s-%d", mode, os.Getpid())
 			t.Cleanup(func() { killMarked(marker) })
-			o, err := New(Options{Mode: mode, Grace: testGrace, StateDir: t.TempDir(), Logf: t.Logf})
-			if err != nil {
-				t.Fatal(err)
-			}
+			o := newTestOwner(t, Options{Mode: mode, Grace: testGrace, StateDir: t.TempDir(), Logf: t.Logf})
 			t.Cleanup(func() { o.Close() })
 			before := spawnReady(t, o, marker, "simple")
 			sup := o.Status().PID
@@ -223,17 +220,14 @@ func TestCloseWithSupervisorStopped(t *testing.T) {
 		t.Run(string(mode), func(t *testing.T) {
 			marker := fmt.Sprintf("stopped-close-%s-%d", mode, os.Getpid())
 			t.Cleanup(func() { killMarked(marker) })
-			o, err := New(Options{Mode: mode, Grace: testGrace})
-			if err != nil {
-				t.Fatal(err)
-			}
+			o := newTestOwner(t, Options{Mode: mode, Grace: testGrace})
 			c := spawnReady(t, o, marker, "simple")
 			sup := o.Status().PID
 			if err := syscall.Kill(sup, syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { syscall.Kill(sup, syscall.SIGCONT) })
-			err = within(t, "Close", func(context.Context) error { return o.Close() })
+			err := within(t, "Close", func(context.Context) error { return o.Close() })
 			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("supervisor %d did not exit", sup)) {
 				t.Errorf("Close with the supervisor stopped: got %v, want an error naming supervisor %d", err, sup)
 			}

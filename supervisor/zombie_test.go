@@ -51,13 +51,7 @@ func TestZombieIsGone(t *testing.T) {
 		p.Close()
 		waitZombie(t, cmd.Process.Pid)
 		waitZombie(t, cmd2.Process.Pid)
-		select {
-		case <-p.Exited():
-		case <-time.After(30 * time.Second):
-			syscall.Kill(p.PID(), syscall.SIGKILL)
-			<-p.Exited()
-			t.Fatalf("the supervisor still waits with only zombies left in its groups (grace %v)", grace)
-		}
+		exitWithin(t, p, 30*time.Second, "the supervisor still waits with only zombies left in its groups (grace %v)", grace)
 		if err := syscall.Kill(-g.PGID, 0); err != nil {
 			t.Fatalf("kill(-%d, 0) after the TERM: %v; want success (a zombie is left)", g.PGID, err)
 		}
