@@ -59,7 +59,7 @@ func TestShutdownStopsLevelsInBatches(t *testing.T) {
 		}
 		h := newHarness(t, specs...)
 		bs := &batchSpawner{fakeSpawner: h.fs}
-		h.run(New(Options{Spawner: bs, StateDir: t.TempDir(), Env: []string{"PATH=/bin"}, Rand: func() float64 { return 0.5 }, Load: h.load}))
+		h.run(New(fakeOptions(t, bs, h.load)))
 		synctest.Wait()
 		if err := h.shutdown(); err != nil {
 			t.Fatalf("Run after shutdown: %v", err)
@@ -118,7 +118,9 @@ func TestCleanStopWarnsNothing(t *testing.T) {
 		h := newHarness(t, spec("web"))
 		bs := lateBatcher{&batchSpawner{fakeSpawner: h.fs}}
 		w := &warnings{}
-		h.run(New(Options{Spawner: bs, StateDir: t.TempDir(), Env: []string{"PATH=/bin"}, Rand: func() float64 { return 0.5 }, Load: h.load, Logger: slog.New(w)}))
+		o := fakeOptions(t, bs, h.load)
+		o.Logger = slog.New(w)
+		h.run(New(o))
 		synctest.Wait()
 		if err := h.shutdown(); err != nil {
 			t.Fatalf("Run after shutdown: %v", err)

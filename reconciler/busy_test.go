@@ -18,11 +18,7 @@ import (
 func TestReloadHashesOffRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fs := &files{specs: map[string]units.Spec{"a": spec("a", withArgv("1")), "b": spec("b")}}
-		r, err := New(Options{Spawner: &fakeSpawner{fail: map[string]error{}}, StateDir: t.TempDir(), Env: []string{"PATH=/bin"},
-			Rand: func() float64 { return 0.5 }, Load: fs.load})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := mustNew(t, fakeOptions(t, &fakeSpawner{fail: map[string]error{}}, fs.load))
 		var gated atomic.Bool
 		gate := make(chan struct{})
 		r.load.hash = func(s units.Spec) string {
@@ -99,10 +95,7 @@ func TestStatusRSSReads(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fs := &files{specs: map[string]units.Spec{"a": spec("a"), "b": spec("b")}}
 		sp := &fakeSpawner{fail: map[string]error{}}
-		r, err := New(Options{Spawner: sp, StateDir: t.TempDir(), Env: []string{"PATH=/bin"}, Rand: func() float64 { return 0.5 }, Load: fs.load})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := mustNew(t, fakeOptions(t, sp, fs.load))
 		var reads atomic.Int64
 		r.served.rss.read = func(pid int) int64 { return 1000 * reads.Add(1) }
 		runInTest(t, r)
@@ -145,11 +138,7 @@ func TestStatusRSSReads(t *testing.T) {
 func TestStatusNotHeldByRSSReads(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fs := &files{specs: map[string]units.Spec{"a": spec("a"), "b": spec("b")}}
-		r, err := New(Options{Spawner: &fakeSpawner{fail: map[string]error{}}, StateDir: t.TempDir(), Env: []string{"PATH=/bin"},
-			Rand: func() float64 { return 0.5 }, Load: fs.load})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := mustNew(t, fakeOptions(t, &fakeSpawner{fail: map[string]error{}}, fs.load))
 		var reads atomic.Int64
 		gate := make(chan struct{})
 		var gated atomic.Bool

@@ -64,10 +64,7 @@ func (f *files) load(context.Context) (Loaded, error) {
 // inside a synctest bubble.
 func runOver(t *testing.T, sp Spawner, fs *files) *Reconciler {
 	t.Helper()
-	r, err := New(Options{Spawner: sp, StateDir: t.TempDir(), Env: []string{"PATH=/bin"}, Rand: func() float64 { return 0.5 }, Load: fs.load})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustNew(t, fakeOptions(t, sp, fs.load))
 	runInTest(t, r)
 	synctest.Wait()
 	return r

@@ -1,10 +1,10 @@
 package reconciler
 
 import (
-	"fmt"
 	"os"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -30,16 +30,7 @@ func TestEnvFileEndToEnd(t *testing.T) {
 		"db.yaml":  "shell: 'exec sleep 100'\nenv_file: " + missing + "\nrestart: \"no\"\n",
 	})
 	l.waitFor("web running", running("web"))
-	testkit.EventuallyOK(t, 15*time.Second, func() error {
-		b, err := os.ReadFile(out)
-		if err != nil {
-			return err
-		}
-		if got, want := strings.TrimSpace(string(b)), "1|two words|from-unit"; got != want {
-			t.Fatalf("the unit saw %q, want %q", got, want)
-		}
-		return nil
-	})
+	waitLine(t, out, "1|two words|from-unit")
 	want := "unit db: env_file " + missing + ": no such file; create it, or write the path as \"-" + missing + "\" if it is optional"
 	l.waitFor("db failed on its env file", func(m map[string]control.Unit) bool {
 		return m["db"].State == "failed" && strings.HasPrefix(m["db"].Error, want)
@@ -69,16 +60,15 @@ func TestUserEnv(t *testing.T) {
 		"web.yaml": "user: nobody\nworkdir: /\nshell: 'echo \"$USER|$LOGNAME|$HOME\" > " + out + "; exec sleep 100'\nenv: {LOGNAME: mine}\n",
 	})
 	l.waitFor("web running", running("web"))
-	testkit.EventuallyOK(t, 15*time.Second, func() error {
-		b, err := os.ReadFile(out)
-		if err != nil {
-			return err
-		}
-		// The shell creates the file before it writes the line: an empty
-		// file is read again.
-		if got, want := strings.TrimSpace(string(b)), "nobody|mine|"+nobody.HomeDir; got != want {
-			return fmt.Errorf("the unit saw %q, want %q", got, want)
-		}
-		return nil
-	})
+	waitLine(t, out, "nobody|mine|"+nobody.HomeDir)
+}
+
+// waitLine waits for the file out, where a unit writes what it saw, to
+// hold the line want (the shell creates the file before it writes the
+// line: an empty file is read again).
+func waitLine(t *testing.T, out, want string) {
+	t.Helper()
+	if err := testkit.WaitFile(out, regexp.MustCompile(`^`+regexp.QuoteMeta(want)+`\n$`), 15*time.Second); err != nil {
+		t.Fatalf("what the unit saw: %v", err)
+	}
 }

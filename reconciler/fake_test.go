@@ -7,6 +7,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/hermes-units/hermes/control"
@@ -188,18 +189,29 @@ func spec(name string, mod ...func(*units.Spec)) units.Spec {
 	return s
 }
 
-// options are what every run on h sets: role, h's fake spawner and
-// loader, a fresh state directory, PATH=/bin and a fixed jitter. A test
-// sets more before New.
-func (h *harness) options(role units.Role) Options {
-	return Options{
-		Role:     role,
-		Spawner:  h.fs,
-		StateDir: h.t.TempDir(),
-		Env:      []string{"PATH=/bin"},
-		Rand:     func() float64 { return 0.5 },
-		Load:     h.load,
+// fakeOptions are what every test's Reconciler over the spawner sp and
+// the units load returns sets: a fresh state directory, PATH=/bin and a
+// fixed jitter. A test sets more before New.
+func fakeOptions(t *testing.T, sp Spawner, load func(context.Context) (Loaded, error)) Options {
+	return Options{Spawner: sp, StateDir: t.TempDir(), Env: []string{"PATH=/bin"}, Rand: func() float64 { return 0.5 }, Load: load}
+}
+
+// mustNew is New(o), failing t at once when it fails.
+func mustNew(t *testing.T, o Options) *Reconciler {
+	t.Helper()
+	r, err := New(o)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return r
+}
+
+// options are what every run on h sets: role and fakeOptions over h's
+// fake spawner and loader. A test sets more before New.
+func (h *harness) options(role units.Role) Options {
+	o := fakeOptions(h.t, h.fs, h.load)
+	o.Role = role
+	return o
 }
 
 // start builds and runs the harness; call it inside a synctest bubble.
@@ -211,6 +223,16 @@ func start(t *testing.T, role units.Role, specs ...units.Spec) *harness {
 	o.NotifySocket = "/tmp/hermes-test-notify"
 	h.run(New(o))
 	return h
+}
+
+// fail makes the last run of unit exit 1, then lets wait pass (a
+// restart's backoff); call it inside the synctest bubble.
+func (h *harness) fail(unit string, wait time.Duration) {
+	h.t.Helper()
+	h.fs.last(h.t, unit).exit(errExit1)
+	synctest.Wait()
+	time.Sleep(wait)
+	synctest.Wait()
 }
 
 // shutdown ends h's Run and returns its error.

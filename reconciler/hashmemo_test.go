@@ -16,11 +16,7 @@ import (
 func TestReloadHashesChangedSpecs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fs := &files{specs: map[string]units.Spec{"a": spec("a", withArgv("1")), "b": spec("b"), "c": spec("c")}}
-		r, err := New(Options{Spawner: &fakeSpawner{fail: map[string]error{}}, StateDir: t.TempDir(), Env: []string{"PATH=/bin"},
-			Rand: func() float64 { return 0.5 }, Load: fs.load})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := mustNew(t, fakeOptions(t, &fakeSpawner{fail: map[string]error{}}, fs.load))
 		var mu sync.Mutex
 		var hashedNames []string
 		r.load.hash = func(s units.Spec) string {

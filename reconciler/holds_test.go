@@ -35,11 +35,9 @@ type daemonRun struct {
 // call it inside a synctest bubble. It returns once the first pass is done.
 func runOn(t *testing.T, sp Spawner, load func(context.Context) (Loaded, error), dir, boot string) *daemonRun {
 	t.Helper()
-	r, err := New(Options{Spawner: sp, StateDir: dir, Holds: holds.Open(dir, boot), Env: []string{"PATH=/bin"},
-		Rand: func() float64 { return 0.5 }, Load: load})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := fakeOptions(t, sp, load)
+	o.StateDir, o.Holds = dir, holds.Open(dir, boot)
+	r := mustNew(t, o)
 	d := &daemonRun{r: r, stop: runInTest(t, r)}
 	synctest.Wait()
 	return d

@@ -18,11 +18,9 @@ import (
 func runDir(t *testing.T, dir string) (*Reconciler, *fakeSpawner) {
 	t.Helper()
 	sp := &fakeSpawner{fail: map[string]error{}}
-	r, err := New(Options{Spawner: sp, StateDir: t.TempDir(), UnitsDir: dir, Env: []string{"PATH=/bin"},
-		Rand: func() float64 { return 0.5 }, Load: LoadDir(&units.Loader{}, dir)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := fakeOptions(t, sp, LoadDir(&units.Loader{}, dir))
+	o.UnitsDir = dir
+	r := mustNew(t, o)
 	runInTest(t, r)
 	synctest.Wait()
 	return r, sp

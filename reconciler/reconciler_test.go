@@ -78,10 +78,7 @@ func TestBackoffDoubling(t *testing.T) {
 		want := []time.Duration{1050, 2100, 4200, 8400, 16800, 16800}
 		for i, w := range want {
 			exitAt := time.Now()
-			h.fs.last(t, "svc").exit(errExit1)
-			synctest.Wait()
-			time.Sleep(17 * time.Second)
-			synctest.Wait()
+			h.fail("svc", 17*time.Second)
 			times := h.fs.spawnTimes("svc")
 			if len(times) != i+2 {
 				t.Fatalf("after exit %d: %d spawns, want %d", i+1, len(times), i+2)
@@ -104,18 +101,12 @@ func TestBackoffResetsAfterStableRun(t *testing.T) {
 		}))
 		synctest.Wait()
 		for range 3 { // climb to the cap
-			h.fs.last(t, "svc").exit(errExit1)
-			synctest.Wait()
-			time.Sleep(5 * time.Second)
-			synctest.Wait()
+			h.fail("svc", 5*time.Second)
 		}
 		// The last run has now lasted 5s - backoff; let it run past the cap.
 		time.Sleep(10 * time.Second)
 		exitAt := time.Now()
-		h.fs.last(t, "svc").exit(errExit1)
-		synctest.Wait()
-		time.Sleep(5 * time.Second)
-		synctest.Wait()
+		h.fail("svc", 5*time.Second)
 		times := h.fs.spawnTimes("svc")
 		if got := times[len(times)-1].Sub(exitAt); got != 1050*time.Millisecond {
 			t.Errorf("restart after a stable run came after %v, want the first backoff 1.05s", got)
@@ -132,10 +123,7 @@ func TestStartLimit(t *testing.T) {
 		}))
 		synctest.Wait()
 		for range 3 {
-			h.fs.last(t, "svc").exit(errExit1)
-			synctest.Wait()
-			time.Sleep(2 * time.Second)
-			synctest.Wait()
+			h.fail("svc", 2*time.Second)
 		}
 		if n := len(h.fs.spawnTimes("svc")); n != 3 {
 			t.Errorf("spawned %d times, want 3 (the burst)", n)

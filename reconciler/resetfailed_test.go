@@ -26,10 +26,7 @@ func TestResetFailed(t *testing.T) {
 			spec("ok"))
 		synctest.Wait()
 		for range 2 {
-			h.fs.last(t, "svc").exit(errExit1)
-			synctest.Wait()
-			time.Sleep(2 * time.Second)
-			synctest.Wait()
+			h.fail("svc", 2*time.Second)
 		}
 		if u := h.unit("svc"); u.State != control.StateFailed || !errors.Is(h.unitErr("svc"), ErrStartLimit) {
 			t.Fatalf("state %s error %q, want failed by the start limit", u.State, u.Error)

@@ -76,10 +76,7 @@ func TestReloadStartsOnceGroupEmpty(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				sp := &slowStopper{fakeSpawner: fakeSpawner{fail: map[string]error{}}, release: make(chan struct{}), left: tc.left}
 				fs := &files{specs: map[string]units.Spec{"a": spec("a", withArgv("1"))}}
-				r, err := New(Options{Spawner: sp, StateDir: t.TempDir(), Env: []string{"PATH=/bin"}, Rand: func() float64 { return 0.5 }, Load: fs.load})
-				if err != nil {
-					t.Fatal(err)
-				}
+				r := mustNew(t, fakeOptions(t, sp, fs.load))
 				stop := runInTest(t, r)
 				synctest.Wait()
 
