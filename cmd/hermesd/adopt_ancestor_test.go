@@ -126,9 +126,7 @@ func TestAdoptRefusesCallerAncestors(t *testing.T) {
 // the new hermesd. The sweep now applies adopt's guards: a group holding
 // an ancestor of the caller is listed, not adopted, and says why.
 func TestOrphanSweepRefusesCallerAncestors(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd processes")
-	}
+	needsProcesses(t, "hermesd processes")
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
 	trigger := filepath.Join(dir, "go")

@@ -182,9 +182,7 @@ func TestAdopt(t *testing.T) {
 // identity, re-parenting, dead owner, port), adopts it with --yes, and a
 // SIGKILL of that hermesd then empties the group.
 func TestMorningAfter(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd processes")
-	}
+	needsProcesses(t, "hermesd processes")
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -256,9 +254,7 @@ func TestMorningAfter(t *testing.T) {
 // TestRelease: a released owned unit outlives hermesd's SIGKILL, is shown
 // released, and is not started again beside itself.
 func TestRelease(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd processes")
-	}
+	needsProcesses(t, "hermesd processes")
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
 	writeUnits(t, dir, map[string]string{"web": "owned"})

@@ -50,9 +50,7 @@ func (d *hermesd) logTail() string {
 // place, is kept aside as ledger.json.corrupt-<time> and hermesd starts its
 // units.
 func TestBadLedgerAtStart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd processes")
-	}
+	needsProcesses(t, "hermesd processes")
 	tests := []struct {
 		name  string
 		setup func(t *testing.T, path string)
@@ -93,9 +91,7 @@ func TestBadLedgerAtStart(t *testing.T) {
 // starts: it dies with hermesd whether or not its record is written, and
 // the record is retried.)
 func TestFullStateDir(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd processes")
-	}
+	needsProcesses(t, "hermesd processes")
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
 	if err := os.Mkdir(state, 0o700); err != nil {
@@ -237,16 +233,7 @@ func TestSecondHermesdSocketDeleted(t *testing.T) {
 	if err := os.Remove(first.socket); err != nil {
 		t.Fatal(err)
 	}
-	reached := func() bool {
-		c, err := control.Dial(first.socket)
-		if err != nil {
-			return false
-		}
-		defer c.Close()
-		st, err := c.Status(t.Context())
-		return err == nil && st.Daemon.PID == first.cmd.Process.Pid
-	}
-	testkit.EventuallyOn(t, 20*time.Second, "the deleted control socket "+first.socket+" bound again by hermesd", w.Events, reached)
+	testkit.EventuallyOn(t, 20*time.Second, "the deleted control socket "+first.socket+" bound again by hermesd", w.Events, first.answers)
 	code, stderr := runHermesd(t, "--units", filepath.Join(dir, "units"), "--state", filepath.Join(dir, "state"),
 		"--socket", first.socket, "--config", filepath.Join(dir, "none.yaml"))
 	lock := filepath.Join(dir, "state", "hermesd.lock")
@@ -255,7 +242,7 @@ func TestSecondHermesdSocketDeleted(t *testing.T) {
 	if code != exitcode.HermesdLocked || stderr != want {
 		t.Errorf("second hermesd: exit %d, stderr %q; want exit %d, %q", code, stderr, exitcode.HermesdLocked, want)
 	}
-	if !reached() {
+	if !first.answers() {
 		t.Errorf("the first hermesd is not reachable at %s after the second was refused", first.socket)
 	}
 }

@@ -15,9 +15,7 @@ import (
 // from its start to its exit. It logged "units stopped; the release of
 // their groups failed err=\"context canceled\"" at every clean stop.
 func TestCleanStopLogsNoWarning(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd and unit processes")
-	}
+	needsProcesses(t, "hermesd and unit processes")
 	dir := t.TempDir()
 	testkit.WriteUnits(t, filepath.Join(dir, "units"), map[string]string{
 		"a.yaml": unitYAML(""),

@@ -17,9 +17,7 @@ import (
 // runs when .ci/run installed @modelcontextprotocol/server-filesystem in
 // .ci/npm.
 func TestClientLibraries(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd and agents in Python and Node")
-	}
+	needsProcesses(t, "hermesd and agents in Python and Node")
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)

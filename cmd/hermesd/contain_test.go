@@ -51,9 +51,7 @@ func TestCheckShell(t *testing.T) {
 // mounted read-only (a container runtime's default), hermesd runs in
 // pgroup mode and says so once at start, with what gives cgroup mode.
 func TestPgroupAdvice(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd processes")
-	}
+	needsProcesses(t, "hermesd processes")
 	mnt := proc.CgroupMount()
 	if mnt == "" || unix.Access(mnt, unix.W_OK) != nil {
 		t.Skipf("no writable cgroup v2 hierarchy (mount %q) to make read-only: hermesd is in pgroup mode here anyway", mnt)

@@ -30,9 +30,7 @@ const dashboardPath = "../../docs/grafana/hermes.json"
 // counted once, the whole unit's memory and CPU, the last exit status,
 // the job's runs by result and budget.
 func TestDashboardQueries(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd and unit processes")
-	}
+	needsProcesses(t, "hermesd and unit processes")
 	queries, err := metricstest.DashboardQueries(dashboardPath)
 	if err != nil {
 		t.Fatal(err)

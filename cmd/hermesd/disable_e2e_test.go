@@ -21,10 +21,13 @@ func (d *hermesd) stopClean() {
 	}
 }
 
-// twoUnits writes units a and b (the test binary as a unit) under dir.
-func twoUnits(t *testing.T, dir string) {
+// twoUnits starts hermesd, as gateway, over units a and b (the test
+// binary as a unit) in a fresh directory, which it returns.
+func twoUnits(t *testing.T) (string, *hermesd) {
 	t.Helper()
+	dir := t.TempDir()
 	testkit.WriteUnits(t, filepath.Join(dir, "units"), map[string]string{"a.yaml": unitYAML(""), "b.yaml": unitYAML("")})
+	return dir, startDaemon(t, dir, "gateway")
 }
 
 // wantKept checks, right after hermesd said READY=1 (every unit has had
@@ -42,12 +45,8 @@ func wantKept(t *testing.T, d *hermesd, unit string, state control.UnitState, wh
 // stays stopped when hermesd restarts after a clean stop and after a kill
 // -9, start is refused, and enable starts it.
 func TestDisableSurvivesRestarts(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd and unit processes")
-	}
-	dir := t.TempDir()
-	twoUnits(t, dir)
-	d := startDaemon(t, dir, "gateway")
+	needsProcesses(t, "hermesd and unit processes")
+	dir, d := twoUnits(t)
 	both := runningAll("a", "b")
 	d.waitStatus("a and b running", both)
 	c := d.client()
@@ -88,12 +87,8 @@ func TestDisableSurvivesRestarts(t *testing.T) {
 // when hermesd is killed with kill -9 and started again in the same boot
 // (it used to come back); start clears the stop for the next run too.
 func TestStopSurvivesCrash(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd and unit processes")
-	}
-	dir := t.TempDir()
-	twoUnits(t, dir)
-	d := startDaemon(t, dir, "gateway")
+	needsProcesses(t, "hermesd and unit processes")
+	dir, d := twoUnits(t)
 	d.waitStatus("a running", runningAll("a"))
 	if err := d.client().Stop(t.Context(), "a"); err != nil {
 		t.Fatal(err)

@@ -305,9 +305,7 @@ func aliveWord(id proc.Identity) string {
 // the gateway spawns its own copy, `stop` stops that one, and the
 // stranger lives.
 func TestLedgerIsEvidence(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd processes")
-	}
+	needsProcesses(t, "hermesd processes")
 	dead := func(t *testing.T) proc.Identity {
 		id := external(t)
 		syscall.Kill(-id.PID, syscall.SIGKILL)

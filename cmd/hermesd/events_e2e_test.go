@@ -117,9 +117,7 @@ func silentUpstream(t *testing.T) *httptest.Server {
 // and asserts the exact events, in order, on the stream `hermesctl events
 // -f` reads, then the exact metric values of a scrape of metrics.listen.
 func TestEventsAndMetricsScenario(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd and unit processes")
-	}
+	needsProcesses(t, "hermesd and unit processes")
 	up := silentUpstream(t)
 	dir := t.TempDir()
 	config := filepath.Join(dir, "hermes.yaml")

@@ -25,9 +25,7 @@ import (
 // its descriptors ran out, after which a restart failed with "open log:
 // too many open files" and the control API stopped answering.
 func TestMetricsFloodKeepsReserve(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd processes")
-	}
+	needsProcesses(t, "hermesd processes")
 	const limit, flood = 256, 400
 	dir := t.TempDir()
 	writeUnits(t, dir, map[string]string{"web": "owned"})

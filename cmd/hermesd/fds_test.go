@@ -65,9 +65,7 @@ func playNotifyExec() {
 // mode with per-unit notify sockets (notify.ModeUnit), where the notify
 // unit is ready by a socket of its own and holds none of them.
 func TestDescriptorHygiene(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd processes")
-	}
+	needsProcesses(t, "hermesd processes")
 	for _, tc := range []struct {
 		name, mode string
 		notify     notify.Mode // "" the platform's default

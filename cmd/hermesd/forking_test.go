@@ -46,9 +46,7 @@ var (
 // another's daemon), the units whose status named another pid than their
 // own daemon's, and the daemons held as orphans.
 func TestForkingTogether(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd and daemons")
-	}
+	needsProcesses(t, "hermesd and daemons")
 	slots := make(chan struct{}, max(*forkingParallel, 1))
 	var until time.Time
 	if *forkingFor > 0 {

@@ -19,9 +19,7 @@ import (
 // to have no budget at all: one of 15 s ran ~53 s, and one that never
 // exits would run for ever.
 func TestReadoptedJobKeepsDeadline(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd processes")
-	}
+	needsProcesses(t, "hermesd processes")
 	const budget = 6 * time.Second
 	dir := t.TempDir()
 	testkit.WriteUnits(t, filepath.Join(dir, "units"), map[string]string{

@@ -144,9 +144,7 @@ func writeFile(t *testing.T, path, content string) {
 // injected into its next call) and is stopped at its budget, marked budget
 // exceeded; a job that exits 0 is not restarted.
 func TestJobsThroughProxy(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd and job processes")
-	}
+	needsProcesses(t, "hermesd and job processes")
 	up := upstream(t)
 	dir := t.TempDir()
 	config := filepath.Join(dir, "hermes.yaml")

@@ -17,9 +17,7 @@ import (
 // max_size × (keep + 1) without waiting for any timer: rotation follows the
 // writes (inotify), not a 30 s poll.
 func TestLogBoundedWhileWriting(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd processes")
-	}
+	needsProcesses(t, "hermesd processes")
 	dir := t.TempDir()
 	unit := "shell: \"head -c 33554432 /dev/zero | tr '\\\\0' x\"\nrestart: \"no\"\nlog: {max_size: 256KiB, keep: 1}\n"
 	testkit.WriteUnits(t, filepath.Join(dir, "units"), map[string]string{"flood.yaml": unit})

@@ -34,6 +34,16 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
+// needsProcesses skips the test in -short mode, saying that it starts
+// what: the end-to-end tests run the test binary as hermesd, its units
+// and its clients.
+func needsProcesses(t *testing.T, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts " + what)
+	}
+}
+
 // playUnit writes "started PID" to its output (the unit's log file), then a
 // "ping N" line for each SIGUSR1, until TERM. With HERMESD_TEST_LISTEN set
 // it first listens on that TCP address (a port the unit holds).

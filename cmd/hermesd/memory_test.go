@@ -12,9 +12,7 @@ import (
 // in its environment, which wins; as the runtime reports it on the metrics
 // endpoint (go_gc_gogc_percent).
 func TestGCPercent(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd processes")
-	}
+	needsProcesses(t, "hermesd processes")
 	for _, tc := range []struct {
 		name string
 		env  string // GOGC in hermesd's environment; "" for none

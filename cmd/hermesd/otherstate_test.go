@@ -19,9 +19,7 @@ import (
 // would be stopped as a removed unit). The next gateway on A's directory
 // re-adopts both, same pids.
 func TestOtherStateDirSurvivors(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd processes")
-	}
+	needsProcesses(t, "hermesd processes")
 	aDir := t.TempDir()
 	aState := filepath.Join(aDir, "state")
 	writeUnits(t, aDir, map[string]string{"job": "adoptable", "keep": "persist_on_release"})

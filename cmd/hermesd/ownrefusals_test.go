@@ -176,9 +176,7 @@ func refused(t *testing.T, d *hermesd, before []int, err error, want string, ali
 // a group kept already, a persist_on_release group without a reason: each
 // is refused with its reason, and nothing changes.
 func TestOwnRefusals(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd processes")
-	}
+	needsProcesses(t, "hermesd processes")
 	// hermesd in a session of its own, below a shell that leads a session
 	// of its own: that shell's group holds an ancestor of hermesd.
 	dir := t.TempDir()
@@ -299,9 +297,7 @@ func TestOwnOtherUsers(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run processes as uid 65534; as another user the same checks run against that user's hermesd only")
 	}
-	if testing.Short() {
-		t.Skip("starts hermesd processes")
-	}
+	needsProcesses(t, "hermesd processes")
 	const nobody = 65534
 	asNobody := &syscall.Credential{Uid: nobody, Gid: nobody}
 	bin := sharedBinary(t)
@@ -393,15 +389,7 @@ func startAsUser(t *testing.T, bin string, uid int) *hermesd {
 		d.cmd.Process.Signal(syscall.SIGTERM)
 		<-d.done
 	})
-	if !testkit.Within(20*time.Second, func() bool {
-		c, err := control.Dial(d.socket)
-		if err != nil {
-			return false
-		}
-		defer c.Close()
-		st, err := c.Status(t.Context())
-		return err == nil && st.Daemon.PID == d.cmd.Process.Pid
-	}) {
+	if !testkit.Within(20*time.Second, d.answers) {
 		b, _ := os.ReadFile(logPath)
 		t.Fatalf("hermesd as uid %d did not answer on %s within 20s; its log:\n%s", uid, d.socket, b)
 	}

@@ -12,9 +12,7 @@ import (
 // socket (GET /v1/paths), absolute, for hermesctl to read the same ledger,
 // logs and units with the socket alone.
 func TestControlPaths(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd")
-	}
+	needsProcesses(t, "hermesd")
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "units"), 0o700); err != nil {
 		t.Fatal(err)

@@ -21,9 +21,7 @@ import (
 // not let it make a PID namespace with util-linux's unshare.
 func needPIDNamespace(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts hermesd processes")
-	}
+	needsProcesses(t, "hermesd processes")
 	for _, tool := range []string{"unshare", "nsenter"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("no %s (util-linux) on PATH: %v", tool, err)

@@ -23,9 +23,7 @@ import (
 // processes are the unit's, and stop leaves none of them. In each
 // supervisor mode.
 func TestRealPostgres(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd and postgres")
-	}
+	needsProcesses(t, "hermesd and postgres")
 	if os.Geteuid() != 0 {
 		t.Skip("user: postgres needs hermesd to run as root")
 	}

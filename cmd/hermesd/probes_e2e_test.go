@@ -32,9 +32,7 @@ func probeGet(t *testing.T, addr, path string) (int, string) {
 // while a unit is not ready yet, and /readyz 503 naming it; once that unit
 // is stopped by command (no longer enabled), /readyz is 200.
 func TestProbes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd processes")
-	}
+	needsProcesses(t, "hermesd processes")
 	dir := t.TempDir()
 	config := filepath.Join(dir, "hermes.yaml")
 	writeFile(t, config, "probes:\n  listen: 127.0.0.1:0\n")

@@ -54,9 +54,7 @@ func nextReload(t *testing.T, ch <-chan events.Event) string {
 // process, and none of the ..-entries is taken for a unit. The next update
 // (a key added) is the next reload: none came between.
 func TestProjectedUnits(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd processes")
-	}
+	needsProcesses(t, "hermesd processes")
 	dir := t.TempDir()
 	units := filepath.Join(dir, "units")
 	testkit.ProjectVolume(t, units, "v1", map[string]string{"web.yaml": unitYAML(""), "api.yaml": unitYAML("")})

@@ -44,9 +44,7 @@ func proxyGet(t *testing.T, addr, key string) int {
 // while the control API keeps answering and
 // status shows the proxy's connections and limits.
 func TestProxyTokenAndBounds(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd")
-	}
+	needsProcesses(t, "hermesd")
 	const max, extra = 4, 6
 	up := upstream(t)
 	dir := t.TempDir()

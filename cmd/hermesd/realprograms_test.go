@@ -181,9 +181,7 @@ const suitePorts = 8
 // the adoptable one lives on and the next hermesd re-adopts it with the
 // same pid and brings the owned units back; at the end nothing is left.
 func TestRealPrograms(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd, nginx, redis-server and python3")
-	}
+	needsProcesses(t, "hermesd, nginx, redis-server and python3")
 	ports := testkit.FreePorts(t, suitePorts*len(supervisorModes))
 	for i, mode := range supervisorModes {
 		t.Run(mode, func(t *testing.T) {

@@ -19,9 +19,7 @@ import (
 // unit's lines as records (the time it read each, the stream);
 // HERMES_LOG_STAMPS=0 lets the unit write its log file directly.
 func TestStampsByDefault(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd processes")
-	}
+	needsProcesses(t, "hermesd processes")
 	for _, tc := range []struct {
 		name    string
 		env     []string
@@ -60,9 +58,7 @@ func TestStampsByDefault(t *testing.T) {
 // unit does not die of SIGPIPE; the log holds every line once, in order;
 // the relay exits when the unit's group ends.
 func TestReleasedOutputRelayed(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd processes")
-	}
+	needsProcesses(t, "hermesd processes")
 	for _, mode := range supervisorModes {
 		t.Run(mode, func(t *testing.T) {
 			needMode(t, mode)

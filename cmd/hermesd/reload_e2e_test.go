@@ -108,9 +108,7 @@ func leaderIdentity(t *testing.T, u control.Unit) proc.Identity {
 // reformatting, an invalid file, a deletion, a rename, and a swap of the
 // whole units directory. Each step waits on status over the control socket.
 func TestHotReloadThroughWatcher(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd and unit processes")
-	}
+	needsProcesses(t, "hermesd and unit processes")
 	dir := t.TempDir()
 	ud := testkit.WriteUnits(t, filepath.Join(dir, "units"), map[string]string{"a.yaml": unitYAML(""), "b.yaml": unitYAML("")})
 	path := func(name string) string { return filepath.Join(ud, name+".yaml") }

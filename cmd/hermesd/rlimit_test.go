@@ -78,9 +78,7 @@ func noFile(t *testing.T, pid int) (soft, hard uint64) {
 // with the hard one; started with a hard limit too low for its declared
 // units, it says so in its log, with the numbers and what to do.
 func TestDescriptorLimitAtStart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd processes")
-	}
+	needsProcesses(t, "hermesd processes")
 	t.Run("soft raised to hard", func(t *testing.T) {
 		dir := t.TempDir()
 		writeUnits(t, dir, map[string]string{})

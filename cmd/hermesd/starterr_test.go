@@ -15,9 +15,7 @@ import (
 // once, a missing program named without the whole PATH and with where to
 // fix it.
 func TestStartErrors(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd processes")
-	}
+	needsProcesses(t, "hermesd processes")
 	dir := t.TempDir()
 	ud := filepath.Join(dir, "units")
 	script := filepath.Join(dir, "script.sh")

@@ -17,9 +17,7 @@ import (
 // started again by an edit of its file through the watcher; `start` runs
 // the edited version.
 func TestStoppedUnitStaysStopped(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd and unit processes")
-	}
+	needsProcesses(t, "hermesd and unit processes")
 	dir := t.TempDir()
 	ud := testkit.WriteUnits(t, filepath.Join(dir, "units"), map[string]string{"a.yaml": unitYAML("")})
 	path := func(name string) string { return filepath.Join(ud, name+".yaml") }
@@ -56,9 +54,7 @@ func TestStoppedUnitStaysStopped(t *testing.T) {
 // `adopt --as` waits, status says why, and it starts once the group is
 // gone.
 func TestUnitFileOverAdoptedName(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd and unit processes")
-	}
+	needsProcesses(t, "hermesd and unit processes")
 	dir := t.TempDir()
 	ud := testkit.WriteUnits(t, filepath.Join(dir, "units"), nil)
 	d := startDaemon(t, dir, "gateway")

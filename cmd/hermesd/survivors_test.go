@@ -50,9 +50,7 @@ func ownershipYAML(ownership string) string {
 // and returns the directory too; under -short it skips the test.
 func startEmpty(t *testing.T) (*hermesd, string) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts hermesd processes")
-	}
+	needsProcesses(t, "hermesd processes")
 	dir := t.TempDir()
 	writeUnits(t, dir, nil)
 	return startDaemon(t, dir, "gateway"), dir
@@ -149,6 +147,18 @@ func (d *hermesd) status() map[string]control.Unit {
 	return out
 }
 
+// answers says whether this hermesd, and no other, answers a status on
+// its socket now.
+func (d *hermesd) answers() bool {
+	c, err := control.Dial(d.socket)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	st, err := c.Status(d.t.Context())
+	return err == nil && st.Daemon.PID == d.cmd.Process.Pid
+}
+
 func (d *hermesd) kill() {
 	d.t.Helper()
 	d.cmd.Process.Kill()
@@ -210,9 +220,7 @@ func fileHas(path, want string, d time.Duration) bool {
 // families of owners in Python and Node (ownerFamilyMatrix), in each
 // supervisor mode.
 func TestGatewaySurvivors(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts hermesd processes")
-	}
+	needsProcesses(t, "hermesd processes")
 	type row struct{ family, owner, expected, found string }
 	var rows []row
 	defer func() {
