@@ -9,10 +9,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -267,26 +265,6 @@ func sleepGroup(t *testing.T, unit string) (Group, *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	id := testkit.StartIdentified(t, cmd)
 	return Group{Unit: unit, PGID: id.PID, Leader: id}, cmd
-}
-
-// logLines collects the lines an owner logs (Options.Logf), from any of
-// its goroutines.
-type logLines struct {
-	mu    sync.Mutex
-	lines []string // guarded by mu
-}
-
-func (l *logLines) logf(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, fmt.Sprintf(format, args...))
-}
-
-// all returns a copy of the lines logged so far.
-func (l *logLines) all() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.lines)
 }
 
 // startReaped starts cmd and reaps it on a goroutine of its own: the

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/units"
 )
 
@@ -177,8 +178,8 @@ func TestCgroupLimitsWritten(t *testing.T) {
 	write(filepath.Join(top, "cgroup.subtree_control"), "")
 	write(filepath.Join(parent, "cgroup.controllers"), "")
 	write(filepath.Join(parent, "cgroup.subtree_control"), "")
-	var warned logLines
-	err := cgroupLimits(top, parent, dir, units.CgroupLimits{MemoryMax: 1 << 30, CPUWeight: 50, CPUMax: 150, TasksMax: 64}, warned.logf)
+	var warned testkit.Lines
+	err := cgroupLimits(top, parent, dir, units.CgroupLimits{MemoryMax: 1 << 30, CPUWeight: 50, CPUMax: 150, TasksMax: 64}, warned.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +197,7 @@ func TestCgroupLimitsWritten(t *testing.T) {
 		}
 	}
 	want := "memory_max: the memory controller is not delegated to " + top + " (controller not delegated; its cgroup.controllers holds: cpu pids hugetlb): memory_max is not applied"
-	if warnings := warned.all(); len(warnings) != 1 || !strings.HasPrefix(warnings[0], want) {
+	if warnings := warned.All(); len(warnings) != 1 || !strings.HasPrefix(warnings[0], want) {
 		t.Errorf("warnings: got %q, want one starting %q", warnings, want)
 	}
 }
@@ -210,8 +211,8 @@ func TestCgroupLimitsOnThisMachine(t *testing.T) {
 		t.Skipf("cgroup mode not available: %s", why)
 	}
 	dir := t.TempDir()
-	var logged logLines
-	o := newTestOwner(t, Options{StateDir: filepath.Join(dir, "state"), Role: "worker", Mode: ModeCgroup, Logf: logged.logf})
+	var logged testkit.Lines
+	o := newTestOwner(t, Options{StateDir: filepath.Join(dir, "state"), Role: "worker", Mode: ModeCgroup, Logf: logged.Logf})
 	defer o.Close()
 	b, err := os.ReadFile(filepath.Join(o.tree.base, "cgroup.controllers"))
 	if err != nil {
@@ -224,7 +225,7 @@ func TestCgroupLimitsOnThisMachine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer killCgroup(c.Cgroup)
-	logs := logged.all()
+	logs := logged.All()
 	for _, tc := range []struct{ key, ctrl, file, value string }{{"tasks_max", "pids", "pids.max", "64"}, {"memory_max", "memory", "memory.max", "67108864"}} {
 		warned := false
 		for _, l := range logs {

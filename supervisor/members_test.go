@@ -25,8 +25,8 @@ import (
 func TestMembersListsOnlyRegistered(t *testing.T) {
 	marker := fmt.Sprintf("members-%d", os.Getpid())
 	t.Cleanup(func() { killMarked(marker) })
-	var logged logLines
-	o := newTestOwner(t, Options{Mode: ModePGroup, Grace: testGrace, Logf: logged.logf})
+	var logged testkit.Lines
+	o := newTestOwner(t, Options{Mode: ModePGroup, Grace: testGrace, Logf: logged.Logf})
 	t.Cleanup(func() { o.Close() })
 	gateR, gateW, err := os.Pipe()
 	if err != nil {
@@ -45,9 +45,7 @@ func TestMembersListsOnlyRegistered(t *testing.T) {
 	}
 	t.Cleanup(func() { syscall.Kill(sup, syscall.SIGCONT) })
 	gateW.WriteString("go\n") // the daemon leaves the group now
-	found := func() bool {
-		return slices.ContainsFunc(logged.all(), func(l string) bool { return strings.Contains(l, "left its process group; registering it") })
-	}
+	found := func() bool { return len(logged.Matching("left its process group; registering it")) > 0 }
 	testkit.Eventually(t, 20*time.Second, "the daemon to leave its group", func() bool {
 		for _, pid := range marked(marker) {
 			if st, err := proc.ReadStat(pid); err == nil && st.PGID != c.PGID && st.PGID == st.PID {
