@@ -160,9 +160,5 @@ func TestOrphanContained(t *testing.T) {
 	if err := o.Close(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-exited:
-	case <-time.After(10 * time.Second):
-		t.Error("the orphan outlived its owner's Close")
-	}
+	testkit.Receive(t, 10*time.Second, exited, "the orphan outlived its owner's Close")
 }

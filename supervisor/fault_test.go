@@ -245,8 +245,7 @@ func TestFaultKilledMidKillSequence(t *testing.T) {
 	}
 	for _, mode := range modes(t) {
 		t.Run(string(mode), func(t *testing.T) {
-			marker := fmt.Sprintf("fault-mid-%s-%d", mode, os.Getpid())
-			t.Cleanup(func() { killMarked(marker) })
+			marker := newMarker(t, "fault-mid-"+string(mode))
 			_, canaryID := sleeper(t)
 			o := newTestOwner(t, Options{Mode: mode, Grace: 2 * time.Second})
 			stubborn := spawnReady(t, o, marker, "ignore-term")

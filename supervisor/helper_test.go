@@ -282,6 +282,15 @@ func startReaped(t *testing.T, cmd *exec.Cmd) <-chan struct{} {
 	return done
 }
 
+// newMarker returns the marker (name and this process's pid) that the
+// test's processes carry in envRow; the test's end kills every process
+// carrying it.
+func newMarker(t *testing.T, name string) string {
+	marker := fmt.Sprintf("%s-%d", name, os.Getpid())
+	t.Cleanup(func() { killMarked(marker) })
+	return marker
+}
+
 // killMarked kills every process carrying marker (test cleanup).
 func killMarked(marker string) {
 	for _, pid := range marked(marker) {

@@ -23,8 +23,7 @@ import (
 // does not return in the moment after it found the escapee; once the
 // supervisor reads again, it returns with the escapee listed.
 func TestMembersListsOnlyRegistered(t *testing.T) {
-	marker := fmt.Sprintf("members-%d", os.Getpid())
-	t.Cleanup(func() { killMarked(marker) })
+	marker := newMarker(t, "members")
 	var logged testkit.Lines
 	o := newTestOwner(t, Options{Mode: ModePGroup, Grace: testGrace, Logf: logged.Logf})
 	t.Cleanup(func() { o.Close() })
@@ -79,8 +78,7 @@ func TestMembersListsOnlyRegistered(t *testing.T) {
 // empty, is still found: its spawn stays registered, Members lists it,
 // and it dies when the owner closes.
 func TestEscapeeLeavingAsTheGroupEmpties(t *testing.T) {
-	marker := fmt.Sprintf("late-setsid-%d", os.Getpid())
-	t.Cleanup(func() { killMarked(marker) })
+	marker := newMarker(t, "late-setsid")
 	gate := t.TempDir() + "/go"
 	var pgid atomic.Int64
 	var once sync.Once
@@ -141,8 +139,7 @@ func TestEscapeeLeavingAsTheGroupEmpties(t *testing.T) {
 // look, a simple unit that daemonized this way was called gone, and its
 // stop killed the daemon it had just started.
 func TestEmptyFindsTheEscapee(t *testing.T) {
-	marker := fmt.Sprintf("empty-setsid-%d", os.Getpid())
-	t.Cleanup(func() { killMarked(marker) })
+	marker := newMarker(t, "empty-setsid")
 	o := newTestOwner(t, Options{Mode: ModePGroup, Grace: testGrace})
 	t.Cleanup(func() { o.Close() })
 	c, release := gatedSetsid(t, o, marker, "exit 0")
@@ -173,8 +170,7 @@ func TestEmptyFindsTheEscapee(t *testing.T) {
 // loaded machine delayed finding the main processes past a unit's start.
 // Each caller still lists the escapee that left before it called.
 func TestMembersAtOnceShareAScan(t *testing.T) {
-	marker := fmt.Sprintf("members-at-once-%d", os.Getpid())
-	t.Cleanup(func() { killMarked(marker) })
+	marker := newMarker(t, "members-at-once")
 	o := newTestOwner(t, Options{Mode: ModePGroup, Grace: testGrace})
 	t.Cleanup(func() { o.Close() })
 	c, release := gatedSetsid(t, o, marker, "exec sleep 1000")

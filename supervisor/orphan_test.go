@@ -198,9 +198,5 @@ func TestClaimMovesTheOrphan(t *testing.T) {
 	if err := o.Close(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-exited:
-	case <-time.After(20 * time.Second):
-		t.Error("the claimed process outlived its owner's Close")
-	}
+	testkit.Receive(t, 20*time.Second, exited, "the claimed process outlived its owner's Close")
 }

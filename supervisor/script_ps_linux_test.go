@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/internal/testkit"
-	"github.com/hermes-units/hermes/proc"
 )
 
 // TestScriptWithoutProc runs the supervisor script as on darwin: in a mount
@@ -68,17 +67,11 @@ func TestScriptWithoutProc(t *testing.T) {
 	if l, err := rep.ReadString('\n'); l != "A g1\n" {
 		t.Fatalf("registration: got %q, %v; want \"A g1\\n\"", l, err)
 	}
-	in.Close()
-	done := make(chan error, 1)
-	go func() { done <- sup.Wait() }()
-	if err := testkit.Receive(t, 20*time.Second, done, "the supervisor did not exit within 20 s of EOF"); err != nil {
-		t.Errorf("supervisor: %v, want exit 0", err)
+	exitAtEOF(t, in, sup, 20*time.Second)
+	if !testkit.Within(5*time.Second, func() bool { return pidGone(leader.PID) && pidGone(escPID) }) {
+		t.Errorf("after EOF: leader gone %v, escapee gone %v; want both gone", pidGone(leader.PID), pidGone(escPID))
 	}
-	gone := func(pid int) bool { st, err := proc.ReadStat(pid); return err != nil || st.Zombie() }
-	if !testkit.Within(5*time.Second, func() bool { return gone(leader.PID) && gone(escPID) }) {
-		t.Errorf("after EOF: leader gone %v, escapee gone %v; want both gone", gone(leader.PID), gone(escPID))
-	}
-	if gone(stranger.Process.Pid) {
+	if pidGone(stranger.Process.Pid) {
 		t.Error("the stranger (not of the group, no ancestor in it) was killed")
 	}
 	b, _ := os.ReadFile(log)

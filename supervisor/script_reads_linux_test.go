@@ -4,6 +4,7 @@ package supervisor
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -95,16 +96,10 @@ exec '%s' "$@"
 			t.Fatalf("registration %d: got %q, %v", i, l, err)
 		}
 	}
-	in.Close()
-	done := make(chan error, 1)
-	go func() { done <- sup.Wait() }()
-	if err := testkit.Receive(t, 30*time.Second, done, "the supervisor did not exit within 30 s of EOF"); err != nil {
-		t.Errorf("supervisor: %v, want exit 0", err)
-	}
-	gone := func(pid int) bool { st, err := proc.ReadStat(pid); return err != nil || st.Zombie() }
+	exitAtEOF(t, in, sup, 30*time.Second)
 	if !testkit.Within(5*time.Second, func() bool {
 		for _, p := range watched {
-			if !gone(p) {
+			if !pidGone(p) {
 				return false
 			}
 		}
@@ -227,3 +222,18 @@ func groupWithEscapee(t *testing.T) (leader proc.Identity, esc int) {
 	})
 	return leader, esc
 }
+
+// exitAtEOF closes in, the stdin of the supervisor shell sup, and waits
+// up to d for sup to exit 0.
+func exitAtEOF(t *testing.T, in io.Closer, sup *exec.Cmd, d time.Duration) {
+	t.Helper()
+	in.Close()
+	done := make(chan error, 1)
+	go func() { done <- sup.Wait() }()
+	if err := testkit.Receive(t, d, done, "the supervisor did not exit within %v of EOF", d); err != nil {
+		t.Errorf("supervisor: %v, want exit 0", err)
+	}
+}
+
+// pidGone says whether pid has exited (reaped, or a zombie).
+func pidGone(pid int) bool { st, err := proc.ReadStat(pid); return err != nil || st.Zombie() }

@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,8 +16,7 @@ import (
 // live on; SignalProcess reaches the leader alone; a recycled or gone
 // identity is not signalled.
 func TestSignal(t *testing.T) {
-	marker := fmt.Sprintf("signal-%d", os.Getpid())
-	t.Cleanup(func() { killMarked(marker) })
+	marker := newMarker(t, "signal")
 	o := newTestOwner(t, Options{Mode: ModePGroup, Grace: testGrace})
 	t.Cleanup(func() { o.Close() })
 	notes := filepath.Join(t.TempDir(), "notes")

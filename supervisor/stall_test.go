@@ -48,8 +48,7 @@ func TestSupervisorStopped(t *testing.T) {
 		// pgroup owner (a subreaper) would take the other's children for
 		// its escapees.
 		t.Run(string(mode), func(t *testing.T) {
-			marker := fmt.Sprintf("stopped-%s-%d", mode, os.Getpid())
-			t.Cleanup(func() { killMarked(marker) })
+			marker := newMarker(t, "stopped-"+string(mode))
 			o := newTestOwner(t, Options{Mode: mode, Grace: testGrace, StateDir: t.TempDir(), Logf: t.Logf})
 			t.Cleanup(func() { o.Close() })
 			before := spawnReady(t, o, marker, "simple")
@@ -159,8 +158,7 @@ func TestRegistrationRefused(t *testing.T) {
 		if ok, why := cgroupAvailable(); !ok {
 			t.Skipf("needs cgroup mode: %s", why)
 		}
-		marker := fmt.Sprintf("refused-cg-%d", os.Getpid())
-		t.Cleanup(func() { killMarked(marker) })
+		marker := newMarker(t, "refused-cg")
 		elsewhere := t.TempDir()
 		bogus := func(grace time.Duration, pgid int, _, own, table string) (deathPipe, error) {
 			return startShell(grace, pgid, elsewhere, own, table)
@@ -218,8 +216,7 @@ func TestRegistrationRefused(t *testing.T) {
 func TestCloseWithSupervisorStopped(t *testing.T) {
 	for _, mode := range modes(t) {
 		t.Run(string(mode), func(t *testing.T) {
-			marker := fmt.Sprintf("stopped-close-%s-%d", mode, os.Getpid())
-			t.Cleanup(func() { killMarked(marker) })
+			marker := newMarker(t, "stopped-close-"+string(mode))
 			o := newTestOwner(t, Options{Mode: mode, Grace: testGrace})
 			c := spawnReady(t, o, marker, "simple")
 			sup := o.Status().PID

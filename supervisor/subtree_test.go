@@ -81,8 +81,7 @@ func TestSubtreeOutlivesIdleSupervisor(t *testing.T) {
 	for _, mode := range modes(t) {
 		t.Run(string(mode), func(t *testing.T) {
 			t.Parallel()
-			marker := fmt.Sprintf("idle-%s-%d", mode, os.Getpid())
-			t.Cleanup(func() { killMarked(marker) })
+			marker := newMarker(t, "idle-"+string(mode))
 			cmd := exec.Command(os.Args[0])
 			cmd.Env = append(os.Environ(), envIdleOwner+"=1", envMode+"="+string(mode), envChildRow+"="+marker)
 			cmd.Stderr = os.Stderr
