@@ -158,6 +158,19 @@ func runHermesd(t *testing.T, args ...string) (int, string) {
 	return cmd.ProcessState.ExitCode(), withoutSweep(stderr.String())
 }
 
+// refusedStart runs hermesd over dir (units/, state/, ctl.sock) with the
+// configuration file config, fails the test unless it exits with code,
+// and returns its stderr.
+func refusedStart(t *testing.T, dir, config string, code int) string {
+	t.Helper()
+	got, stderr := runHermesd(t, "--units", filepath.Join(dir, "units"), "--state", filepath.Join(dir, "state"),
+		"--socket", filepath.Join(dir, "ctl.sock"), "--config", config)
+	if got != code {
+		t.Fatalf("hermesd: exit %d, want %d\n%s", got, code, stderr)
+	}
+	return stderr
+}
+
 // sweptLine is in the record the supervisor logs at start when it removed
 // the empty cgroups that owners now gone left in the shared hierarchy
 // (other hermesd processes, other tests' owners): a fact about the machine,

@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -225,15 +223,8 @@ func TestMetricsRefusals(t *testing.T) {
 				writeFile(t, filepath.Join(dir, "tok"), "secret\n")
 				os.Chmod(filepath.Join(dir, "tok"), tc.tokenMode)
 			}
-			cmd := exec.Command(os.Args[0], "--units", filepath.Join(dir, "units"), "--state", filepath.Join(dir, "state"),
-				"--socket", filepath.Join(dir, "ctl.sock"), "--config", config)
-			cmd.Env = append(os.Environ(), roleEnv+"=hermesd")
-			out, err := cmd.CombinedOutput()
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != exitcode.HermesdMetrics {
-				t.Fatalf("hermesd: %v, want exit %d\n%s", err, exitcode.HermesdMetrics, out)
-			}
-			if !strings.Contains(string(out), tc.want) {
+			out := refusedStart(t, dir, config, exitcode.HermesdMetrics)
+			if !strings.Contains(out, tc.want) {
 				t.Errorf("hermesd said\n%s\nwant it to contain %q", out, tc.want)
 			}
 		})

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -219,15 +217,8 @@ func TestProxyPortInUse(t *testing.T) {
 	dir := t.TempDir()
 	config := filepath.Join(dir, "hermes.yaml")
 	writeFile(t, config, fmt.Sprintf("gateway: {listen: %q}\nproviders:\n  p: {base_url: \"http://127.0.0.1:1/v1\"}\n", ln.Addr()))
-	cmd := exec.Command(os.Args[0], "--units", filepath.Join(dir, "units"), "--state", filepath.Join(dir, "state"),
-		"--socket", filepath.Join(dir, "ctl.sock"), "--config", config)
-	cmd.Env = append(os.Environ(), roleEnv+"=hermesd")
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != exitcode.HermesdProxy {
-		t.Fatalf("hermesd: %v, want exit %d\n%s", err, exitcode.HermesdProxy, out)
-	}
-	if !strings.Contains(string(out), "hermesd: provider proxy cannot listen") || !strings.Contains(string(out), ln.Addr().String()) {
+	out := refusedStart(t, dir, config, exitcode.HermesdProxy)
+	if !strings.Contains(out, "hermesd: provider proxy cannot listen") || !strings.Contains(out, ln.Addr().String()) {
 		t.Errorf("hermesd output lacks the proxy error naming %s:\n%s", ln.Addr(), out)
 	}
 }

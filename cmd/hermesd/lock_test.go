@@ -1,12 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/hermes-units/hermes/internal/exitcode"
@@ -16,18 +15,13 @@ import (
 // refused with exit code 3 and names the holder's pid.
 func TestStateDirLocked(t *testing.T) {
 	first, dir := startEmpty(t)
-	cmd := exec.Command(os.Args[0], "--units", filepath.Join(dir, "units"), "--state", filepath.Join(dir, "state"),
+	code, stderr := runHermesd(t, "--units", filepath.Join(dir, "units"), "--state", filepath.Join(dir, "state"),
 		"--socket", filepath.Join(dir, "other.sock"), "--config", filepath.Join(dir, "none.yaml"))
-	cmd.Env = append(os.Environ(), roleEnv+"=hermesd")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != exitcode.HermesdLocked {
-		t.Fatalf("second hermesd: %v, want exit code %d; stderr:\n%s", err, exitcode.HermesdLocked, stderr.String())
+	if code != exitcode.HermesdLocked {
+		t.Fatalf("second hermesd: exit %d, want exit code %d; stderr:\n%s", code, exitcode.HermesdLocked, stderr)
 	}
-	if want := "held by pid " + strconv.Itoa(first.cmd.Process.Pid); !bytes.Contains(stderr.Bytes(), []byte(want)) {
-		t.Errorf("stderr %q does not name the holder (%q)", stderr.String(), want)
+	if want := "held by pid " + strconv.Itoa(first.cmd.Process.Pid); !strings.Contains(stderr, want) {
+		t.Errorf("stderr %q does not name the holder (%q)", stderr, want)
 	}
 }
 
