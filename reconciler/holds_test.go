@@ -29,6 +29,11 @@ const (
 type daemonRun struct {
 	r    *Reconciler
 	stop func() error
+	// what restart runs again
+	t    *testing.T
+	sp   Spawner
+	load func(context.Context) (Loaded, error)
+	dir  string
 }
 
 // runOn runs a Reconciler over sp and fs whose holds are in dir for boot;
@@ -38,9 +43,29 @@ func runOn(t *testing.T, sp Spawner, load func(context.Context) (Loaded, error),
 	o := fakeOptions(t, sp, load)
 	o.StateDir, o.Holds = dir, holds.Open(dir, boot)
 	r := mustNew(t, o)
-	d := &daemonRun{r: r, stop: runInTest(t, r)}
+	d := &daemonRun{r: r, stop: runInTest(t, r), t: t, sp: sp, load: load, dir: dir}
 	synctest.Wait()
 	return d
+}
+
+// runHeld runs, in boot1, a Reconciler over a fake spawner and the units
+// specs, with its holds in a fresh directory.
+func runHeld(t *testing.T, specs ...units.Spec) (*fakeSpawner, *files, *daemonRun) {
+	t.Helper()
+	sp := &fakeSpawner{fail: map[string]error{}}
+	fs := &files{specs: map[string]units.Spec{}}
+	for _, s := range specs {
+		fs.specs[s.Name] = s
+	}
+	return sp, fs, runOn(t, sp, fs.load, t.TempDir(), boot1)
+}
+
+// restart stops d cleanly and runs hermesd again, in boot, over the same
+// spawner, units and holds.
+func (d *daemonRun) restart(boot string) *daemonRun {
+	d.t.Helper()
+	d.stop()
+	return runOn(d.t, d.sp, d.load, d.dir, boot)
 }
 
 // unitRow is the status row of name.
@@ -74,10 +99,7 @@ func wantSpawns(t *testing.T, sp *fakeSpawner, name string, n int, when string) 
 // starts at the next hermesd start too.
 func TestDisableKeepsStopped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		dir := t.TempDir()
-		sp := &fakeSpawner{fail: map[string]error{}}
-		fs := &files{specs: map[string]units.Spec{"a": spec("a", withArgv("1")), "b": spec("b")}}
-		d := runOn(t, sp, fs.load, dir, boot1)
+		sp, fs, d := runHeld(t, spec("a", withArgv("1")), spec("b"))
 		if err := d.r.Disable(t.Context(), "a"); err != nil {
 			t.Fatal(err)
 		}
@@ -100,8 +122,7 @@ func TestDisableKeepsStopped(t *testing.T) {
 		wantRow(t, d.r, "a", "disabled", true, false)
 
 		for _, boot := range []string{boot1, boot2} { // a restart of hermesd, then a reboot
-			d.stop()
-			d = runOn(t, sp, fs.load, dir, boot)
+			d = d.restart(boot)
 			wantSpawns(t, sp, "a", 1, "after hermesd started again")
 			wantRow(t, d.r, "a", "disabled", true, false)
 		}
@@ -116,8 +137,7 @@ func TestDisableKeepsStopped(t *testing.T) {
 		if !slices.Equal(last, []string{"/bin/sleep", "3"}) {
 			t.Errorf("enable ran %q, want the file's last version", last)
 		}
-		d.stop()
-		runOn(t, sp, fs.load, dir, boot2)
+		d.restart(boot2)
 		wantSpawns(t, sp, "a", 3, "at the start of hermesd after enable")
 	})
 }
@@ -127,10 +147,7 @@ func TestDisableKeepsStopped(t *testing.T) {
 // is not disabled changes nothing.
 func TestEnableWithoutStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		dir := t.TempDir()
-		sp := &fakeSpawner{fail: map[string]error{}}
-		fs := &files{specs: map[string]units.Spec{"a": spec("a"), "b": spec("b")}}
-		d := runOn(t, sp, fs.load, dir, boot1)
+		sp, _, d := runHeld(t, spec("a"), spec("b"))
 		if err := d.r.Enable(t.Context(), "b", false); err != nil {
 			t.Fatal(err)
 		}
@@ -142,8 +159,7 @@ func TestEnableWithoutStart(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantRow(t, d.r, "a", "stopped", false, true)
-		d.stop()
-		d = runOn(t, sp, fs.load, dir, boot1)
+		d = d.restart(boot1)
 		wantSpawns(t, sp, "a", 1, "after enable --no-start and a restart of hermesd")
 		wantRow(t, d.r, "a", "stopped", false, true)
 		if err := d.r.Start(t.Context(), "a"); err != nil {
@@ -169,22 +185,18 @@ func TestStopKeptWithinBoot(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				dir := t.TempDir()
-				sp := &fakeSpawner{fail: map[string]error{}}
-				fs := &files{specs: map[string]units.Spec{"a": spec("a"), "b": spec("b")}}
-				d := runOn(t, sp, fs.load, dir, boot1)
+				sp, _, d := runHeld(t, spec("a"), spec("b"))
 				if err := d.r.Stop(t.Context(), "a"); err != nil {
 					t.Fatal(err)
 				}
 				wantRow(t, d.r, "a", "stopped", false, true)
 				// No clean stop first: what the next run reads is what
 				// the stop wrote, as after a kill -9.
-				h, err := holds.Open(dir, boot1).Load()
+				h, err := holds.Open(d.dir, boot1).Load()
 				if err != nil || !slices.Equal(h.Stopped, []string{"a"}) {
 					t.Fatalf("holds file after the stop: %+v, %v; want a stopped", h, err)
 				}
-				d.stop()
-				d = runOn(t, sp, fs.load, dir, tc.boot)
+				d = d.restart(tc.boot)
 				wantSpawns(t, sp, "a", tc.wantSpawns, "after a new Reconciler")
 				wantRow(t, d.r, "a", tc.wantState, false, tc.wantState == "stopped")
 				if tc.boot != boot1 {
@@ -193,8 +205,7 @@ func TestStopKeptWithinBoot(t *testing.T) {
 				if err := d.r.Start(t.Context(), "a"); err != nil {
 					t.Fatal(err)
 				}
-				d.stop()
-				runOn(t, sp, fs.load, dir, boot1)
+				d.restart(boot1)
 				wantSpawns(t, sp, "a", 3, "after start and a restart of hermesd")
 			})
 		})
@@ -251,10 +262,7 @@ func TestStopForgottenWithFile(t *testing.T) {
 // schedule; enabled, it is not run at once, and fires at the next time.
 func TestDisabledJobDoesNotFire(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		dir := t.TempDir()
-		sp := &fakeSpawner{fail: map[string]error{}}
-		fs := &files{specs: map[string]units.Spec{"job": jobSpec("job", "* * * * *")}}
-		d := runOn(t, sp, fs.load, dir, boot1)
+		sp, _, d := runHeld(t, jobSpec("job", "* * * * *"))
 		if err := d.r.Disable(t.Context(), "job"); err != nil {
 			t.Fatal(err)
 		}
@@ -306,16 +314,13 @@ func TestUntrustedHoldsFile(t *testing.T) {
 // failure is logged).
 func TestDisableNotSaved(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		dir := t.TempDir()
-		sp := &fakeSpawner{fail: map[string]error{}}
-		fs := &files{specs: map[string]units.Spec{"a": spec("a"), "b": spec("b")}}
-		d := runOn(t, sp, fs.load, dir, boot1)
+		_, _, d := runHeld(t, spec("a"), spec("b"))
 		if err := d.r.Disable(t.Context(), "b"); err != nil {
 			t.Fatal(err)
 		}
 		// A non-empty directory at the file's name: no rename replaces it,
 		// whoever runs the test.
-		path := filepath.Join(dir, holds.FileName)
+		path := filepath.Join(d.dir, holds.FileName)
 		if err := os.Remove(path); err != nil {
 			t.Fatal(err)
 		}
@@ -341,10 +346,7 @@ func TestDisableNotSaved(t *testing.T) {
 // whose file is gone can still be enabled.
 func TestDisableRefusals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		dir := t.TempDir()
-		sp := &fakeSpawner{fail: map[string]error{}}
-		fs := &files{specs: map[string]units.Spec{"a": spec("a")}}
-		d := runOn(t, sp, fs.load, dir, boot1)
+		_, fs, d := runHeld(t, spec("a"))
 		if err := d.r.Disable(t.Context(), "nope"); !errors.Is(err, control.ErrUnknownUnit) {
 			t.Errorf("Disable nope: got %v, want ErrUnknownUnit", err)
 		}
@@ -359,7 +361,7 @@ func TestDisableRefusals(t *testing.T) {
 		if err := d.r.Enable(t.Context(), "a", true); err != nil {
 			t.Errorf("Enable of a disabled name no longer declared: %v", err)
 		}
-		if h, err := holds.Open(dir, boot1).Load(); err != nil || len(h.Disabled)+len(h.Stopped) != 0 {
+		if h, err := holds.Open(d.dir, boot1).Load(); err != nil || len(h.Disabled)+len(h.Stopped) != 0 {
 			t.Errorf("holds file after: %+v, %v; want empty", h, err)
 		}
 	})

@@ -42,10 +42,7 @@ func wantRefused(t *testing.T, what string, err error, masked string) {
 // leave it stopped and masked. Unmask leaves it stopped until Start.
 func TestMaskRefusesStarts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		dir := t.TempDir()
-		sp := &fakeSpawner{fail: map[string]error{}}
-		fs := &files{specs: map[string]units.Spec{"a": spec("a", withArgv("1")), "b": spec("b", withRequires("a"))}}
-		d := runOn(t, sp, fs.load, dir, boot1)
+		sp, fs, d := runHeld(t, spec("a", withArgv("1")), spec("b", withRequires("a")))
 		if err := d.r.Mask(t.Context(), "a", false); err != nil {
 			t.Fatal(err)
 		}
@@ -71,8 +68,7 @@ func TestMaskRefusesStarts(t *testing.T) {
 		reloadNow(t, d.r)
 		wantSpawns(t, sp, "a", 1, "masked, after an edit of its file")
 		for _, boot := range []string{boot1, boot2} { // a restart of hermesd, then a reboot
-			d.stop()
-			d = runOn(t, sp, fs.load, dir, boot)
+			d = d.restart(boot)
 			wantSpawns(t, sp, "a", 1, "masked, after hermesd started again")
 			wantMasked(t, d.r, "a", "stopped", true)
 			wantRefused(t, "start a after hermesd started again", d.r.Start(t.Context(), "a"), "a")
@@ -87,7 +83,7 @@ func TestMaskRefusesStarts(t *testing.T) {
 		if u := unitRow(t, d.r, "a"); u.State != "stopped" || u.Masked || !u.Stopped {
 			t.Errorf("a after unmask: state %q masked %v stopped %v, want stopped by command, not masked", u.State, u.Masked, u.Stopped)
 		}
-		if h, err := holds.Open(dir, boot2).Load(); err != nil || len(h.Masked) != 0 {
+		if h, err := holds.Open(d.dir, boot2).Load(); err != nil || len(h.Masked) != 0 {
 			t.Errorf("holds file after unmask: %+v, %v; want no masked unit", h, err)
 		}
 		if err := d.r.Start(t.Context(), "a"); err != nil {
@@ -101,10 +97,7 @@ func TestMaskRefusesStarts(t *testing.T) {
 // unmasked, it fires at the next time.
 func TestMaskedJobDoesNotFire(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		dir := t.TempDir()
-		sp := &fakeSpawner{fail: map[string]error{}}
-		fs := &files{specs: map[string]units.Spec{"job": jobSpec("job", "* * * * *")}}
-		d := runOn(t, sp, fs.load, dir, boot1)
+		sp, _, d := runHeld(t, jobSpec("job", "* * * * *"))
 		if err := d.r.Mask(t.Context(), "job", false); err != nil {
 			t.Fatal(err)
 		}
@@ -121,9 +114,7 @@ func TestMaskedJobDoesNotFire(t *testing.T) {
 // TestMaskRefusals: an unknown unit cannot be masked or unmasked.
 func TestMaskRefusals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sp := &fakeSpawner{fail: map[string]error{}}
-		fs := &files{specs: map[string]units.Spec{"a": spec("a")}}
-		d := runOn(t, sp, fs.load, t.TempDir(), boot1)
+		_, _, d := runHeld(t, spec("a"))
 		if err := d.r.Mask(t.Context(), "nope", false); !errors.Is(err, control.ErrUnknownUnit) {
 			t.Errorf("mask of an unknown unit: %v, want ErrUnknownUnit", err)
 		}
