@@ -17,9 +17,7 @@ func TestOwnRevalidatesLeader(t *testing.T) {
 	o := newTestOwner(t, Options{Mode: ModePGroup})
 	defer o.Close()
 
-	live, _ := sleepGroup(t, "ext")
-	recycled := live
-	recycled.Leader.StartTime++
+	live, recycled := recycledGroup(t)
 	exited, cmd := sleepGroup(t, "ext")
 	cmd.Process.Kill()
 	cmd.Wait()
@@ -45,15 +43,24 @@ func TestOwnRevalidatesLeader(t *testing.T) {
 	wantGroups(t, o, 1, "after Own of the live group")
 }
 
+// recycledGroup starts a group outside any owner (sleepGroup) and returns
+// it, and the same group as if its leader's pid had been recycled since
+// (another start time).
+func recycledGroup(t *testing.T) (live, recycled Group) {
+	t.Helper()
+	live, _ = sleepGroup(t, "ext")
+	recycled = live
+	recycled.Leader.StartTime++
+	return live, recycled
+}
+
 // TestStopSparesStranger: Stop of a group this owner did not register,
 // whose leader pid now belongs to another process (a recycled pid), sends
 // no signal to that process.
 func TestStopSparesStranger(t *testing.T) {
 	o := newTestOwner(t, Options{Mode: ModePGroup})
 	defer o.Close()
-	g, _ := sleepGroup(t, "ext")
-	stranger := g
-	stranger.Leader.StartTime++
+	g, stranger := recycledGroup(t)
 	if err := o.Stop(t.Context(), stranger, syscall.SIGKILL, 0); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
