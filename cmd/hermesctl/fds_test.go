@@ -45,11 +45,7 @@ func TestRunDescriptors(t *testing.T) {
 	for _, mode := range []string{"cgroup", "pgroup"} {
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
-			r, w, err := os.Pipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
+			r, w := testkit.Pipe(t)
 			stderr, err := os.Create(filepath.Join(dir, "stderr"))
 			if err != nil {
 				t.Fatal(err)

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/creack/pty"
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 // crowdedStatus is a status of many units with long names, long errors
@@ -166,12 +166,7 @@ func TestOutputWidth(t *testing.T) {
 	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 24, Cols: 123}); err != nil {
 		t.Fatal(err)
 	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	defer w.Close()
+	_, w := testkit.Pipe(t)
 	for _, tc := range []struct {
 		name    string
 		columns string
