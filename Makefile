@@ -29,7 +29,7 @@ run: build ## build, then start hermesd in the foreground on examples/
 	exec $(BIN)/hermesd --config examples/hermes.yaml --units examples/units --state $(STATE) --socket $(STATE)/hermesd.sock
 
 test: ## run every test with the race detector (and examples/kubernetes, a module of its own)
-	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+	$(GO) test -race -count=1 -timeout 25m $(PKGS)
 	cd examples/kubernetes && $(GO) test -race -count=1 ./...
 
 lint: ## gofmt, go mod tidy, go vet, staticcheck, shellcheck, complexity ≤ 25, the detached-spawn ratchet and bodies ≤ 100 lines
