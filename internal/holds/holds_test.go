@@ -137,6 +137,17 @@ func TestSaveLoad(t *testing.T) {
 // writes a fresh file. A link's target is never read nor changed.
 func TestLoadSetsAside(t *testing.T) {
 	valid := string(Encode(Holds{Disabled: []string{"web"}}, bootA))
+	// linked plants a valid file named name beside path, and at path a
+	// link to it made by link (os.Symlink or os.Link).
+	linked := func(name string, link func(oldname, newname string) error) func(*testing.T, string) {
+		return func(t *testing.T, path string) {
+			other := filepath.Join(filepath.Dir(path), name)
+			write(t, other, valid, 0o600)
+			if err := link(other, path); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	for _, tc := range []struct {
 		name  string
 		plant func(t *testing.T, path string)
@@ -148,13 +159,7 @@ func TestLoadSetsAside(t *testing.T) {
 			write(t, path, `{"version":1,"disabled":[]}`+strings.Repeat(" ", MaxSize), 0o600)
 		}, "larger than"},
 		{"writable by others", func(t *testing.T, path string) { write(t, path, valid, 0o622) }, "lets other users write it"},
-		{"a symbolic link", func(t *testing.T, path string) {
-			target := filepath.Join(filepath.Dir(path), "elsewhere.json")
-			write(t, target, valid, 0o600)
-			if err := os.Symlink(target, path); err != nil {
-				t.Fatal(err)
-			}
-		}, "is a symbolic link"},
+		{"a symbolic link", linked("elsewhere.json", os.Symlink), "is a symbolic link"},
 		{"a directory", func(t *testing.T, path string) {
 			if err := os.Mkdir(path, 0o700); err != nil {
 				t.Fatal(err)
@@ -165,13 +170,7 @@ func TestLoadSetsAside(t *testing.T) {
 				t.Skip("mkfifo:", err)
 			}
 		}, "is not a regular file"},
-		{"hard-linked", func(t *testing.T, path string) {
-			other := filepath.Join(filepath.Dir(path), "other-name")
-			write(t, other, valid, 0o600)
-			if err := os.Link(other, path); err != nil {
-				t.Fatal(err)
-			}
-		}, "hard links"},
+		{"hard-linked", linked("other-name", os.Link), "hard links"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
