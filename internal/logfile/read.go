@@ -71,8 +71,8 @@ func Lines(ctx context.Context, path string, offset int64) (<-chan string, error
 		return nil, fmt.Errorf("follow log %s: offset %d is negative", path, offset)
 	}
 	f, err := os.Open(path)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("follow log: %w", err)
+	if err := unlessMissing(err); err != nil {
+		return nil, err
 	}
 	fl := &follower{path: path, f: f, off: offset}
 	if f == nil {
@@ -298,11 +298,8 @@ func (fl *follower) drain(buf []byte, emit func([]byte) error) error {
 // kept: a writer may still hold it.
 func (fl *follower) reopen() (bool, error) {
 	pfi, err := os.Stat(fl.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
 	if err != nil {
-		return false, fmt.Errorf("follow log: %w", err)
+		return false, unlessMissing(err)
 	}
 	if fl.f != nil {
 		ffi, err := fl.f.Stat()
@@ -314,15 +311,21 @@ func (fl *follower) reopen() (bool, error) {
 		}
 	}
 	f, err := os.Open(fl.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
 	if err != nil {
-		return false, fmt.Errorf("follow log: %w", err)
+		return false, unlessMissing(err)
 	}
 	if fl.f != nil {
 		fl.f.Close()
 	}
 	fl.f, fl.off = f, 0
 	return true, nil
+}
+
+// unlessMissing is nil for no error and for one saying path is missing (it
+// is waited for), else err wrapped.
+func unlessMissing(err error) error {
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return fmt.Errorf("follow log: %w", err)
 }
