@@ -2,7 +2,6 @@ package reconciler
 
 import (
 	"os"
-	"os/user"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -40,13 +39,7 @@ func TestEnvFileEndToEnd(t *testing.T) {
 // TestUserEnv: a unit with user: gets that user's USER, LOGNAME and HOME
 // (not hermesd's), as systemd's User= gives them; its env: is above them.
 func TestUserEnv(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: only root may start a unit as another user")
-	}
-	nobody, err := user.Lookup("nobody")
-	if err != nil {
-		t.Skipf("no user nobody: %v", err)
-	}
+	nobody := testkit.Nobody(t, "only root may start a unit as another user")
 	shared, err := os.MkdirTemp("", "hermes-userenv-")
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package supervisor
 import (
 	"fmt"
 	"os"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -53,13 +52,7 @@ func waitFile(t *testing.T, path string, want int) []string {
 // /proc says the same of the process; in both modes (in cgroup mode the
 // gate that holds the program while the owner sets them is forced).
 func TestSpawnIdentityAndLimits(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: only root may start a process as another user")
-	}
-	nobody, err := user.Lookup("nobody")
-	if err != nil {
-		t.Skipf("no user nobody here: %v", err)
-	}
+	nobody := testkit.Nobody(t, "only root may start a process as another user")
 	ids, err := nobody.GroupIds()
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"syscall"
 	"testing"
 	"time"
@@ -90,12 +89,7 @@ func TestSpawnerOf(t *testing.T) {
 // root is not always given CAP_SYS_RESOURCE, and the mark is read from
 // /proc where prlimit is refused.
 func TestSpawnerOfOtherUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: only root may start a process as another user")
-	}
-	if _, err := user.Lookup("nobody"); err != nil {
-		t.Skipf("no user nobody here: %v", err)
-	}
+	testkit.Nobody(t, "only root may start a process as another user")
 	self, err := proc.Read(os.Getpid())
 	if err != nil {
 		t.Fatal(err)

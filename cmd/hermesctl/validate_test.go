@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hermes-units/hermes/internal/exitcode"
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 // TestRunValidate calls validate's run function without cobra, on unit
@@ -111,13 +111,7 @@ func TestValidateIdentityNeedsRoot(t *testing.T) {
 // injected uid: it reads its own effective uid and refuses the identity
 // keys. It needs root to change its uid, and skips without.
 func TestValidateAsNobody(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run a process as nobody; TestValidateIdentityNeedsRoot covers the rule with an injected uid")
-	}
-	nobody, err := user.Lookup("nobody")
-	if err != nil {
-		t.Skipf("no user nobody to run as: %v", err)
-	}
+	nobody := testkit.Nobody(t, "to run a process as nobody; TestValidateIdentityNeedsRoot covers the rule with an injected uid")
 	uid, _ := strconv.Atoi(nobody.Uid)
 	gid, _ := strconv.Atoi(nobody.Gid)
 	ud := identityUnits(t)
