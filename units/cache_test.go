@@ -28,6 +28,14 @@ func cachedLoader(t *testing.T) *Loader {
 	return &Loader{Cache: &Cache{}}
 }
 
+// trustedCache writes files as a units directory and returns it with a
+// loader whose empty cache trusts every file at once (trustNow).
+func trustedCache(t *testing.T, files map[string]string) (string, *Loader) {
+	t.Helper()
+	trustNow(t)
+	return testkit.UnitsDir(t, files), cachedLoader(t)
+}
+
 func mustLoadDir(t *testing.T, l *Loader, dir string) *Dir {
 	t.Helper()
 	d, err := l.LoadDir(dir)
@@ -50,12 +58,10 @@ func atomicSave(t *testing.T, path, content string) {
 }
 
 func TestCacheParsesOnlyChangedFiles(t *testing.T) {
-	trustNow(t)
-	dir := testkit.UnitsDir(t, map[string]string{
+	dir, l := trustedCache(t, map[string]string{
 		"a.yaml": "command: [a]\n",
 		"b.yaml": "command: [b]\nafter: [a]\n",
 	})
-	l := cachedLoader(t)
 	d1 := mustLoadDir(t, l, dir)
 	d2 := mustLoadDir(t, l, dir)
 	if !parsedOnce(d1, d2, "a") || !parsedOnce(d1, d2, "b") {
@@ -153,12 +159,10 @@ func TestCacheForgetsOnNewDefaults(t *testing.T) {
 // A file that fails keeps failing from the cache, and the errors a load
 // appends (a cross-unit rule) do not stick to the cached ones.
 func TestCacheKeepsErrorsApart(t *testing.T) {
-	trustNow(t)
-	dir := testkit.UnitsDir(t, map[string]string{
+	dir, l := trustedCache(t, map[string]string{
 		"bad.yaml": "command: [a]\nbogus: 1\n",
 		"dep.yaml": "command: [a]\nafter: [nosuch]\n",
 	})
-	l := cachedLoader(t)
 	first := mustLoadDir(t, l, dir)
 	for range 3 {
 		d := mustLoadDir(t, l, dir)
