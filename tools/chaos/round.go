@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/ledger"
-	"github.com/hermes-units/hermes/proc"
 )
 
 // supervisorGrace is hermesd's TERM→KILL grace at its death
@@ -319,7 +319,7 @@ func (h *harness) deliver(ctx context.Context, fault string) {
 	case faultPanic:
 		d.cmd.Process.Signal(syscall.SIGUSR2)
 	case faultBoth:
-		sup := supervisorOf(d.cmd.Process.Pid)
+		sup := testkit.SupervisorOf(d.cmd.Process.Pid)
 		d.cmd.Process.Signal(syscall.SIGSTOP) // it must not restart the supervisor
 		if sup != 0 {
 			syscall.Kill(sup, syscall.SIGKILL)
@@ -462,18 +462,6 @@ func (h *harness) ended(orphans []marked) {
 		h.violate("owned process of the hermesd killed with its supervisor still alive after the next hermesd's start: %s", p)
 	}
 	killAll(left)
-}
-
-// supervisorOf is the death supervisor of the hermesd of pid (its child
-// running the supervisor script), 0 when none runs.
-func supervisorOf(pid int) int {
-	pids, _ := proc.Find(func(s proc.Stat) bool { return s.PPID == pid })
-	for _, p := range pids {
-		if a, err := proc.Cmdline(p); err == nil && len(a) > 3 && a[3] == "hermes-supervisor" {
-			return p
-		}
-	}
-	return 0
 }
 
 // readopted checks, once hermesd runs again and has settled, that each
