@@ -240,16 +240,10 @@ func (h *hermesPeer) Edit(_ context.Context, gen int) error {
 	return atomicWrite(filepath.Join(h.t.dir, "units", unitName(0)+".yaml"), h.unit(0, gen))
 }
 
-func (h *hermesPeer) Describe(op string) string {
-	switch op {
-	case "stop":
-		return "SIGTERM to hermesd"
-	case "status":
-		return "`hermesctl status`"
-	case "edit":
-		return "atomic save (temp, rename) of unit 0's file with a new environment; hermesd's watcher applies it"
-	}
-	return "the hermesd process; its death supervisor ends the units"
+func (h *hermesPeer) Describe() played {
+	return played{stop: "SIGTERM to hermesd", status: "`hermesctl status`",
+		edit:  "atomic save (temp, rename) of unit 0's file with a new environment; hermesd's watcher applies it",
+		owner: "the hermesd process; its death supervisor ends the units"}
 }
 
 // supervisordPeer is supervisord (in the foreground, -n), with
@@ -318,16 +312,10 @@ func (s *supervisordPeer) Edit(ctx context.Context, gen int) error {
 	return runQuiet(ctx, peerEnv(s.t), "supervisorctl", "-c", s.conf(), "update")
 }
 
-func (s *supervisordPeer) Describe(op string) string {
-	switch op {
-	case "stop":
-		return "SIGTERM to supervisord"
-	case "status":
-		return "`supervisorctl status`"
-	case "edit":
-		return "atomic save of unit 0's conf.d file with a new environment=, then `supervisorctl update` (supervisord watches no file)"
-	}
-	return "the supervisord process"
+func (s *supervisordPeer) Describe() played {
+	return played{stop: "SIGTERM to supervisord", status: "`supervisorctl status`",
+		edit:  "atomic save of unit 0's conf.d file with a new environment=, then `supervisorctl update` (supervisord watches no file)",
+		owner: "the supervisord process"}
 }
 
 // pm2Peer is pm2: its CLI starts the God daemon on first use, in a
@@ -455,14 +443,8 @@ func (p *pm2Peer) Close() error {
 	}
 }
 
-func (p *pm2Peer) Describe(op string) string {
-	switch op {
-	case "stop":
-		return "`pm2 kill` (stops every app, then the daemon)"
-	case "status":
-		return "`pm2 ls`"
-	case "edit":
-		return "atomic save of ecosystem.json with unit 0's env changed, then `pm2 restart ecosystem.json --only u000 --update-env`"
-	}
-	return "pm2's God daemon (its pid file)"
+func (p *pm2Peer) Describe() played {
+	return played{stop: "`pm2 kill` (stops every app, then the daemon)", status: "`pm2 ls`",
+		edit:  "atomic save of ecosystem.json with unit 0's env changed, then `pm2 restart ecosystem.json --only u000 --update-env`",
+		owner: "pm2's God daemon (its pid file)"}
 }

@@ -118,7 +118,7 @@ func memoryRows(peers []peer, figs []*peerFigures) []Row {
 			v += fmt.Sprintf("; %.2f× process-compose's", float64(rss)/float64(pcRSS))
 		}
 		rows = append(rows, Row{Figure: fmt.Sprintf("%d units: memory, %s", peerUnits, p.Name()), Value: v,
-			Method: fmt.Sprintf("Rss of /proc/PID/smaps_rollup of %s (%s) with every unit running, read once per trial", p.Name(), p.Describe("owner"))})
+			Method: fmt.Sprintf("Rss of /proc/PID/smaps_rollup of %s (%s) with every unit running, read once per trial", p.Name(), p.Describe().owner)})
 		if len(f.supPssKB) > 0 {
 			pss := medianInt(f.supPssKB)
 			rows = append(rows, Row{Figure: fmt.Sprintf("%d units: supervisor PSS, %s", peerUnits, p.Name()),
@@ -140,13 +140,13 @@ func peerMethod(op string, p peer) string {
 	case "start":
 		return fmt.Sprintf("%d idle `sleep` units, fresh config dir; clock from starting %s to every unit's sleep seen running (/proc scanned every %v); two starts per round", peerUnits, p.Name(), peerPoll)
 	case "clean stop":
-		return fmt.Sprintf("%s; clock to the exit of the last of the %d units (pidfds, poll(2))", p.Describe("stop"), peerUnits)
+		return fmt.Sprintf("%s; clock to the exit of the last of the %d units (pidfds, poll(2))", p.Describe().stop, peerUnits)
 	case "SIGTERM → manager exited":
-		return fmt.Sprintf("%s; clock to the manager's own exit (wait(2) of the child, or its pid gone)", p.Describe("stop"))
+		return fmt.Sprintf("%s; clock to the manager's own exit (wait(2) of the child, or its pid gone)", p.Describe().stop)
 	case "status":
-		return fmt.Sprintf("%s with %d units running; clock from exec to exit, %d per round", p.Describe("status"), peerUnits, peerStatusN)
+		return fmt.Sprintf("%s with %d units running; clock from exec to exit, %d per round", p.Describe().status, peerUnits, peerStatusN)
 	case "edit → restart":
-		return fmt.Sprintf("%s; clock to the new process's line on a FIFO, %d per round", p.Describe("edit"), peerEditN)
+		return fmt.Sprintf("%s; clock to the new process's line on a FIFO, %d per round", p.Describe().edit, peerEditN)
 	}
-	return fmt.Sprintf("kill(2) SIGKILL of %s (%s); clock to the exit of the last of the %d units (pidfds), given up after %v", p.Name(), p.Describe("owner"), peerUnits, peerKilled)
+	return fmt.Sprintf("kill(2) SIGKILL of %s (%s); clock to the exit of the last of the %d units (pidfds), given up after %v", p.Name(), p.Describe().owner, peerUnits, peerKilled)
 }

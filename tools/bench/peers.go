@@ -92,10 +92,13 @@ type peer interface {
 	// Close waits for the manager process to be gone after a stop or a
 	// kill, bounded by peerWait, and kills it if it is not.
 	Close() error
-	// Describe says how the row of op ("stop", "status", "edit",
-	// "owner") is played with this manager.
-	Describe(op string) string
+	// Describe says how the rows are played with this manager.
+	Describe() played
 }
+
+// played is how one manager's rows are played, for their Method: the
+// clean stop, the status and edit commands, and what the owner is.
+type played struct{ stop, status, edit, owner string }
 
 // peerTrial is one start of one manager: its directory, its units' tags,
 // and unit 0's marker FIFO.

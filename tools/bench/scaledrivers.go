@@ -42,11 +42,9 @@ func (f *floorPeer) Start(_ context.Context, t *peerTrial) error {
 
 func (f *floorPeer) Status(context.Context) error    { return errors.ErrUnsupported }
 func (f *floorPeer) Edit(context.Context, int) error { return errors.ErrUnsupported }
-func (f *floorPeer) Describe(op string) string {
-	if op == "stop" {
-		return "SIGTERM to one /bin/sh that started every unit with & (it sends TERM to each and waits)"
-	}
-	return "one /bin/sh starting every unit with &"
+func (f *floorPeer) Describe() played { // it plays no status nor edit
+	return played{stop: "SIGTERM to one /bin/sh that started every unit with & (it sends TERM to each and waits)",
+		owner: "one /bin/sh starting every unit with &"}
 }
 
 // shellJoin quotes argv for sh: each word in single quotes.
@@ -116,14 +114,8 @@ func (p *processComposePeer) Edit(ctx context.Context, gen int) error {
 	return p.client(ctx, "project", "update", "-f", p.conf())
 }
 
-func (p *processComposePeer) Describe(op string) string {
-	switch op {
-	case "stop":
-		return "SIGTERM to process-compose"
-	case "status":
-		return "`process-compose process list` over its Unix socket"
-	case "edit":
-		return "atomic save of process-compose.yaml with unit 0's environment changed, then `process-compose project update -f` (it watches no config file)"
-	}
-	return "the process-compose process"
+func (p *processComposePeer) Describe() played {
+	return played{stop: "SIGTERM to process-compose", status: "`process-compose process list` over its Unix socket",
+		edit:  "atomic save of process-compose.yaml with unit 0's environment changed, then `process-compose project update -f` (it watches no config file)",
+		owner: "the process-compose process"}
 }
