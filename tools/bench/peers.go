@@ -505,11 +505,7 @@ func peerLife(ctx context.Context, t *peerTrial, p peer, f *peerFigures) error {
 // stopMeasured asks p for a clean stop and records the time until the
 // last unit exited, and until the manager itself exited.
 func stopMeasured(ctx context.Context, t *peerTrial, p peer, f *peerFigures) error {
-	pids, err := t.waitRunning(ctx)
-	if err != nil {
-		return err
-	}
-	ex, err := openExits(pids)
+	ex, err := exitsOf(t.waitRunning(ctx))
 	if err != nil {
 		return err
 	}
@@ -561,6 +557,15 @@ func sampleMemory(p peer, f *peerFigures) error {
 	return nil
 }
 
+// exitsOf opens the exits of the running units pids, as a wait for them
+// returned them (or its error).
+func exitsOf(pids []int, err error) (*exitSet, error) {
+	if err != nil {
+		return nil, err
+	}
+	return openExits(pids)
+}
+
 // async runs ask (a command that may outlast what it causes) beside the
 // clock and returns the time until done returned; ask's error is waited
 // for after.
@@ -576,19 +581,15 @@ func async(ctx context.Context, ask, done func() error) (time.Duration, error) {
 // peerKill starts p on t and measures its owner's SIGKILL: the time until
 // every unit exited, or how many still run peerKilled after.
 func peerKill(ctx context.Context, t *peerTrial, p peer, f *peerFigures) error {
-	pids, err := startMeasured(ctx, t, p, f)
-	if err != nil {
-		return err
-	}
-	owner, err := p.Owner()
-	if err != nil {
-		return err
-	}
-	ex, err := openExits(pids)
+	ex, err := exitsOf(startMeasured(ctx, t, p, f))
 	if err != nil {
 		return err
 	}
 	defer ex.close()
+	owner, err := p.Owner()
+	if err != nil {
+		return err
+	}
 	t0 := time.Now()
 	if err := syscall.Kill(owner, syscall.SIGKILL); err != nil {
 		return fmt.Errorf("SIGKILL of the owner %d: %w", owner, err)
