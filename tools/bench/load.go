@@ -378,14 +378,7 @@ type loadSamples struct {
 // queryStatus asks status loadStatusRate times a second until lctx ends,
 // each query bounded by 10s under ctx, and records its latency and error.
 func (s *loadSamples) queryStatus(ctx, lctx context.Context, c *control.Client) {
-	t := time.NewTicker(time.Second / loadStatusRate)
-	defer t.Stop()
-	for {
-		select {
-		case <-lctx.Done():
-			return
-		case <-t.C:
-		}
+	every(lctx, time.Second/loadStatusRate, func(int) {
 		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		t0 := time.Now()
 		_, err := c.Status(qctx)
@@ -397,20 +390,13 @@ func (s *loadSamples) queryStatus(ctx, lctx context.Context, c *control.Client) 
 			s.statusErrs = append(s.statusErrs, err)
 		}
 		s.mu.Unlock()
-	}
+	})
 }
 
 // scan samples hermesd's VmRSS every 100ms, and once a second scans /proc
 // for duplicate groups of the run's units, until lctx ends.
 func (s *loadSamples) scan(lctx context.Context, pid int, tag string) {
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	for i := 0; ; i++ {
-		select {
-		case <-lctx.Done():
-			return
-		case <-t.C:
-		}
+	every(lctx, 100*time.Millisecond, func(i int) {
 		r, _ := loadVM(pid)
 		s.mu.Lock()
 		s.rssPeak = max(s.rssPeak, r)
@@ -422,6 +408,20 @@ func (s *loadSamples) scan(lctx context.Context, pid int, tag string) {
 			s.scans++
 			s.mu.Unlock()
 		}
+	})
+}
+
+// every calls f(i), i = 0, 1, …, each period from now until ctx ends.
+func every(ctx context.Context, period time.Duration, f func(i int)) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		f(i)
 	}
 }
 
