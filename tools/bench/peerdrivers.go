@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/supervisor"
 )
@@ -187,25 +188,14 @@ func newHermesPeers(ctx context.Context, dir string) ([]*hermesPeer, error) {
 
 func (h *hermesPeer) Name() string { return fmt.Sprintf("hermesd (%s)", h.mode) }
 
-// SupervisorPid finds hermesd's death supervisor: its child running the
-// embedded script, whose $0 is hermes-supervisor.
+// SupervisorPid finds hermesd's death supervisor (testkit.SupervisorOf).
 func (h *hermesPeer) SupervisorPid() (int, error) {
 	owner, err := h.Owner()
 	if err != nil {
 		return 0, err
 	}
-	pids, err := proc.Pids()
-	if err != nil {
-		return 0, err
-	}
-	for _, pid := range pids {
-		st, err := proc.ReadStat(pid)
-		if err != nil || st.PPID != owner {
-			continue
-		}
-		if argv, err := proc.Cmdline(pid); err == nil && len(argv) > 3 && argv[3] == "hermes-supervisor" {
-			return pid, nil
-		}
+	if pid := testkit.SupervisorOf(owner); pid != 0 {
+		return pid, nil
 	}
 	return 0, fmt.Errorf("no death supervisor among the children of hermesd %d", owner)
 }
