@@ -534,27 +534,33 @@ func sampleMemory(p peer, f *peerFigures) error {
 	if !plays(p, "memory") {
 		return nil
 	}
-	pid, err := p.Owner()
+	m, err := memOf(p.Owner, p.Name())
 	if err != nil {
 		return err
 	}
-	m, err := readMem(pid)
-	if err != nil {
-		return fmt.Errorf("memory of %s: %w", p.Name(), err)
-	}
 	f.rssKB = append(f.rssKB, m.rss)
 	if s, ok := p.(supervised); ok {
-		spid, err := s.SupervisorPid()
+		m, err := memOf(s.SupervisorPid, p.Name()+"'s supervisor")
 		if err != nil {
 			return err
-		}
-		m, err := readMem(spid)
-		if err != nil {
-			return fmt.Errorf("memory of %s's supervisor: %w", p.Name(), err)
 		}
 		f.supPssKB = append(f.supPssKB, m.pss)
 	}
 	return nil
+}
+
+// memOf reads the memory of the process that pid finds; whose names it
+// in the error.
+func memOf(pid func() (int, error), whose string) (memSample, error) {
+	n, err := pid()
+	if err != nil {
+		return memSample{}, err
+	}
+	m, err := readMem(n)
+	if err != nil {
+		return m, fmt.Errorf("memory of %s: %w", whose, err)
+	}
+	return m, nil
 }
 
 // exitsOf opens the exits of the running units pids, as a wait for them
