@@ -237,3 +237,75 @@ func exitAtEOF(t *testing.T, in io.Closer, sup *exec.Cmd, d time.Duration) {
 
 // pidGone says whether pid has exited (reaped, or a zombie).
 func pidGone(pid int) bool { st, err := proc.ReadStat(pid); return err != nil || st.Zombie() }
+
+// TestScriptEOFReadsNothingWhenEmpty: at EOF with no group registered (the
+// clean stop's usual end: every group ended and was unregistered) the
+// script exits without reading the process table, a read of every
+// process on the machine that has nothing to find; with a group still
+// registered it reads the table and ends the group. A wrapper of the
+// command that reads the whole table (grep of /proc/*/stat, or ps -A)
+// logs each read.
+func TestScriptEOFReadsNothingWhenEmpty(t *testing.T) {
+	for _, table := range []string{"proc", "ps"} {
+		t.Run(table, func(t *testing.T) {
+			t.Run("unregistered", func(t *testing.T) { scriptEOFReads(t, table, false) })
+			t.Run("registered", func(t *testing.T) { scriptEOFReads(t, table, true) })
+		})
+	}
+}
+
+func scriptEOFReads(t *testing.T, table string, keep bool) {
+	cmd := map[string]string{"proc": "grep", "ps": "ps"}[table]
+	real, err := exec.LookPath(cmd)
+	if err != nil {
+		t.Skipf("no %s on PATH: the script reads the table with it", cmd)
+	}
+	g, id := sleeper(t)
+	gone := reaper(g)
+	dir := t.TempDir()
+	bin, log := filepath.Join(dir, "bin"), filepath.Join(dir, "reads.log")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	whole := map[string]string{"proc": "*/proc/*/stat*", "ps": `"-A "*`}[table]
+	wrapper := fmt.Sprintf("#!/bin/sh\ncase \"$*\" in %s) echo read >>'%s' ;; esac\nexec '%s' \"$@\"\n", whole, log, real)
+	if err := os.WriteFile(filepath.Join(bin, cmd), []byte(wrapper), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sup := exec.Command("/bin/sh", "-c", script, "hermes-supervisor", "300", strconv.Itoa(syscall.Getpgrp()), "-", "-", table)
+	sup.Env = []string{"PATH=" + bin + ":/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"}
+	sup.Dir = "/"
+	sup.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	in, rep := testkit.StartPiped(t, sup)
+	t.Cleanup(func() { sup.Process.Kill(); sup.Wait() })
+	lines := fmt.Sprintf("R g0 %d %d %d k0 -\n", id.PID, id.PID, id.StartTime)
+	if !keep {
+		lines += "U g0\n"
+	}
+	if _, err := in.Write([]byte(lines)); err != nil {
+		t.Fatal(err)
+	}
+	for range strings.Count(lines, "\n") {
+		if l, err := rep.ReadString('\n'); l != "A g0\n" {
+			t.Fatalf("got %q, %v; want \"A g0\\n\"", l, err)
+		}
+	}
+	exitAtEOF(t, in, sup, 30*time.Second)
+	b, _ := os.ReadFile(log)
+	reads := strings.Count(string(b), "read\n")
+	if keep {
+		if reads == 0 {
+			t.Error("with a group registered at EOF, the table was never read")
+		}
+		if !gone() {
+			t.Error("the group registered at EOF outlived the supervisor")
+		}
+		return
+	}
+	if reads != 0 {
+		t.Errorf("with nothing registered at EOF, the table was read %d times, want none", reads)
+	}
+	if _, err := proc.Read(id.PID); err != nil {
+		t.Errorf("the unregistered group was ended: %v", err)
+	}
+}

@@ -339,7 +339,15 @@ table() {
 # descend from a member of one of them by parent links, but this script.
 # A command name may hold any byte, newlines too: the fields of a stat
 # record are those after its last ") ", and its pid the file's name.
+# With no group pending (the clean stop's usual EOF: every group ended
+# and was unregistered) there is nothing to aim at and no member to
+# descend from: the table, which costs a read of every process on the
+# machine, is not read.
 aim() {
+  if [ -z "$rg$cgs" ]; then
+    to=''
+    return 0
+  fi
   # shellcheck disable=SC2086 # a list of cgroup.procs files: plain words
   t=$({
     printf '%s' "$rg"
@@ -448,8 +456,9 @@ pgof() { eval "set -- \$g_$1"; pgid=$1; }
 # ps serves the whole check.
 check() {
   left=0 keep='' maybe='' looked=0
+  # With nothing to look at, ps is not run.
   # shellcheck disable=SC2086 # a list of ids: splitting is the point
-  if [ "$tab" = ps ]; then snap $pending; else forget; fi
+  if [ "$tab" != ps ]; then forget; elif [ -n "$pending$esc" ]; then snap $pending; fi
   # The ids still to look at are the positional parameters: shift drops
   # one, where cutting it off the front of a string would copy the rest.
   # shellcheck disable=SC2086 # a list of ids: splitting is the point
