@@ -3,6 +3,7 @@ package supervisor
 import (
 	"errors"
 	"os"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -131,4 +132,49 @@ func spawnSimple(t *testing.T, o *Owner, unit string, survive bool) *Child {
 		}
 	})
 	return c
+}
+
+// TestCloseEndsGroupsWhileLedgerWrites: Close hands the death supervisor
+// its EOF without waiting for the ledger write in progress, so the
+// supervisor ends the groups still registered while the records that
+// trail are written; and Close still returns only once that write is
+// done and nothing is left queued. The writer is held in the middle of
+// the write that carries a spawn's record.
+func TestCloseEndsGroupsWhileLedgerWrites(t *testing.T) {
+	for _, mode := range modes(t) {
+		t.Run(string(mode), func(t *testing.T) {
+			dir := t.TempDir()
+			o := newTestOwner(t, Options{Mode: mode, StateDir: dir, Role: "worker", Grace: 200 * time.Millisecond})
+			first := spawnSimple(t, o, "first", false)
+			if err := o.jr.sync(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			gate := make(chan struct{})
+			release := sync.OnceFunc(func() { close(gate) })
+			t.Cleanup(release) // before the owner's own cleanup (cleanups run last first)
+			o.jr.mu.Lock()
+			o.jr.held = func() { <-gate }
+			o.jr.mu.Unlock()
+			trailing := spawnSimple(t, o, "trailing", false)
+			queuedIs(t, o, 0) // the writer took the record and waits in held
+
+			closed := make(chan error, 1)
+			go func() { closed <- o.Close() }()
+			for _, c := range []*Child{first, trailing} {
+				testkit.Receive(t, 10*time.Second, c.Done(), "group %d of %s was not ended within 10 s of Close while the ledger write was held", c.PGID, c.Unit)
+			}
+			select {
+			case err := <-closed:
+				t.Fatalf("Close returned (%v) before the held ledger write was done", err)
+			default:
+			}
+			release()
+			if err := testkit.Receive(t, 10*time.Second, closed, "Close did not return within 10 s of the ledger write's end"); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+			if n := o.jr.queued(); n != 0 {
+				t.Errorf("%d ledger changes still queued after Close, want none", n)
+			}
+		})
+	}
 }

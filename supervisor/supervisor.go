@@ -464,11 +464,13 @@ func (o *Owner) availableLocked() error {
 	return nil
 }
 
-// Close is the clean owner exit: it writes the ledger records still queued
-// (see SpawnOwned), then closes the death pipe, so the
+// Close is the clean owner exit: it closes the death pipe, so the
 // supervisor kills every group still registered (TERM, grace, KILL) and
-// exits; Close waits for that (at most the grace plus 5 s), and for the
-// waiters of the spawned children whose groups were still registered.
+// exits, and meanwhile stops the janitor and writes the ledger records
+// still queued (see SpawnOwned): the three go at once, and none waits for
+// another. Close waits for all of them (the supervisor at most the grace
+// plus 5 s), and for the waiters of the spawned children whose groups
+// were still registered.
 // Released and Survive groups live on, and Close does not wait for their
 // leaders: a clean stop whose owned groups are already gone returns as soon
 // as the supervisor has read EOF and exited. Close is idempotent; every
@@ -491,6 +493,15 @@ func (o *Owner) Close() error {
 	pipes := append(o.retired, o.pipe)
 	o.pipe, o.retired = nil, nil
 	o.mu.Unlock()
+	// The pipes first: the supervisor's EOF work (a look at what is still
+	// registered, and the removal of the cgroups) runs beside the rest.
+	// Nothing sends to them any more (o.pipe is nil), and a supervisor
+	// that exits now is not restarted (o.closed).
+	for _, p := range pipes {
+		if p != nil {
+			p.Close()
+		}
+	}
 	close(o.stop)
 	<-o.done
 	signal.Stop(o.sigchld)
@@ -502,11 +513,6 @@ func (o *Owner) Close() error {
 	bound, stop := context.WithTimeout(context.WithoutCancel(o.ctx), limit)
 	defer stop()
 	var err error
-	for _, p := range pipes {
-		if p != nil {
-			p.Close()
-		}
-	}
 	for _, p := range pipes {
 		if p == nil {
 			continue
