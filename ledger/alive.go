@@ -3,8 +3,10 @@ package ledger
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/hermes-units/hermes/proc"
 )
@@ -40,7 +42,7 @@ func (e Entry) alive(p probe) bool {
 	if e.Cgroup != "" && cgroupPopulated(e.Cgroup) {
 		return true
 	}
-	if e.PGID <= 1 || !p.groupHasMembers(e.PGID) {
+	if e.PGID <= 1 || noGroup(e.PGID) || !p.groupHasMembers(e.PGID) {
 		return false
 	}
 	st, err := p.stat(e.PGID)
@@ -51,6 +53,15 @@ func (e Entry) alive(p probe) bool {
 		return false // recycled group id
 	}
 	return true
+}
+
+// noGroup reports whether no process at all, not even a zombie, is in
+// process group pgid: one kill(2) of signal 0, where the probe's answer may
+// cost a read of the whole process table (scanProbe's first question, and
+// proc.GroupMembers). The usual dead entry, a group that ended and was
+// reaped (the removals a clean stop writes), is then judged without one.
+func noGroup(pgid int) bool {
+	return errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)
 }
 
 type liveProbe struct{}

@@ -579,6 +579,45 @@ func TestAlive(t *testing.T) {
 	}
 }
 
+// countingProbe is a probe that counts the group questions asked of it
+// and answers them as liveProbe does.
+type countingProbe struct {
+	liveProbe
+	asked int
+}
+
+func (c *countingProbe) groupHasMembers(pgid int) bool {
+	c.asked++
+	return c.liveProbe.groupHasMembers(pgid)
+}
+
+// TestAliveGoneGroupNoTable: an entry whose leader and process group are
+// gone (ended and reaped: the removals a clean stop writes) is judged
+// dead without asking the probe about its group, which costs a read of
+// the whole process table; a group whose leader exited but whose member
+// lives is still asked about, and alive.
+func TestAliveGoneGroupNoTable(t *testing.T) {
+	gone, goneID := group(t)
+	gone.stop()
+	orphanLeader, orphanID := group(t)
+	startHelper(t, "sleeper", nil, &syscall.SysProcAttr{Setpgid: true, Pgid: orphanID.PID}, "ready")
+	orphanLeader.stop()
+
+	p := &countingProbe{}
+	if (Entry{Leader: goneID, PGID: goneID.PID}).alive(p) {
+		t.Error("leader and group gone: alive, want dead")
+	}
+	if p.asked != 0 {
+		t.Errorf("leader and group gone: the probe was asked about the group %d times, want none", p.asked)
+	}
+	if !(Entry{Leader: orphanID, PGID: orphanID.PID}).alive(p) {
+		t.Error("leader gone, member alive: dead, want alive")
+	}
+	if p.asked != 1 {
+		t.Errorf("leader gone, member alive: the probe was asked about the group %d times, want 1", p.asked)
+	}
+}
+
 func TestAliveCgroup(t *testing.T) {
 	mount := proc.CgroupMount()
 	if mount == "" {
