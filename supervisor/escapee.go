@@ -63,12 +63,15 @@ import (
 // registrations is what the previous scans registered. Scans that ran at
 // once from the same view each registered a new escapee again, and each
 // read the whole process table.
-func (o *Owner) scan() {
-	called := time.Now()
+func (o *Owner) scan() { o.scanAfter(time.Now()) }
+
+// scanAfter returns once a scan that began after t has ended: the one that
+// runs, if it began after t, or else the next (see scan).
+func (o *Owner) scanAfter(t time.Time) {
 	o.scanMu.Lock()
 	defer o.scanMu.Unlock()
 	o.mu.Lock()
-	fresh := o.scanDone.After(called)
+	fresh := o.scanDone.After(t)
 	o.mu.Unlock()
 	if !fresh {
 		o.scanNow()
@@ -146,16 +149,14 @@ type lateScans struct {
 	o  *Owner
 }
 
-// after returns once a scan that began after t has ended.
+// after returns once a scan that began after t has ended. One that runs
+// when it is called answers it when it began after t (the janitor's, on
+// the SIGCHLD of a leader of the batch): the group waits for its end, not
+// for another after it.
 func (l *lateScans) after(t time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.o.mu.Lock()
-	fresh := l.o.scanDone.After(t)
-	l.o.mu.Unlock()
-	if !fresh {
-		l.o.scan()
-	}
+	l.o.scanAfter(t)
 }
 
 // scanView is what a scan knows of the owner's registrations, copied under
