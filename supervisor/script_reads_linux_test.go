@@ -3,6 +3,7 @@
 package supervisor
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -78,16 +79,8 @@ case "$*" in
 esac
 exec '%s' "$@"
 `, whole, strings.Trim(fmt.Sprint(watched), "[]"), log, real)
-	if err := os.WriteFile(filepath.Join(bin, cmd), []byte(wrapper), 0o700); err != nil {
-		t.Fatal(err)
-	}
 
-	sup := exec.Command("/bin/sh", "-c", script, "hermes-supervisor", "300", strconv.Itoa(syscall.Getpgrp()), "-", "-", table)
-	sup.Env = []string{"PATH=" + bin + ":/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"}
-	sup.Dir = "/"
-	sup.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	in, rep := testkit.StartPiped(t, sup)
-	t.Cleanup(func() { sup.Process.Kill(); sup.Wait() })
+	sup, in, rep := wrappedSupervisor(t, bin, cmd, wrapper, table)
 	if _, err := in.Write([]byte(lines.String())); err != nil {
 		t.Fatal(err)
 	}
@@ -166,15 +159,7 @@ case "$*" in
 esac
 exec '%[3]s' "$@"
 `, leader.PID, log, real)
-	if err := os.WriteFile(filepath.Join(bin, "grep"), []byte(wrapper), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	sup := exec.Command("/bin/sh", "-c", script, "hermes-supervisor", "300", strconv.Itoa(syscall.Getpgrp()), "-", "-", "proc")
-	sup.Env = []string{"PATH=" + bin + ":/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"}
-	sup.Dir = "/"
-	sup.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	in, rep := testkit.StartPiped(t, sup)
-	t.Cleanup(func() { sup.Process.Kill(); sup.Wait() })
+	sup, in, rep := wrappedSupervisor(t, bin, "grep", wrapper, "proc")
 	fmt.Fprintf(in, "R g0 %d %d %d sweepkey%d -\n", leader.PID, leader.PID, leader.StartTime, leader.PID)
 	if l, err := rep.ReadString('\n'); l != "A g0\n" {
 		t.Fatalf("registration: got %q, %v", l, err)
@@ -269,15 +254,7 @@ func scriptEOFReads(t *testing.T, table string, keep bool) {
 	}
 	whole := map[string]string{"proc": "*/proc/*/stat*", "ps": `"-A "*`}[table]
 	wrapper := fmt.Sprintf("#!/bin/sh\ncase \"$*\" in %s) echo read >>'%s' ;; esac\nexec '%s' \"$@\"\n", whole, log, real)
-	if err := os.WriteFile(filepath.Join(bin, cmd), []byte(wrapper), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	sup := exec.Command("/bin/sh", "-c", script, "hermes-supervisor", "300", strconv.Itoa(syscall.Getpgrp()), "-", "-", table)
-	sup.Env = []string{"PATH=" + bin + ":/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"}
-	sup.Dir = "/"
-	sup.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	in, rep := testkit.StartPiped(t, sup)
-	t.Cleanup(func() { sup.Process.Kill(); sup.Wait() })
+	sup, in, rep := wrappedSupervisor(t, bin, cmd, wrapper, table)
 	lines := fmt.Sprintf("R g0 %d %d %d k0 -\n", id.PID, id.PID, id.StartTime)
 	if !keep {
 		lines += "U g0\n"
@@ -308,4 +285,22 @@ func scriptEOFReads(t *testing.T, table string, keep bool) {
 	if _, err := proc.Read(id.PID); err != nil {
 		t.Errorf("the unregistered group was ended: %v", err)
 	}
+}
+
+// wrappedSupervisor starts the death supervisor script on table with a
+// 300 ms grace, in a session of its own, with wrapper installed as cmd in
+// bin, first on its PATH (a grep, cat or ps that notes what the script
+// reads, then runs the real one); the test's end kills it.
+func wrappedSupervisor(t *testing.T, bin, cmd, wrapper, table string) (*exec.Cmd, io.WriteCloser, *bufio.Reader) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(bin, cmd), []byte(wrapper), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sup := exec.Command("/bin/sh", "-c", script, "hermes-supervisor", "300", strconv.Itoa(syscall.Getpgrp()), "-", "-", table)
+	sup.Env = []string{"PATH=" + bin + ":/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"}
+	sup.Dir = "/"
+	sup.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	in, rep := testkit.StartPiped(t, sup)
+	t.Cleanup(func() { sup.Process.Kill(); sup.Wait() })
+	return sup, in, rep
 }
