@@ -152,10 +152,10 @@ func writeStatus(out io.Writer, st control.Status, lk look) {
 	fitLines(out, b.String(), lk.width)
 }
 
-// writeStatusLines writes the lines of writeStatus, the unit table fitted
-// to lk's width, the rest whole.
-func writeStatusLines(w io.Writer, st control.Status, lk look) {
-	now := lk.now
+// writeStatusHeader writes the lines above the unit table: hermesd, its
+// death supervisor, and what needs saying of the ledger, orphans, the
+// first read of the units and a recovery.
+func writeStatusHeader(w io.Writer, st control.Status, now time.Time) {
 	if d := st.Daemon; d.PID != 0 {
 		line := fmt.Sprintf("hermesd:    pid %d", d.PID)
 		if d.Role != "" {
@@ -198,6 +198,12 @@ func writeStatusLines(w io.Writer, st control.Status, lk look) {
 			fmt.Fprintf(w, "recovery:   %d %s of dead owners still running; see `hermesctl adopt --orphans`\n", r.Leftovers, plural(r.Leftovers, "group", "groups"))
 		}
 	}
+}
+
+// writeStatusLines writes the lines of writeStatus, the unit table fitted
+// to lk's width, the rest whole.
+func writeStatusLines(w io.Writer, st control.Status, lk look) {
+	writeStatusHeader(w, st, lk.now)
 	fmt.Fprintln(w)
 
 	switch {
