@@ -151,7 +151,7 @@ func TestScriptKillsAtGraceWhileSweeping(t *testing.T) {
 	}
 	wrapper := fmt.Sprintf(`#!/bin/sh
 case "$*" in
-*/environ*)
+*" /proc/1/environ "*)
   sleep 5
   st=$(cut -d' ' -f3 /proc/%[1]d/stat 2>/dev/null)
   echo "leader ${st:-gone}" >>'%[2]s'
@@ -303,4 +303,67 @@ func wrappedSupervisor(t *testing.T, bin, cmd, wrapper, table string) (*exec.Cmd
 	in, rep := testkit.StartPiped(t, sup)
 	t.Cleanup(func() { sup.Process.Kill(); sup.Wait() })
 	return sup, in, rep
+}
+
+// TestScriptSignalsOnlyTaggedNow: an escapee the sweep by tags found gets
+// its signal only while its tag still names it. A sweep of a crowded
+// machine takes seconds: the process it read may have ended since, and
+// its pid been given to a stranger. A wrapper of grep adds to the sweep's
+// findings the pid of a stranger (untagged, as a reused pid would be);
+// the stranger must outlive the supervisor, while a tagged escapee it
+// really found is ended.
+func TestScriptSignalsOnlyTaggedNow(t *testing.T) {
+	real, err := exec.LookPath("grep")
+	if err != nil {
+		t.Skip("no grep on PATH: the script sweeps with it")
+	}
+	const key = "recycledkey"
+	start := func(env []string, argv ...string) *exec.Cmd {
+		c := exec.Command(argv[0], argv[1:]...)
+		c.Env = env
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+		return c
+	}
+	leader := start(nil, "sleep", "1005")
+	tagged := start([]string{"HERMES_SPAWN=" + key}, "sleep", "1006")
+	stranger := start(nil, "sleep", "1007")
+	var ids [3]proc.Identity
+	for i, c := range []*exec.Cmd{leader, tagged, stranger} {
+		testkit.Eventually(t, 5*time.Second, "sleep to run", func() bool {
+			argv, _ := proc.Cmdline(c.Process.Pid)
+			ids[i], err = proc.Read(c.Process.Pid)
+			return err == nil && len(argv) > 0 && argv[0] == "sleep"
+		})
+	}
+
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wrapper := fmt.Sprintf(`#!/bin/sh
+case "$*" in
+*" /proc/1/environ "*) echo /proc/%d/environ ;; # the sweep: every process's
+esac
+exec '%s' "$@"
+`, stranger.Process.Pid, real)
+	sup, in, rep := wrappedSupervisor(t, bin, "grep", wrapper, "proc")
+	fmt.Fprintf(in, "R g0 %d %d %d %s -\n", ids[0].PID, ids[0].PID, ids[0].StartTime, key)
+	if l, err := rep.ReadString('\n'); l != "A g0\n" {
+		t.Fatalf("registration: got %q, %v", l, err)
+	}
+	exitAtEOF(t, in, sup, 30*time.Second)
+	if ids[0].Alive() {
+		t.Error("the registered group outlived the supervisor")
+	}
+	if ids[1].Alive() {
+		t.Error("the escapee its tag names outlived the supervisor")
+	}
+	if !ids[2].Alive() {
+		t.Error("the supervisor signalled a process no tag names, because a sweep had listed its pid")
+	}
 }

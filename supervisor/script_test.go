@@ -174,7 +174,9 @@ func TestScriptSignalsBeforeSweep(t *testing.T) {
 	if err := syscall.Mkfifo(hold, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	fake := fmt.Sprintf("#!/bin/sh\ncase \"$*\" in *environ*) read -r _ <'%s' ;; esac\nexec '%s' \"$@\"\n", hold, realGrep)
+	// The sweep's grep (every process's environment: pid 1's among them)
+	// is held; the second look at the pids it found is not.
+	fake := fmt.Sprintf("#!/bin/sh\ncase \"$*\" in *\" /proc/1/environ \"*) read -r _ <'%s' ;; esac\nexec '%s' \"$@\"\n", hold, realGrep)
 	if err := os.WriteFile(filepath.Join(dir, "grep"), []byte(fake), 0o700); err != nil {
 		t.Fatal(err)
 	}

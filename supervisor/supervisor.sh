@@ -509,6 +509,8 @@ sweep() {
   # shellcheck disable=SC2046 # /proc/PID/FILE paths: plain words
   found $(tagged) $(marked)
   # shellcheck disable=SC2086 # a list of pids: splitting is the point
+  esc=$(still $esc)
+  # shellcheck disable=SC2086 # a list of pids: splitting is the point
   [ -z "$esc" ] || kill -s "$1" $esc 2>/dev/null
   esc="$esc$e0"
 }
@@ -563,6 +565,24 @@ marked() {
   set +f
   grep -lE "^Max file locks +(${marks#|}) " /proc/[0-9]*/limits 2>/dev/null
   set -f
+}
+
+# still PID...: print those of PID... whose environment carries one of
+# $keys, or whose limit of file locks is one of $marks, now. A sweep of a
+# crowded machine takes seconds: a process it read may have ended since,
+# and its pid been given to another; a signal goes only where a tag still
+# names the process.
+still() {
+  [ $# -gt 0 ] || return 0
+  {
+    # shellcheck disable=SC2046 # /proc/PID/FILE paths: plain words
+    grep -lzE "^HERMES_SPAWN=(${keys#|})\$" $(printf '/proc/%s/environ ' "$@") 2>/dev/null
+    # shellcheck disable=SC2046 # /proc/PID/FILE paths: plain words
+    [ -z "$marks" ] || grep -lE "^Max file locks +(${marks#|}) " $(printf '/proc/%s/limits ' "$@") 2>/dev/null
+  } | while read -r f; do
+    q=${f#/proc/}
+    printf ' %s' "${q%%/*}"
+  done
 }
 
 # found PATH...: add to esc the pid of each /proc/PID/FILE PATH, but this
@@ -666,6 +686,8 @@ else
     esc='' pending=''
     # shellcheck disable=SC2046 # /proc/PID/FILE paths: plain words
     found $(cat)
+    # shellcheck disable=SC2086 # a list of pids: splitting is the point
+    esc=$(still $esc)
     # shellcheck disable=SC2086 # a list of pids: splitting is the point
     [ -z "$esc" ] || kill -s TERM $esc 2>/dev/null
     finish
