@@ -354,7 +354,8 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	r.load.mu.Lock() // a Reload called meanwhile reads after this first load
 	// Until the first load is applied, a status is answered at once with
 	// this one: no unit, and since when the units directory is read.
-	r.served.snaps.cur.Store(&statusSnap{st: control.Status{Daemon: r.opt.Daemon, Units: []control.Unit{}, Loading: time.Now()}, at: time.Now()})
+	now := time.Now()
+	r.served.snaps.cur.Store(&statusSnap{st: control.Status{Daemon: r.opt.Daemon, Units: []control.Unit{}, Loading: now}, at: now})
 	loaded, err := r.firstLoad(ctx)
 	loading := r.served.snaps.cur.Swap(nil) // a status now waits for the first pass
 	if errors.Is(err, errStoppedLoading) {

@@ -31,7 +31,7 @@ var ErrUnavailable = errors.New("slowfs: cannot mount a FUSE filesystem here")
 type FS struct {
 	Dir    string // where it is mounted
 	server *fuse.Server
-	delay  atomic.Int64 // nanoseconds
+	delay  time.Duration
 	ops    atomic.Int64
 	mu     sync.Mutex
 	gate   chan struct{}  // closed: not held
@@ -52,7 +52,7 @@ func Mount(backing, mountpoint string, delay time.Duration) (*FS, error) {
 	}
 	f := &FS{Dir: mountpoint, gate: make(chan struct{}), opened: map[string]int{}}
 	close(f.gate)
-	f.delay.Store(int64(delay))
+	f.delay = delay
 	var none time.Duration
 	srv, err := fs.Mount(mountpoint, &node{LoopbackNode: root.(*fs.LoopbackNode), fs: f}, &fs.Options{
 		EntryTimeout:    &none,
@@ -70,9 +70,6 @@ func Mount(backing, mountpoint string, delay time.Duration) (*FS, error) {
 	f.server = srv
 	return f, nil
 }
-
-// SetDelay changes the delay of the operations that begin from now.
-func (f *FS) SetDelay(d time.Duration) { f.delay.Store(int64(d)) }
 
 // Ops is how many operations reached the filesystem so far.
 func (f *FS) Ops() int64 { return f.ops.Load() }
@@ -136,7 +133,7 @@ func (f *FS) wait(ctx context.Context) syscall.Errno {
 	case <-ctx.Done():
 		return syscall.EINTR
 	}
-	t := time.NewTimer(time.Duration(f.delay.Load()))
+	t := time.NewTimer(f.delay)
 	defer t.Stop()
 	select {
 	case <-t.C:
