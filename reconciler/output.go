@@ -1,12 +1,13 @@
 package reconciler
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-
-	"golang.org/x/sys/unix"
+	"sync"
+	"time"
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/logfile"
@@ -51,14 +52,15 @@ func (o output) started() {
 // released: its copy is then handed over to a relay process
 // (Options.Relay, see handOver), which outlives hermesd and writes on
 // into f, so that a released group never writes into a pipe nobody reads.
-// The copiers hold their own copy of f.
+// The copiers do not keep f: they open the log at path again when they
+// have a line to write, and close it once idle (logSink).
 //
 // What is left: an owned group whose hermesd and death supervisor are
 // both killed (SIGKILL to both) lives on writing into pipes nobody reads:
 // its output is lost, and a program that does not ignore SIGPIPE dies of
 // its next write. The next gateway ends such a group when it starts its
 // unit again.
-func (r *Reconciler) logOutput(u *unit, f *os.File) (output, error) {
+func (r *Reconciler) logOutput(u *unit, f *os.File, path string) (output, error) {
 	if !r.opt.StampOutput || keeps(r.opt.Role, u.spec.Ownership) {
 		return output{stdout: f, stderr: f}, nil
 	}
@@ -77,13 +79,215 @@ func (r *Reconciler) logOutput(u *unit, f *os.File) (output, error) {
 		}
 		reads, out.writeEnds = append(reads, pr), append(out.writeEnds, pw)
 	}
-	dst, err := dupFile(f)
-	if err != nil {
-		return fail(err)
-	}
 	out.stdout, out.stderr = out.writeEnds[0], out.writeEnds[1]
+	dst := &logSink{r: r, unit: u.spec.Name, path: path}
+	if u.spec.Log.MaxSize > 0 {
+		dst.lim = logLimits(u.spec)
+	}
 	out.copying = &copying{r: r, unit: u.spec.Name, reads: [2]*os.File{reads[0], reads[1]}, dst: dst}
 	return out, nil
+}
+
+// logIdle is how long a log file its copiers write stays open after
+// their last write (logSink).
+const logIdle = 5 * time.Second
+
+// MaxOpenLogs is the most log files the copiers of all runs hold open at
+// once (logSink): past it, opening one closes the one opened first.
+const MaxOpenLogs = 1024
+
+// logSink is the log file of a run whose output hermesd copies, as its
+// two copiers write it: opened by the write that finds it closed, the
+// way the run's start opened it (Reconciler.openLog: a link at path is
+// refused), and closed once no write came for idle, or once MaxOpenLogs
+// others were opened since (logFiles). An idle unit thus holds no
+// descriptor of its log, only its pipes' read ends and its pidfd: 3
+// descriptors, and the units together at most MaxOpenLogs more, which
+// lets thousands of units run under a descriptor limit of a few times
+// their number (cmd/hermesd's fdNeed).
+//
+// Each Write lands whole (O_APPEND) in the file at path when it is
+// made: after a rotation (in place, logfile.Rotate) in the truncated
+// file, after the file was removed or renamed in a new one; each open
+// gives the file to Options.Logs again, so that a new one is kept within
+// its limits too. Writes and the close are under mu, so no record is
+// cut or lost by a close. A failure to open or write is reported at
+// once, the first of each spell of failures (reportedError), and the
+// lines of a write that failed are dropped: the copier reads on
+// (logfile.CopyUntil).
+type logSink struct {
+	r    *Reconciler
+	unit string
+	path string
+	lim  logfile.Limits // the log's limits; MaxSize 0 when not rotated
+
+	mu      sync.Mutex
+	f       *os.File    // guarded by mu; nil while closed
+	last    time.Time   // guarded by mu; the latest write
+	idler   *time.Timer // guarded by mu; closes f once idle; nil before the first open
+	failing bool        // guarded by mu; the latest open or write failed (and was reported)
+	// at is the sink's place among r.logs' open files while f is
+	// open; guarded by r.logs.mu.
+	at *list.Element
+}
+
+// logFiles are the log files the sinks of all runs hold open, the
+// latest opened first: the sinks open at most max at once.
+type logFiles struct {
+	mu      sync.Mutex
+	max     int       // set by New; tests lower it before Run
+	open    list.List // of *logSink; guarded by mu
+	opening int       // guarded by mu; sinks given a place, opening their file
+}
+
+// place gives s (s.mu held, its file closed) a place among the open
+// files before it opens one, closing the file of the sink opened first
+// while max are open or opening; opened says how the open went. A sink
+// busy writing (its mu held) is passed over, and kept open if all are:
+// TryLock, since s.mu is held, and a sink holding its mu may wait on
+// l.mu, never the other way round.
+func (l *logFiles) place() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for e := l.open.Back(); e != nil && l.open.Len()+l.opening >= l.max; {
+		v, prev := e.Value.(*logSink), e.Prev()
+		if v.mu.TryLock() {
+			v.closeLocked()
+			v.mu.Unlock()
+		}
+		e = prev
+	}
+	l.opening++
+}
+
+// opened ends s's place: its file is open (ok), or it failed to open.
+func (l *logFiles) opened(s *logSink, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.opening--
+	if ok {
+		s.at = l.open.PushFront(s)
+	}
+}
+
+// closed removes s, whose f was just closed (s.mu held); l.mu held.
+func (l *logFiles) closedLocked(s *logSink) {
+	if s.at != nil {
+		l.open.Remove(s.at)
+		s.at = nil
+	}
+}
+
+// closeLocked closes s's file; s.mu and s.r.logs.mu held.
+func (s *logSink) closeLocked() {
+	if s.f != nil {
+		s.f.Close()
+		s.f = nil
+	}
+	s.r.logs.closedLocked(s)
+}
+
+// release closes s's file, or forgets it when it was handed over
+// (s.f nil); s.mu held.
+func (s *logSink) release() {
+	s.r.logs.mu.Lock()
+	defer s.r.logs.mu.Unlock()
+	s.closeLocked()
+}
+
+// reportedError is a failed write of a logSink, reported already.
+type reportedError struct{ error }
+
+func (e reportedError) Unwrap() error { return e.error }
+
+func (s *logSink) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.openLocked(); err != nil {
+		return 0, s.failLocked("the log file could not be opened", err)
+	}
+	s.last = time.Now()
+	n, err := s.f.Write(b)
+	if err != nil {
+		return n, s.failLocked("the log file could not be written", err)
+	}
+	s.failing = false
+	return n, nil
+}
+
+// openLocked opens the log unless it is open, and arms the idle close.
+func (s *logSink) openLocked() error {
+	if s.f != nil {
+		return nil
+	}
+	s.r.logs.place()
+	f, err := s.r.openLog(s.path)
+	s.r.logs.opened(s, err == nil)
+	if err != nil {
+		return err
+	}
+	s.f = f
+	if s.idler == nil {
+		s.idler = time.AfterFunc(s.r.logIdle, s.closeIdle)
+	} else {
+		s.idler.Reset(s.r.logIdle)
+	}
+	if s.lim.MaxSize > 0 && s.r.opt.Logs != nil {
+		// The file may be new (the one before was removed): have it
+		// watched, and checked at once. Its inode number tells nothing,
+		// a new file may get the number of the one removed.
+		s.r.opt.Logs.Add(s.path, s.lim)
+	}
+	return nil
+}
+
+// failLocked reports err, unless the write before failed too, and marks
+// it reported.
+func (s *logSink) failLocked(what string, err error) error {
+	if !s.failing {
+		s.r.log.Warn("unit output lost: "+what, "unit", s.unit, "path", s.path, "err", err)
+		s.failing = true
+	}
+	return reportedError{err}
+}
+
+// closeIdle closes the log once idle has passed since the latest write,
+// and waits on otherwise (the idle timer's func).
+func (s *logSink) closeIdle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return
+	}
+	if left := s.r.logIdle - time.Since(s.last); left > 0 {
+		s.idler.Reset(left)
+		return
+	}
+	s.release()
+}
+
+// take hands the log over, open, to the caller, who closes it; the sink
+// opens it again at its next write.
+func (s *logSink) take() (*os.File, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.openLocked(); err != nil {
+		return nil, err
+	}
+	f := s.f
+	s.f = nil
+	s.release()
+	return f, nil
+}
+
+// close closes the log, once the copiers are through.
+func (s *logSink) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.idler != nil {
+		s.idler.Stop()
+	}
+	s.release()
 }
 
 // streams are the pipes of a copying, in the order of its reads.
@@ -98,7 +302,7 @@ type copying struct {
 	r     *Reconciler
 	unit  string
 	reads [2]*os.File // stdout's and stderr's read ends
-	dst   *os.File
+	dst   *logSink
 
 	// Set by start, read by handOver after done (Run's goroutine).
 	hand    context.CancelFunc // ends the copiers for a handover
@@ -129,8 +333,8 @@ func (c *copying) start() {
 			defer func() { fin <- struct{}{} }()
 			h, err := logfile.CopyUntil(ctx, handing, c.dst, pr, streams[i], nil)
 			handed[i], stopped[i] = h, !h
-			if err != nil {
-				r.log.Warn("unit output lost: the log file could not be written", "unit", c.unit, "stream", streams[i], "err", err)
+			if err != nil && !errors.As(err, new(reportedError)) {
+				r.log.Warn("unit output lost: its pipe could not be read", "unit", c.unit, "stream", streams[i], "err", err)
 			}
 		})
 	}
@@ -150,7 +354,7 @@ func (c *copying) start() {
 func (c *copying) closeFiles() {
 	c.reads[0].Close()
 	c.reads[1].Close()
-	c.dst.Close()
+	c.dst.close()
 }
 
 // RelayFunc starts a process that continues the copy of a released unit's
@@ -174,10 +378,11 @@ var errNoRelay = errors.New("its output goes through hermesd (stamped logs), and
 // writes on into its log after hermesd is gone: the copiers stop reading
 // (a line they hold unfinished is written as a partial record), and once
 // they have written all they read, the relay is started on the same pipes
-// and log file, reading what the copiers left in the pipes. No byte is
-// read twice and none is dropped. When the relay does not start, the
-// copiers resume and the error says why. A copy whose pipes are both at
-// their end has nothing to hand over.
+// and the log file, opened for it if the copiers had closed it (it is the
+// relay's from then on), reading what the copiers left in the pipes. No
+// byte is read twice and none is dropped. When the log cannot be opened
+// or the relay does not start, the copiers resume and the error says
+// why. A copy whose pipes are both at their end has nothing to hand over.
 func (r *Reconciler) handOver(ctx context.Context, c *copying) error {
 	if r.opt.Relay == nil {
 		return fmt.Errorf("%w (%w)", errNoRelay, control.ErrRefused)
@@ -189,31 +394,15 @@ func (r *Reconciler) handOver(ctx context.Context, c *copying) error {
 	if !c.left {
 		return nil
 	}
-	if err := r.opt.Relay(context.WithoutCancel(ctx), c.unit, c.reads[0], c.reads[1], c.dst); err != nil {
+	log, err := c.dst.take()
+	if err == nil {
+		err = r.opt.Relay(context.WithoutCancel(ctx), c.unit, c.reads[0], c.reads[1], log)
+		log.Close()
+	}
+	if err != nil {
 		c.start()
 		return err
 	}
 	c.closeFiles()
 	return nil
-}
-
-// dupFile is a copy of f that is closed apart from it.
-func dupFile(f *os.File) (*os.File, error) {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	var dup *os.File
-	var derr error
-	if err := rc.Control(func(fd uintptr) {
-		nfd, err := unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
-		if err != nil {
-			derr = err
-			return
-		}
-		dup = os.NewFile(uintptr(nfd), f.Name())
-	}); err != nil {
-		return nil, err
-	}
-	return dup, derr
 }

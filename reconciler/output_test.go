@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/logfile"
 	"github.com/hermes-units/hermes/internal/testkit"
@@ -78,13 +80,13 @@ func TestSurvivorWritesItsLog(t *testing.T) {
 	}
 	defer f.Close()
 	for _, o := range []units.Ownership{units.PersistOnRelease, units.Adoptable} {
-		out, err := r.logOutput(&unit{spec: units.Spec{Name: "keep", Ownership: o}}, f)
+		out, err := r.logOutput(&unit{spec: units.Spec{Name: "keep", Ownership: o}}, f, f.Name())
 		if err != nil || out.stdout != f || out.stderr != f || out.copying != nil {
 			t.Errorf("%s: output %+v, %v; want the log file itself", o, out, err)
 		}
 	}
 	r.base = t.Context()
-	out, err := r.logOutput(&unit{spec: units.Spec{Name: "web", Ownership: units.Owned}}, f)
+	out, err := r.logOutput(&unit{spec: units.Spec{Name: "web", Ownership: units.Owned}}, f, f.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +132,28 @@ func (tr *testRelay) relay(ctx context.Context, unit string, stdout, stderr, log
 		wg.Wait()
 	}()
 	return nil
+}
+
+// dupFile is a copy of f that is closed apart from it; f stays in the
+// mode it is in (Fd would make a pipe blocking).
+func dupFile(f *os.File) (*os.File, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var dup *os.File
+	var derr error
+	if err := rc.Control(func(fd uintptr) {
+		nfd, err := unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			derr = err
+			return
+		}
+		dup = os.NewFile(uintptr(nfd), f.Name())
+	}); err != nil {
+		return nil, err
+	}
+	return dup, derr
 }
 
 // countWriter counts the lines written through it.

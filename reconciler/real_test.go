@@ -63,6 +63,14 @@ type liveOptions struct {
 	logger *slog.Logger    // nil: testLogger
 	stamp  bool            // Options.StampOutput
 	relay  RelayFunc       // Options.Relay
+	// logs is Options.Logs (nil: none); the test runs it.
+	logs *logfile.Logs
+	// logIdle replaces how long a copied log stays open with no write
+	// (0: logIdle).
+	logIdle time.Duration
+	// logMax replaces how many copied logs are open at most (0:
+	// MaxOpenLogs).
+	logMax int
 }
 
 // startLiveWith is startLive with the supervisor and the notify server in
@@ -97,10 +105,19 @@ func startLiveWith(t *testing.T, o liveOptions, files map[string]string) *live {
 		Lines: logfile.Lines, OpenLog: logfile.Open, Logger: logger, StampOutput: o.stamp,
 		Relay: o.relay,
 	}
+	if o.logs != nil {
+		opts.Logs = o.logs
+	}
 	serveNotify := listenNotify(t, o.notify, base, &opts)
 	r, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if o.logIdle > 0 {
+		r.logIdle = o.logIdle
+	}
+	if o.logMax > 0 {
+		r.logs.max = o.logMax
 	}
 	l.r = r
 	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))

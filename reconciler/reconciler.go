@@ -190,6 +190,11 @@ type Reconciler struct {
 	// status is not queued behind a backlog of exits and timers.
 	requests chan request
 	done     chan struct{} // closed when Run returns
+	// logIdle is how long a copied log stays open with no write
+	// (logSink); tests shorten it before Run.
+	logIdle time.Duration
+	// logs are the copied logs open now (logSink).
+	logs logFiles
 
 	// load serialises reading the units with handing the result to Run
 	// (loader.go), so that reads are applied in the order they were made.
@@ -261,12 +266,14 @@ func New(opts Options) (*Reconciler, error) {
 		events:   make(chan any, 64),
 		requests: make(chan request),
 		done:     make(chan struct{}),
+		logIdle:  logIdle,
 		units:    map[string]*unit{},
 		disabled: map[string]bool{},
 		masked:   map[string]bool{},
 		stops:    map[string]bool{},
 	}
 	r.load.hash, r.found.held = hash, map[string]bool{}
+	r.logs.max = MaxOpenLogs
 	return r, nil
 }
 

@@ -45,7 +45,7 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 	if st, err := f.Stat(); err == nil {
 		offset = st.Size()
 	}
-	out, err := r.logOutput(u, f)
+	out, err := r.logOutput(u, f, logPath)
 	if err != nil {
 		f.Close()
 		r.closeNotify(sock)
@@ -59,7 +59,7 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 		p, err = r.opt.Spawner.Spawn(context.WithoutCancel(ctx), spec)
 	}
 	out.started()
-	f.Close() // the child, or the log copiers, hold their own descriptors
+	f.Close() // the child holds its own descriptor; copiers open the log when they write
 	u.starts = append(u.starts, now)
 	u.logPath = logPath
 	if u.spec.Log.MaxSize > 0 && r.opt.Logs != nil && !r.shutting {
