@@ -24,12 +24,25 @@ const (
 	// connections, the notify socket, the watches, the supervisor's pipe,
 	// the clock watch, the proxy's listener.
 	fdBase = 64
-	// fdPerUnit is a unit's peak: its pidfd, the read ends of its output
-	// pipes and the copy of its log file their copiers write (stamped
-	// logs), and while it spawns its log file, the pipes' write ends, the
-	// start gate's pipe and its cgroup directory.
-	fdPerUnit = 9
+	// fdHeld is what a running unit holds whatever it prints: its pidfd
+	// and the read ends of its output pipes (stamped logs; a unit that
+	// writes its log itself holds only the pidfd), and its sd_notify
+	// socket when it has one of its own (fdNotify, counted apart). Its
+	// log file is open only while it prints, at most
+	// reconciler.MaxOpenLogs of them for all units at once (fdLogs).
+	fdHeld = 3
+	// fdNotify is the socket of a unit that listens for sd_notify
+	// (ready: notify, a watchdog), in the per-unit notify mode.
+	fdNotify = 1
+	// fdSpawn is a unit's peak while it spawns: its log file, both ends
+	// of its output pipes, the start gate's pipe, its cgroup directory
+	// and its pidfd.
+	fdSpawn = 9
 )
+
+// fdLogs is how many log files the copiers of n running units may open
+// on top of what they hold (reconciler.logSink).
+func fdLogs(n int) int { return min(n, reconciler.MaxOpenLogs) }
 
 // raiseNoFile raises the soft RLIMIT_NOFILE to the hard limit, less one,
 // and returns the limits in force. Less one, as the Go runtime does at
@@ -54,10 +67,26 @@ func raiseNoFile() (soft, hard uint64, err error) {
 	return soft, hard, nil
 }
 
-// fdNeed is how many descriptors hermesd may hold at once with n units
-// and a proxy capped at conns connections (0: proxy off).
-func fdNeed(n, conns int) uint64 {
-	return uint64(fdBase + n*fdPerUnit + conns*proxy.FDsPerConn)
+// fdNeed is how many descriptors hermesd may hold at once with n units,
+// notifying of them with a notify socket of their own, and a proxy
+// capped at conns connections (0: proxy off): what the running units
+// hold, the log files they may have open, the spawns under way
+// (fdSpawnMargin), and the proxy's connections.
+func fdNeed(n, notifying, conns int) uint64 {
+	return uint64(fdBase + n*fdHeld + notifying*fdNotify + fdLogs(n) + min(n, fdSpawnMargin)*fdSpawn + conns*proxy.FDsPerConn)
+}
+
+// notifying is how many of specs listen for sd_notify: each has a socket
+// of its own in the per-unit mode (counted in either mode: the shared
+// one needs less).
+func notifying(specs []units.Spec) int {
+	n := 0
+	for _, s := range specs {
+		if s.Ready.Notify || s.Timeouts.Watchdog > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // proxyConns is the proxy's connection cap under config c
@@ -89,18 +118,20 @@ var (
 )
 
 // fdReserve is what the listeners (proxy, metrics) leave to the rest of
-// hermesd when n units are still to take their descriptors
-// (fdWatch.pending): fdBase and each such unit's peak (fdreserve). A
-// flood of connections to any of them then never keeps a unit from
-// starting or from opening its log. The control API, its owner's, is
-// held to the limit instead (fdreserve.Limits.Owner).
-func fdReserve(n int) int { return fdBase + n*fdPerUnit }
+// hermesd when pending units are still to take their descriptors and
+// running units hold theirs (fdWatch.pending): fdBase, each pending
+// unit's peak (fdSpawn), and the log files the running ones may open
+// when they print (fdLogs): those are not open yet. A flood of
+// connections to any listener then never keeps a unit from starting or
+// from opening its log. The control API, its owner's, is held to the
+// limit instead (fdreserve.Limits.Owner).
+func fdReserve(pending, running int) int { return fdBase + pending*fdSpawn + fdLogs(running) }
 
 // newFDWatch is the fdWatch of limits soft and hard, its reserve set for
 // no unit yet (each load sets it again).
 func newFDWatch(soft, hard uint64, proxyOn bool, log *slog.Logger) *fdWatch {
 	w := &fdWatch{soft: soft, hard: hard, proxyOn: proxyOn, log: log}
-	w.reserve.Set(soft, fdReserve(0))
+	w.reserve.Set(soft, fdReserve(0, 0))
 	return w
 }
 
@@ -125,11 +156,13 @@ type fdWatch struct {
 // peak for besides (a restart opens its log, pipes and start gate anew).
 const fdSpawnMargin = 16
 
-// pending is how many units the reserve is kept for: those declared that
-// hold nothing yet, and fdSpawnMargin more. A running unit's descriptors
-// are open already, below the number of any connection accepted since
-// (the kernel gives the lowest free): reserving them again shut every
-// listener out once a few thousand units ran. mu held.
+// pending is how many units the reserve is kept a spawn's peak for:
+// those declared that hold nothing yet, and fdSpawnMargin more. A running
+// unit's descriptors are open already, below the number of any
+// connection accepted since (the kernel gives the lowest free):
+// reserving them again shut every listener out once a few thousand units
+// ran; only the log files they may open are kept for them (fdReserve).
+// mu held.
 func (w *fdWatch) pending() int {
 	return max(w.declared-len(w.holding), 0) + min(w.declared, fdSpawnMargin)
 }
@@ -150,13 +183,13 @@ func (w *fdWatch) observe(e events.Event) {
 	} else {
 		delete(w.holding, e.Unit)
 	}
-	w.reserve.Set(w.soft, fdReserve(w.pending()))
+	w.reserve.Set(w.soft, fdReserve(w.pending(), len(w.holding)))
 }
 
 // check is a loader hook (see loader): it runs on every load.
 func (w *fdWatch) check(c units.Config, l *reconciler.Loaded) {
 	conns := proxyConns(w.proxyOn, c)
-	need := fdNeed(len(l.Specs), conns)
+	need := fdNeed(len(l.Specs), notifying(l.Specs), conns)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.declared = len(l.Specs)
@@ -169,7 +202,7 @@ func (w *fdWatch) check(c units.Config, l *reconciler.Loaded) {
 			delete(w.holding, name)
 		}
 	}
-	w.reserve.Set(w.soft, fdReserve(w.pending()))
+	w.reserve.Set(w.soft, fdReserve(w.pending(), len(w.holding)))
 	if need <= w.soft {
 		w.warned = 0
 		return

@@ -30,8 +30,8 @@ func TestFdWatch(t *testing.T) {
 		units int
 		warn  bool
 	}{
-		{"fits", 10, false},            // 64 + 40 + 1024
-		{"over the limit", 1000, true}, // 64 + 4000 + 1024
+		{"fits", 10, false},            // 64 + 30 + 10 + 90 + 1024
+		{"over the limit", 1000, true}, // 64 + 3000 + 1000 + 144 + 1024
 		{"the same shortfall again: quiet", 1000, false},
 		{"another shortfall", 2000, true},
 		{"fits again", 0, false},
@@ -48,8 +48,37 @@ func TestFdWatch(t *testing.T) {
 	if !strings.Contains(buf.String(), "the proxy's 2000 connections") {
 		t.Errorf("gateway.max_connections 2000 not counted: %s", buf.String())
 	}
-	if got, want := fdNeed(1000, 512), uint64(fdBase+1000*fdPerUnit+512*proxy.FDsPerConn); got != want {
-		t.Errorf("fdNeed(1000, 512) = %d, want %d", got, want)
+	if got, want := fdNeed(1000, 10, 512), uint64(fdBase+1000*fdHeld+10*fdNotify+fdLogs(1000)+fdSpawnMargin*fdSpawn+512*proxy.FDsPerConn); got != want {
+		t.Errorf("fdNeed(1000, 10, 512) = %d, want %d", got, want)
+	}
+}
+
+// TestFdWatchFiveThousand: 5000 units fit a descriptor limit of 20000
+// (hard 20000, soft one less; no proxy): each holds 3 descriptors while
+// it runs (pidfd, its output pipes) and opens its log only while it
+// prints, at most reconciler.MaxOpenLogs of them at once. hermesd does
+// not warn, and once all run the listeners keep off the spawns' margin
+// and the logs the units may open, and have the rest.
+func TestFdWatchFiveThousand(t *testing.T) {
+	var buf bytes.Buffer
+	w := newFDWatch(19999, 20000, false, slog.New(slog.NewTextHandler(&buf, nil)))
+	specs := make([]units.Spec, 5000)
+	for i := range specs {
+		specs[i].Name = fmt.Sprint("u", i)
+	}
+	w.check(units.Config{}, &reconciler.Loaded{Specs: specs})
+	if buf.Len() > 0 {
+		t.Errorf("5000 units under a limit of 19999 warned: %s", buf.String())
+	}
+	if need := fdNeed(5000, 0, 0); need > 19999-1000 {
+		t.Errorf("5000 units need %d descriptors, want room for 1000 more under 19999", need)
+	}
+	for i := range specs {
+		w.observe(events.Event{Kind: events.UnitState, Unit: specs[i].Name, State: "running", PID: 1000 + i})
+	}
+	want := int64(19999 - fdBase - fdSpawnMargin*fdSpawn - reconciler.MaxOpenLogs)
+	if got := w.reserve.Limit(); got != want {
+		t.Errorf("5000 units running: listeners under %d, want %d (the logs they may open kept)", got, want)
 	}
 }
 
@@ -95,7 +124,7 @@ func TestDescriptorLimitAtStart(t *testing.T) {
 		}
 		// Lowering the hard limit needs no privilege.
 		d := startDaemonWith(t, dir, daemonOpts{shell: "ulimit -n 150"})
-		want := fmt.Sprintf("descriptor limit 150 (RLIMIT_NOFILE, hard limit 150) cannot serve 40 units and the proxy's 0 connections: about %d needed", fdNeed(40, 0))
+		want := fmt.Sprintf("descriptor limit 150 (RLIMIT_NOFILE, hard limit 150) cannot serve 40 units and the proxy's 0 connections: about %d needed", fdNeed(40, 0, 0))
 		if err := testkit.WaitFile(filepath.Join(d.dir, "hermesd.log"), regexp.MustCompile(regexp.QuoteMeta(want)), 10*time.Second); err != nil {
 			t.Fatal(err)
 		}
@@ -122,8 +151,9 @@ func TestDescriptorLimitAtStart(t *testing.T) {
 // the units that do not hold their descriptors yet, not for every unit
 // declared: a running unit's descriptors are open already, below any
 // connection accepted since. With 1000 units declared under a limit of
-// 4096 the listeners keep nothing while nothing runs, and nearly the
-// whole limit once all run; a unit that ends takes its share back.
+// 4096 the listeners keep nothing while nothing runs, and once all run
+// the whole limit but the spawns' margin and the logs the units may open
+// (fdReserve); a unit that ends takes its share back.
 func TestFdReserveFollowsRunningUnits(t *testing.T) {
 	w := newFDWatch(4096, 4096, true, slog.New(slog.DiscardHandler))
 	w.check(units.Config{}, &reconciler.Loaded{Specs: make([]units.Spec, 1000)})
@@ -133,14 +163,14 @@ func TestFdReserveFollowsRunningUnits(t *testing.T) {
 	for i := range 1000 {
 		w.observe(events.Event{Kind: events.UnitState, Unit: fmt.Sprint("u", i), State: "running", PID: 1000 + i})
 	}
-	want := int64(4096 - fdReserve(fdSpawnMargin))
+	want := int64(4096 - fdReserve(fdSpawnMargin, 1000))
 	if got := w.reserve.Limit(); got != want {
 		t.Errorf("1000 units running: listeners under %d, want %d", got, want)
 	}
 	for i := range 10 {
 		w.observe(events.Event{Kind: events.UnitState, Unit: fmt.Sprint("u", i), State: "failed"})
 	}
-	if got, want := w.reserve.Limit(), int64(4096-fdReserve(10+fdSpawnMargin)); got != want {
+	if got, want := w.reserve.Limit(), int64(4096-fdReserve(10+fdSpawnMargin, 990)); got != want {
 		t.Errorf("10 of them ended: listeners under %d, want %d", got, want)
 	}
 	// A load that removes running units forgets them: nothing says
