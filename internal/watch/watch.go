@@ -1,8 +1,12 @@
 // Package watch tells the daemon that the units directory or the config
-// file may have changed. It never says what changed: the reconciler is
-// level-based and rescans and diffs on every notification, so a spurious
-// notification costs a rescan and a missed one would cost correctness; the
-// rules below lean towards notifying.
+// file may have changed. A notification says nothing of what changed: the
+// reconciler is level-based and loads and diffs on every notification, so
+// a spurious notification costs a load and a missed one would cost
+// correctness; the rules below lean towards notifying. What changed is
+// kept apart (Changed): the names in the units directory that had an
+// event, so that a load can look at those files alone; anything it cannot
+// pin to names (the directory swapped, the config file, a projected
+// volume's update, lost events) asks for a look at everything.
 //
 // What counts:
 //   - in the units directory, any create, write, remove or rename of a name
@@ -48,9 +52,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -84,6 +91,54 @@ type Watcher struct {
 	// Owned by Run's goroutine after New returns.
 	watched map[string]fileID      // watched directory → its identity when added
 	modes   map[string]fs.FileMode // entry name in dir or config path → last seen mode
+
+	changed changes
+}
+
+// changes is what changed since Changed was last called: recorded by
+// Run's goroutine before it notifies, taken by a load.
+type changes struct {
+	mu    sync.Mutex
+	names map[string]bool // base names of entries of the units directory; guarded by mu
+	all   bool            // something not pinned to names changed; guarded by mu
+}
+
+// name records a change of the entry base of the units directory.
+func (c *changes) name(base string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.all {
+		c.names[base] = true
+	}
+}
+
+// everything records a change not pinned to names.
+func (c *changes) everything() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.all, c.names = true, map[string]bool{}
+}
+
+// Changed returns what changed since its last call (everything, at the
+// first), and starts a new record: the base names of the entries of the
+// units directory that had an event that counts (see the package doc),
+// or all true when a change is not pinned to names, and every file must
+// be looked at: a watch re-added after the units directory (or a
+// directory above it) came, went or was swapped, the config file's events
+// (the defaults of every unit), a projected volume's "..data" link, and
+// events lost (a queue overflow, a read error). A file changed behind a
+// symbolic link of the directory, or through another hard link, is not
+// named: a load looks at such files anyway, or at a reload asked for.
+// Every change recorded is recorded before its notification is sent (see
+// Changes): a load that follows a notification and calls Changed sees it.
+// Safe for concurrent use.
+func (w *Watcher) Changed() (names []string, all bool) {
+	c := &w.changed
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	names, all = slices.Sorted(maps.Keys(c.names)), c.all
+	c.names, c.all = map[string]bool{}, false
+	return names, all
 }
 
 type fileID struct{ dev, ino uint64 }
@@ -134,6 +189,7 @@ func New(opts Options) (*Watcher, error) {
 		deb:     newDebouncer(opts.Debounce),
 		watched: make(map[string]fileID),
 		modes:   make(map[string]fs.FileMode),
+		changed: changes{names: map[string]bool{}, all: true},
 	}
 	moved, err := w.sync()
 	if err != nil {
@@ -208,6 +264,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 			// receive then says so): the rescan a notification causes
 			// recovers what was lost.
 			_, _ = w.sync()
+			w.changed.everything()
 			w.deb.notify()
 		}
 	}
@@ -228,6 +285,7 @@ func (w *Watcher) classify(ev event) verdict {
 	if ev.op.has(opOverflow) {
 		// Events were lost: watch what is there now, and rescan.
 		_, _ = w.sync()
+		w.changed.everything()
 		return verdictComplete
 	}
 	name := filepath.Clean(ev.name)
@@ -244,6 +302,7 @@ func (w *Watcher) classify(ev event) verdict {
 		// its directory.
 		moved, _ := w.sync()
 		if moved || name == w.dir || w.configMoved() {
+			w.changed.everything()
 			// A directory that arrived (created, or renamed in: the
 			// second half of a swap) is complete; one that left may be
 			// the first half of a swap.
@@ -254,10 +313,18 @@ func (w *Watcher) classify(ev event) verdict {
 			}
 		}
 	}
-	raise(w.projected(ev, name))
+	if p := w.projected(ev, name); p != verdictNone {
+		w.changed.everything()
+		raise(p)
+	}
 	inDir := filepath.Dir(name) == w.dir && !Ignored(filepath.Base(name))
 	isConfig := w.config != "" && name == w.config
 	if (inDir || isConfig) && w.counts(ev, name) {
+		if isConfig {
+			w.changed.everything()
+		} else {
+			w.changed.name(filepath.Base(name))
+		}
 		switch {
 		case ev.op.has(opMovedTo|opCloseWrite) && (isConfig || units.IsUnitFile(filepath.Base(name))):
 			raise(verdictComplete)

@@ -185,39 +185,40 @@ func must(t *testing.T, err error) {
 
 func TestUnitEdits(t *testing.T) {
 	tests := []struct {
-		name string
-		edit func(t *testing.T, dir string)
+		name  string
+		edit  func(t *testing.T, dir string)
+		names []string // what Changed says changed
 	}{
 		{"atomic save: temp file renamed over", func(t *testing.T, dir string) {
 			write(t, filepath.Join(dir, ".web.yaml.tmp"), "command: [web, --v2]\n")
 			must(t, os.Rename(filepath.Join(dir, ".web.yaml.tmp"), filepath.Join(dir, "web.yaml")))
-		}},
+		}, []string{"web.yaml"}},
 		{"atomic save: visible temp name", func(t *testing.T, dir string) {
 			write(t, filepath.Join(dir, "web.yaml.1234.tmp"), "command: [web, --v2]\n")
 			must(t, os.Rename(filepath.Join(dir, "web.yaml.1234.tmp"), filepath.Join(dir, "web.yaml")))
-		}},
+		}, []string{"web.yaml"}},
 		{"vim save with backup", func(t *testing.T, dir string) {
 			write(t, filepath.Join(dir, "4913"), "")
 			must(t, os.Remove(filepath.Join(dir, "4913")))
 			must(t, os.Rename(filepath.Join(dir, "web.yaml"), filepath.Join(dir, "web.yaml~")))
 			write(t, filepath.Join(dir, "web.yaml"), "command: [web, --v2]\n")
 			must(t, os.Remove(filepath.Join(dir, "web.yaml~")))
-		}},
+		}, []string{"web.yaml"}},
 		{"write in place", func(t *testing.T, dir string) {
 			write(t, filepath.Join(dir, "web.yaml"), "command: [web, --v2]\n")
-		}},
+		}, []string{"web.yaml"}},
 		{"new unit", func(t *testing.T, dir string) {
 			write(t, filepath.Join(dir, "db.yaml"), "command: [db]\n")
-		}},
+		}, []string{"db.yaml"}},
 		{"deleted unit", func(t *testing.T, dir string) {
 			must(t, os.Remove(filepath.Join(dir, "web.yaml")))
-		}},
+		}, []string{"web.yaml"}},
 		{"renamed unit", func(t *testing.T, dir string) {
 			must(t, os.Rename(filepath.Join(dir, "web.yaml"), filepath.Join(dir, "www.yaml")))
-		}},
+		}, []string{"web.yaml", "www.yaml"}},
 		{"permissions changed", func(t *testing.T, dir string) {
 			must(t, os.Chmod(filepath.Join(dir, "web.yaml"), 0o600))
-		}},
+		}, []string{"web.yaml"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -225,7 +226,13 @@ func TestUnitEdits(t *testing.T) {
 			must(t, os.Mkdir(dir, 0o755))
 			write(t, filepath.Join(dir, "web.yaml"), "command: [web]\n")
 			h := start(t, Options{Dir: dir})
+			if names, all := h.w.Changed(); !all || len(names) > 0 {
+				t.Errorf("Changed before any event: %v, all %v; want all", names, all)
+			}
 			h.expectChange(dir, func() { tt.edit(t, dir) })
+			if names, all := h.w.Changed(); all || !slices.Equal(names, tt.names) {
+				t.Errorf("Changed: %v, all %v; want %v alone", names, all, tt.names)
+			}
 		})
 	}
 }
@@ -498,11 +505,15 @@ func TestDirectorySwap(t *testing.T) {
 			must(t, os.Mkdir(next, 0o755))
 			write(t, filepath.Join(next, "b.yaml"), "b")
 			h := start(t, Options{Dir: units})
+			h.w.Changed()
 
 			// The barrier goes in the parent: events in the new directory
 			// before its watch is added are lost (the notification makes
 			// the daemon rescan it).
 			h.expectChange(root, func() { tt.swap(t, units, next) })
+			if _, all := h.w.Changed(); !all {
+				t.Errorf("Changed after the units directory was swapped: not all, want all")
+			}
 			h.expectChange(units, func() { write(t, filepath.Join(units, "c.yaml"), "c") })
 			h.expectChange(units, func() { write(t, filepath.Join(units, "b.yaml"), "b2") })
 			// The old directory is no longer the units directory.
@@ -560,7 +571,11 @@ func TestConfig(t *testing.T) {
 		})
 	})
 	t.Run("written in place", func(t *testing.T) {
+		h.w.Changed()
 		h.expectChange(root, func() { write(t, config, "gateway: {listen: ':2'}\n") })
+		if _, all := h.w.Changed(); !all {
+			t.Errorf("Changed after the config file changed: not all, want all (it holds every unit's defaults)")
+		}
 	})
 	t.Run("other files beside it", func(t *testing.T) {
 		h.expectNoChange(root, func() {
@@ -652,6 +667,7 @@ func TestProjectedVolume(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "units")
 	testkit.ProjectVolume(t, dir, "v1", map[string]string{"web.yaml": "command: [web]\n", "api.yaml": "command: [api]\n"})
 	h := start(t, Options{Dir: dir, Debounce: time.Hour})
+	h.w.Changed()
 
 	vs := h.step(dir, func() {
 		testkit.ProjectVolume(t, dir, "v2", map[string]string{"web.yaml": "command: [web, --v2]\n", "api.yaml": "command: [api]\n"})
@@ -664,6 +680,9 @@ func TestProjectedVolume(t *testing.T) {
 	}
 	if want := []string{ProjectedData + " " + opMovedTo.String() + " complete"}; !slices.Equal(counted, want) {
 		t.Errorf("counted %q, want %q; events: %v", counted, want, vs)
+	}
+	if _, all := h.w.Changed(); !all {
+		t.Errorf("Changed after ..data was swapped: not all, want all (its files had no event of their own)")
 	}
 	h.awaitChange()
 	if _, ok := testkit.Ready(h.w.Changes()); ok {
