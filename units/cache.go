@@ -12,7 +12,9 @@ import (
 // Cache keeps what loading each unit file gave, so that a Loader with a
 // Cache reads and parses again only the files that changed: a reload
 // after one edit among thousands of units costs a stat of each file and
-// the parse of one. A file is unchanged while its identity is the one it
+// the parse of one; told which files may have changed (Loader.Changes),
+// the stat and the parse of one, and no listing of the directory. A file
+// is unchanged while its identity is the one it
 // had when it was read: the file a path names (through symlinks: a
 // ConfigMap's ..data swap changes it), device, inode, size, mode, owner,
 // modification and change times. A file changed within cacheTrust of its
@@ -24,10 +26,15 @@ import (
 // concurrent use.
 type Cache struct {
 	mu       sync.Mutex
-	entries  map[string]cached // by path
-	defaults Defaults          // the settings entries were loaded with
+	entries  map[string]cached   // by path
+	lists    map[string][]string // by directory, as LoadDir was given it: its unit files' names, sorted (Loader.Changes)
+	gen      uint64              // bumped when the settings change
+	defaults Defaults            // the settings entries were loaded with
 	insecure bool
 	unpriv   bool
+	// looked and read count the files whose identity was read (a stat)
+	// and the files read and parsed, for the tests.
+	looked, read int
 }
 
 // cacheTrust is how old a file's change time must be, when it was read,
@@ -38,6 +45,7 @@ type cached struct {
 	id     fileID
 	base   string
 	trust  bool // the change time was over cacheTrust before the read
+	link   bool // the path was a symbolic link: its target may change with no event in the directory
 	spec   *Spec
 	refs   refs
 	errs   Errors
@@ -62,26 +70,76 @@ func statID(path string) (fileID, error) {
 }
 
 // settle resets the cache when l's settings differ from those its entries
-// were loaded with. The caller holds c.mu.
-func (c *Cache) settle(l *Loader) {
+// were loaded with, and returns the generation of the entries l may use:
+// get and put of another generation miss and do nothing, so that a load
+// with other settings meanwhile never mixes its entries with l's. Called
+// once a load (a comparison of the defaults each file cost as much as
+// the file's stat).
+func (c *Cache) settle(l *Loader) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	d := l.defaults()
 	if c.entries == nil || c.insecure != l.Insecure || c.unpriv != l.Unprivileged || !reflect.DeepEqual(c.defaults, d) {
-		c.entries, c.defaults, c.insecure, c.unpriv = map[string]cached{}, d, l.Insecure, l.Unprivileged
+		c.entries, c.lists, c.defaults, c.insecure, c.unpriv = map[string]cached{}, map[string][]string{}, d, l.Insecure, l.Unprivileged
+		c.gen++
 	}
+	return c.gen
+}
+
+// listing returns the unit files' names of dir that the last LoadDir of
+// it found, and whether there is one (there is none after new settings
+// or a load of it that failed).
+func (c *Cache) listing(gen uint64, dir string) ([]string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	names, ok := c.lists[dir]
+	return names, ok && gen == c.gen
+}
+
+// list records the unit files' names of dir that a LoadDir found; nil
+// forgets them, and the next load lists the directory.
+func (c *Cache) list(gen uint64, dir string, names []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen != c.gen {
+		return
+	}
+	if names == nil {
+		delete(c.lists, dir)
+		return
+	}
+	c.lists[dir] = names
 }
 
 // get returns what loading path against base gave, if the file is
-// unchanged since; id is the file's identity now, for put.
-func (c *Cache) get(l *Loader, path, base string) (s *Spec, r refs, errs Errors, id fileID, ok bool) {
+// unchanged since; id is the file's identity now, for put. With look
+// false the file is known unchanged since its entry was made (nothing
+// changed it: Loader.Changes), and a trusted entry of a path that is no
+// symbolic link is taken without a look at the file.
+func (c *Cache) get(gen uint64, path, base string, look bool) (s *Spec, r refs, errs Errors, id fileID, ok bool) {
+	if !look {
+		c.mu.Lock()
+		if e, hit := c.entries[path]; hit && e.trust && !e.link {
+			defer c.mu.Unlock()
+			return c.hitLocked(gen, path, base, e.id)
+		}
+		c.mu.Unlock()
+	}
 	id, err := statID(path)
 	if err != nil {
 		return nil, refs{}, nil, fileID{}, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.settle(l)
+	c.looked++
+	return c.hitLocked(gen, path, base, id)
+}
+
+// hitLocked is get's answer for the file at path whose identity is id.
+// The caller holds c.mu.
+func (c *Cache) hitLocked(gen uint64, path, base string, id fileID) (s *Spec, r refs, errs Errors, _ fileID, ok bool) {
 	e, hit := c.entries[path]
-	if !hit || !e.trust || e.id != id || e.base != base {
+	if !hit || gen != c.gen || !e.trust || e.id != id || e.base != base {
 		return nil, refs{}, nil, id, false
 	}
 	e.loaded = true
@@ -95,18 +153,21 @@ func (c *Cache) get(l *Loader, path, base string) (s *Spec, r refs, errs Errors,
 }
 
 // put records what loading path gave, the file having had identity id
-// just before it was read at readAt.
-func (c *Cache) put(l *Loader, path, base string, id fileID, readAt time.Time, s *Spec, r refs, errs Errors) {
+// just before it was read at readAt; link says the path is a symbolic
+// link.
+func (c *Cache) put(gen uint64, path, base string, id fileID, link bool, readAt time.Time, s *Spec, r refs, errs Errors) {
 	ctime := time.Unix(int64(id.ctim.Sec), int64(id.ctim.Nsec))
-	e := cached{id: id, base: base, trust: readAt.Sub(ctime) > cacheTrust, refs: r, errs: slices.Clone(errs), loaded: true}
+	e := cached{id: id, base: base, trust: readAt.Sub(ctime) > cacheTrust, link: link, refs: r, errs: slices.Clone(errs), loaded: true}
 	if s != nil {
 		cp := *s
 		e.spec = &cp
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.settle(l)
-	c.entries[path] = e
+	c.read++
+	if gen == c.gen {
+		c.entries[path] = e
+	}
 }
 
 // sweep drops the entries no load used since the last sweep (files

@@ -1,6 +1,7 @@
 package units
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -171,5 +172,96 @@ func TestCacheKeepsErrorsApart(t *testing.T) {
 				t.Fatalf("%s: %d errors, want %d as at first", n, len(d.Failed[n]), len(first.Failed[n]))
 			}
 		}
+	}
+}
+
+// counts returns the files the loads with c looked at (a stat) and read
+// since the last call.
+func counts(c *Cache) (looked, read int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	looked, read = c.looked, c.read
+	c.looked, c.read = 0, 0
+	return looked, read
+}
+
+// TestCacheLooksOnlyAtChanges: told which files changed (Loader.Changes),
+// a load of a directory of 1000 units after one edit looks at and reads
+// that one file, and lists no directory: a file added or removed is
+// found by its name. Files reached through a symbolic link are looked at
+// every time (their target may change with no event), and a load that
+// failed leaves the next one to look at everything.
+func TestCacheLooksOnlyAtChanges(t *testing.T) {
+	const n = 1000
+	files := map[string]string{}
+	for i := range n {
+		files[fmt.Sprintf("u%04d.yaml", i)] = fmt.Sprintf("command: [u, %d]\n", i)
+	}
+	dir, l := trustedCache(t, files)
+	c := l.Cache
+	load := func(names ...string) *Dir {
+		t.Helper()
+		ll := *l
+		ll.Changes = &Changes{Names: names}
+		return mustLoadDir(t, &ll, dir)
+	}
+	load() // no listing yet: every file
+	if looked, read := counts(c); looked != n || read != n {
+		t.Fatalf("first load looked at %d files and read %d, want %d and %d", looked, read, n, n)
+	}
+	mustLoadDir(t, l, dir) // no Changes: every file looked at, none read
+	if looked, read := counts(c); looked != n || read != 0 {
+		t.Fatalf("a load without Changes looked at %d files and read %d, want %d and 0", looked, read, n)
+	}
+
+	atomicSave(t, filepath.Join(dir, "u0042.yaml"), "command: [u, edited]\n")
+	d := load("u0042.yaml", ".save.tmp")
+	if looked, read := counts(c); looked != 1 || read != 1 {
+		t.Errorf("after one edit, the load looked at %d files and read %d, want 1 and 1", looked, read)
+	}
+	if got := d.Units["u0042"].Command[1]; got != "edited" {
+		t.Errorf("u0042 runs %q after its edit, want edited", got)
+	}
+	if len(d.Units) != n {
+		t.Errorf("%d units loaded, want %d", len(d.Units), n)
+	}
+
+	testkit.WriteUnits(t, dir, map[string]string{"new.yaml": "command: [new]\n"})
+	if err := os.Remove(filepath.Join(dir, "u0007.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	d = load("new.yaml", "u0007.yaml")
+	if d.Units["new"] == nil || d.Units["u0007"] != nil || len(d.Units) != n {
+		t.Errorf("after adding new.yaml and removing u0007.yaml: new %v, u0007 %v, %d units; want new alone added", d.Units["new"] != nil, d.Units["u0007"] != nil, len(d.Units))
+	}
+	if looked, _ := counts(c); looked != 1 {
+		t.Errorf("the load looked at %d files, want 1 (new.yaml)", looked)
+	}
+
+	if err := os.Symlink("u0001.yaml", filepath.Join(dir, "link.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	load("link.yaml")
+	counts(c)
+	load()
+	if looked, read := counts(c); looked != 1 || read != 0 {
+		t.Errorf("with a symbolic link, a load of no change looked at %d files and read %d, want 1 (the link) and 0", looked, read)
+	}
+
+	moved := dir + ".away"
+	if err := os.Rename(dir, moved); err != nil {
+		t.Fatal(err)
+	}
+	ll := *l
+	ll.Changes = &Changes{}
+	if _, err := ll.LoadDir(dir); err == nil {
+		t.Fatal("a load of a directory moved away did not fail")
+	}
+	if err := os.Rename(moved, dir); err != nil {
+		t.Fatal(err)
+	}
+	load()
+	if looked, _ := counts(c); looked != n+1 {
+		t.Errorf("after a failed load, the next looked at %d files, want every one (%d)", looked, n+1)
 	}
 }

@@ -397,19 +397,32 @@ func items[T any](d *decoder, f field, form, need string, k keyed[*T]) []T {
 // MaxFileSize bytes, and, when secure is set, neither writable by group or
 // others nor owned by another user (see checkOwner).
 func readFile(path string, secure bool) ([]byte, error) {
+	data, _, err := readLink(path, secure)
+	return data, err
+}
+
+// readLink is readFile, and says whether path is a symbolic link.
+func readLink(path string, secure bool) (_ []byte, link bool, _ error) {
 	fi, err := os.Lstat(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, Errors{{File: path, Err: fmt.Errorf("%w: %w", ErrFile, fs.ErrNotExist), Msg: "no such file"}}
+			return nil, false, Errors{{File: path, Err: fmt.Errorf("%w: %w", ErrFile, fs.ErrNotExist), Msg: "no such file"}}
 		}
-		return nil, Errors{{File: path, Err: ErrFile, Msg: fmt.Sprintf("cannot read: %v", unwrapPath(err))}}
+		return nil, false, Errors{{File: path, Err: ErrFile, Msg: fmt.Sprintf("cannot read: %v", unwrapPath(err))}}
 	}
-	if fi.Mode()&fs.ModeSymlink != 0 {
+	if link = fi.Mode()&fs.ModeSymlink != 0; link {
 		fi, err = os.Stat(path)
 		if err != nil {
-			return nil, Errors{symlinkError(path, err)}
+			return nil, link, Errors{symlinkError(path, err)}
 		}
 	}
+	data, err := readChecked(path, fi, secure)
+	return data, link, err
+}
+
+// readChecked is readFile's part after the lstat: fi is the file's (the
+// link's target's).
+func readChecked(path string, fi fs.FileInfo, secure bool) ([]byte, error) {
 	if fi.IsDir() {
 		return nil, Errors{{File: path, Err: ErrFile, Msg: "is a directory, not a file; give a .yaml file (or pass the directory where a directory is expected)"}}
 	}

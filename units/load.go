@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,6 +31,23 @@ type Loader struct {
 	// defaults') are refused at load, since no other process may change
 	// its identity. hermesd sets it from its effective uid.
 	Unprivileged bool
+	// Changes, with a Cache, says which files of the directory may have
+	// changed since the Cache's last LoadDir of it (a watcher's word):
+	// LoadDir then lists no directory (the Cache keeps the last listing,
+	// and the names changed are looked up) and takes every other file
+	// from the Cache with no look at it, but for those the Cache cannot
+	// vouch for without one (read within its trust window, reached
+	// through a symbolic link, or not read yet). So an edit among
+	// thousands of units costs a look at the one file. nil: every file is
+	// looked at; so is every file when the Cache has no listing of the
+	// directory (its first load, new settings, a load of it that failed).
+	Changes *Changes
+}
+
+// Changes names the files of a units directory that may have changed
+// since its last load (Loader.Changes).
+type Changes struct {
+	Names []string // base names of entries of the directory
 }
 
 func (l *Loader) defaults() Defaults {
@@ -55,35 +73,43 @@ func (l *Loader) Load(path string) (*Spec, error) {
 			return nil, Errors{e}
 		}
 	}
-	s, _, errs := l.load(path, "")
+	var gen uint64
+	if l.Cache != nil {
+		gen = l.Cache.settle(l)
+	}
+	s, _, errs := l.load(gen, path, "", true)
 	return s, errs.err()
 }
 
 // load reads one unit file; its relative paths resolve against base, or
-// against the file's directory when base is "".
-func (l *Loader) load(path, base string) (*Spec, refs, Errors) {
+// against the file's directory when base is "". gen is the Cache's
+// generation (settle); look false says the file did not change since the
+// Cache's last load (see Cache.get).
+func (l *Loader) load(gen uint64, path, base string, look bool) (*Spec, refs, Errors) {
 	if l.Cache == nil {
-		return l.read(path, base)
+		s, r, errs, _ := l.read(path, base)
+		return s, r, errs
 	}
-	s, r, errs, id, ok := l.Cache.get(l, path, base)
+	s, r, errs, id, ok := l.Cache.get(gen, path, base, look)
 	if ok {
 		return s, r, errs
 	}
 	readAt := time.Now()
-	s, r, errs = l.read(path, base)
+	s, r, errs, link := l.read(path, base)
 	if id != (fileID{}) {
-		l.Cache.put(l, path, base, id, readAt, s, r, errs)
+		l.Cache.put(gen, path, base, id, link, readAt, s, r, errs)
 	}
 	return s, r, errs
 }
 
-// read reads and parses one unit file (see load).
-func (l *Loader) read(path, base string) (*Spec, refs, Errors) {
-	data, err := readFile(path, !l.Insecure)
+// read reads and parses one unit file (see load), and says whether path
+// is a symbolic link.
+func (l *Loader) read(path, base string) (*Spec, refs, Errors, bool) {
+	data, link, err := readLink(path, !l.Insecure)
 	if err != nil {
 		var es Errors
 		errors.As(err, &es)
-		return nil, refs{}, es
+		return nil, refs{}, es, link
 	}
 	abs, aerr := filepath.Abs(path)
 	if aerr != nil {
@@ -96,7 +122,7 @@ func (l *Loader) read(path, base string) (*Spec, refs, Errors) {
 	if s != nil {
 		s.File = abs
 	}
-	return s, r, errs
+	return s, r, errs, link
 }
 
 // Parse decodes and validates unit content that was read elsewhere (an
@@ -169,12 +195,13 @@ func (l *Loader) LoadDir(dir string) (*Dir, error) { return l.LoadDirWith(dir) }
 // change: the unit of dir may be running), and to a file of an earlier
 // name. Two files of one unit name both fail.
 func (l *Loader) LoadDirWith(dir string, files ...string) (*Dir, error) {
-	if e := checkDir(dir, !l.Insecure); e != nil {
-		return nil, Errors{e}
+	var gen uint64
+	if l.Cache != nil {
+		gen = l.Cache.settle(l)
 	}
-	entries, err := os.ReadDir(dir)
+	entries, changed, err := l.list(gen, dir)
 	if err != nil {
-		return nil, Errors{{File: dir, Err: ErrFile, Msg: fmt.Sprintf("cannot list the units directory: %v", unwrapPath(err))}}
+		return nil, err
 	}
 	d := &Dir{Path: dir, Units: map[string]*Spec{}, Failed: map[string]Errors{}}
 	allRefs := map[string]refs{}
@@ -192,7 +219,7 @@ func (l *Loader) LoadDirWith(dir string, files ...string) (*Dir, error) {
 			return
 		}
 		paths[name] = path
-		s, r, errs := l.load(path, base)
+		s, r, errs := l.load(gen, path, base, changed == nil || changed[filepath.Base(path)])
 		if len(errs) > 0 {
 			d.Failed[name] = errs
 			return
@@ -203,7 +230,7 @@ func (l *Loader) LoadDirWith(dir string, files ...string) (*Dir, error) {
 	for _, f := range files {
 		name, ok := NameOf(filepath.Base(f))
 		if !ok {
-			_, _, errs := l.load(f, base) // says why it is no unit file
+			_, _, errs := l.load(gen, f, base, true) // says why it is no unit file
 			d.Failed[filepath.Base(f)] = errs
 			continue
 		}
@@ -211,8 +238,8 @@ func (l *Loader) LoadDirWith(dir string, files ...string) (*Dir, error) {
 		add(name, f)
 	}
 	for _, e := range entries {
-		if name, ok := NameOf(e.Name()); ok && !given[name] {
-			add(name, filepath.Join(dir, e.Name()))
+		if name, ok := NameOf(e); ok && !given[name] {
+			add(name, filepath.Join(dir, e))
 		}
 	}
 	if l.Cache != nil {
@@ -228,6 +255,72 @@ func (l *Loader) LoadDirWith(dir string, files ...string) (*Dir, error) {
 	})
 	d.order = d.sortOrder()
 	return d, nil
+}
+
+// list returns the names of dir's unit files, sorted, after the checks of
+// the directory, and the names that changed since the Cache's last
+// listing of it when it had one and l.Changes gives them (nil: every file
+// is to be looked at). A failed check or listing makes the Cache forget
+// its listing: the names changed meanwhile are not lost.
+func (l *Loader) list(gen uint64, dir string) (names []string, changed map[string]bool, _ error) {
+	if e := checkDir(dir, !l.Insecure); e != nil {
+		l.forgetList(gen, dir)
+		return nil, nil, Errors{e}
+	}
+	if l.Cache != nil && l.Changes != nil {
+		if last, ok := l.Cache.listing(gen, dir); ok {
+			names, changed = relist(dir, last, l.Changes.Names)
+			l.Cache.list(gen, dir, names)
+			return names, changed, nil
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		l.forgetList(gen, dir)
+		return nil, nil, Errors{{File: dir, Err: ErrFile, Msg: fmt.Sprintf("cannot list the units directory: %v", unwrapPath(err))}}
+	}
+	names = make([]string, 0, len(entries)) // not nil: nil forgets
+	for _, e := range entries {
+		if IsUnitFile(e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	if l.Cache != nil {
+		l.Cache.list(gen, dir, names)
+	}
+	return names, nil, nil
+}
+
+func (l *Loader) forgetList(gen uint64, dir string) {
+	if l.Cache != nil {
+		l.Cache.list(gen, dir, nil)
+	}
+}
+
+// relist is the listing last with the unit files named in changed looked
+// up in dir again: there now, they are in it, else not. It returns a new
+// slice, and changed as a set.
+func relist(dir string, last, changed []string) ([]string, map[string]bool) {
+	names := slices.Clone(last)
+	set := make(map[string]bool, len(changed))
+	for _, n := range changed {
+		if !IsUnitFile(n) || n != filepath.Base(n) {
+			continue
+		}
+		set[n] = true
+		i, found := slices.BinarySearch(names, n)
+		// Another error than its absence leaves the name listed, as
+		// os.ReadDir would: its load says what is wrong.
+		_, err := os.Lstat(filepath.Join(dir, n))
+		gone := errors.Is(err, fs.ErrNotExist)
+		switch {
+		case !gone && !found:
+			names = slices.Insert(names, i, n)
+		case gone && found:
+			names = slices.Delete(names, i, i+1)
+		}
+	}
+	return names, set
 }
 
 func (d *Dir) fail(name string, e *Error) {
