@@ -435,7 +435,7 @@ func (r *Reconciler) await(ctx context.Context, wait <-chan error) error {
 // Reload re-reads the units directory and applies the plan, or with dryRun
 // only returns it.
 func (r *Reconciler) Reload(ctx context.Context, dryRun bool) (control.Plan, error) {
-	return r.reload(ctx, dryRun, true)
+	return r.reload(ctx, r.opt.Load, dryRun, true)
 }
 
 // LogPath is the unit's log file.

@@ -12,9 +12,11 @@ import (
 // A reload changes few files: a spec equal to the one the last load gave
 // for its name has that load's hash.
 
-// hashed is a spec of the last load and its hash.
+// hashed is a spec of the last load (in its Loaded's Specs, which no one
+// changes once hashed: a pointer, not a copy of 650 bytes a unit) and its
+// hash.
 type hashed struct {
-	spec units.Spec
+	spec *units.Spec
 	hash string
 }
 
@@ -27,11 +29,12 @@ type hashed struct {
 func (r *Reconciler) hashLoaded(l *Loaded) {
 	last := r.load.last
 	next := make(map[string]hashed, len(l.Specs))
-	l.hashAll(func(s units.Spec) string {
+	l.hashAll(func(s *units.Spec) string {
 		h, ok := last[s.Name]
 		if !ok || !reflect.DeepEqual(h.spec, s) {
-			h = hashed{spec: s, hash: r.load.hash(s)}
+			h.hash = r.load.hash(*s)
 		}
+		h.spec = s
 		next[s.Name] = h
 		return h.hash
 	})

@@ -30,18 +30,22 @@ func (r *Reconciler) followChanges(ctx context.Context) {
 			return
 		case <-r.opt.Changes:
 		}
-		if _, err := r.reload(ctx, false, false); err != nil && ctx.Err() == nil && !errors.Is(err, ErrStopped) {
+		load := r.opt.Load
+		if r.opt.LoadChanges != nil {
+			load = r.opt.LoadChanges
+		}
+		if _, err := r.reload(ctx, load, false, false); err != nil && ctx.Err() == nil && !errors.Is(err, ErrStopped) {
 			r.log.Error("reload: units not read; running units kept", "err", err)
 		}
 	}
 }
 
-// reload reads the units and, unless dryRun, applies the plan on Run's
-// goroutine. It fails with ErrStopped once hermesd is stopping. asked:
-// a caller waits for the plan (Reload), and the statuses it asks next
-// show it applied (statusSnaps.answered); false: a change of the files
-// (followChanges).
-func (r *Reconciler) reload(ctx context.Context, dryRun, asked bool) (control.Plan, error) {
+// reload reads the units with load (Options.Load or LoadChanges) and,
+// unless dryRun, applies the plan on Run's goroutine. It fails with
+// ErrStopped once hermesd is stopping. asked: a caller waits for the plan
+// (Reload), and the statuses it asks next show it applied
+// (statusSnaps.answered); false: a change of the files (followChanges).
+func (r *Reconciler) reload(ctx context.Context, load func(context.Context) (Loaded, error), dryRun, asked bool) (control.Plan, error) {
 	select {
 	case <-r.done:
 		return control.Plan{}, ErrStopped
@@ -50,7 +54,7 @@ func (r *Reconciler) reload(ctx context.Context, dryRun, asked bool) (control.Pl
 	r.load.mu.Lock()
 	defer r.load.mu.Unlock()
 	began := time.Now()
-	l, err := r.opt.Load(ctx)
+	l, err := load(ctx)
 	if err != nil {
 		if !dryRun {
 			r.publishReload(control.Plan{}, began, err)
@@ -59,18 +63,18 @@ func (r *Reconciler) reload(ctx context.Context, dryRun, asked bool) (control.Pl
 	}
 	r.hashLoaded(&l) // here, not on Run's goroutine
 	var p control.Plan
-	if e := r.call(ctx, asked, func(ctx context.Context) { p, err = r.applyLoaded(ctx, l, dryRun, began) }); e != nil {
+	if e := r.call(ctx, asked, func(ctx context.Context) { p, err = r.applyLoaded(ctx, l, dryRun, asked, began) }); e != nil {
 		return control.Plan{}, e
 	}
 	return p, err
 }
 
 // applyLoaded is reload's part on Run's goroutine.
-func (r *Reconciler) applyLoaded(ctx context.Context, l Loaded, dryRun bool, began time.Time) (control.Plan, error) {
+func (r *Reconciler) applyLoaded(ctx context.Context, l Loaded, dryRun, asked bool, began time.Time) (control.Plan, error) {
 	if r.shutting {
 		return control.Plan{}, ErrStopped
 	}
-	p := r.plan(&l)
+	p := r.plan(&l, dryRun || asked) // the order is for a caller
 	if !dryRun {
 		r.apply(ctx, p, l) // the pass that follows every request starts what it wants
 		r.publishReload(p, began, nil)

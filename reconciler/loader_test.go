@@ -60,3 +60,36 @@ func TestStatusDuringLoad(t *testing.T) {
 		}
 	})
 }
+
+// TestChangesLoadOnlyChanged: a change notified (Options.Changes) is read
+// with LoadChanges, the load that looks only at what changed; the first
+// load and a reload asked for (Reload) read with Load, which looks at
+// everything.
+func TestChangesLoadOnlyChanged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var calls []string
+		loader := func(kind string) func(context.Context) (Loaded, error) {
+			return func(context.Context) (Loaded, error) {
+				mu.Lock()
+				calls = append(calls, kind)
+				mu.Unlock()
+				return Loaded{Specs: []units.Spec{spec("a")}}, nil
+			}
+		}
+		changes := make(chan struct{}, 1)
+		o := fakeOptions(t, &fakeSpawner{fail: map[string]error{}}, loader("all"))
+		o.Changes, o.LoadChanges = changes, loader("changes")
+		r := mustNew(t, o)
+		runInTest(t, r)
+		synctest.Wait()
+		changes <- struct{}{}
+		synctest.Wait()
+		reloadNow(t, r)
+		mu.Lock()
+		defer mu.Unlock()
+		if want := []string{"all", "changes", "all"}; !slices.Equal(calls, want) {
+			t.Errorf("loads: %v, want %v", calls, want)
+		}
+	})
+}

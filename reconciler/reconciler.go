@@ -79,10 +79,10 @@ type Loaded struct {
 }
 
 // hashAll computes the hash of every spec of l with h.
-func (l *Loaded) hashAll(h func(units.Spec) string) {
+func (l *Loaded) hashAll(h func(*units.Spec) string) {
 	l.hashes = make(map[string]string, len(l.Specs))
-	for _, s := range l.Specs {
-		l.hashes[s.Name] = h(s)
+	for i := range l.Specs {
+		l.hashes[l.Specs[i].Name] = h(&l.Specs[i])
 	}
 }
 
@@ -99,8 +99,15 @@ type Options struct {
 	Role    units.Role // gateway (the default) or worker; see ParseRole
 	Spawner Spawner
 	// Load reads the units directory; called at Run start, on each value
-	// from Changes, and by Reload.
+	// from Changes (unless LoadChanges is set), and by Reload.
 	Load func(ctx context.Context) (Loaded, error)
+	// LoadChanges, when set, is called instead of Load on a value from
+	// Changes: a load that may look only at what changed since the last
+	// load (hermesd's looks at the unit files its watcher named), so that
+	// an edit among thousands of units costs a look at one file. Load is
+	// still what Reload calls: a reload asked for looks at everything,
+	// and catches what no event told of.
+	LoadChanges func(ctx context.Context) (Loaded, error)
 	// Changes delivers "something changed in the units directory or the
 	// config file" (package watch). nil: reload only on request.
 	Changes <-chan struct{}
@@ -376,7 +383,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	}
 	r.hashLoaded(&loaded)
 	r.readopt(ctx, loaded)
-	p := r.plan(&loaded)
+	p := r.plan(&loaded, false)
 	r.apply(ctx, p, loaded)
 	r.reconcile(ctx)
 	r.dispatchStops()

@@ -19,7 +19,13 @@ func hash(s units.Spec) string { return s.Hash() }
 // unit whose file failed to load is kept at its last good version (never
 // stopped for a broken file); a renamed file is a stop of the old name and
 // a start of the new one.
-func Diff(cur map[string]string, l Loaded) control.Plan {
+func Diff(cur map[string]string, l Loaded) control.Plan { return diff(cur, l, true) }
+
+// diff is Diff; with order false the plan has no Order (a reload no
+// caller waits for: the steps of every unit, each with the words of
+// what it waits for, were most of such a reload's work on Run's
+// goroutine at thousands of units, for no reader).
+func diff(cur map[string]string, l Loaded, order bool) control.Plan {
 	p := control.Plan{Start: []string{}, Stop: []string{}, Restart: []string{}, Keep: []string{}, Errors: wireErrors(l.Errors)}
 	invalid := map[string]bool{}
 	for _, e := range l.Errors {
@@ -51,7 +57,9 @@ func Diff(cur map[string]string, l Loaded) control.Plan {
 	for _, l := range [][]string{p.Start, p.Stop, p.Restart, p.Keep} {
 		sort.Strings(l)
 	}
-	p.Order = StartOrder(l.Specs)
+	if order {
+		p.Order = StartOrder(l.Specs)
+	}
 	return p
 }
 
@@ -118,8 +126,8 @@ func unitOf(file string) string {
 //
 // Before the diff, plan settles the port rule in l (settlePorts), against
 // the ports of the versions the units have: l then holds the outcome that
-// apply carries out.
-func (r *Reconciler) plan(l *Loaded) control.Plan {
+// apply carries out. With order false the plan has no Order (see diff).
+func (r *Reconciler) plan(l *Loaded, order bool) control.Plan {
 	cur := map[string]string{}
 	declared := map[string][]int{}
 	for n, u := range r.units {
@@ -131,7 +139,7 @@ func (r *Reconciler) plan(l *Loaded) control.Plan {
 		}
 	}
 	*l = settlePorts(*l, declared)
-	return Diff(cur, *l)
+	return diff(cur, *l, order)
 }
 
 // settlePorts decides the clashes on ports that LoadDir left open: it
@@ -176,14 +184,14 @@ func settlePorts(l Loaded, declared map[string][]int) Loaded {
 // starts begin (see blocked), so a renamed unit never clashes with its old
 // self on a port.
 func (r *Reconciler) apply(ctx context.Context, p control.Plan, l Loaded) {
-	specs := map[string]units.Spec{}
-	for _, s := range l.Specs {
-		specs[s.Name] = s
+	specs := make(map[string]*units.Spec, len(l.Specs)) // pointers: a spec is 650 bytes, and a reload may have thousands
+	for i := range l.Specs {
+		specs[l.Specs[i].Name] = &l.Specs[i]
 	}
 	r.errs = l.Errors
 	r.reloads++
 	for _, n := range p.Start {
-		s := specs[n]
+		s := *specs[n]
 		if u := r.units[n]; u != nil && u.external {
 			if u.declared == nil {
 				r.log.Warn("unit file waits: its name is taken by an adopted group", "unit", n, "pgid", u.run.group.PGID)
@@ -202,7 +210,8 @@ func (r *Reconciler) apply(ctx context.Context, p control.Plan, l Loaded) {
 		r.reorder()
 	}
 	for _, n := range p.Keep {
-		if s, ok := specs[n]; ok {
+		if sp, ok := specs[n]; ok {
+			s := *sp
 			// Fields outside the hash apply without a restart, to the
 			// version the unit runs or is about to run.
 			if u := r.units[n]; u.stop != nil && u.stop.next != nil {
@@ -216,7 +225,7 @@ func (r *Reconciler) apply(ctx context.Context, p control.Plan, l Loaded) {
 		}
 	}
 	for _, n := range p.Restart {
-		u, v := r.units[n], version{specs[n], l.hashOf(specs[n]), r.reloads}
+		u, v := r.units[n], version{*specs[n], l.hashOf(*specs[n]), r.reloads}
 		if u.state.active() {
 			r.log.Info("unit changed; restarting", "unit", n)
 			r.stopForReload(u, &v)
@@ -277,7 +286,7 @@ func LoadDir(l *units.Loader, dir string) func(context.Context) (Loaded, error) 
 		if err != nil {
 			return Loaded{}, err
 		}
-		out := Loaded{ports: d.Ports}
+		out := Loaded{ports: d.Ports, Specs: make([]units.Spec, 0, len(d.Units)+len(d.Contested))}
 		for _, n := range d.Order() {
 			out.Specs = append(out.Specs, *d.Units[n])
 		}

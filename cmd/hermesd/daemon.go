@@ -409,13 +409,15 @@ func (d *instance) newReconciler() error {
 	cfg, log, owner, px := d.cfg, d.log, d.owner, d.px
 	started := time.Now()
 	d.started = make(chan struct{})
+	load := newLoader(cfg, d.read, log, both(loadHook(px, log), d.fds.check), d.w.Changed)
 	d.logs = logfile.NewLogs(func(path string, err error) {
 		log.Warn("unit log", "path", path, "err", err)
 	})
 	rec, err := reconciler.New(reconciler.Options{
 		Role:          cfg.role,
 		Spawner:       reconciler.Supervised(owner),
-		Load:          loader(cfg, d.read, log, both(loadHook(px, log), d.fds.check)),
+		Load:          load.all,
+		LoadChanges:   load.changes,
 		Changes:       d.w.Changes(),
 		Checkpoint:    reconciler.Ledger(d.led, d.self, cfg.role),
 		Holds:         holds.Open(cfg.State, d.self.BootID),
@@ -534,25 +536,51 @@ func (d *instance) startHelpers(ctx context.Context, wg *sync.WaitGroup) {
 // had them. A config file that does not load keeps the last good
 // defaults and is reported with the unit errors. seen is then given the
 // config in force and what was loaded (loadHook).
-func loader(cfg config, cache *units.Cache, log *slog.Logger, seen func(units.Config, *reconciler.Loaded)) func(context.Context) (reconciler.Loaded, error) {
-	last := units.DefaultConfig()
-	return func(ctx context.Context) (reconciler.Loaded, error) {
-		var cfgErrs []*units.Error
-		if c, err := units.LoadConfig(cfg.Config); err != nil {
-			cfgErrs = reconciler.ConfigErrors(err)
-			log.Error("config file not loaded; last good version kept", "err", err)
-		} else {
-			last = c
-		}
-		l := &units.Loader{Defaults: &last.Defaults, Insecure: cfg.insecure, Cache: cache, Unprivileged: os.Geteuid() != 0}
-		out, err := reconciler.LoadDir(l, cfg.Units)(ctx)
-		if err != nil {
-			return out, err
-		}
-		out.Errors = append(cfgErrs, out.Errors...)
-		seen(*last, &out)
-		return out, nil
+type loader struct {
+	cfg     config
+	cache   *units.Cache
+	log     *slog.Logger
+	seen    func(units.Config, *reconciler.Loaded)
+	changed func() (names []string, all bool) // the watcher's Changed
+	last    *units.Config                     // the last good config; guarded by the reconciler's serialisation of loads
+}
+
+func newLoader(cfg config, cache *units.Cache, log *slog.Logger, seen func(units.Config, *reconciler.Loaded), changed func() ([]string, bool)) *loader {
+	return &loader{cfg: cfg, cache: cache, log: log, seen: seen, changed: changed, last: units.DefaultConfig()}
+}
+
+// all is reconciler.Options.Load: every unit file is looked at (and
+// read again if it changed).
+func (ld *loader) all(ctx context.Context) (reconciler.Loaded, error) { return ld.load(ctx, nil) }
+
+// changes is reconciler.Options.LoadChanges: the unit files the watcher
+// named since the last call are looked at, the others taken from the
+// cache (units.Loader.Changes); everything when the watcher could not
+// name what changed.
+func (ld *loader) changes(ctx context.Context) (reconciler.Loaded, error) {
+	names, all := ld.changed()
+	if all {
+		return ld.load(ctx, nil)
 	}
+	return ld.load(ctx, &units.Changes{Names: names})
+}
+
+func (ld *loader) load(ctx context.Context, ch *units.Changes) (reconciler.Loaded, error) {
+	var cfgErrs []*units.Error
+	if c, err := units.LoadConfig(ld.cfg.Config); err != nil {
+		cfgErrs = reconciler.ConfigErrors(err)
+		ld.log.Error("config file not loaded; last good version kept", "err", err)
+	} else {
+		ld.last = c
+	}
+	l := &units.Loader{Defaults: &ld.last.Defaults, Insecure: ld.cfg.insecure, Cache: ld.cache, Unprivileged: os.Geteuid() != 0, Changes: ch}
+	out, err := reconciler.LoadDir(l, ld.cfg.Units)(ctx)
+	if err != nil {
+		return out, err
+	}
+	out.Errors = append(cfgErrs, out.Errors...)
+	ld.seen(*ld.last, &out)
+	return out, nil
 }
 
 // both calls a, then b: two load hooks in one.
