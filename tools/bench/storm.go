@@ -21,13 +21,18 @@ import (
 // another (each edit a reload by its watcher, which reads the directory,
 // and a restart of the unit edited), and
 // `hermesctl status` is asked over and over; the rows are the status's
-// p50 and p99 (or max) over the start, and hermesd's peak RSS (VmHWM).
+// p50 and p99 (or max) over the start (and after it, until stormMinStatuses
+// were answered), and hermesd's peak RSS (VmHWM).
 
 const (
 	stormEditEvery   = 20 * time.Millisecond // an edit of one unit file
 	stormStatusPause = 10 * time.Millisecond // between two statuses
 	stormSettled     = 15 * time.Second      // no more units running for this long: the start is over
 	stormEditUnits   = 10                    // units the storm edits, at most
+	// stormMinStatuses is how many statuses the storm lasts for at least: a
+	// start of 10 units is over before the first status (hermesctl's own
+	// start takes longer), and 100 give a p99.
+	stormMinStatuses = 100
 )
 
 // stormFigures are one storm trial's figures.
@@ -88,8 +93,8 @@ func stormRows(ctx context.Context, root string, h *hermesPeer) ([]Row, error) {
 			Figure: fmt.Sprintf("%d units: status during a reload storm during the start, %s", n, h.Name()),
 			Value: fmt.Sprintf("p50 %v, %s %v (%s)%s", roundDur(percentile(f.status, 0.5)), name, roundDur(p99),
 				atMostDur(p99, 100*time.Millisecond), ran),
-			Method: fmt.Sprintf("%d `hermesctl status` one after another (%v apart) from hermesd's start until every unit ran but the edited ones (%v), while the files of units 1 to %d were saved in turn, one every %v (%d edits: each a reload, and a restart of its unit)",
-				len(f.status), stormStatusPause, roundDur(f.took), stormEdited(), stormEditEvery, f.edits),
+			Method: fmt.Sprintf("%d `hermesctl status` one after another (%v apart) from hermesd's start until every unit ran but the edited ones (%v) and at least %d statuses were answered, while the files of units 1 to %d were saved in turn, one every %v (%d edits: each a reload, and a restart of its unit)",
+				len(f.status), stormStatusPause, roundDur(f.took), stormMinStatuses, stormEdited(), stormEditEvery, f.edits),
 		},
 		{
 			Figure: fmt.Sprintf("%d units: GET /v1/status during the storm, %s", n, h.Name()),
@@ -115,10 +120,16 @@ func stormTrial(ctx context.Context, t *peerTrial, h *hermesPeer) (stormFigures,
 	sctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	var statusErr error
-	wg.Go(func() { statusErr = stormStatuses(sctx, h, &f) })
+	enough := make(chan struct{})
+	wg.Go(func() { statusErr = stormStatuses(sctx, h, &f, enough) })
 	wg.Go(func() { f.edits = stormEdits(sctx, t, h) })
 	f.running = stormWait(ctx, t)
 	f.took = time.Since(t0)
+	select { // the storm goes on until it has its statuses
+	case <-enough:
+	case <-ctx.Done():
+	case <-time.After(peerWait):
+	}
 	stop()
 	wg.Wait()
 	var err error
@@ -137,8 +148,9 @@ func stormTrial(ctx context.Context, t *peerTrial, h *hermesPeer) (stormFigures,
 // stormStatuses asks hermesd's status one after another until ctx ends,
 // once the control socket is there: in turn `hermesctl status`, GET
 // /v1/status on the control socket from this process, and `hermesctl
-// --version` (the floor: starting hermesctl).
-func stormStatuses(ctx context.Context, h *hermesPeer, f *stormFigures) error {
+// --version` (the floor: starting hermesctl). It closes enough once
+// stormMinStatuses statuses were answered.
+func stormStatuses(ctx context.Context, h *hermesPeer, f *stormFigures, enough chan<- struct{}) error {
 	for ctx.Err() == nil {
 		if _, err := os.Stat(h.socket()); err == nil {
 			break
@@ -164,6 +176,9 @@ func stormStatuses(ctx context.Context, h *hermesPeer, f *stormFigures) error {
 		}
 		if d, err = stormCtl(ctx, h, "--version"); err == nil {
 			f.floor = append(f.floor, d)
+		}
+		if len(f.status) == stormMinStatuses {
+			close(enough)
 		}
 		time.Sleep(stormStatusPause)
 	}
