@@ -99,7 +99,7 @@ const MaxOpenLogs = 1024
 // logSink is the log file of a run whose output hermesd copies, as its
 // two copiers write it: opened by the write that finds it closed, the
 // way the run's start opened it (Reconciler.openLog: a link at path is
-// refused), and closed once no write came for idle, or once MaxOpenLogs
+// refused), and closed once no write came for logIdle, or once MaxOpenLogs
 // others were opened since (logFiles). An idle unit thus holds no
 // descriptor of its log, only its pipes' read ends and its pidfd: 3
 // descriptors, and the units together at most MaxOpenLogs more, which
@@ -140,12 +140,12 @@ type logFiles struct {
 	opening int       // guarded by mu; sinks given a place, opening their file
 }
 
-// place gives s (s.mu held, its file closed) a place among the open
-// files before it opens one, closing the file of the sink opened first
+// place keeps a place among the open files for a sink about to open
+// its file (its mu held), closing the file of the sink opened first
 // while max are open or opening; opened says how the open went. A sink
 // busy writing (its mu held) is passed over, and kept open if all are:
-// TryLock, since s.mu is held, and a sink holding its mu may wait on
-// l.mu, never the other way round.
+// TryLock, since the caller holds a sink's mu, and a sink holding its
+// mu may wait on l.mu, never the other way round.
 func (l *logFiles) place() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -160,7 +160,8 @@ func (l *logFiles) place() {
 	l.opening++
 }
 
-// opened ends s's place: its file is open (ok), or it failed to open.
+// opened ends the place kept for s (s.mu held): its file is open (ok),
+// or it failed to open.
 func (l *logFiles) opened(s *logSink, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -170,7 +171,7 @@ func (l *logFiles) opened(s *logSink, ok bool) {
 	}
 }
 
-// closed removes s, whose f was just closed (s.mu held); l.mu held.
+// closedLocked removes s, whose f was just closed (s.mu held); l.mu held.
 func (l *logFiles) closedLocked(s *logSink) {
 	if s.at != nil {
 		l.open.Remove(s.at)
