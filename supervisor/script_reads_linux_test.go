@@ -367,3 +367,102 @@ exec '%s' "$@"
 		t.Error("the supervisor signalled a process no tag names, because a sweep had listed its pid")
 	}
 }
+
+// TestScriptSignalsMemberThatLeaves: a member of a registered group that
+// leaves it (setsid) after the script read the table and before its TERM
+// still gets the TERM. The table showed it in the group, so it is no
+// escapee by ancestry, and the TERM to the group no longer reaches it; its
+// parent then dies of that TERM and it is re-parented out of reach of the
+// KILL round's read. A wrapper of the command that reads the whole table
+// (grep of /proc/*/stat, or ps -A) makes the member leave between the read
+// and the output, the worst moment, on its first read after the
+// registration.
+func TestScriptSignalsMemberThatLeaves(t *testing.T) {
+	for _, table := range []string{"proc", "ps"} {
+		t.Run(table, func(t *testing.T) { scriptSignalsMemberThatLeaves(t, table) })
+	}
+}
+
+func scriptSignalsMemberThatLeaves(t *testing.T, table string) {
+	cmd := map[string]string{"proc": "grep", "ps": "ps"}[table]
+	real, err := exec.LookPath(cmd)
+	if err != nil {
+		t.Skipf("no %s on PATH: the script reads the table with it", cmd)
+	}
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "member")
+	// The leader starts a member in its group that leaves the group, as
+	// a daemon would, when it gets USR1; then the leader becomes a sleep.
+	leader := exec.Command("/bin/sh", "-c", `sh -c 'trap "exec setsid sleep 1009" USR1; echo $$ >"$1.tmp"; mv "$1.tmp" "$1"; while :; do sleep 0.02; done' sh "$1" &
+exec sleep 1008`, "sh", pidFile)
+	leader.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := leader.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { leader.Process.Kill(); leader.Wait() })
+	var member int
+	testkit.Eventually(t, 10*time.Second, "the member to start", func() bool {
+		b, err := os.ReadFile(pidFile)
+		member, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && member > 1
+	})
+	var lid proc.Identity
+	testkit.Eventually(t, 10*time.Second, "the leader to become a sleep", func() bool {
+		argv, _ := proc.Cmdline(leader.Process.Pid)
+		lid, err = proc.Read(leader.Process.Pid)
+		return err == nil && len(argv) > 0 && argv[0] == "sleep"
+	})
+	mid, err := proc.Read(member)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(member, syscall.SIGKILL) })
+
+	bin, arm := filepath.Join(dir, "bin"), filepath.Join(dir, "arm")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	whole := map[string]string{"proc": `*"/dev/null /proc/"*`, "ps": `"-A "*`}[table]
+	wrapper := fmt.Sprintf(`#!/bin/sh
+case "$*" in
+%[1]s)
+  if [ -e '%[2]s' ]; then
+    rm -f '%[2]s'
+    out=$('%[3]s' "$@")
+    kill -USR1 %[4]d
+    i=0
+    while [ $i -lt 1000 ]; do
+      read -r l </proc/%[4]d/stat || break
+      set -- ${l##*") "}
+      [ "$3" = %[4]d ] && break
+      i=$((i + 1))
+      sleep 0.01
+    done
+    printf '%%s\n' "$out"
+    exit 0
+  fi ;;
+esac
+exec '%[3]s' "$@"
+`, whole, arm, real, member)
+	sup, in, rep := wrappedSupervisor(t, bin, cmd, wrapper, table)
+	fmt.Fprintf(in, "R g0 %d %d %d k0 -\n", lid.PID, lid.PID, lid.StartTime)
+	if l, err := rep.ReadString('\n'); l != "A g0\n" {
+		t.Fatalf("registration: got %q, %v", l, err)
+	}
+	if err := os.WriteFile(arm, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	exitAtEOF(t, in, sup, 30*time.Second)
+	if _, err := os.Stat(arm); err == nil {
+		t.Fatal("the script did not read the table at EOF")
+	}
+	if st, err := proc.ReadStat(member); err == nil && st.PGID != member && !st.Zombie() {
+		t.Fatalf("the member never left the group (pgid %d)", st.PGID)
+	}
+	if lid.Alive() {
+		t.Error("the registered group's leader outlived the supervisor")
+	}
+	if mid.Alive() {
+		t.Error("a member that left its group between the table's read and the TERM outlived the supervisor")
+	}
+}

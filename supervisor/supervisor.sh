@@ -336,7 +336,11 @@ table() {
 # one registered (START 0: not checked; with TABLE ps, the lstart read at
 # registration); each member of a cgroup (a member exiting may read as 0:
 # only pids above 1). Escapees: the live processes outside those that
-# descend from a member of one of them by parent links, but this script.
+# descend from a member of one of them by parent links, but this script;
+# and each member the table showed in a targeted group but its leader, by
+# its pid too: a member may leave its group (setsid, as a daemon does)
+# between the read and the signal, where -PGID no longer reaches it and
+# its parent's death takes it out of the next read's reach.
 # A command name may hold any byte, newlines too: the fields of a stat
 # record are those after its last ") ", and its pid the file's name.
 # With no group pending (the clean stop's usual EOF: every group ended
@@ -366,7 +370,7 @@ function row(p, pp, g, st, w) {
   p += 0; t0[p] = w
   if (st ~ /^[ZX]/) return
   k[pp + 0, ++nk[pp + 0]] = p
-  if ((g + 0) in r && p > 1) n[p] = 1
+  if ((g + 0) in r && p > 1) { n[p] = 1; mg[p] = g + 0 }
 }
 s == 0 && $1 == "G" {
   w = $6; for (i = 7; i <= NF; i++) w = w " " $i
@@ -384,7 +388,8 @@ s == 2 {
 }
 END {
   for (i = 1; i <= ng; i++)
-    if (gw[i] == "" || !(gl[i] in t0) || t0[gl[i]] == gw[i]) to = to " -" gp[i]
+    if (gw[i] == "" || !(gl[i] in t0) || t0[gl[i]] == gw[i]) { to = to " -" gp[i]; hit[gp[i]] = 1 }
+  for (p in mg) if (mg[p] in hit && p != mg[p] && p != me + 0) e = e " " p
   for (p in n) q[++nq] = p
   for (h = 1; h <= nq; h++)
     for (j = 1; j <= nk[q[h]]; j++) {
