@@ -227,3 +227,60 @@ func TestScriptSignalsBeforeSweep(t *testing.T) {
 	release()
 	testkit.Receive(t, 10*time.Second, escGone, "the tagged escapee survived the sweep")
 }
+
+// TestScriptRemovesSubtreeLeft: at EOF the script removes the owner's
+// subtree (CGOWN) with rmdir, unless it is gone already: an owner that
+// closes the pipe at its clean exit removes it first, and its exit would
+// wait for a fork and an exec of rmdir for nothing. rmdir is a wrapper
+// here that records each run; the subtree is a plain directory.
+func TestScriptRemovesSubtreeLeft(t *testing.T) {
+	realRmdir, err := exec.LookPath("rmdir")
+	if err != nil {
+		t.Skip("no rmdir on PATH: the script's removal of the subtree needs one")
+	}
+	for _, c := range []struct {
+		name    string
+		present bool
+	}{{"present", true}, {"gone", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			runs := filepath.Join(dir, "runs")
+			fake := fmt.Sprintf("#!/bin/sh\necho \"$*\" >>'%s'\nexec '%s' \"$@\"\n", runs, realRmdir)
+			if err := os.WriteFile(filepath.Join(dir, "rmdir"), []byte(fake), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			own := filepath.Join(dir, "subtree")
+			if c.present {
+				if err := os.Mkdir(own, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sup := exec.Command(Shell, "-c", script, "hermes-supervisor", "2000", "0", dir, own)
+			sup.Env = []string{"PATH=" + dir + ":/usr/bin:/bin"}
+			sup.Dir = "/"
+			sup.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			in, _ := testkit.StartPiped(t, sup)
+			in.Close()
+			exited := make(chan error, 1)
+			go func() { exited <- sup.Wait() }()
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Fatalf("supervisor: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				sup.Process.Kill()
+				<-exited
+				t.Fatal("the supervisor did not exit within 10s of EOF")
+			}
+			b, _ := os.ReadFile(runs)
+			ran := strings.Count(string(b), "\n")
+			if _, err := os.Stat(own); !os.IsNotExist(err) {
+				t.Errorf("subtree %s after EOF: got %v, want it removed", own, err)
+			}
+			if want := map[bool]int{true: 1, false: 0}[c.present]; ran != want {
+				t.Errorf("rmdir runs at EOF: got %d (%q), want %d", ran, b, want)
+			}
+		})
+	}
+}

@@ -493,6 +493,15 @@ func (o *Owner) Close() error {
 	pipes := append(o.retired, o.pipe)
 	o.pipe, o.retired = nil, nil
 	o.mu.Unlock()
+	if o.tree != nil {
+		// The subtree, before the pipes close: at a clean exit it is empty
+		// (every group ended and its cgroup was removed), and the
+		// supervisor, finding it gone at EOF, runs no rmdir of its own (a
+		// fork and an exec that Close waits for). With a cgroup left in
+		// it, the removal fails, and the supervisor removes it once it has
+		// killed what is there.
+		syscall.Rmdir(o.tree.root)
+	}
 	// The pipes first: the supervisor's EOF work (a look at what is still
 	// registered, and the removal of the cgroups) runs beside the rest.
 	// Nothing sends to them any more (o.pipe is nil), and a supervisor

@@ -651,10 +651,13 @@ finish() {
 tidy() {
   # The cgroups of the groups registered, and the owner's subtree unless
   # the owner closed the pipe only because it was idle: the subtree lives
-  # as long as its owner, not as long as one supervisor.
+  # as long as its owner, not as long as one supervisor. An owner that
+  # closes the pipe at its clean exit removed its subtree already: rmdir,
+  # a fork and an exec the owner's exit waits for, runs only when the
+  # subtree is still there.
   # shellcheck disable=SC2086 # a list of cgroup dirs: plain words
   [ -z "$cgall" ] || rmdir -- $cgall 2>/dev/null
-  [ "$own" = - ] || [ "$idle" = 1 ] || rmdir "$own" 2>/dev/null
+  [ "$own" = - ] || [ "$idle" = 1 ] || ! [ -d "$own" ] || rmdir "$own" 2>/dev/null
 }
 
 # The grace runs from EOF: the deadline is fixed first, so that the TERM
