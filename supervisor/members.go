@@ -157,9 +157,14 @@ func (o *Owner) finishStop(ctx context.Context, r *reg, s StopOrder, ev *lazyEve
 		}
 		o.signal(r, sig)
 	}
-	if r.id == "" && o.tree.leaf(r.g.Cgroup) {
-		// A survivor's kept cgroup (or a released group's) has no
-		// registration to drop: the one who saw it empty removes it.
+	if o.tree.leaf(r.g.Cgroup) {
+		// The one who saw it empty removes it, now: a survivor's kept
+		// cgroup (or a released group's) has no registration to drop, and
+		// a registered group's is dropped only once the whole batch is
+		// done (its dropAll then finds it gone). A batch's removals are
+		// spread over its groups' ends, while the others still exit,
+		// instead of all of them waiting for the last (a hundred took 30
+		// ms and more between hermesd's last unit exit and its own).
 		removeEmpty(r.g.Cgroup)
 	}
 	return nil

@@ -222,3 +222,60 @@ func TestStopFindsEscapeeOfTheSignal(t *testing.T) {
 		})
 	}
 }
+
+// TestStopAllRemovesEachCgroupAtItsEnd (cgroup mode): a group of a
+// StopAll has its cgroup removed once it is empty, before its done, while
+// another group of the batch still holds out (it ignores its signal): the
+// removals are not all left for the end of the batch, when the owner's
+// exit would wait for them.
+func TestStopAllRemovesEachCgroupAtItsEnd(t *testing.T) {
+	if ok, why := cgroupAvailable(); !ok {
+		t.Skipf("cgroup mode not available: %s", why)
+	}
+	o := newTestOwner(t, Options{Mode: ModeCgroup})
+	defer o.Close()
+	env := []string{"PATH=" + os.Getenv("PATH")}
+	quick, err := o.SpawnOwned(t.Context(), Spec{Unit: "quick", Argv: []string{"sleep", "100000"}, Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deaf, err := o.SpawnOwned(t.Context(), Spec{Unit: "deaf", Argv: []string{"/bin/sh", "-c", `trap "" TERM; exec sleep 100000`}, Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if quick.Group.Cgroup == "" || deaf.Group.Cgroup == "" {
+		t.Fatalf("cgroups: got %q and %q, want one each", quick.Group.Cgroup, deaf.Group.Cgroup)
+	}
+	if deaf.Group.PGID <= 1 {
+		t.Fatalf("spawned group %d: want a group of its own", deaf.Group.PGID)
+	}
+	t.Cleanup(func() { syscall.Kill(-deaf.Group.PGID, syscall.SIGKILL) })
+	pid := deaf.Group.Leader.PID
+	testkit.Eventually(t, 10*time.Second, "the shell ignoring TERM", func() bool { return sigMask(pid, "SigIgn")&(1<<(syscall.SIGTERM-1)) != 0 })
+
+	orders := []StopOrder{{Group: quick.Group, Signal: syscall.SIGTERM, Grace: time.Hour}, {Group: deaf.Group, Signal: syscall.SIGTERM, Grace: time.Hour}}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	err = o.StopAll(ctx, orders, nil, func(i int, err error) {
+		if err != nil {
+			t.Errorf("stop of %s: %v", orders[i].Group.Unit, err)
+		}
+		if i != 0 {
+			return
+		}
+		if _, err := os.Stat(quick.Group.Cgroup); !os.IsNotExist(err) {
+			t.Errorf("cgroup of %s at its done, the other group still running: got %v, want it removed", quick.Group.Unit, err)
+		}
+		if err := syscall.Kill(-deaf.Group.PGID, syscall.SIGKILL); err != nil {
+			t.Error(err)
+		}
+	})
+	if err != nil {
+		t.Errorf("StopAll: got %v, want nil", err)
+	}
+	for _, g := range []Group{quick.Group, deaf.Group} {
+		if _, err := os.Stat(g.Cgroup); !os.IsNotExist(err) {
+			t.Errorf("cgroup of %s after StopAll: got %v, want it removed", g.Unit, err)
+		}
+	}
+}
