@@ -345,7 +345,8 @@ func (o *Owner) StopAll(ctx context.Context, orders []StopOrder, signalled func(
 }
 
 // release ends StopAll's hold on regs: those it did not drop (their stop
-// failed) go back to the janitor.
+// failed) go back to the janitor, which is woken for the scan it was
+// owed meanwhile, if any (see scanAskedLocked).
 func (o *Owner) release(regs []*reg) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -353,6 +354,10 @@ func (o *Owner) release(regs []*reg) {
 		if r != nil {
 			r.stopping = false
 		}
+	}
+	o.stopAlls--
+	if o.stopAlls == 0 && o.scanOwed {
+		o.poke()
 	}
 }
 
@@ -382,12 +387,14 @@ func (l *lazyEvents) close() {
 // group's, or for a group not registered here (a re-adopted survivor) one
 // made for the stop, in which a cgroup from outside our hierarchy is not
 // trusted (the process group is signalled only while its leader id is not
-// a stranger's); an unsafe group's error in place of one.
+// a stranger's); an unsafe group's error in place of one. The StopAll is
+// counted (stopAlls) until its release.
 func (o *Owner) stopping(orders []StopOrder) ([]*reg, []error) {
 	regs := make([]*reg, len(orders))
 	errs := make([]error, len(orders))
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.stopAlls++ // until release
 	x := o.indexLocked()
 	for i, s := range orders {
 		g := s.Group

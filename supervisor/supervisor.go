@@ -270,6 +270,11 @@ type ownerState struct {
 	closed    bool            // Close was called
 	leaders   map[int]bool    // pids of our exec.Cmd children (never reaped by the scan)
 	supPids   map[int]bool    // the supervisors started (the latest 64 at least)
+	// stopAlls counts the StopAlls that run; while one does, the
+	// janitor's scan for a SIGCHLD is owed (scanOwed) rather than run
+	// (see scanAskedLocked).
+	stopAlls int
+	scanOwed bool
 }
 
 // ownerHooks let a test order an Owner's steps and count its janitor's
@@ -645,7 +650,7 @@ func (o *Owner) run() {
 		}
 		last = time.Now()
 		o.mu.Lock()
-		scan = scan || o.scanDueLocked() && !last.Before(nextScan(o.scanned, rest))
+		scan = o.scanAskedLocked(scan, last, rest)
 		o.mu.Unlock()
 		o.tidy(scan)
 		if scan {
@@ -653,6 +658,29 @@ func (o *Owner) run() {
 		}
 		o.timers()
 	}
+}
+
+// scanAskedLocked reports whether the janitor's pass at now scans: when a
+// timed scan is due (nextScan after rest), or for a SIGCHLD (sigchld),
+// or for one whose scan a StopAll owed it. A SIGCHLD while a StopAll runs
+// is owed, not scanned: the batch's leaders exiting send one each, and a
+// scan for each (a read of the whole process table) came between the
+// batch's own scans (lateScans), which find the escapees of its groups
+// and reap the orphans a scan may reap, and delayed them. The StopAll's
+// end wakes the janitor for the scan it owes (release), so that every
+// SIGCHLD is still followed by a scan that began after it.
+func (o *Owner) scanAskedLocked(sigchld bool, now, rest time.Time) bool {
+	if o.scanDueLocked() && !now.Before(nextScan(o.scanned, rest)) {
+		o.scanOwed = false
+		return true
+	}
+	if o.stopAlls > 0 {
+		o.scanOwed = o.scanOwed || sigchld
+		return false
+	}
+	owed := o.scanOwed
+	o.scanOwed = false
+	return sigchld || owed
 }
 
 // dueLocked returns when the janitor must look next without an event: the

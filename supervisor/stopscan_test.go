@@ -1,0 +1,106 @@
+//go:build linux
+
+package supervisor
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hermes-units/hermes/internal/testkit"
+)
+
+// TestStopAllOwesSIGCHLDScans (pgroup mode): while a StopAll runs, a
+// SIGCHLD wakes the janitor but does not make it read the process table
+// (the batch's own scans do that, and each of its leaders' exits sends
+// one); the scan is owed, and comes once the StopAll is over. The batch is
+// one group that ignores its signal, so the StopAll runs until the test
+// kills the group; SIGCHLDs come from children the test runs, and a
+// second spawn, outside the batch, stays registered. A janitor
+// pass that comes escapeeScan or more after the last scan began may be a
+// timed scan, which is not owed: such a try proves nothing and is made
+// again.
+func TestStopAllOwesSIGCHLDScans(t *testing.T) {
+	var scans atomic.Int64
+	hooks := &ownerHooks{scanViewed: func() { scans.Add(1) }}
+	o, err := newOwner(Options{Mode: ModePGroup, Grace: testGrace}, startShell, hooks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	c, err := o.SpawnOwned(t.Context(), Spec{Unit: "deaf", Argv: []string{"/bin/sh", "-c", `trap "" TERM; exec sleep 100000`},
+		Env: []string{"PATH=" + os.Getenv("PATH")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := c.Group
+	if g.PGID <= 1 {
+		t.Fatalf("spawned group %d: want a group of its own", g.PGID)
+	}
+	t.Cleanup(func() { syscall.Kill(-g.PGID, syscall.SIGKILL) })
+	// A spawn outside the batch stays registered: the janitor scans only
+	// while a spawn is.
+	if _, err := o.SpawnOwned(t.Context(), Spec{Unit: "bystander", Argv: []string{"sleep", "100000"}, Env: []string{"PATH=" + os.Getenv("PATH")}}); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 10*time.Second, "the shell ignoring TERM", func() bool { return sigMask(g.Leader.PID, "SigIgn")&(1<<(syscall.SIGTERM-1)) != 0 })
+
+	signalled := make(chan struct{})
+	stopped := make(chan error, 1)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	go func() {
+		stopped <- o.StopAll(ctx, []StopOrder{{Group: g, Signal: syscall.SIGTERM, Grace: time.Hour}}, func() { close(signalled) }, func(int, error) {})
+	}()
+	testkit.Receive(t, hangBound, signalled, "the StopAll did not signal its group")
+
+	// childExit runs a child of the test process to its end: a SIGCHLD.
+	childExit := func() {
+		if err := exec.Command("true").Run(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// pass waits for the janitor's next pass after a SIGCHLD.
+	pass := func() {
+		n := o.hooks.passes.Load()
+		childExit()
+		testkit.Eventually(t, hangBound, "a janitor pass after a SIGCHLD", func() bool { return o.hooks.passes.Load() > n })
+	}
+	proved := false
+	for try := 0; try < 20 && !proved; try++ {
+		n := scans.Load()
+		pass()
+		pass() // the first pass is over, its scan (if any) counted
+		o.mu.Lock()
+		since := time.Since(o.scanned)
+		o.mu.Unlock()
+		if since >= escapeeScan {
+			continue // a timed scan may have come: no proof either way
+		}
+		if got := scans.Load(); got != n {
+			t.Fatalf("scans during the StopAll after a SIGCHLD: got %d, want none (owed until it is over)", got-n)
+		}
+		proved = true
+	}
+	if !proved {
+		t.Fatal("no janitor pass came within escapeeScan of the last scan in 20 tries")
+	}
+
+	if err := syscall.Kill(-g.PGID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatalf("StopAll: %v", err)
+		}
+	case <-time.After(hangBound):
+		t.Fatal("StopAll did not return once its group was killed")
+	}
+	n := scans.Load()
+	testkit.Eventually(t, hangBound, "the owed scan after the StopAll", func() bool { return scans.Load() > n })
+}
