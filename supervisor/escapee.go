@@ -124,6 +124,7 @@ func (o *Owner) scanNow() {
 	if began.After(o.scanDone) {
 		o.scanDone = began
 	}
+	o.scanTook = time.Since(began)
 	o.mu.Unlock()
 }
 
@@ -137,6 +138,7 @@ type scanState struct {
 	lineage  map[int]lineEntry // guarded by Owner.mu; what the last scan attributed, by pid
 	scanned  time.Time         // guarded by Owner.mu; when the last scan began
 	scanDone time.Time         // guarded by Owner.mu; when the latest of the scans that ended began
+	scanTook time.Duration     // guarded by Owner.mu; how long the last scan that ended took
 	escPids  map[int]bool      // guarded by Owner.mu; escapee pids identified, reaped by the scan
 }
 
@@ -147,16 +149,77 @@ type scanState struct {
 type lateScans struct {
 	mu sync.Mutex
 	o  *Owner
+
+	// The batch's groups that ask (see gather), set by batch before the
+	// first ask; guarded by amu.
+	amu   sync.Mutex
+	left  int           // groups of the batch that have not asked yet
+	asked map[*reg]bool // those that have
+	all   chan struct{} // closed once left is 0; nil: no batch to gather
 }
 
-// after returns once a scan that began after t has ended. One that runs
-// when it is called answers it when it began after t (the janitor's, on
-// the SIGCHLD of a leader of the batch): the group waits for its end, not
-// for another after it.
+// batch makes l gather the late scans of n groups (see gather).
+func (l *lateScans) batch(n int) {
+	l.left, l.asked, l.all = n, map[*reg]bool{}, make(chan struct{})
+}
+
+// ask records that r, a group of the batch, looked empty and is about to
+// ask for its scan (after): the last of the batch to ask ends the others'
+// gathering.
+func (l *lateScans) ask(r *reg) {
+	l.amu.Lock()
+	defer l.amu.Unlock()
+	if l.all == nil || l.asked[r] {
+		return
+	}
+	l.asked[r] = true
+	if l.left--; l.left == 0 {
+		close(l.all)
+	}
+}
+
+// after returns once a scan that began after t has ended, asked for
+// after gather. One that runs when it is called answers it when it began
+// after t (the janitor's): the group waits for its end, not for another
+// after it.
 func (l *lateScans) after(t time.Time) {
+	l.gather()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.o.scanAfter(t)
+}
+
+// gather waits, before a group's late scan is asked for, until every
+// group of the batch has looked empty and asked (ask), for at most as
+// long as the last scan took (the journal gathers its writes by the same
+// rule). The groups of a batch got their signal together and mostly end
+// moments apart: a scan begun at the first group's end was followed by
+// one for the groups that ended during it, and another, each a read of
+// the whole process table competing with the exits for the machine (at
+// hermesd's clean stop of 10 units, 13 ms between the last unit's exit
+// and its group found empty). Gathered, one scan that begins after every
+// group's look answers them all. A group that ignores its signal delays
+// the others' done by one scan's length at most.
+func (l *lateScans) gather() {
+	if l.all == nil {
+		return
+	}
+	o := l.o
+	o.mu.Lock()
+	d := o.scanTook
+	o.mu.Unlock()
+	if o.hooks != nil && o.hooks.gather > 0 {
+		d = o.hooks.gather
+	}
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-l.all:
+	case <-t.C:
+	}
 }
 
 // scanView is what a scan knows of the owner's registrations, copied under

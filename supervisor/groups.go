@@ -301,6 +301,15 @@ func (o *Owner) StopAll(ctx context.Context, orders []StopOrder, signalled func(
 			late = &lateScans{o: o}
 		}
 	}
+	if late != nil {
+		n := 0
+		for i, r := range regs {
+			if errs[i] == nil && r.key != "" {
+				n++
+			}
+		}
+		late.batch(n)
+	}
 	defer o.release(regs)
 	if late != nil {
 		o.scan()

@@ -151,6 +151,7 @@ func (o *Owner) finishStop(ctx context.Context, r *reg, s StopOrder, ev *lazyEve
 		if late == nil {
 			break
 		}
+		late.ask(r)
 		late.after(time.Now())
 		if o.regEmpty(r) {
 			break

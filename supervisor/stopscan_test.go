@@ -6,12 +6,15 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"runtime"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hermes-units/hermes/internal/testkit"
+	"github.com/hermes-units/hermes/proc"
 )
 
 // TestStopAllOwesSIGCHLDScans (pgroup mode): while a StopAll runs, a
@@ -103,4 +106,88 @@ func TestStopAllOwesSIGCHLDScans(t *testing.T) {
 	}
 	n := scans.Load()
 	testkit.Eventually(t, hangBound, "the owed scan after the StopAll", func() bool { return scans.Load() > n })
+}
+
+// TestLateScansGatherTheBatch (pgroup mode): the late scan a group of a
+// StopAll asks for once it looks empty waits until the batch's other
+// leaders are reaped (here for as long as it takes: the hook lifts the
+// bound of one scan's length), so that groups ending moments apart share
+// one read of the process table. Group a's leader exits on its signal;
+// b's is stopped (SIGSTOP) and gets its signal only once continued, which
+// the test does once a's late scan is either running (it did not wait:
+// a second scan follows for b) or waiting in gather. A try whose StopAll
+// lasts escapeeScan or more may have had a timed scan: it is made again.
+func TestLateScansGatherTheBatch(t *testing.T) {
+	var scans atomic.Int64
+	hooks := &ownerHooks{scanViewed: func() { scans.Add(1) }, gather: hangBound}
+	o, err := newOwner(Options{Mode: ModePGroup, Grace: testGrace}, startShell, hooks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	env := []string{"PATH=" + os.Getenv("PATH")}
+	gathering := func() bool {
+		buf := make([]byte, 1<<20)
+		return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "(*lateScans).gather")
+	}
+	for try := 0; try < 5; try++ {
+		a, err := o.SpawnOwned(t.Context(), Spec{Unit: "a", Argv: []string{"sleep", "100000"}, Env: env})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := o.SpawnOwned(t.Context(), Spec{Unit: "b", Argv: []string{"sleep", "100000"}, Env: env})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range []Group{a.Group, b.Group} {
+			if g.PGID <= 1 {
+				t.Fatalf("spawned group %d: want a group of its own", g.PGID)
+			}
+		}
+		t.Cleanup(func() { syscall.Kill(-a.Group.PGID, syscall.SIGKILL); syscall.Kill(-b.Group.PGID, syscall.SIGKILL) })
+		if err := syscall.Kill(-b.Group.PGID, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		bp := b.Group.Leader.PID
+		testkit.Eventually(t, 10*time.Second, "b's leader stopped", func() bool { return procState(bp) == 'T' })
+
+		began := time.Now()
+		stopped := make(chan error, 1)
+		go func() {
+			orders := []StopOrder{{Group: a.Group, Signal: syscall.SIGTERM, Grace: time.Hour}, {Group: b.Group, Signal: syscall.SIGTERM, Grace: time.Hour}}
+			stopped <- o.StopAll(t.Context(), orders, nil, func(int, error) {})
+		}()
+		testkit.Receive(t, hangBound, a.Done(), "a's leader was not reaped after its signal")
+		n := scans.Load() // the scan before the signals is counted: a was signalled
+		testkit.Eventually(t, hangBound, "a's late scan running or gathering", func() bool { return scans.Load() > n || gathering() })
+		if err := syscall.Kill(-b.Group.PGID, syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-stopped:
+			if err != nil {
+				t.Fatalf("StopAll: %v", err)
+			}
+		case <-time.After(hangBound):
+			t.Fatal("StopAll did not return once b was continued")
+		}
+		late := scans.Load() - n
+		if time.Since(began) >= escapeeScan {
+			continue // a timed scan may have come: no proof either way
+		}
+		if late != 1 {
+			t.Fatalf("late scans of the batch: got %d, want 1 (a's waits for b's leader)", late)
+		}
+		return
+	}
+	t.Fatal("no StopAll was over within escapeeScan in 5 tries")
+}
+
+// procState is pid's state letter in its stat file, 0 when unreadable.
+func procState(pid int) byte {
+	st, err := proc.ReadStat(pid)
+	if err != nil {
+		return 0
+	}
+	return st.State
 }
