@@ -135,9 +135,10 @@ type logSink struct {
 // latest opened first: the sinks open at most max at once.
 type logFiles struct {
 	mu      sync.Mutex
-	max     int       // set by New; tests lower it before Run
-	open    list.List // of *logSink; guarded by mu
-	opening int       // guarded by mu; sinks given a place, opening their file
+	max     int           // set by New; tests lower it before Run
+	idle    time.Duration // how long a log stays open with no write; set by New, tests shorten it before Run
+	open    list.List     // of *logSink; guarded by mu
+	opening int           // guarded by mu; sinks given a place, opening their file
 }
 
 // place keeps a place among the open files for a sink about to open
@@ -229,9 +230,9 @@ func (s *logSink) openLocked() error {
 	}
 	s.f = f
 	if s.idler == nil {
-		s.idler = time.AfterFunc(s.r.logIdle, s.closeIdle)
+		s.idler = time.AfterFunc(s.r.logs.idle, s.closeIdle)
 	} else {
-		s.idler.Reset(s.r.logIdle)
+		s.idler.Reset(s.r.logs.idle)
 	}
 	if s.lim.MaxSize > 0 && s.r.opt.Logs != nil {
 		// The file may be new (the one before was removed): have it
@@ -260,7 +261,7 @@ func (s *logSink) closeIdle() {
 	if s.f == nil {
 		return
 	}
-	if left := s.r.logIdle - time.Since(s.last); left > 0 {
+	if left := s.r.logs.idle - time.Since(s.last); left > 0 {
 		s.idler.Reset(left)
 		return
 	}

@@ -40,6 +40,9 @@ type pace struct {
 	// walk is what the last pass cost beside its starts, and starting
 	// what its starts took (see walkTimes).
 	walk, starting time.Duration
+	// readied: a pass left no start for a later one, and OnReady was
+	// called (reportReady).
+	readied bool
 }
 
 // pass begins a pass's count of its starts.

@@ -114,7 +114,7 @@ func startLiveWith(t *testing.T, o liveOptions, files map[string]string) *live {
 		t.Fatal(err)
 	}
 	if o.logIdle > 0 {
-		r.logIdle = o.logIdle
+		r.logs.idle = o.logIdle
 	}
 	if o.logMax > 0 {
 		r.logs.max = o.logMax

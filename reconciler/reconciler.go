@@ -197,10 +197,8 @@ type Reconciler struct {
 	// status is not queued behind a backlog of exits and timers.
 	requests chan request
 	done     chan struct{} // closed when Run returns
-	// logIdle is how long a copied log stays open with no write
-	// (logSink); tests shorten it before Run.
-	logIdle time.Duration
-	// logs are the copied logs open now (logSink).
+	// logs are the copied logs open now, and how long one stays open
+	// with no write (logSink).
 	logs logFiles
 
 	// load serialises reading the units with handing the result to Run
@@ -229,17 +227,16 @@ type Reconciler struct {
 		// running: the first load declares them stopped.
 		held map[string]bool
 	}
-	seq         uint64
-	shutting    bool
-	batch       []pendingStop   // stops begun by this pass, for dispatchStops (stop.go)
-	base        context.Context // runs' parent; ends after Run's shutdown
-	wg          sync.WaitGroup  // goroutines started by Run's goroutine
-	readyCalled bool
-	jobs        scheduler // jobs.go
-	pace        pace      // the start budget's state across passes (pace.go)
-	reloads     uint64    // plans applied so far (the first load is 1); see unit.epoch
-	ordered     []*unit   // order's cache; nil when stale (reorder)
-	pub         publisher // what was published (events.go)
+	seq      uint64
+	shutting bool
+	batch    []pendingStop   // stops begun by this pass, for dispatchStops (stop.go)
+	base     context.Context // runs' parent; ends after Run's shutdown
+	wg       sync.WaitGroup  // goroutines started by Run's goroutine
+	jobs     scheduler       // jobs.go
+	pace     pace            // the start budget's state across passes (pace.go)
+	reloads  uint64          // plans applied so far (the first load is 1); see unit.epoch
+	ordered  []*unit         // order's cache; nil when stale (reorder)
+	pub      publisher       // what was published (events.go)
 
 	// disabled, masked and stops are the units kept stopped, by name
 	// (holds.go, mask.go).
@@ -273,14 +270,13 @@ func New(opts Options) (*Reconciler, error) {
 		events:   make(chan any, 64),
 		requests: make(chan request),
 		done:     make(chan struct{}),
-		logIdle:  logIdle,
 		units:    map[string]*unit{},
 		disabled: map[string]bool{},
 		masked:   map[string]bool{},
 		stops:    map[string]bool{},
 	}
 	r.load.hash, r.found.held = hash, map[string]bool{}
-	r.logs.max = MaxOpenLogs
+	r.logs.max, r.logs.idle = MaxOpenLogs, logIdle
 	return r, nil
 }
 
@@ -1017,10 +1013,10 @@ func (r *Reconciler) stopIfRequiredDown(u *unit, stops *inFlight) {
 // reportReady calls Options.OnReady once, after the first pass that left
 // no start for a later one, with the number of units starting or running.
 func (r *Reconciler) reportReady() {
-	if r.readyCalled || r.opt.OnReady == nil || r.pace.more {
+	if r.pace.readied || r.opt.OnReady == nil || r.pace.more {
 		return
 	}
-	r.readyCalled = true
+	r.pace.readied = true
 	n := 0
 	for _, u := range r.units {
 		if u.state == Running || u.state == Starting {
