@@ -62,7 +62,13 @@ type fileID struct {
 
 func statID(path string) (fileID, error) {
 	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
+	// A stat on a slow filesystem (FUSE, NFS) can be interrupted by the
+	// runtime's preemption signal, as os.Stat knows: retried, not a miss.
+	err := unix.Stat(path, &st)
+	for err == unix.EINTR {
+		err = unix.Stat(path, &st)
+	}
+	if err != nil {
 		return fileID{}, err
 	}
 	// The conversions: the field types differ by platform.

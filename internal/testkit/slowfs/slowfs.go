@@ -179,12 +179,14 @@ func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut)
 }
 
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	n.fs.mu.Lock()
-	n.fs.opened[n.Path(nil)]++
-	n.fs.mu.Unlock()
 	if e := n.fs.wait(ctx); e != 0 {
 		return nil, 0, e
 	}
+	// Counted once it goes through: an open the caller's signal
+	// interrupted (EINTR) opened nothing, and the caller opens again.
+	n.fs.mu.Lock()
+	n.fs.opened[n.Path(nil)]++
+	n.fs.mu.Unlock()
 	return n.LoopbackNode.Open(ctx, flags)
 }
 
