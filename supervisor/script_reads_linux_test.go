@@ -33,12 +33,21 @@ func TestScriptReadsOnce(t *testing.T) {
 	}
 }
 
-func scriptReadsOnce(t *testing.T, table string) {
-	cmd := map[string]string{"proc": "grep", "ps": "ps"}[table]
-	real, err := exec.LookPath(cmd)
+// tableReader is the command with which the script reads the whole
+// process table TABLE (grep of /proc/*/stat, or ps -A), and its path; the
+// test skips without it.
+func tableReader(t *testing.T, table string) (cmd, path string) {
+	t.Helper()
+	cmd = map[string]string{"proc": "grep", "ps": "ps"}[table]
+	path, err := exec.LookPath(cmd)
 	if err != nil {
 		t.Skipf("no %s on PATH: the script reads the table with it", cmd)
 	}
+	return cmd, path
+}
+
+func scriptReadsOnce(t *testing.T, table string) {
+	cmd, real := tableReader(t, table)
 	const groups = 8
 	var watched []int
 	var lines strings.Builder
@@ -240,11 +249,7 @@ func TestScriptEOFReadsNothingWhenEmpty(t *testing.T) {
 }
 
 func scriptEOFReads(t *testing.T, table string, keep bool) {
-	cmd := map[string]string{"proc": "grep", "ps": "ps"}[table]
-	real, err := exec.LookPath(cmd)
-	if err != nil {
-		t.Skipf("no %s on PATH: the script reads the table with it", cmd)
-	}
+	cmd, real := tableReader(t, table)
 	g, id := sleeper(t)
 	gone := reaper(g)
 	dir := t.TempDir()
@@ -384,11 +389,7 @@ func TestScriptSignalsMemberThatLeaves(t *testing.T) {
 }
 
 func scriptSignalsMemberThatLeaves(t *testing.T, table string) {
-	cmd := map[string]string{"proc": "grep", "ps": "ps"}[table]
-	real, err := exec.LookPath(cmd)
-	if err != nil {
-		t.Skipf("no %s on PATH: the script reads the table with it", cmd)
-	}
+	cmd, real := tableReader(t, table)
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "member")
 	// The leader starts a member in its group that leaves the group, as
@@ -409,6 +410,7 @@ exec sleep 1008`, "sh", pidFile)
 	var lid proc.Identity
 	testkit.Eventually(t, 10*time.Second, "the leader to become a sleep", func() bool {
 		argv, _ := proc.Cmdline(leader.Process.Pid)
+		var err error
 		lid, err = proc.Read(leader.Process.Pid)
 		return err == nil && len(argv) > 0 && argv[0] == "sleep"
 	})
