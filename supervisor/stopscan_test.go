@@ -96,13 +96,8 @@ func TestStopAllOwesSIGCHLDScans(t *testing.T) {
 	if err := syscall.Kill(-g.PGID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-stopped:
-		if err != nil {
-			t.Fatalf("StopAll: %v", err)
-		}
-	case <-time.After(hangBound):
-		t.Fatal("StopAll did not return once its group was killed")
+	if err := testkit.Receive(t, hangBound, stopped, "StopAll did not return once its group was killed"); err != nil {
+		t.Fatalf("StopAll: %v", err)
 	}
 	n := scans.Load()
 	testkit.Eventually(t, hangBound, "the owed scan after the StopAll", func() bool { return scans.Load() > n })
@@ -163,13 +158,8 @@ func TestLateScansGatherTheBatch(t *testing.T) {
 		if err := syscall.Kill(-b.Group.PGID, syscall.SIGCONT); err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case err := <-stopped:
-			if err != nil {
-				t.Fatalf("StopAll: %v", err)
-			}
-		case <-time.After(hangBound):
-			t.Fatal("StopAll did not return once b was continued")
+		if err := testkit.Receive(t, hangBound, stopped, "StopAll did not return once b was continued"); err != nil {
+			t.Fatalf("StopAll: %v", err)
 		}
 		late := scans.Load() - n
 		if time.Since(began) >= escapeeScan {
