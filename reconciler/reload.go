@@ -14,17 +14,14 @@ import (
 
 func hash(s units.Spec) string { return s.Hash() }
 
-// Diff computes a reload plan (pure): cur maps each current unit to its spec
+// diff computes a reload plan (pure): cur maps each current unit to its spec
 // hash, and l is settled (every unit of l.Specs loads: see settlePorts). A
 // unit whose file failed to load is kept at its last good version (never
 // stopped for a broken file); a renamed file is a stop of the old name and
-// a start of the new one.
-func Diff(cur map[string]string, l Loaded) control.Plan { return diff(cur, l, true) }
-
-// diff is Diff; with order false the plan has no Order (a reload no
-// caller waits for: the steps of every unit, each with the words of
-// what it waits for, were most of such a reload's work on Run's
-// goroutine at thousands of units, for no reader).
+// a start of the new one. With order false the plan has no Order (a reload
+// no caller waits for: the steps of every unit, each with the words of
+// what it waits for, were most of such a reload's work on Run's goroutine
+// at thousands of units, for no reader).
 func diff(cur map[string]string, l Loaded, order bool) control.Plan {
 	p := control.Plan{Start: []string{}, Stop: []string{}, Restart: []string{}, Keep: []string{}, Errors: wireErrors(l.Errors)}
 	invalid := map[string]bool{}
@@ -118,7 +115,7 @@ func unitOf(file string) string {
 	return b
 }
 
-// plan is Diff against the current units; units already being removed do
+// plan is diff against the current units; units already being removed do
 // not count as current. A unit stopping to switch to a pending version
 // counts as that version: the file is compared with what the unit is about
 // to run, so that saving the running version back over a pending edit is a
@@ -151,7 +148,7 @@ func (r *Reconciler) plan(l *Loaded, order bool) control.Plan {
 // name fails, as units.LoadDir decides. So a running unit is never failed
 // by a newcomer, and the newcomer loads once the holder gives the port up.
 // The units that fail leave l.Specs (a unit of theirs keeps its last good
-// version: Diff) and their errors join l.Errors. A settled Loaded (ports
+// version: diff) and their errors join l.Errors. A settled Loaded (ports
 // nil: every Loaded but LoadDir's) is returned as it is.
 func settlePorts(l Loaded, declared map[string][]int) Loaded {
 	if len(l.ports) == 0 {
