@@ -151,8 +151,11 @@ func (o *Owner) finishStop(ctx context.Context, r *reg, s StopOrder, ev *lazyEve
 		if late == nil {
 			break
 		}
+		// The look's time is taken before ask: once the last group asks,
+		// another's scan may begin at once, and it answers this one too.
+		look := time.Now()
 		late.ask(r)
-		late.after(time.Now())
+		late.after(look)
 		if o.regEmpty(r) {
 			break
 		}

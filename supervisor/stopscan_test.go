@@ -109,12 +109,25 @@ func TestStopAllOwesSIGCHLDScans(t *testing.T) {
 // bound of one scan's length), so that groups ending moments apart share
 // one read of the process table. Group a's leader exits on its signal;
 // b's is stopped (SIGSTOP) and gets its signal only once continued, which
-// the test does once a's late scan is either running (it did not wait:
-// a second scan follows for b) or waiting in gather. A try whose StopAll
-// lasts escapeeScan or more may have had a timed scan: it is made again.
+// the test does once a's late scan is waiting in gather (or, if gather
+// did not wait, running). Scans are told apart by who asked for them: a
+// janitor's scan during the StopAll (a timed one, or one it had decided
+// on before the StopAll began) may answer a late scan by itself, and a
+// try that had one is made again.
 func TestLateScansGatherTheBatch(t *testing.T) {
-	var scans atomic.Int64
-	hooks := &ownerHooks{scanViewed: func() { scans.Add(1) }, gather: hangBound}
+	var late, janitor atomic.Int64
+	asker := func() string {
+		buf := make([]byte, 64<<10)
+		return string(buf[:runtime.Stack(buf, false)])
+	}
+	hooks := &ownerHooks{scanViewed: func() {
+		switch st := asker(); {
+		case strings.Contains(st, "(*lateScans).after"):
+			late.Add(1)
+		case strings.Contains(st, "(*Owner).tidy"):
+			janitor.Add(1)
+		}
+	}, gather: hangBound}
 	o, err := newOwner(Options{Mode: ModePGroup, Grace: testGrace}, startShell, hooks)
 	if err != nil {
 		t.Fatal(err)
@@ -146,31 +159,30 @@ func TestLateScansGatherTheBatch(t *testing.T) {
 		bp := b.Group.Leader.PID
 		testkit.Eventually(t, 10*time.Second, "b's leader stopped", func() bool { return procState(bp) == 'T' })
 
-		began := time.Now()
+		late.Store(0)
+		j0 := janitor.Load()
 		stopped := make(chan error, 1)
 		go func() {
 			orders := []StopOrder{{Group: a.Group, Signal: syscall.SIGTERM, Grace: time.Hour}, {Group: b.Group, Signal: syscall.SIGTERM, Grace: time.Hour}}
 			stopped <- o.StopAll(t.Context(), orders, nil, func(int, error) {})
 		}()
 		testkit.Receive(t, hangBound, a.Done(), "a's leader was not reaped after its signal")
-		n := scans.Load() // the scan before the signals is counted: a was signalled
-		testkit.Eventually(t, hangBound, "a's late scan running or gathering", func() bool { return scans.Load() > n || gathering() })
+		testkit.Eventually(t, hangBound, "a's late scan gathering or running", func() bool { return gathering() || late.Load() > 0 })
 		if err := syscall.Kill(-b.Group.PGID, syscall.SIGCONT); err != nil {
 			t.Fatal(err)
 		}
 		if err := testkit.Receive(t, hangBound, stopped, "StopAll did not return once b was continued"); err != nil {
 			t.Fatalf("StopAll: %v", err)
 		}
-		late := scans.Load() - n
-		if time.Since(began) >= escapeeScan {
-			continue // a timed scan may have come: no proof either way
+		if janitor.Load() != j0 {
+			continue // a janitor's scan may have answered a late one: no proof either way
 		}
-		if late != 1 {
-			t.Fatalf("late scans of the batch: got %d, want 1 (a's waits for b's leader)", late)
+		if n := late.Load(); n != 1 {
+			t.Fatalf("late scans of the batch: got %d, want 1 (a's waits for b's leader)", n)
 		}
 		return
 	}
-	t.Fatal("no StopAll was over within escapeeScan in 5 tries")
+	t.Fatal("every one of 5 StopAlls had a janitor's scan during it")
 }
 
 // procState is pid's state letter in its stat file, 0 when unreadable.
