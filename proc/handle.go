@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 	"time"
 )
 
@@ -19,6 +20,28 @@ import (
 // registered with the runtime's netpoller, so that a goroutine waiting for
 // the exit is parked without an OS thread: a pidfd on Linux, a kqueue with
 // the process's NOTE_EXIT on darwin and FreeBSD.
+
+// ErrReaped: SignalChild found the child reaped; there is nobody to
+// signal.
+var ErrReaped = errors.New("the process has exited and been reaped")
+
+// SignalChild sends sig to pid, the caller's own child, unless done (closed
+// once it is reaped) is closed: then it returns ErrReaped. The handle is
+// opened before done is checked, so the signal cannot reach a process that
+// was given the pid after the reap.
+func SignalChild(pid int, done <-chan struct{}, sig syscall.Signal) error {
+	h, err := OpenHandle(pid)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	select {
+	case <-done:
+		return ErrReaped
+	default:
+	}
+	return h.Signal(sig)
+}
 
 // ErrNotPollable reports an exit file the runtime's netpoller does not
 // take: the caller waits another way (a blocking wait4) or not at all.

@@ -604,29 +604,14 @@ func (r *Reconciler) wrapUp(u *unit, jr *jobRun) {
 	}
 }
 
-// errReaped: the leader has exited and been reaped; there is nobody to
-// signal.
-var errReaped = errors.New("the job's main process has exited")
-
-// signalLeader sends sig to p's leader, our child. The process handle (a
-// pidfd on Linux) is opened before checking that p is not reaped, so it
-// cannot name a recycled pid. A Process that signals by itself (tests'
-// fakes) is asked to.
+// signalLeader sends sig to p's leader, our child, unless it is reaped
+// (proc.SignalChild). A Process that signals by itself (tests' fakes) is
+// asked to.
 func signalLeader(p Process, sig syscall.Signal) error {
 	if s, ok := p.(interface{ Signal(syscall.Signal) error }); ok {
 		return s.Signal(sig)
 	}
-	h, err := proc.OpenHandle(p.Group().Leader.PID)
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	select {
-	case <-p.Done():
-		return errReaped
-	default:
-	}
-	return h.Signal(sig)
+	return proc.SignalChild(p.Group().Leader.PID, p.Done(), sig)
 }
 
 // endJobRun counts the end of u's latest run by its result, read from

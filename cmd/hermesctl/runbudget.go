@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/hermes-units/hermes/control"
@@ -209,26 +208,10 @@ func (r *budgetedRun) wrapUp(child *supervisor.Child) {
 	if r.signal == 0 {
 		return
 	}
-	if err := signalLeader(child, r.signal.Syscall()); err != nil {
+	err = proc.SignalChild(child.Leader.PID, child.Done(), r.signal.Syscall())
+	if err != nil && !errors.Is(err, proc.ErrReaped) { // a leader that has exited gets nothing
 		fmt.Fprintf(os.Stderr, "hermesctl run: --wrapup-signal %s not sent: %v\n", r.signal, err)
 	}
-}
-
-// signalLeader sends sig to the child's leader through a process handle
-// (a pidfd on Linux), opened before checking that it is not reaped, so it
-// cannot name a recycled pid. A leader that has exited gets nothing.
-func signalLeader(child *supervisor.Child, sig syscall.Signal) error {
-	h, err := proc.OpenHandle(child.Leader.PID)
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	select {
-	case <-child.Done():
-		return nil
-	default:
-	}
-	return h.Signal(sig)
 }
 
 // exceeded is the error of a run stopped at its deadline.
