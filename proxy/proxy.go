@@ -194,12 +194,7 @@ func (p *Proxy) Listen(ctx context.Context) (net.Listener, error) {
 			return nil, err
 		}
 	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("proxy: listen on %s (gateway.listen): %w", addr, err)
-	}
-	return ln, nil
+	return units.ListenTCP(ctx, "proxy", "gateway.listen", addr)
 }
 
 // Serve serves the proxy on ln until ctx ends, then cuts the calls in

@@ -1,6 +1,7 @@
 package units
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -39,6 +40,18 @@ func CheckListen(what, addr string, remote bool, notLoopback error, fix string) 
 		return nil
 	}
 	return fmt.Errorf("%w: %q; %s", notLoopback, addr, fix)
+}
+
+// ListenTCP binds addr, the value of key (gateway.listen,
+// metrics.listen), checked by CheckListen; a bind that fails is an error
+// naming both, after who.
+func ListenTCP(ctx context.Context, who, key, addr string) (net.Listener, error) {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: listen on %s (%s): %w", who, addr, key, err)
+	}
+	return ln, nil
 }
 
 // DefaultConfig is the configuration used when hermes.yaml does not exist:

@@ -1,11 +1,13 @@
 package units
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -183,5 +185,25 @@ func TestCheckListen(t *testing.T) {
 		case strings.HasPrefix(tc.want, "not loopback") && !errors.Is(err, errNot):
 			t.Errorf("CheckListen(%q): %v does not wrap the sentinel", tc.addr, err)
 		}
+	}
+}
+
+// TestListenTCP: a free address is bound; one already bound is an error
+// naming who, the address and the key, wrapping the bind's error.
+func TestListenTCP(t *testing.T) {
+	ln, err := ListenTCP(context.Background(), "x", "x.listen", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	again, err := ListenTCP(context.Background(), "x", "x.listen", addr)
+	if err == nil {
+		again.Close()
+		t.Fatalf("ListenTCP(%s) bound an address in use", addr)
+	}
+	want := "x: listen on " + addr + " (x.listen): "
+	if !strings.HasPrefix(err.Error(), want) || !errors.Is(err, syscall.EADDRINUSE) {
+		t.Errorf("ListenTCP(%s) = %v, want an error starting %q wrapping EADDRINUSE", addr, err, want)
 	}
 }

@@ -98,12 +98,7 @@ func Listen(ctx context.Context, addr string, remote bool) (net.Listener, error)
 	if err := CheckListen(addr, remote); err != nil {
 		return nil, err
 	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("metrics: listen on %s (metrics.listen): %w", addr, err)
-	}
-	return ln, nil
+	return units.ListenTCP(ctx, "metrics", "metrics.listen", addr)
 }
 
 // Serve serves h on ln until ctx ends, then closes it (scrapes in flight
