@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,7 +13,7 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/testkit"
-	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/internal/testkit/loadunits"
 )
 
 // The correctness half of the load figures of `make bench` (section load):
@@ -27,75 +25,14 @@ const (
 	loadTestEdits  = 30
 	loadTestRate   = 10 // edits per second
 	loadTestSettle = 30 * time.Second
-	// loadTestEnv tags each unit process with "<test dir>/<unit>", so that
-	// a /proc scan finds this test's processes and their unit.
-	loadTestEnv = "HERMESD_LOAD_UNIT"
 )
 
-// loadTestYAML is a unit of generation gen. The unit is coreutils sleep, not
-// the test binary: fifty race-instrumented helpers would cost a gigabyte.
-// sleep sums its arguments, so the generation rides in argv, where /proc
-// shows which version a process runs.
-func loadTestYAML(tag, name string, gen int) string {
-	return fmt.Sprintf("command: [sleep, \"100000\", \"%d\"]\nenv: {%s: %q}\ntimeouts: {stop: 5s}\n", gen, loadTestEnv, tag+"/"+name)
-}
-
-// loadTestSave writes a unit file as editors do: a temp file renamed onto it.
-func loadTestSave(t *testing.T, dir, name, data string) {
+// loadTestSave writes generation gen of unit name (loadunits.Save).
+func loadTestSave(t *testing.T, dir, tag, name string, gen int) {
 	t.Helper()
-	tmp := filepath.Join(dir, name+".yaml.tmp")
-	if err := os.WriteFile(tmp, []byte(data), 0o600); err != nil {
+	if err := loadunits.Save(dir, name, loadunits.YAML(tag, name, gen)); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, name+".yaml")); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// loadProcess is one unit process found in /proc.
-type loadProcess struct {
-	pid, pgid int
-	start     uint64
-	unit      string
-	gen       int
-}
-
-// loadRead reads pid as a unit process of tag; ok is false for any other
-// process, a zombie, or a spawn not yet exec'd into sleep.
-func loadRead(tag string, pid int) (p loadProcess, ok bool) {
-	argv, err := proc.Cmdline(pid)
-	if err != nil || len(argv) != 3 || argv[0] != "sleep" {
-		return p, false
-	}
-	env, err := proc.Environ(pid)
-	if err != nil {
-		return p, false
-	}
-	for _, kv := range env {
-		if u, found := strings.CutPrefix(kv, loadTestEnv+"="+tag+"/"); found {
-			p.unit = u
-		}
-	}
-	st, err := proc.ReadStat(pid)
-	if p.unit == "" || err != nil || st.Zombie() {
-		return p, false
-	}
-	if p.gen, err = strconv.Atoi(argv[2]); err != nil {
-		return p, false
-	}
-	p.pid, p.pgid, p.start = pid, st.PGID, st.StartTime
-	return p, true
-}
-
-func loadScan(tag string) []loadProcess {
-	pids, _ := proc.Pids()
-	var out []loadProcess
-	for _, pid := range pids {
-		if p, ok := loadRead(tag, pid); ok {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // loadWatcher scans /proc until stopped and records two kinds of violation:
@@ -108,56 +45,18 @@ type loadWatcher struct {
 }
 
 func (w *loadWatcher) scan() {
-	ps := loadScan(w.tag)
-	by := map[string][]loadProcess{}
+	ps := loadunits.Scan(w.tag)
 	for _, p := range ps {
-		by[p.unit] = append(by[p.unit], p)
-		if n, ok := w.newest[p.unit]; ok && p.gen < n {
+		if n, ok := w.newest[p.Unit]; ok && p.Gen < n {
 			// p was alive after a newer generation had started: it either
 			// ran beside it or started after it.
-			w.violations = append(w.violations, fmt.Sprintf("unit %s: generation %d (pid %d) running after generation %d was seen", p.unit, p.gen, p.pid, n))
+			w.violations = append(w.violations, fmt.Sprintf("unit %s: generation %d (pid %d) running after generation %d was seen", p.Unit, p.Gen, p.PID, n))
 		}
-		w.newest[p.unit] = max(w.newest[p.unit], p.gen)
+		w.newest[p.Unit] = max(w.newest[p.Unit], p.Gen)
 	}
-	for unit, group := range by {
-		pgids := map[int]bool{}
-		for _, p := range group {
-			pgids[p.pgid] = true
-		}
-		if len(pgids) < 2 {
-			continue
-		}
-		// Read them again in the order first read: if all are still the
-		// same processes, all were alive at the moment the first one was
-		// read again.
-		same := true
-		for _, p := range group {
-			q, ok := loadRead(w.tag, p.pid)
-			same = same && ok && q.start == p.start
-		}
-		if same {
-			w.violations = append(w.violations, fmt.Sprintf("unit %s: %d live groups at once: %+v", unit, len(pgids), group))
-		}
+	for _, group := range loadunits.Duplicates(w.tag, ps) {
+		w.violations = append(w.violations, fmt.Sprintf("unit %s: live groups at once: %+v", group[0].Unit, group))
 	}
-}
-
-// loadAt reports which units run which generation: status says running and
-// the process at its pid runs that generation.
-func loadAt(ctx context.Context, c *control.Client, tag string) (map[string]int, map[string]int, error) {
-	st, err := c.Status(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	gens, pids := map[string]int{}, map[string]int{}
-	for _, u := range st.Units {
-		if u.State != "running" || u.PID == 0 {
-			continue
-		}
-		if p, ok := loadRead(tag, u.PID); ok && p.unit == u.Name {
-			gens[u.Name], pids[u.Name] = p.gen, u.PID
-		}
-	}
-	return gens, pids, nil
 }
 
 // loadUntil polls status until every unit runs its wanted generation.
@@ -166,15 +65,19 @@ func loadUntil(t *testing.T, c *control.Client, tag string, want map[string]int)
 	var pids map[string]int
 	// Polling: the daemon sends no event when a reload has settled.
 	testkit.EventuallyOK(t, loadTestSettle, func() error {
-		gens, p, err := loadAt(t.Context(), c, tag)
+		st, err := c.Status(t.Context())
 		if err != nil {
 			t.Fatalf("status: %v", err)
 		}
-		pids = p
+		running := loadunits.Running(st, tag)
+		pids = map[string]int{}
+		for n, p := range running {
+			pids[n] = p.PID
+		}
 		var off []string
 		for n, g := range want {
-			if gs, running := gens[n]; !running || gs != g {
-				off = append(off, fmt.Sprintf("%s runs %d (running %v), want %d", n, gs, running, g))
+			if p, ok := running[n]; !ok || p.Gen != g {
+				off = append(off, fmt.Sprintf("%s runs %d (running %v), want %d", n, p.Gen, ok, g))
 			}
 		}
 		if len(off) == 0 {
@@ -199,7 +102,7 @@ func TestLoadEditsApplied(t *testing.T) {
 	for i := range names {
 		names[i] = fmt.Sprintf("l%02d", i)
 		want[names[i]] = 0
-		loadTestSave(t, ud, names[i], loadTestYAML(tag, names[i], 0))
+		loadTestSave(t, ud, tag, names[i], 0)
 	}
 	d := startDaemon(t, dir, "gateway")
 	c, err := control.Dial(d.socket)
@@ -234,7 +137,7 @@ func TestLoadEditsApplied(t *testing.T) {
 		<-tick.C // pacing the edits, not synchronising
 		name := names[rng.IntN(loadTestHot)]
 		want[name] = k + 1
-		loadTestSave(t, ud, name, loadTestYAML(tag, name, k+1))
+		loadTestSave(t, ud, tag, name, k+1)
 	}
 	tick.Stop()
 	after := loadUntil(t, c, tag, want)
@@ -252,7 +155,7 @@ func TestLoadEditsApplied(t *testing.T) {
 			t.Errorf("unit %s was never edited but its pid changed from %d to %d", n, before[n], after[n])
 		}
 	}
-	if ps := loadScan(tag); len(ps) != loadTestUnits {
+	if ps := loadunits.Scan(tag); len(ps) != loadTestUnits {
 		t.Errorf("got %d unit processes after settling, want %d: %+v", len(ps), loadTestUnits, ps)
 	}
 
@@ -260,9 +163,9 @@ func TestLoadEditsApplied(t *testing.T) {
 	if err := <-d.done; err != nil {
 		t.Errorf("hermesd exit after TERM: %v", err)
 	}
-	if left := loadScan(tag); len(left) > 0 {
+	if left := loadunits.Scan(tag); len(left) > 0 {
 		for _, p := range left {
-			syscall.Kill(p.pid, syscall.SIGKILL)
+			syscall.Kill(p.PID, syscall.SIGKILL)
 		}
 		t.Errorf("got %d unit processes after a clean stop, want 0: %+v", len(left), left)
 	}

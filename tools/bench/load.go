@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
-	"github.com/hermes-units/hermes/proc"
+	"github.com/hermes-units/hermes/internal/testkit/loadunits"
 )
 
 // The load section (issue 7, item 6): the real hermesd with loadUnits
@@ -31,106 +31,6 @@ const (
 	loadStatusRate = 20 // status queries per second
 	loadSettle     = 3 * time.Minute
 )
-
-// loadEnv tags every unit process of one run: its value is "<tag>/<unit>",
-// so that a scan of /proc finds this run's processes and their unit. The
-// generation of a unit's version is sleep's second argument (sleep sums its
-// arguments): the running process says which edit it runs.
-const loadEnv = "HERMES_BENCH_LOAD"
-
-// loadUnitYAML is the unit file of generation gen.
-func loadUnitYAML(tag, name string, gen int) []byte {
-	return fmt.Appendf(nil, "command: [sleep, \"100000\", \"%d\"]\nenv: {%s: %q}\ntimeouts: {stop: 5s}\n", gen, loadEnv, tag+"/"+name)
-}
-
-// loadWrite saves a unit file as editors do: write a temp file, rename it
-// onto the unit's name.
-func loadWrite(dir, name string, data []byte) error {
-	tmp := filepath.Join(dir, name+".yaml.tmp")
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, name+".yaml"))
-}
-
-// loadProc is one unit process seen in /proc.
-type loadProc struct {
-	pid, pgid int
-	start     uint64
-	unit      string
-	gen       int
-}
-
-// loadScan lists the live (not zombie) sleep processes tagged with tag.
-// A process between fork and exec (the spawn's gate shell) is skipped.
-func loadScan(tag string) []loadProc {
-	pids, _ := proc.Pids()
-	var out []loadProc
-	for _, pid := range pids {
-		if p, ok := loadRead(tag, pid); ok {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func loadRead(tag string, pid int) (loadProc, bool) {
-	argv, err := proc.Cmdline(pid)
-	if err != nil || len(argv) != 3 || argv[0] != "sleep" {
-		return loadProc{}, false
-	}
-	env, err := proc.Environ(pid)
-	if err != nil {
-		return loadProc{}, false
-	}
-	var unit string
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, loadEnv+"="+tag+"/"); ok {
-			unit = v
-		}
-	}
-	if unit == "" {
-		return loadProc{}, false
-	}
-	st, err := proc.ReadStat(pid)
-	if err != nil || st.Zombie() {
-		return loadProc{}, false
-	}
-	gen, err := strconv.Atoi(argv[2])
-	if err != nil {
-		return loadProc{}, false
-	}
-	return loadProc{pid: pid, pgid: st.PGID, start: st.StartTime, unit: unit, gen: gen}, true
-}
-
-// loadDuplicates counts units with two live groups at one moment: a scan
-// that saw two groups of one unit is confirmed by reading both again, in
-// the order first read (both then were alive at once).
-func loadDuplicates(tag string, ps []loadProc) int {
-	by := map[string][]loadProc{}
-	for _, p := range ps {
-		by[p.unit] = append(by[p.unit], p)
-	}
-	n := 0
-	for _, group := range by {
-		pgids := map[int]bool{}
-		for _, p := range group {
-			pgids[p.pgid] = true
-		}
-		if len(pgids) < 2 {
-			continue
-		}
-		alive := true
-		for _, p := range group {
-			q, ok := loadRead(tag, p.pid)
-			alive = alive && ok && q.start == p.start
-		}
-		if alive {
-			n++
-		}
-	}
-	return n
-}
 
 // loadVM reads VmRSS and VmHWM of pid, in KiB.
 func loadVM(pid int) (rss, hwm int) {
@@ -176,12 +76,8 @@ func loadSettled(ctx context.Context, c *control.Client, tag string, want map[st
 		return 0, err
 	}
 	n := 0
-	for _, u := range st.Units {
-		g, ok := want[u.Name]
-		if !ok || u.State != control.StateRunning || u.PID == 0 {
-			continue
-		}
-		if p, ok := loadRead(tag, u.PID); ok && p.unit == u.Name && p.gen == g {
+	for name, p := range loadunits.Running(st, tag) {
+		if g, ok := want[name]; ok && p.Gen == g {
 			n++
 		}
 	}
@@ -239,7 +135,7 @@ type loadRun struct {
 	dir                string // the run's temporary directory
 	unitsDir, stateDir string
 	socket, logPath    string
-	tag                string         // tags the run's processes (loadEnv)
+	tag                string         // tags the run's processes (loadunits.Env)
 	names              []string       // the units, in creation order
 	want               map[string]int // unit → generation last written
 	cmd                *exec.Cmd      // hermesd, once start succeeded
@@ -267,7 +163,7 @@ func loadPrepare(dir string) (*loadRun, error) {
 	for i := range r.names {
 		r.names[i] = fmt.Sprintf("u%03d", i)
 		r.want[r.names[i]] = 0
-		if err := loadWrite(r.unitsDir, r.names[i], loadUnitYAML(r.tag, r.names[i], 0)); err != nil {
+		if err := loadunits.Save(r.unitsDir, r.names[i], loadunits.YAML(r.tag, r.names[i], 0)); err != nil {
 			return nil, err
 		}
 	}
@@ -402,7 +298,7 @@ func (s *loadSamples) scan(lctx context.Context, pid int, tag string) {
 		s.rssPeak = max(s.rssPeak, r)
 		s.mu.Unlock()
 		if i%10 == 9 { // a /proc scan a second: it costs CPU the machine shares
-			d := loadDuplicates(tag, loadScan(tag))
+			d := len(loadunits.Duplicates(tag, loadunits.Scan(tag)))
 			s.mu.Lock()
 			s.dups += d
 			s.scans++
@@ -448,7 +344,7 @@ func (r *loadRun) edit(ctx context.Context) (begin time.Time, err error) {
 		}
 		name := r.names[perm[k%loadUnits]]
 		gen := k + 1
-		if err := loadWrite(r.unitsDir, name, loadUnitYAML(r.tag, name, gen)); err != nil {
+		if err := loadunits.Save(r.unitsDir, name, loadunits.YAML(r.tag, name, gen)); err != nil {
 			return begin, err
 		}
 		r.want[name] = gen
@@ -520,9 +416,9 @@ func loadStop(cmd *exec.Cmd, exited chan error, tag string) error {
 		<-exited
 		err = errors.New("hermesd did not stop within 2m of TERM; killed")
 	}
-	if left := loadScan(tag); len(left) > 0 {
+	if left := loadunits.Scan(tag); len(left) > 0 {
 		for _, p := range left {
-			syscall.Kill(p.pid, syscall.SIGKILL)
+			syscall.Kill(p.PID, syscall.SIGKILL)
 		}
 		err = errors.Join(err, fmt.Errorf("%d unit processes left after hermesd stopped; killed", len(left)))
 	}
