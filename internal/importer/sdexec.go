@@ -24,19 +24,14 @@ var execKeys = map[string]func(*sdConv, string, string){
 		}
 	},
 	"UMask": func(c *sdConv, k, v string) {
-		if n, err := strconv.ParseUint(v, 8, 32); err != nil || n > 0o777 {
-			c.n.add(k, "%s is not an octal mask; left out", v)
-			return
+		if n, err := strconv.ParseUint(v, 8, 32); c.valid(err == nil && n <= 0o777, k, v, "%s is not an octal mask; left out") {
+			c.f.Umask = v
 		}
-		c.f.Umask = v
 	},
 	"Nice": func(c *sdConv, k, v string) {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < -20 || n > 19 {
-			c.n.add(k, "%s is not a niceness from -20 to 19; left out", v)
-			return
+		if n, err := strconv.Atoi(v); c.valid(err == nil && n >= -20 && n <= 19, k, v, "%s is not a niceness from -20 to 19; left out") {
+			c.f.Nice = &n
 		}
-		c.f.Nice = &n
 	},
 	"EnvironmentFile": func(c *sdConv, k, v string) {
 		if v == "" {
@@ -46,31 +41,24 @@ var execKeys = map[string]func(*sdConv, string, string){
 		c.f.EnvFile = append(c.f.EnvFile, v)
 	},
 	"MemoryMax": func(c *sdConv, k, v string) {
-		if sz, err := units.ParseSize(strings.TrimSuffix(v, "B")); err == nil && sz > 0 {
+		if sz, err := units.ParseSize(strings.TrimSuffix(v, "B")); c.valid(err == nil && sz > 0, k, v, "%s: memory_max takes bytes or a size like 512M (no infinity, no percentage); left out") {
 			c.f.MemoryMax = v
-		} else {
-			c.n.add(k, "%s: memory_max takes bytes or a size like 512M (no infinity, no percentage); left out", v)
 		}
 	},
 	"CPUWeight": func(c *sdConv, k, v string) {
-		if n, err := strconv.Atoi(v); err == nil && n >= 1 && n <= units.MaxCPUWeight {
+		if n, err := strconv.Atoi(v); c.valid(err == nil && n >= 1 && n <= units.MaxCPUWeight, k, v, "%s: cpu_weight takes 1 to %d; left out", units.MaxCPUWeight) {
 			c.f.CPUWeight = n
-		} else {
-			c.n.add(k, "%s: cpu_weight takes 1 to %d; left out", v, units.MaxCPUWeight)
 		}
 	},
 	"CPUQuota": func(c *sdConv, k, v string) {
-		if n, err := strconv.Atoi(strings.TrimSuffix(v, "%")); err == nil && strings.HasSuffix(v, "%") && n >= 1 && n <= units.MaxCPUMax {
+		n, err := strconv.Atoi(strings.TrimSuffix(v, "%"))
+		if c.valid(err == nil && strings.HasSuffix(v, "%") && n >= 1 && n <= units.MaxCPUMax, k, v, "%s: cpu_max takes a percentage of one CPU like 50%%; left out") {
 			c.f.CPUMax = v
-		} else {
-			c.n.add(k, "%s: cpu_max takes a percentage of one CPU like 50%%; left out", v)
 		}
 	},
 	"TasksMax": func(c *sdConv, k, v string) {
-		if n, err := strconv.Atoi(v); err == nil && n >= 1 && n <= units.MaxTasks {
+		if n, err := strconv.Atoi(v); c.valid(err == nil && n >= 1 && n <= units.MaxTasks, k, v, "%s: tasks_max takes a number of tasks (no infinity, no percentage); left out") {
 			c.f.TasksMax = n
-		} else {
-			c.n.add(k, "%s: tasks_max takes a number of tasks (no infinity, no percentage); left out", v)
 		}
 	},
 }
@@ -101,11 +89,19 @@ func (c *sdConv) principal(key, v string) string {
 	return v
 }
 
+// valid reports ok; when it is false, v of key is noted as left out: why
+// says what the key takes, a format of v and then args.
+func (c *sdConv) valid(ok bool, key, v, why string, args ...any) bool {
+	if !ok {
+		c.n.add(key, why, append([]any{v}, args...)...)
+	}
+	return ok
+}
+
 // limit maps one Limit*= option: numbers, infinity and soft:hard as
 // hermes reads them; a value with a unit (1K, 2s) is left out, said.
 func (c *sdConv) limit(key, res, v string) {
-	if _, err := units.ParseRlimit(v); err != nil {
-		c.n.add(key, "%s: limits.%s takes a number, infinity or soft:hard (no units); left out", v, res)
+	if _, err := units.ParseRlimit(v); !c.valid(err == nil, key, v, "%s: limits.%s takes a number, infinity or soft:hard (no units); left out", res) {
 		return
 	}
 	if c.f.Limits == nil {
