@@ -82,11 +82,7 @@ func TestDashboardQueries(t *testing.T) {
 		}
 	}
 
-	for _, tc := range []struct {
-		name   string
-		labels []string
-		want   float64
-	}{
+	fams.CheckValues(t, []metricstest.Series{
 		{"hermes_unit_restarts_total", []string{"unit", "web", "cause", "signal"}, 1},
 		{"hermes_unit_restarts_total", []string{"unit", "batch", "cause", "exit"}, 0},
 		{"hermes_unit_last_exit_status", []string{"unit", "web"}, 128 + 9},
@@ -96,11 +92,7 @@ func TestDashboardQueries(t *testing.T) {
 		{"hermes_job_budget_seconds", []string{"unit", "batch"}, 60},
 		{"hermes_unit_cpu_seconds_total", []string{"unit", "batch"}, 0}, // it runs nothing now
 		{"hermes_unit_memory_bytes", []string{"unit", "batch"}, 0},
-	} {
-		if got := fams.Value(tc.name, tc.labels...); got != tc.want {
-			t.Errorf("%s%v: got %v, want %v (-1: no series)", tc.name, tc.labels, got, tc.want)
-		}
-	}
+	})
 	if got := fams.Value("hermes_unit_memory_bytes", "unit", "web"); got <= 0 {
 		t.Errorf("hermes_unit_memory_bytes{unit=web} = %v, want the running unit's memory", got)
 	}

@@ -157,11 +157,7 @@ func TestEventsAndMetricsScenario(t *testing.T) {
 	}
 	defer t.Run("promtool", func(t *testing.T) { metricstest.CheckPromtool(t, scrape) })
 	fams := parseMetrics(t, scrape)
-	for _, tc := range []struct {
-		name   string
-		labels []string
-		want   float64
-	}{
+	fams.CheckValues(t, []metricstest.Series{
 		{"hermes_unit_state", []string{"unit", "web", "state", "running"}, 1},
 		{"hermes_unit_state", []string{"unit", "web", "state", "failed"}, 0},
 		{"hermes_unit_state", []string{"unit", "api", "state", "running"}, 1},
@@ -190,11 +186,7 @@ func TestEventsAndMetricsScenario(t *testing.T) {
 		{"hermes_events_total", []string{"kind", "proxy.breaker_trip"}, 1},
 		{"hermes_event_subscribers", nil, 1},
 		{"hermes_status_up", nil, 1},
-	} {
-		if got := fams.Value(tc.name, tc.labels...); got != tc.want {
-			t.Errorf("%s%v: got %v, want %v", tc.name, tc.labels, got, tc.want)
-		}
-	}
+	})
 	if got := fams.Value("hermes_ledger_write_duration_seconds"); got < 1 {
 		t.Errorf("hermes_ledger_write_duration_seconds: %v writes, want at least the spawns'", got)
 	}

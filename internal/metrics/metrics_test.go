@@ -80,11 +80,7 @@ func TestMetricsFromEvents(t *testing.T) {
 
 	fams := Scrape(t, m.Handler("", false))
 	defer t.Run("promtool", func(t *testing.T) { metricstest.CheckPromtool(t, scrapeBytes(t, m.Handler("", false))) })
-	for _, tc := range []struct {
-		name   string
-		labels []string
-		want   float64
-	}{
+	fams.CheckValues(t, []metricstest.Series{
 		{"hermes_unit_restarts_total", []string{"unit", "db", "cause", "signal"}, 2},
 		{"hermes_unit_restarts_total", []string{"unit", "db", "cause", "exit"}, 1},
 		{"hermes_unit_start_to_ready_seconds", []string{"unit", "web"}, 1},
@@ -119,11 +115,7 @@ func TestMetricsFromEvents(t *testing.T) {
 		{"hermes_event_subscribers", nil, 1},
 		{"hermes_event_subscribers_dropped_total", nil, 0},
 		{"hermes_status_up", nil, 1},
-	} {
-		if got := fams.Value(tc.name, tc.labels...); got != tc.want {
-			t.Errorf("%s%v: got %v, want %v", tc.name, tc.labels, got, tc.want)
-		}
-	}
+	})
 	for name := range fams {
 		if !strings.HasPrefix(name, "hermes_") {
 			t.Errorf("metric %s has no hermes_ prefix", name)

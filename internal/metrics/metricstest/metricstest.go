@@ -83,3 +83,22 @@ func CheckPromtool(t testing.TB, scrape []byte) {
 		t.Errorf("promtool check metrics: %v\n%s", err, out)
 	}
 }
+
+// Series is a series a test expects: its name, its labels (name, value
+// pairs, as Value takes them) and its value. It is a struct literal's
+// type, so that a table of them reads as rows.
+type Series = struct {
+	Name   string
+	Labels []string
+	Want   float64
+}
+
+// CheckValues fails t for each of want whose value (Value) is not Want.
+func (f Families) CheckValues(t testing.TB, want []Series) {
+	t.Helper()
+	for _, s := range want {
+		if got := f.Value(s.Name, s.Labels...); got != s.Want {
+			t.Errorf("%s%v: got %v, want %v (-1: no series)", s.Name, s.Labels, got, s.Want)
+		}
+	}
+}
