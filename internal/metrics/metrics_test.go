@@ -274,11 +274,7 @@ func TestExitAndJobSeries(t *testing.T) {
 	}}
 	m := New(Options{Status: func(context.Context) (control.Status, error) { return st, nil }})
 	f := Scrape(t, m.Handler("", false))
-	for _, tc := range []struct {
-		name   string
-		labels []string
-		want   float64
-	}{
+	f.CheckValues(t, []metricstest.Series{
 		{"hermes_unit_last_exit_status", []string{"unit", "web"}, 137},
 		{"hermes_unit_last_exit_status", []string{"unit", "fresh"}, -1}, // none ended yet: no series
 		{"hermes_job_runs_total", []string{"unit", "batch", "result", "success"}, 4},
@@ -293,11 +289,7 @@ func TestExitAndJobSeries(t *testing.T) {
 		{"hermes_job_last_run_duration_seconds", []string{"unit", "idle"}, -1},
 		{"hermes_job_budget_seconds", []string{"unit", "batch"}, 100},
 		{"hermes_job_last_run_budget_used_ratio", []string{"unit", "batch"}, 0.75},
-	} {
-		if got := f.Value(tc.name, tc.labels...); got != tc.want {
-			t.Errorf("%s%v = %v, want %v (-1: no series)", tc.name, tc.labels, got, tc.want)
-		}
-	}
+	})
 	metricstest.CheckPromtool(t, scrapeBytes(t, m.Handler("", false)))
 }
 
