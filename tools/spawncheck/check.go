@@ -61,17 +61,26 @@ func Check(root string) ([]Finding, error) {
 	if err != nil {
 		return nil, err
 	}
+	return findAll(root, parser.ParseComments, func(rel string) bool {
+		return allowedPackage(module, path.Join(module, path.Dir(rel)))
+	}, checkFile)
+}
+
+// findAll parses every file walkModule visits, but those skip says to
+// skip by their module-relative path (nil: none), and returns what find
+// says of them, sorted by file and line.
+func findAll(root string, mode parser.Mode, skip func(rel string) bool, find func(*token.FileSet, *ast.File, string) []Finding) ([]Finding, error) {
 	var out []Finding
 	fset := token.NewFileSet()
-	err = walkModule(root, func(p, rel string) error {
-		if allowedPackage(module, path.Join(module, path.Dir(rel))) {
+	err := walkModule(root, func(p, rel string) error {
+		if skip != nil && skip(rel) {
 			return nil
 		}
-		f, err := parser.ParseFile(fset, p, nil, parser.ParseComments|parser.SkipObjectResolution)
+		f, err := parser.ParseFile(fset, p, nil, mode|parser.SkipObjectResolution)
 		if err != nil {
 			return fmt.Errorf("parse %s: %w", rel, err)
 		}
-		out = append(out, checkFile(fset, f, rel)...)
+		out = append(out, find(fset, f, rel)...)
 		return nil
 	})
 	if err != nil {

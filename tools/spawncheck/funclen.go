@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"go/types"
 	"path/filepath"
@@ -26,21 +25,9 @@ func LongFuncs(root string, limit int) ([]Finding, error) {
 	if _, err := modulePath(filepath.Join(root, "go.mod")); err != nil {
 		return nil, err
 	}
-	var out []Finding
-	fset := token.NewFileSet()
-	err := walkModule(root, func(p, rel string) error {
-		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return fmt.Errorf("parse %s: %w", rel, err)
-		}
-		out = append(out, longFuncs(fset, f, rel, limit)...)
-		return nil
+	return findAll(root, 0, nil, func(fset *token.FileSet, f *ast.File, rel string) []Finding {
+		return longFuncs(fset, f, rel, limit)
 	})
-	if err != nil {
-		return nil, err
-	}
-	sortFindings(out)
-	return out, nil
 }
 
 // longFuncs returns the functions of one file whose body runs over limit
