@@ -27,7 +27,10 @@ func execOpts(b *builder, s *units.Spec) error {
 		b.add(secService, "Nice", strconv.Itoa(*e.Nice))
 	}
 	for _, name := range slices.Sorted(maps.Keys(e.Limits)) {
-		b.add(secService, "Limit"+strings.ToUpper(name), rlimit(e.Limits[name]))
+		// Limit*= reads a limit as ParseRlimit does: one value, or soft:hard;
+		// infinity for none; a number without a suffix in the resource's own
+		// unit (bytes, seconds, microseconds for rttime).
+		b.add(secService, "Limit"+strings.ToUpper(name), e.Limits[name].String())
 	}
 	for i, f := range e.EnvFiles {
 		v, err := plain("EnvironmentFile", f.Path)
@@ -98,21 +101,4 @@ func identityOpts(b *builder, e units.Exec) error {
 		b.add(secService, "SupplementaryGroups", strings.Join(words, " "), add...)
 	}
 	return nil
-}
-
-// rlimit is a limit as Limit*= reads it: one value when soft and hard are
-// equal, else soft:hard; infinity for no limit. Numbers are in the
-// resource's own unit (bytes, seconds, microseconds for rttime), which is
-// what systemd reads a number without a suffix as.
-func rlimit(l units.Rlimit) string {
-	word := func(n uint64) string {
-		if n == units.Infinity {
-			return "infinity"
-		}
-		return strconv.FormatUint(n, 10)
-	}
-	if l.Soft == l.Hard {
-		return word(l.Soft)
-	}
-	return word(l.Soft) + ":" + word(l.Hard)
 }
