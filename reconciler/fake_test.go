@@ -189,6 +189,18 @@ func spec(name string, mod ...func(*units.Spec)) units.Spec {
 	return s
 }
 
+// restarting is svc restarting by policy, its backoff doubling from 1s up
+// to most, with a start limit of burst starts a minute when burst is above
+// 0.
+func restarting(policy units.Restart, most time.Duration, burst int) units.Spec {
+	return spec("svc", func(s *units.Spec) {
+		s.Restart, s.RestartMax = policy, most
+		if burst > 0 {
+			s.StartLimit = units.StartLimit{Burst: burst, Interval: time.Minute}
+		}
+	})
+}
+
 // fakeOptions are what every test's Reconciler over the spawner sp and
 // the units load returns sets: a fresh state directory, PATH=/bin and a
 // fixed jitter. A test sets more before New.

@@ -69,10 +69,7 @@ func TestRestartPolicy(t *testing.T) {
 
 func TestBackoffDoubling(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := start(t, units.RoleGateway, spec("svc", func(s *units.Spec) {
-			s.Restart = units.RestartOnFailure
-			s.RestartSec, s.RestartMax = time.Second, 16*time.Second
-		}))
+		h := start(t, units.RoleGateway, restarting(units.RestartOnFailure, 16*time.Second, 0))
 		synctest.Wait()
 		// Rand is 0.5: each delay is d + d/20.
 		want := []time.Duration{1050, 2100, 4200, 8400, 16800, 16800}
@@ -95,10 +92,7 @@ func TestBackoffDoubling(t *testing.T) {
 
 func TestBackoffResetsAfterStableRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := start(t, units.RoleGateway, spec("svc", func(s *units.Spec) {
-			s.Restart = units.RestartAlways
-			s.RestartSec, s.RestartMax = time.Second, 4*time.Second
-		}))
+		h := start(t, units.RoleGateway, restarting(units.RestartAlways, 4*time.Second, 0))
 		synctest.Wait()
 		for range 3 { // climb to the cap
 			h.fail("svc", 5*time.Second)
@@ -116,11 +110,7 @@ func TestBackoffResetsAfterStableRun(t *testing.T) {
 
 func TestStartLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := start(t, units.RoleGateway, spec("svc", func(s *units.Spec) {
-			s.Restart = units.RestartAlways
-			s.RestartSec, s.RestartMax = time.Second, time.Second
-			s.StartLimit = units.StartLimit{Burst: 3, Interval: time.Minute}
-		}))
+		h := start(t, units.RoleGateway, restarting(units.RestartAlways, time.Second, 3))
 		synctest.Wait()
 		for range 3 {
 			h.fail("svc", 2*time.Second)

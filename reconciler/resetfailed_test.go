@@ -17,11 +17,7 @@ import (
 func TestResetFailed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := start(t, units.RoleGateway,
-			spec("svc", func(s *units.Spec) {
-				s.Restart = units.RestartAlways
-				s.RestartSec, s.RestartMax = time.Second, time.Second
-				s.StartLimit = units.StartLimit{Burst: 2, Interval: time.Minute}
-			}),
+			restarting(units.RestartAlways, time.Second, 2),
 			spec("back", func(s *units.Spec) { s.Restart = units.RestartOnFailure }),
 			spec("ok"))
 		synctest.Wait()

@@ -133,11 +133,7 @@ func TestStartLimitKeepsCause(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				h := newHarness(t, spec("svc", func(s *units.Spec) {
-					s.Restart = units.RestartAlways
-					s.RestartSec, s.RestartMax = time.Second, time.Second
-					s.StartLimit = units.StartLimit{Burst: 3, Interval: time.Minute}
-				}))
+				h := newHarness(t, restarting(units.RestartAlways, time.Second, 3))
 				if tc.spawnErr != nil {
 					h.fs.fail["svc"] = tc.spawnErr
 				}
