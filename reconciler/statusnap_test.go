@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/units"
 )
 
@@ -72,10 +73,8 @@ func TestStatusWhileRunBusy(t *testing.T) {
 			got <- st
 		}()
 		synctest.Wait()
-		select {
-		case st := <-got:
+		if st, ok := testkit.Ready(got); ok {
 			t.Fatalf("status after a stop answered from a snapshot older than the stop: a %s", states(st)["a"])
-		default:
 		}
 		release()
 		if s := states(<-got)["a"]; s != control.StateStopped {
@@ -106,10 +105,8 @@ func TestStatusSnapshotAge(t *testing.T) {
 		answered := make(chan error, 1)
 		go func() { _, err := r.Status(context.Background()); answered <- err }()
 		synctest.Wait()
-		select {
-		case err := <-answered:
+		if err, ok := testkit.Ready(answered); ok {
 			t.Fatalf("a status served a snapshot StatusMaxAge old while Run was busy (err %v)", err)
-		default:
 		}
 		close(gate)
 		if err := <-answered; err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/supervisor"
 	"github.com/hermes-units/hermes/units"
@@ -108,10 +109,8 @@ func TestReloadStartsOnceGroupEmpty(t *testing.T) {
 				ran := make(chan error, 1)
 				go func() { ran <- stop() }()
 				synctest.Wait()
-				select {
-				case err := <-ran:
+				if err, ok := testkit.Ready(ran); ok {
 					t.Fatalf("Run returned (%v) before the shutdown's Stop did", err)
-				default:
 				}
 				close(release)
 				if err := <-ran; err != nil {
