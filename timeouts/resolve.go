@@ -2,6 +2,7 @@ package timeouts
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -183,11 +184,7 @@ func lookupModel(models map[string]Model, model string) (string, Model, bool) {
 	if m, ok := models[model]; ok {
 		return model, m, true
 	}
-	keys := make([]string, 0, len(models))
-	for k := range models {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(models))
 	for _, k := range keys {
 		if strings.EqualFold(k, model) {
 			return k, models[k], true

@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,11 +39,7 @@ func ProjectVolume(t testing.TB, dir, version string, files map[string]string) {
 	}
 	must(os.Symlink(ts, filepath.Join(dir, "..data_tmp")))
 	must(os.Rename(filepath.Join(dir, "..data_tmp"), filepath.Join(dir, "..data")))
-	keys := make([]string, 0, len(files))
-	for key := range files {
-		keys = append(keys, key)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(files))
 	for _, key := range keys {
 		link := filepath.Join(dir, key)
 		if _, err := os.Lstat(link); err == nil {

@@ -29,10 +29,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -183,11 +184,7 @@ func (h *harness) summary(w *os.File, took time.Duration) {
 }
 
 func counts(m map[string]int) string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
+	ks := slices.Sorted(maps.Keys(m))
 	var b strings.Builder
 	for _, k := range ks {
 		fmt.Fprintf(&b, "%s %d  ", k, m[k])

@@ -6,6 +6,7 @@ package procfd
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -94,11 +95,7 @@ func Differences(pid int, want map[int]string, owner []FD) ([]string, error) {
 			out = append(out, fmt.Sprintf("fd %d is %s, want %s", f.Num, f.Target, w))
 		}
 	}
-	nums := make([]int, 0, len(want))
-	for n := range want {
-		nums = append(nums, n)
-	}
-	slices.Sort(nums)
+	nums := slices.Sorted(maps.Keys(want))
 	for _, n := range nums {
 		if !seen[n] {
 			out = append(out, fmt.Sprintf("fd %d is not open, want %s", n, want[n]))
