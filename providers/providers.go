@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -350,9 +351,7 @@ func (s *Set) APIKey(id string, lookup func(string) (string, bool)) (string, err
 // kept; a new one takes source ("" means providers.<id>). s is unchanged.
 func (s *Set) With(p units.Provider, source string) *Set {
 	out := &Set{file: s.file, agent: s.agent, byID: make(map[string]entry, len(s.byID)+1)}
-	for id, e := range s.byID {
-		out.byID[id] = e
-	}
+	maps.Copy(out.byID, s.byID)
 	if old, ok := s.byID[p.ID]; ok {
 		source = old.source
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/exitcode"
@@ -152,12 +153,7 @@ func newIsActiveCmd(g *globals) *cobra.Command {
 			"`hermesctl status UNIT...` exits 0 or 3; systemctl is-active exits 0 when\n"+
 			"any one is).",
 		func(as []activity) bool {
-			for _, a := range as {
-				if a != actActive {
-					return false
-				}
-			}
-			return true
+			return !slices.ContainsFunc(as, func(a activity) bool { return a != actActive })
 		})
 }
 
@@ -166,14 +162,7 @@ func newIsFailedCmd(g *globals) *cobra.Command {
 		"Print each unit's state in systemctl's words, one line per unit in the\n"+
 			"order given, and exit 0 when any unit is failed, 1 otherwise (as\n"+
 			"systemctl is-failed).",
-		func(as []activity) bool {
-			for _, a := range as {
-				if a == actFailed {
-					return true
-				}
-			}
-			return false
-		})
+		func(as []activity) bool { return slices.Contains(as, actFailed) })
 }
 
 // isOptions are the flags and arguments of is-active, is-failed and

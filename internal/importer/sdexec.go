@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"maps"
 	"strconv"
 	"strings"
 
@@ -72,9 +73,7 @@ var rlimitKeys = map[string]string{
 }
 
 func init() {
-	for k, h := range execKeys {
-		serviceKeys[k] = h
-	}
+	maps.Copy(serviceKeys, execKeys)
 	for k, res := range rlimitKeys {
 		serviceKeys[k] = func(c *sdConv, key, v string) { c.limit(key, res, v) }
 	}

@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -39,9 +40,7 @@ func ExactFDs(t testing.TB, who string, pid int, want map[int]string, owner []pr
 func SupervisorFDs(t testing.TB, sup int, owner string, ownerFDs []procfd.FD, passed map[int]string) {
 	t.Helper()
 	want := map[int]string{0: "pipe:[", 1: "pipe:[", 2: "/dev/null"}
-	for n, tg := range passed {
-		want[n] = tg
-	}
+	maps.Copy(want, passed)
 	ExactFDs(t, fmt.Sprintf("supervisor pid %d", sup), sup, want, ownerFDs)
 	fds, err := procfd.List(sup)
 	if err != nil {
