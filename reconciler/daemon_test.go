@@ -32,6 +32,15 @@ func daemonize(pidf string, write bool) string {
 	return fmt.Sprintf("shell: |\n  setsid sh -c '%s' </dev/null >/dev/null 2>&1 &\n  exit 0\nenv: {PIDF: %q}\n", body, pidf)
 }
 
+// startDaemonUnit starts unit d in mode: head, "{pid_file}" replaced by
+// the path of a fresh pid file, then a launcher that daemonizes a process
+// writing its pid there. It returns the live harness and the pid file.
+func startDaemonUnit(t *testing.T, mode supervisor.Mode, head string) (*live, string) {
+	t.Helper()
+	pidf := filepath.Join(t.TempDir(), "d.pid")
+	return startLiveMode(t, mode, map[string]string{"d.yaml": strings.ReplaceAll(head, "{pid_file}", pidf) + daemonize(pidf, true)}), pidf
+}
+
 // readPID waits for a pid file to hold a pid and returns it.
 func readPID(t *testing.T, path string) int {
 	t.Helper()
@@ -50,10 +59,7 @@ func readPID(t *testing.T, path string) int {
 func TestForkingPIDFile(t *testing.T) {
 	for _, mode := range bothModes {
 		t.Run(string(mode), func(t *testing.T) {
-			pidf := filepath.Join(t.TempDir(), "d.pid")
-			l := startLiveMode(t, mode, map[string]string{
-				"d.yaml": "type: forking\npid_file: " + pidf + "\nrestart_sec: 10ms\n" + daemonize(pidf, true),
-			})
+			l, pidf := startDaemonUnit(t, mode, "type: forking\npid_file: {pid_file}\nrestart_sec: 10ms\n")
 			m := l.waitFor("d running with its daemon's pid", func(m map[string]control.Unit) bool {
 				return running("d")(m) && m["d"].Ready
 			})
@@ -88,8 +94,7 @@ func TestForkingPIDFile(t *testing.T) {
 func TestForkingSingleProcess(t *testing.T) {
 	for _, mode := range bothModes {
 		t.Run(string(mode), func(t *testing.T) {
-			pidf := filepath.Join(t.TempDir(), "d.pid")
-			l := startLiveMode(t, mode, map[string]string{"d.yaml": "type: forking\n" + daemonize(pidf, true)})
+			l, pidf := startDaemonUnit(t, mode, "type: forking\n")
 			m := l.waitFor("d running", running("d"))
 			if pid := readPID(t, pidf); m["d"].PID != pid {
 				t.Errorf("status pid %d, want the one process left, %d", m["d"].PID, pid)
@@ -173,8 +178,7 @@ func TestForkingPIDFileRefused(t *testing.T) {
 func TestSimpleDaemonized(t *testing.T) {
 	for _, mode := range bothModes {
 		t.Run(string(mode), func(t *testing.T) {
-			pidf := filepath.Join(t.TempDir(), "d.pid")
-			l := startLiveMode(t, mode, map[string]string{"d.yaml": daemonize(pidf, true)})
+			l, pidf := startDaemonUnit(t, mode, "")
 			daemon := testkit.Identity(t, readPID(t, pidf))
 			m := l.waitFor("d daemonized", func(m map[string]control.Unit) bool { return m["d"].Daemonized > 0 })
 			want := "the program daemonized (1 processes left): declare `type: forking` (and `pid_file`), or run it in the foreground (nginx: `-g 'daemon off;'`, redis: `--daemonize no`)"
@@ -197,10 +201,7 @@ func TestSimpleDaemonized(t *testing.T) {
 func TestForkingSurvivor(t *testing.T) {
 	for _, mode := range bothModes {
 		t.Run(string(mode), func(t *testing.T) {
-			pidf := filepath.Join(t.TempDir(), "d.pid")
-			l := startLiveMode(t, mode, map[string]string{
-				"d.yaml": "type: forking\npid_file: " + pidf + "\nownership: adoptable\nreason: test\n" + daemonize(pidf, true),
-			})
+			l, pidf := startDaemonUnit(t, mode, "type: forking\npid_file: {pid_file}\nownership: adoptable\nreason: test\n")
 			if mode == supervisor.ModePGroup {
 				m := l.waitFor("d refused", func(m map[string]control.Unit) bool { return m["d"].State == "failed" })
 				if !strings.Contains(m["d"].Error, "type: forking with ownership: adoptable needs cgroup mode") {
