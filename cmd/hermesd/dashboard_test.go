@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -35,16 +34,9 @@ func TestDashboardQueries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	up := silentUpstream(t)
-	dir := t.TempDir()
-	config := filepath.Join(dir, "hermes.yaml")
-	writeFile(t, config, fmt.Sprintf("gateway: {listen: \"127.0.0.1:0\"}\nmetrics: {listen: \"127.0.0.1:0\"}\n"+
-		"providers:\n  local:\n    base_url: %s/v1\n    models: {m: {}}\n", up.URL))
-	writeFile(t, filepath.Join(dir, "units", "web.yaml"), unitYAML("")+"restart: on-failure\nrestart_sec: 50ms\n")
-	writeFile(t, filepath.Join(dir, "units", "batch.yaml"),
-		fmt.Sprintf("command: [%q]\nenv: {%s: ok}\nschedule: \"0 0 1 1 *\"\nrun_budget_seconds: 60\n", os.Args[0], jobEnv))
-	d := startDaemonWith(t, dir, daemonOpts{config: config,
-		env: []string{"HERMES_STREAM_STALE_TIMEOUT=1", "HERMES_STREAM_STALE_GIVEUP=1"}})
+	d := startScenario(t, map[string]string{
+		"batch": fmt.Sprintf("command: [%q]\nenv: {%s: ok}\nschedule: \"0 0 1 1 *\"\nrun_budget_seconds: 60\n", os.Args[0], jobEnv),
+	})
 
 	web := d.waitUnit("web", "running and ready", func(u control.Unit) bool { return u.State == control.StateRunning && u.Ready })
 	if err := syscall.Kill(web.PID, syscall.SIGKILL); err != nil { // the unit's process, which this test's hermesd started

@@ -110,20 +110,33 @@ func silentUpstream(t *testing.T) *httptest.Server {
 	return srv
 }
 
-// TestEventsAndMetricsScenario runs hermesd through a scripted scenario (a
-// unit killed and restarted, a reload, a stale cut that trips the breaker)
-// and asserts the exact events, in order, on the stream `hermesctl events
-// -f` reads, then the exact metric values of a scrape of metrics.listen.
-func TestEventsAndMetricsScenario(t *testing.T) {
-	needsProcesses(t, "hermesd and unit processes")
+// startScenario starts hermesd on a fresh directory: the proxy and the
+// metrics on free loopback ports, provider local serving model m from a
+// silent upstream (a stream's silence is cut after 1 s, and the breaker
+// gives up at once), unit web restarting on failure, and the unit files
+// of more, by name.
+func startScenario(t *testing.T, more map[string]string) *hermesd {
 	up := silentUpstream(t)
 	dir := t.TempDir()
 	config := filepath.Join(dir, "hermes.yaml")
 	writeFile(t, config, fmt.Sprintf("gateway: {listen: \"127.0.0.1:0\"}\nmetrics: {listen: \"127.0.0.1:0\"}\n"+
 		"providers:\n  local:\n    base_url: %s/v1\n    models: {m: {}}\n", up.URL))
 	writeFile(t, filepath.Join(dir, "units", "web.yaml"), unitYAML("")+"restart: on-failure\nrestart_sec: 50ms\n")
-	d := startDaemonWith(t, dir, daemonOpts{config: config,
+	for name, yaml := range more {
+		writeFile(t, filepath.Join(dir, "units", name+".yaml"), yaml)
+	}
+	return startDaemonWith(t, dir, daemonOpts{config: config,
 		env: []string{"HERMES_STREAM_STALE_TIMEOUT=1", "HERMES_STREAM_STALE_GIVEUP=1"}})
+}
+
+// TestEventsAndMetricsScenario runs hermesd through a scripted scenario (a
+// unit killed and restarted, a reload, a stale cut that trips the breaker)
+// and asserts the exact events, in order, on the stream `hermesctl events
+// -f` reads, then the exact metric values of a scrape of metrics.listen.
+func TestEventsAndMetricsScenario(t *testing.T) {
+	needsProcesses(t, "hermesd and unit processes")
+	d := startScenario(t, nil)
+	dir := d.dir
 	ev := d.follow()
 	ev.expect("start", "unit.state web inactive→running", "unit.ready web")
 
