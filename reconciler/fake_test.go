@@ -189,6 +189,23 @@ func spec(name string, mod ...func(*units.Spec)) units.Spec {
 	return s
 }
 
+// heldUntil runs f on a goroutine, checks once the bubble is idle that
+// it has not returned (else fails t, saying early), closes release, and
+// fails t if f then returns an error. In a synctest bubble only.
+func heldUntil(t *testing.T, release chan struct{}, early string, f func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	synctest.Wait()
+	if err, ok := testkit.Ready(done); ok {
+		t.Fatalf("%s (it returned %v)", early, err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // restarting is svc restarting by policy, its backoff doubling from 1s up
 // to most, with a start limit of burst starts a minute when burst is above
 // 0.

@@ -102,16 +102,10 @@ func TestStatusSnapshotAge(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(StatusMaxAge)
-		answered := make(chan error, 1)
-		go func() { _, err := r.Status(context.Background()); answered <- err }()
-		synctest.Wait()
-		if err, ok := testkit.Ready(answered); ok {
-			t.Fatalf("a status served a snapshot StatusMaxAge old while Run was busy (err %v)", err)
-		}
-		close(gate)
-		if err := <-answered; err != nil {
-			t.Fatal(err)
-		}
+		heldUntil(t, gate, "a status served a snapshot StatusMaxAge old while Run was busy", func() error {
+			_, err := r.Status(context.Background())
+			return err
+		})
 	})
 }
 

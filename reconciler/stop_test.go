@@ -9,7 +9,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/hermes-units/hermes/internal/testkit"
 	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/supervisor"
 	"github.com/hermes-units/hermes/units"
@@ -106,16 +105,7 @@ func TestReloadStartsOnceGroupEmpty(t *testing.T) {
 				release := sp.release
 				looks := sp.looks
 				sp.mu.Unlock()
-				ran := make(chan error, 1)
-				go func() { ran <- stop() }()
-				synctest.Wait()
-				if err, ok := testkit.Ready(ran); ok {
-					t.Fatalf("Run returned (%v) before the shutdown's Stop did", err)
-				}
-				close(release)
-				if err := <-ran; err != nil {
-					t.Fatal(err)
-				}
+				heldUntil(t, release, "Run returned before the shutdown's Stop did", stop)
 				sp.mu.Lock()
 				defer sp.mu.Unlock()
 				if sp.stopped != 2 {
