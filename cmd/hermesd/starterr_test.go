@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,9 +18,7 @@ func TestStartErrors(t *testing.T) {
 	dir := t.TempDir()
 	ud := filepath.Join(dir, "units")
 	script := filepath.Join(dir, "script.sh")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, script, "#!/bin/sh\n") // not executable
 	missing := filepath.Join(dir, "missing-dir")
 	tests := []struct{ name, yaml, want string }{
 		{"nocmd", "command: [no-such-program, --serve]\n",
