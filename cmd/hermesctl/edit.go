@@ -28,9 +28,7 @@ type editOptions struct {
 	clientOptions
 	unit  string
 	force bool // --force: a unit with no file gets a new one
-	// euid is the uid hermesd is taken to run as (validateOptions.euid);
-	// os.Geteuid when nil.
-	euid func() int
+	euid  hermesdUID
 }
 
 func newEditCmd(g *globals) *cobra.Command {
@@ -78,12 +76,8 @@ func runEdit(ctx context.Context, opts *editOptions) error {
 		return &exitError{code: exitcode.Usage, err: fmt.Errorf("edit: %q is not a unit name (letters, digits and . _ @ -)", opts.unit)}
 	}
 	g := opts.g
-	euid := opts.euid
-	if euid == nil {
-		euid = os.Geteuid
-	}
 	daemon := g.daemonPaths(ctx)
-	v := &validator{loader: units.Loader{Unprivileged: euid() != 0}, note: opts.errOut}
+	v := &validator{loader: units.Loader{Unprivileged: opts.euid.unprivileged()}, note: opts.errOut}
 	v.loadConfig(g.Config)
 	v.errs = nil // the config's own errors are validate's to report, not edit's
 	dir := v.unitsDir(g, daemon)

@@ -21,12 +21,21 @@ type validateOptions struct {
 	clientOptions
 	paths    []string // the PATH arguments; none: the config and the units directory
 	insecure bool     // --insecure-units
-	// euid is the effective uid hermesd is taken to run as: validate's
-	// own (os.Geteuid) when nil, since the user who checks the units is
-	// normally the one who runs hermesd. Under a uid other than 0,
-	// user:, group: and supplementary_groups: are refused, as hermesd
-	// refuses them (units.Loader.Unprivileged).
-	euid func() int
+	euid     hermesdUID
+}
+
+// hermesdUID is the effective uid hermesd is taken to run as: the user's
+// own (os.Geteuid) when nil, since the user who checks the units is
+// normally the one who runs hermesd. Under a uid other than 0, user:,
+// group: and supplementary_groups: are refused, as hermesd refuses them
+// (units.Loader.Unprivileged).
+type hermesdUID func() int
+
+func (u hermesdUID) unprivileged() bool {
+	if u == nil {
+		return os.Geteuid() != 0
+	}
+	return u() != 0
 }
 
 // newValidateCmd is validate; runValidate does the work.
@@ -75,11 +84,7 @@ error.`,
 // and a summary. Exit status: 0 when every file is valid, 1 on any error.
 func runValidate(ctx context.Context, opts *validateOptions) error {
 	g := opts.g
-	euid := opts.euid
-	if euid == nil {
-		euid = os.Geteuid
-	}
-	v := &validator{loader: units.Loader{Insecure: opts.insecure, Unprivileged: euid() != 0}, note: opts.errOut}
+	v := &validator{loader: units.Loader{Insecure: opts.insecure, Unprivileged: opts.euid.unprivileged()}, note: opts.errOut}
 	if len(opts.paths) == 0 {
 		v.defaultPaths(g, g.daemonPaths(ctx))
 	}
