@@ -50,8 +50,15 @@ func (r *Reserve) Set(soft uint64, reserve int) {
 }
 
 // OwnerRoom is how many descriptors below the soft limit an Owner
-// listener leaves to the rest of the process.
+// listener leaves to the rest of the process, once it holds OwnerConns
+// connections.
 const OwnerRoom = 64
+
+// OwnerConns is how many connections an Owner listener keeps whatever
+// their descriptor: when the units took every descriptor below the soft
+// limit less OwnerRoom, the owner must still be answered (a status that
+// says why they fail).
+const OwnerConns = 8
 
 // Limit is the lowest descriptor number a connection may not keep; 0 when
 // Set was never called.
@@ -115,11 +122,12 @@ type Limits struct {
 	// a connection is closed as it is accepted.
 	MaxConns int
 	// Owner marks the listener that only the process's owner can reach
-	// (hermesd's control socket, in a directory of mode 0700): it is held
-	// to the soft limit less OwnerRoom instead of the reserve. The reserve
-	// counts what units may still need against descriptor numbers, and
-	// once units hold more than it leaves, every connection comes above
-	// it: the owner must still be answered then.
+	// (hermesd's control socket, in a directory of mode 0700): it keeps
+	// OwnerConns connections whatever their descriptor, and more while
+	// they come under the soft limit less OwnerRoom, instead of the
+	// reserve. The reserve counts what units may still need against
+	// descriptor numbers, and once units hold more than it leaves, every
+	// connection comes above it: the owner must still be answered then.
 	Owner bool
 }
 
@@ -152,9 +160,14 @@ func (l *listener) Accept() (net.Conn, error) {
 		}
 		why := ""
 		switch {
-		case l.lim.Owner && !l.r.admitOwner(c):
-			why = fmt.Sprintf("it came as a descriptor at or above %d, the last %d of the limit (RLIMIT_NOFILE), kept for the units", max(l.r.soft.Load()-OwnerRoom, 1), OwnerRoom)
-		case !l.lim.Owner && !l.r.Admit(c, l.lim.Keep):
+		case l.lim.Owner && l.open.Add(1) <= OwnerConns:
+			return &countedConn{Conn: c, l: l}, nil
+		case l.lim.Owner && l.r.admitOwner(c):
+			return &countedConn{Conn: c, l: l}, nil
+		case l.lim.Owner:
+			l.open.Add(-1)
+			why = fmt.Sprintf("it came as a descriptor at or above %d, the last %d of the limit (RLIMIT_NOFILE), kept for the units, and %d connections are open already", max(l.r.soft.Load()-OwnerRoom, 1), OwnerRoom, OwnerConns)
+		case !l.r.Admit(c, l.lim.Keep):
 			why = fmt.Sprintf("it came as a descriptor at or above %d, the ones kept for the units, the ledger and the control API (RLIMIT_NOFILE)", max(l.r.Limit()-int64(l.lim.Keep), 1))
 		case l.lim.MaxConns > 0 && l.open.Add(1) > int64(l.lim.MaxConns):
 			l.open.Add(-1)

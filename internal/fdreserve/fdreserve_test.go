@@ -180,3 +180,57 @@ func TestOwnerListener(t *testing.T) {
 		ln.Close()
 	}
 }
+
+// TestOwnerKeepsFew: once the units hold every descriptor under the soft
+// limit less OwnerRoom (so that each connection comes above it), an Owner
+// listener still keeps OwnerConns connections at once, and closes the one
+// past them; one closed makes room for the next. Before, it closed every
+// one: hermesd short of descriptors could not say why its units failed.
+func TestOwnerKeepsFew(t *testing.T) {
+	var r Reserve
+	r.Set(OwnerRoom+1, 1<<20) // soft less OwnerRoom is 1: every descriptor is above it
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	kept := make(chan net.Conn, OwnerConns+1)
+	go serve(r.Listener(ln, "control", Limits{Owner: true}, t.Logf), kept)
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	var held []net.Conn
+	for range OwnerConns {
+		dial()
+		select {
+		case k := <-kept:
+			held = append(held, k)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("connection %d of the owner's %d was not kept (refused: %d)", len(held)+1, OwnerConns, r.Refused())
+		}
+	}
+	past := dial()
+	past.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := past.Read(make([]byte, 1)); err == nil {
+		t.Error("the connection past OwnerConns, above the limit, was not closed")
+	}
+	if r.Refused() != 1 {
+		t.Errorf("refused %d, want 1", r.Refused())
+	}
+	held[0].Close()
+	dial()
+	select {
+	case k := <-kept:
+		k.Close()
+	case <-time.After(10 * time.Second):
+		t.Error("a connection after one of the owner's closed was not kept")
+	}
+	for _, k := range held[1:] {
+		k.Close()
+	}
+}
