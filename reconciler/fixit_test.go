@@ -2,6 +2,8 @@ package reconciler
 
 import (
 	"errors"
+	"fmt"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,6 +36,10 @@ func TestFixItParts(t *testing.T) {
 			"start limit hit: 5 starts in 10s; last: exit status 1; fix the unit, then run `hermesctl start web`",
 			"start limit hit: 5 starts in 10s; last: exit status 1",
 			"fix the unit, then run `hermesctl start web`"},
+		{"start limit, out of descriptors", &StartLimitError{Unit: "web", Burst: 5, Interval: 10 * time.Second, Last: spawnError(units.Spec{Name: "web"}, fmt.Errorf("spawn web: %w", syscall.EMFILE))},
+			"start limit hit: 5 starts in 10s; last: unit web: spawn web: too many open files; " + fdFix + "; then run `hermesctl start web`",
+			"start limit hit: 5 starts in 10s; last: unit web: spawn web: too many open files; " + fdFix,
+			"then run `hermesctl start web`"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.err == nil {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hermes-units/hermes/internal/logfile"
@@ -32,7 +33,7 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 	logPath := r.logPath(u.spec)
 	f, err := r.openLog(logPath)
 	if err != nil {
-		r.fail(u, fmt.Errorf("unit %s: open log: %w", u.spec.Name, err))
+		r.fail(u, fmt.Errorf("unit %s: open log: %w", u.spec.Name, withFDFix(err)))
 		return
 	}
 	sock, err := r.openNotify(u.spec)
@@ -49,7 +50,7 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 	if err != nil {
 		f.Close()
 		r.closeNotify(sock)
-		r.fail(u, fmt.Errorf("unit %s: log pipe: %w", u.spec.Name, err))
+		r.fail(u, fmt.Errorf("unit %s: log pipe: %w", u.spec.Name, withFDFix(err)))
 		return
 	}
 	jr := r.beginJobRun(u, now)
@@ -125,6 +126,9 @@ func (e *StartLimitError) Parts() (summary, detail string) {
 	summary = fmt.Sprintf("%v: %d starts in %s", ErrStartLimit, e.Burst, e.Interval)
 	if e.Last != nil {
 		summary += fmt.Sprintf("; last: %v", e.Last)
+	}
+	if outOfDescriptors(e.Last) { // the last cause says how to get descriptors
+		return summary, fmt.Sprintf("then run `hermesctl start %s`", e.Unit)
 	}
 	return summary, fmt.Sprintf("fix the unit, then run `hermesctl start %s`", e.Unit)
 }
@@ -432,7 +436,26 @@ func spawnError(s units.Spec, err error) error {
 		}
 		return fmt.Errorf("unit %s: %w; install it, or write its absolute path in command:%s", s.Name, spawnFailed{err}, where)
 	}
-	return fmt.Errorf("unit %s: %w", s.Name, spawnFailed{err})
+	return fmt.Errorf("unit %s: %w", s.Name, withFDFix(spawnFailed{err}))
+}
+
+// withFDFix is err with fdFix after it when it is hermesd's descriptor
+// table, or the system's, being full (EMFILE, ENFILE): the unit is not at
+// fault, hermesd's limit is.
+func withFDFix(err error) error {
+	if outOfDescriptors(err) {
+		return fmt.Errorf("%w; %s", err, fdFix)
+	}
+	return err
+}
+
+// fdFix is what to do when hermesd is short of descriptors (withFDFix).
+const fdFix = "hermesd is out of file descriptors: raise its hard limit (LimitNOFILE= in a systemd unit, `ulimit -Hn` as root, /etc/security/limits.conf), or declare fewer units"
+
+// outOfDescriptors reports whether err is a process's or the system's
+// descriptor table being full (EMFILE, ENFILE).
+func outOfDescriptors(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
 }
 
 // exitStatus is the exit status of u's latest run's leader, in the

@@ -145,6 +145,37 @@ func TestDescriptorLimitAtStart(t *testing.T) {
 			t.Errorf("status lists %d units, want the 40 declared", len(st.Units))
 		}
 	})
+	t.Run("units past the limit say why", func(t *testing.T) {
+		// 60 units under a limit of 120: the first run, and the spawns
+		// that find the table full fail naming hermesd's limit, not the
+		// unit, while status still answers.
+		dir := t.TempDir()
+		files := map[string]string{}
+		for i := range 60 {
+			files[fmt.Sprintf("u%02d.yaml", i)] = "command: [sleep, \"100000\"]\nrestart: \"no\"\n"
+		}
+		testkit.WriteUnits(t, filepath.Join(dir, "units"), files)
+		d := startDaemonWith(t, dir, daemonOpts{shell: "ulimit -n 120"})
+		var short control.Unit
+		testkit.EventuallyOK(t, 60*time.Second, func() error {
+			running := 0
+			for _, u := range d.status() {
+				if strings.Contains(u.Error, "too many open files") {
+					short = u
+				}
+				if u.State == control.StateRunning {
+					running++
+				}
+			}
+			if short.Name == "" || running == 0 {
+				return fmt.Errorf("%d units running and none failed for lack of descriptors yet%s", running, d.logTail())
+			}
+			return nil
+		})
+		if !strings.Contains(short.Error, "hermesd is out of file descriptors: raise its hard limit") || strings.Contains(short.Error, "fix the unit") {
+			t.Errorf("unit %s failed for lack of descriptors with %q: want the fix to name hermesd's limit, not the unit", short.Name, short.Error)
+		}
+	})
 }
 
 // TestFdReserveFollowsRunningUnits: the listeners' reserve is kept for
