@@ -18,39 +18,35 @@ import (
 // which is what a unit's load reports.
 func TestOpenRefusesPlantedFiles(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		root  bool                                 // needs root (a file of another uid)
-		setup func(t *testing.T, dir, path string) // dir exists (mode 0700) before setup
-		want  error
-		fix   string // part of the message: what to do
+		name   string
+		root   bool                                 // needs root (a file of another uid)
+		sticky bool                                 // planted in a sticky directory (as /tmp) others can write
+		setup  func(t *testing.T, dir, path string) // dir exists (mode 0700, or 01777 if sticky) before setup
+		want   error
+		fix    string // part of the message: what to do
 	}{
-		{"a link to a file hermesd can write", false, func(t *testing.T, dir, path string) {
-			sticky(t, dir)
+		{"a link to a file hermesd can write", false, true, func(t *testing.T, dir, path string) {
 			must(t, os.WriteFile(filepath.Join(dir, "victim"), []byte("secret\n"), 0o600))
 			must(t, os.Symlink(filepath.Join(dir, "victim"), path))
 		}, safefile.ErrSymlink, "remove the link"},
-		{"a dangling link", false, func(t *testing.T, dir, path string) {
-			sticky(t, dir)
+		{"a dangling link", false, true, func(t *testing.T, dir, path string) {
 			must(t, os.Symlink(filepath.Join(dir, "victim"), path))
 		}, safefile.ErrSymlink, "remove the link"},
-		{"a FIFO", false, func(t *testing.T, dir, path string) {
-			sticky(t, dir)
+		{"a FIFO", false, true, func(t *testing.T, dir, path string) {
 			must(t, syscall.Mkfifo(path, 0o666))
 		}, safefile.ErrNotRegular, "regular file"},
-		{"a hard link in a sticky directory", false, func(t *testing.T, dir, path string) {
-			sticky(t, dir)
+		{"a hard link in a sticky directory", false, true, func(t *testing.T, dir, path string) {
 			must(t, os.WriteFile(filepath.Join(dir, "victim"), []byte("secret\n"), 0o600))
 			must(t, os.Link(filepath.Join(dir, "victim"), path))
 		}, safefile.ErrNotOurs, "rm "},
-		{"another user's file in a sticky directory", true, func(t *testing.T, dir, path string) {
-			sticky(t, dir)
+		{"another user's file in a sticky directory", true, true, func(t *testing.T, dir, path string) {
 			must(t, os.WriteFile(path, nil, 0o666))
 			must(t, os.Chown(path, 65534, 65534))
 		}, safefile.ErrNotOurs, "rm "},
-		{"a directory others can write, not sticky", false, func(t *testing.T, dir, path string) {
+		{"a directory others can write, not sticky", false, false, func(t *testing.T, dir, path string) {
 			must(t, os.Chmod(dir, 0o777))
 		}, ErrUnsafeDir, "chmod go-w "},
-		{"a directory of another user", true, func(t *testing.T, dir, path string) {
+		{"a directory of another user", true, false, func(t *testing.T, dir, path string) {
 			must(t, os.Chown(dir, 65534, 65534))
 		}, ErrUnsafeDir, "chown 0 "},
 	} {
@@ -60,6 +56,9 @@ func TestOpenRefusesPlantedFiles(t *testing.T) {
 			}
 			dir := filepath.Join(t.TempDir(), "shared")
 			must(t, os.Mkdir(dir, 0o700))
+			if tc.sticky {
+				sticky(t, dir)
+			}
 			path := filepath.Join(dir, "u.log")
 			tc.setup(t, dir, path)
 			f, err := Open(path)
