@@ -2,6 +2,7 @@ package importer
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -337,7 +338,7 @@ func (c *sdConv) command() {
 		c.n.add("Service.ExecStart", "only a oneshot service may have several; the first is kept")
 		c.start = c.start[:1]
 	}
-	if len(c.pre) == 0 && len(c.post) == 0 && len(c.start) == 1 && !c.start[0].ignoreFail && !anyVars(c.start[0].words) {
+	if len(c.pre) == 0 && len(c.post) == 0 && len(c.start) == 1 && !c.start[0].ignoreFail && !slices.ContainsFunc(c.start[0].words, hasVars) {
 		for _, w := range c.start[0].words {
 			c.f.Command = append(c.f.Command, literal(w))
 		}
@@ -379,7 +380,7 @@ func (c *sdConv) reloadKeys() {
 			c.f.ReloadSignal = sig
 			return
 		}
-		if !anyVars(c.reload[0].words) {
+		if !slices.ContainsFunc(c.reload[0].words, hasVars) {
 			c.f.ReloadSignal = ""
 			for _, w := range c.reload[0].words {
 				c.f.Reload = append(c.f.Reload, literal(w))
@@ -420,15 +421,6 @@ func killMain(words []string) (string, bool) {
 		return "", false
 	}
 	return s.String(), true
-}
-
-func anyVars(words []string) bool {
-	for _, w := range words {
-		if hasVars(w) {
-			return true
-		}
-	}
-	return false
 }
 
 // shellLine writes an Exec line for /bin/sh: "exec" before the main

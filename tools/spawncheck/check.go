@@ -133,12 +133,7 @@ func sortFindings(fs []Finding) {
 // allowedPackage reports whether the package with import path pkg is one of
 // the allowed packages of module.
 func allowedPackage(module, pkg string) bool {
-	for _, a := range allowed {
-		if pkg == path.Join(module, a) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(allowed, func(a string) bool { return pkg == path.Join(module, a) })
 }
 
 // modulePath reads the module line of go.mod.
