@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -185,12 +186,10 @@ func proxyChildEnv(g *globals, env []string, base string) []string {
 
 // ownBaseURL reports whether env sets a non-empty OPENAI_BASE_URL.
 func ownBaseURL(env []string) bool {
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "OPENAI_BASE_URL="); ok && v != "" {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(env, func(kv string) bool {
+		v, ok := strings.CutPrefix(kv, "OPENAI_BASE_URL=")
+		return ok && v != ""
+	})
 }
 
 // shellQuote quotes s for a POSIX shell: in single quotes, each ' as '\”.

@@ -3,6 +3,7 @@ package testkit
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -50,12 +51,7 @@ func SupervisorFDs(t testing.TB, sup int, owner string, ownerFDs []procfd.FD, pa
 	// holds reports whether the owner holds an end of target: the write
 	// end when write is set, else the read end.
 	holds := func(target string, write bool) bool {
-		for _, h := range ownerFDs {
-			if h.Target == target && h.Write() == write {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(ownerFDs, func(h procfd.FD) bool { return h.Target == target && h.Write() == write })
 	}
 	for _, f := range fds {
 		switch f.Num {
