@@ -22,26 +22,18 @@ const (
 
 // Backoff is the delay before the restart that follows attempt consecutive
 // failed runs (attempt 0 is the first restart): base doubled attempt times,
-// capped at max, then stretched by a jitter of up to a tenth, so that units
-// that failed together do not restart in lockstep. rnd is in [0, 1).
-// The result lies in [d, d+d/10] where d = min(base·2^attempt, max).
-func Backoff(base, max time.Duration, attempt int, rnd float64) time.Duration {
-	if base < MinRestartDelay {
-		base = MinRestartDelay
-	}
-	if max < base {
-		max = base
-	}
+// capped at most, then stretched by a jitter of up to a tenth, so that
+// units that failed together do not restart in lockstep. rnd is in [0, 1).
+// The result lies in [d, d+d/10] where d = min(base·2^attempt, most).
+func Backoff(base, most time.Duration, attempt int, rnd float64) time.Duration {
+	base = max(base, MinRestartDelay)
+	most = max(most, base)
 	d := base
-	for i := 0; i < attempt && d < max; i++ {
+	for i := 0; i < attempt && d < most; i++ {
 		d *= 2
 	}
-	if d > max {
-		d = max
-	}
-	if rnd < 0 {
-		rnd = 0
-	}
+	d = min(d, most)
+	rnd = max(rnd, 0)
 	if rnd >= 1 {
 		rnd = 0.999999
 	}

@@ -128,9 +128,7 @@ func (r *resolver) sanitize() {
 		r.warn("run budget %s is negative: ignored", r.run.Total)
 		r.run = RunBudget{}
 	}
-	if r.run.Spent < 0 {
-		r.run.Spent = 0
-	}
+	r.run.Spent = max(r.run.Spent, 0)
 	if a.StaleTimeoutHardCap < 0 {
 		r.warn("agent.stale_timeout_hard_cap %s is negative: ignored", a.StaleTimeoutHardCap)
 	} else {
