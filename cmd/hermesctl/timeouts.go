@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
+	"slices"
 
 	"github.com/hermes-units/hermes/providers"
 	"github.com/hermes-units/hermes/timeouts"
@@ -159,9 +161,7 @@ func loadProviders(g *globals, errOut io.Writer) (*providers.Set, error) {
 		if _, statErr := os.Stat(g.Units); statErr == nil {
 			dir, err := units.LoadDir(g.Units)
 			if dir != nil {
-				for _, s := range dir.Units {
-					specs = append(specs, s)
-				}
+				specs = slices.AppendSeq(specs, maps.Values(dir.Units))
 				if n := len(dir.Failed); n > 0 {
 					fmt.Fprintf(errOut, "warning: %d unit file(s) in %s skipped (see hermesctl validate)\n", n, g.Units)
 				}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -189,10 +190,7 @@ func (t *peerTrial) waitRunning(ctx context.Context) ([]int, error) {
 // live lists the trial's live processes: its units, and any process
 // whose environment carries the trial's tag.
 func (t *peerTrial) live() []int {
-	var out []int
-	for _, pid := range t.running() {
-		out = append(out, pid)
-	}
+	out := slices.Collect(maps.Values(t.running()))
 	pids, _ := proc.Pids()
 	for _, pid := range pids {
 		if pid == os.Getpid() || slices.Contains(out, pid) {
