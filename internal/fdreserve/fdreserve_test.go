@@ -30,6 +30,17 @@ func serve(l net.Listener, kept chan<- net.Conn) {
 	}
 }
 
+// dial connects to ln, failing t at once; cleanup closes the connection.
+func dial(t *testing.T, ln net.Listener) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // TestListenerKeepsReserve: a connection that would hold a descriptor at
 // or above the reserve's limit (less the listener's Keep) is closed as it
 // is accepted; those under it are kept; the count is reported.
@@ -99,21 +110,13 @@ func TestListenerMaxConns(t *testing.T) {
 	l := r.Listener(ln, "test", Limits{MaxConns: 2}, t.Logf)
 	kept := make(chan net.Conn, 8)
 	go serve(l, kept)
-	dial := func() net.Conn {
-		c, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
-	dial()
-	dial()
+	dial(t, ln)
+	dial(t, ln)
 	a, b := <-kept, <-kept
 	if _, err := descriptor(a); err != nil {
 		t.Errorf("a kept connection has no descriptor: %v", err)
 	}
-	third := dial()
+	third := dial(t, ln)
 	third.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := third.Read(make([]byte, 1)); err == nil {
 		t.Error("the third connection was not closed")
@@ -122,7 +125,7 @@ func TestListenerMaxConns(t *testing.T) {
 		t.Errorf("refused %d, want 1", r.Refused())
 	}
 	a.Close()
-	dial()
+	dial(t, ln)
 	select {
 	case c := <-kept:
 		c.Close()
@@ -196,17 +199,9 @@ func TestOwnerKeepsFew(t *testing.T) {
 	defer ln.Close()
 	kept := make(chan net.Conn, OwnerConns+1)
 	go serve(r.Listener(ln, "control", Limits{Owner: true}, t.Logf), kept)
-	dial := func() net.Conn {
-		c, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
 	var held []net.Conn
 	for range OwnerConns {
-		dial()
+		dial(t, ln)
 		select {
 		case k := <-kept:
 			held = append(held, k)
@@ -214,7 +209,7 @@ func TestOwnerKeepsFew(t *testing.T) {
 			t.Fatalf("connection %d of the owner's %d was not kept (refused: %d)", len(held)+1, OwnerConns, r.Refused())
 		}
 	}
-	past := dial()
+	past := dial(t, ln)
 	past.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := past.Read(make([]byte, 1)); err == nil {
 		t.Error("the connection past OwnerConns, above the limit, was not closed")
@@ -223,7 +218,7 @@ func TestOwnerKeepsFew(t *testing.T) {
 		t.Errorf("refused %d, want 1", r.Refused())
 	}
 	held[0].Close()
-	dial()
+	dial(t, ln)
 	select {
 	case k := <-kept:
 		k.Close()
