@@ -50,6 +50,23 @@ func closedSoon(c net.Conn) bool {
 	return err != nil && !errors.Is(err, os.ErrDeadlineExceeded)
 }
 
+// roomAfter checks that the listener has refused one connection in all,
+// and that once free, a kept connection, is closed, the next one is kept.
+func roomAfter(t *testing.T, r *Reserve, ln net.Listener, kept <-chan net.Conn, free net.Conn) {
+	t.Helper()
+	if r.Refused() != 1 {
+		t.Errorf("refused %d, want 1", r.Refused())
+	}
+	free.Close()
+	dial(t, ln)
+	select {
+	case c := <-kept:
+		c.Close()
+	case <-time.After(10 * time.Second):
+		t.Error("a connection after a kept one closed was not kept")
+	}
+}
+
 // TestListenerKeepsReserve: a connection that would hold a descriptor at
 // or above the reserve's limit (less the listener's Keep) is closed as it
 // is accepted; those under it are kept; the count is reported.
@@ -128,17 +145,7 @@ func TestListenerMaxConns(t *testing.T) {
 	if !closedSoon(dial(t, ln)) {
 		t.Error("the third connection was not closed")
 	}
-	if r.Refused() != 1 {
-		t.Errorf("refused %d, want 1", r.Refused())
-	}
-	a.Close()
-	dial(t, ln)
-	select {
-	case c := <-kept:
-		c.Close()
-	case <-time.After(10 * time.Second):
-		t.Error("a connection after one closed was not kept")
-	}
+	roomAfter(t, &r, ln, kept, a)
 	b.Close()
 }
 
@@ -219,17 +226,7 @@ func TestOwnerKeepsFew(t *testing.T) {
 	if !closedSoon(dial(t, ln)) {
 		t.Error("the connection past OwnerConns, above the limit, was not closed")
 	}
-	if r.Refused() != 1 {
-		t.Errorf("refused %d, want 1", r.Refused())
-	}
-	held[0].Close()
-	dial(t, ln)
-	select {
-	case k := <-kept:
-		k.Close()
-	case <-time.After(10 * time.Second):
-		t.Error("a connection after one of the owner's closed was not kept")
-	}
+	roomAfter(t, &r, ln, kept, held[0])
 	for _, k := range held[1:] {
 		k.Close()
 	}
