@@ -24,8 +24,9 @@ import (
 //     of the step that takes the status's request);
 //   - while Run is busy, the last one if it is younger than StatusMaxAge;
 //     Run publishes one at the end of a step every statusEvery (or ten
-//     times its build's cost, when that is longer) while statuses are
-//     asked (statusInterest), and none when nobody asks;
+//     times its build's cost, when that is longer, but at least twice
+//     in StatusMaxAge) while statuses are asked (statusInterest), and
+//     none when nobody asks;
 //   - never one older than an answer a control call got (read your
 //     writes: a status asked after `hermesctl stop` returned shows the
 //     unit stopped).
@@ -40,6 +41,11 @@ const StatusMaxAge = time.Second
 const (
 	statusEvery    = 50 * time.Millisecond // least time between snapshots published while busy
 	statusInterest = 10 * time.Second      // snapshots are published while busy for this long after a status
+	// statusEveryMost is the most time between snapshots published while
+	// busy, whatever a build cost: a build slowed by a starved CPU (ten
+	// times its cost is then seconds) must not leave the last snapshot
+	// older than StatusMaxAge, or every status would wait for Run.
+	statusEveryMost = StatusMaxAge / 2
 )
 
 // statusSnap is the status of every unit at the end of one of Run's
@@ -143,7 +149,8 @@ func (r *Reconciler) leftIdle() {
 // publishStatus publishes a snapshot at the end of a step: at once when
 // a status waits for one; else while statuses are asked and Run is busy,
 // every statusEvery, or ten times the last build's cost when that is
-// longer, so that building costs Run at most a tenth of its time.
+// longer (but no more than statusEveryMost), so that building costs Run
+// at most a tenth of its time.
 func (r *Reconciler) publishStatus() {
 	if w := r.served.snaps.waiters; len(w) > 0 {
 		s := r.buildStatus()
@@ -156,7 +163,8 @@ func (r *Reconciler) publishStatus() {
 	if time.Since(time.Unix(0, r.served.snaps.wanted.Load())) > statusInterest {
 		return
 	}
-	if s := r.served.snaps.cur.Load(); s != nil && (s.step == r.served.snaps.step.Load() || time.Since(s.at) < max(statusEvery, 10*r.served.snaps.cost)) {
+	every := min(max(statusEvery, 10*r.served.snaps.cost), statusEveryMost)
+	if s := r.served.snaps.cur.Load(); s != nil && (s.step == r.served.snaps.step.Load() || time.Since(s.at) < every) {
 		return
 	}
 	r.buildStatus()

@@ -109,6 +109,47 @@ func TestStatusSnapshotAge(t *testing.T) {
 	})
 }
 
+// TestStatusSnapshotSlowBuild: while Run is busy step after step and
+// statuses are asked, it publishes a snapshot at least every
+// statusEveryMost, however long its last build took, so that no status
+// waits for Run.
+func TestStatusSnapshotSlowBuild(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := &files{specs: map[string]units.Spec{"a": spec("a")}}
+		r := runOver(t, &fakeSpawner{fail: map[string]error{}}, fs)
+		synctest.Wait()
+		if _, err := r.Status(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		// As a build on a starved CPU: ten times it is twenty seconds.
+		if err := r.call(t.Context(), false, func(context.Context) { r.served.snaps.cost = 2 * time.Second }); err != nil {
+			t.Fatal(err)
+		}
+		const step = 100 * time.Millisecond
+		for i := range int(3 * StatusMaxAge / step) {
+			held, ran := make(chan struct{}), make(chan error, 1)
+			go func() {
+				ran <- r.call(context.Background(), false, func(context.Context) { close(held); time.Sleep(step) })
+			}()
+			<-held
+			answered := make(chan error, 1)
+			go func() { _, err := r.Status(context.Background()); answered <- err }()
+			synctest.Wait()
+			select {
+			case err := <-answered:
+				if err != nil {
+					t.Fatal(err)
+				}
+			default:
+				t.Fatalf("after %v of busy steps, a status waited for Run", time.Duration(i)*step)
+			}
+			if err := <-ran; err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
 // TestStatusWhileFirstLoad: while the first read of the units directory
 // lasts (a slow filesystem), a status is answered at once, with no unit
 // and since when the read began, and naming a unit is no error; once the
