@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -44,6 +45,19 @@ func inert(s string) string {
 }
 
 func needsEscape(s string) bool {
+	for i := 0; i < len(s); i++ { // ASCII, as most texts are, byte by byte
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			return needsEscapeRunes(s[i:])
+		}
+		if acted(rune(c)) {
+			return true
+		}
+	}
+	return false
+}
+
+func needsEscapeRunes(s string) bool {
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && n <= 1 || acted(r) {
@@ -71,11 +85,67 @@ func acted(r rune) bool {
 
 // inertAll makes every string reachable from v (a pointer to a struct of
 // the control API) inert in place: fields, slices, maps and pointers.
+// What holds no string (numbers, times, durations, a slice of ports) is
+// not walked: a status of thousands of units is mostly that.
 func inertAll(v any) {
 	inertValue(reflect.ValueOf(v))
 }
 
+// textTypes says, by type, whether a value of it can hold a string that
+// inertValue would change; textFields are the fields of a struct type
+// that can. Both are filled as types are met; guarded by textMu.
+var (
+	textMu     sync.Mutex
+	textTypes  = map[reflect.Type]bool{}
+	textFields = map[reflect.Type][]int{}
+)
+
+// holdsText says whether a value of t can hold such a string.
+func holdsText(t reflect.Type) bool {
+	textMu.Lock()
+	defer textMu.Unlock()
+	return holdsTextLocked(t)
+}
+
+func holdsTextLocked(t reflect.Type) bool {
+	if h, ok := textTypes[t]; ok {
+		return h
+	}
+	textTypes[t] = true // while it is looked at: a type that holds itself may hold text
+	h := false
+	switch t.Kind() {
+	case reflect.String, reflect.Interface:
+		h = true
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		h = holdsTextLocked(t.Elem())
+	case reflect.Map:
+		h = holdsTextLocked(t.Key()) || holdsTextLocked(t.Elem())
+	case reflect.Struct:
+		var fields []int
+		for i := range t.NumField() {
+			if f := t.Field(i); f.IsExported() && holdsTextLocked(f.Type) {
+				fields = append(fields, i)
+			}
+		}
+		textFields[t] = fields
+		h = len(fields) > 0
+	}
+	textTypes[t] = h
+	return h
+}
+
+// fieldsWithText are the fields of struct type t that can hold a string.
+func fieldsWithText(t reflect.Type) []int {
+	textMu.Lock()
+	defer textMu.Unlock()
+	holdsTextLocked(t)
+	return textFields[t]
+}
+
 func inertValue(v reflect.Value) {
+	if !v.IsValid() || !holdsText(v.Type()) {
+		return
+	}
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if !v.IsNil() {
@@ -86,10 +156,8 @@ func inertValue(v reflect.Value) {
 			v.SetString(inert(v.String()))
 		}
 	case reflect.Struct:
-		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() {
-				inertValue(v.Field(i))
-			}
+		for _, i := range fieldsWithText(v.Type()) {
+			inertValue(v.Field(i))
 		}
 	case reflect.Slice, reflect.Array:
 		for i := range v.Len() {

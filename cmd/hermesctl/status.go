@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
-	"github.com/charmbracelet/x/ansi"
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/exitcode"
 	"github.com/spf13/cobra"
@@ -230,15 +230,18 @@ func writeStatusLines(w io.Writer, st control.Status, lk look) {
 	// with hermesd.
 	var released, readopted, adopted table
 	for _, u := range st.Units {
-		row := []cell{{text: u.Name}, {text: "pgid " + num(u.PGID)}, {text: "pid " + num(u.PID)}}
+		var sec *table
 		switch {
 		case u.State == control.StateReleased:
-			released = append(released, row)
+			sec = &released
 		case u.State == control.StateAdopted || u.Adopted && !u.Ownership.Survivor():
-			adopted = append(adopted, row)
+			sec = &adopted
 		case u.Adopted:
-			readopted = append(readopted, row)
+			sec = &readopted
+		default:
+			continue
 		}
+		*sec = append(*sec, []cell{{text: u.Name}, {text: "pgid " + num(u.PGID)}, {text: "pid " + num(u.PID)}})
 	}
 	for _, sec := range []struct {
 		title string
@@ -278,9 +281,15 @@ func unitTable(us []control.Unit, color bool) (table, []column) {
 		head = append(head, cell{text: "DESCRIPTION"})
 		cols = append(cols, column{soft: 16, least: 8, grow: 4, drop: 2})
 	}
-	t := table{append(head, cell{text: "ERROR"})}
+	head = append(head, cell{text: "ERROR"})
 	cols = append(cols, column{soft: 24, least: 8, grow: 3})
-	for _, u := range us {
+	// The rows' cells in one allocation: a status of thousands of units
+	// is printed by a command that runs for milliseconds.
+	n := len(head)
+	cells := make([]cell, len(us)*n)
+	t := make(table, 1, 1+len(us))
+	t[0] = head
+	for k, u := range us {
 		state := cell{text: dash(string(u.State))}
 		switch {
 		case u.Daemonized > 0 && u.State == control.StateRunning:
@@ -291,22 +300,24 @@ func unitTable(us []control.Unit, color bool) (table, []column) {
 		if color {
 			state.color = stateColor(u.State)
 		}
-		row := []cell{
-			{text: u.Name}, state, {text: num(u.PID)}, {text: num(u.PGID)}, {text: dash(u.Ownership)},
-			{text: ready(u)}, {text: uptime(u.Uptime)}, {text: strconv.Itoa(u.Restarts)}, {text: ports(u.Ports)},
-			{text: size(u.RSS)},
-		}
+		row := cells[k*n : (k+1)*n : (k+1)*n]
+		row[0], row[1], row[2], row[3], row[4] = cell{text: u.Name}, state, cell{text: num(u.PID)}, cell{text: num(u.PGID)}, cell{text: dash(u.Ownership)}
+		row[5], row[6], row[7], row[8], row[9] = cell{text: ready(u)}, cell{text: uptime(u.Uptime)}, cell{text: strconv.Itoa(u.Restarts)}, cell{text: ports(u.Ports)}, cell{text: size(u.RSS)}
 		if described {
-			row = append(row, cell{text: dash(oneLine(u.Description))})
+			row[10] = cell{text: dash(oneLine(u.Description))}
 		}
-		t = append(t, append(row, cell{text: dash(oneLine(u.Error))}))
+		row[n-1] = cell{text: dash(oneLine(u.Error))}
+		t = append(t, row)
 	}
 	return t, cols
 }
 
 // cell is one table cell; color, if set, wraps text without counting
-// towards its width.
-type cell struct{ text, color string }
+// towards its width, which writeFit sets (cells).
+type cell struct {
+	text, color string
+	width       int
+}
 
 // table is rows of cells, written left-aligned in columns two spaces apart.
 type table [][]cell
@@ -317,39 +328,56 @@ func (t table) write(w io.Writer, indent string) { t.writeFit(w, indent, nil, 0)
 // writeFit prints t, each line after indent, its columns fitted to width
 // cells as cols say (fitColumns; nil cols or width 0: as wide as they are).
 // A cut text ends with an ellipsis; a dropped column is left out.
+// Each cell's width is measured once (cells).
 func (t table) writeFit(w io.Writer, indent string, cols []column, width int) {
 	var widths []int
 	for _, row := range t {
-		for i, c := range row {
+		for i := range row {
+			row[i].width = cells(row[i].text)
 			if i == len(widths) {
 				widths = append(widths, 0)
 			}
-			widths[i] = max(widths[i], ansi.StringWidth(c.text))
+			widths[i] = max(widths[i], row[i].width)
 		}
 	}
 	if cols != nil && width > 0 {
-		widths = fitColumns(widths, cols, width-ansi.StringWidth(indent))
+		widths = fitColumns(widths, cols, width-cells(indent))
 	}
-	var b strings.Builder
+	var b []byte
 	for _, row := range t {
-		b.Reset()
-		b.WriteString(indent)
+		b = append(b[:0], indent...)
 		pad := 0
 		for i, c := range row {
 			if widths[i] == 0 {
 				continue
 			}
-			b.WriteString(strings.Repeat(" ", pad))
-			text := ellipsize(c.text, widths[i])
-			if c.color != "" {
-				b.WriteString(c.color + text + reset)
-			} else {
-				b.WriteString(text)
+			b = append(b, spaces(pad)...)
+			text, cw := c.text, c.width
+			if cw > widths[i] {
+				text = ellipsize(text, widths[i])
+				cw = cells(text)
 			}
-			pad = widths[i] - ansi.StringWidth(text) + 2
+			if c.color != "" {
+				b = append(append(append(b, c.color...), text...), reset...)
+			} else {
+				b = append(b, text...)
+			}
+			pad = widths[i] - cw + 2
 		}
-		fmt.Fprintln(w, b.String())
+		b = append(b, '\n')
+		w.Write(b)
 	}
+}
+
+// blanks are the spaces that pad table cells.
+var blanks = strings.Repeat(" ", 64)
+
+// spaces is n spaces.
+func spaces(n int) string {
+	if n <= len(blanks) {
+		return blanks[:n]
+	}
+	return strings.Repeat(" ", n)
 }
 
 func dash[T ~string](s T) string {
@@ -388,13 +416,23 @@ func human(d time.Duration) string {
 	d = d.Round(time.Second)
 	switch {
 	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
+		return strconv.Itoa(int(d.Seconds())) + "s"
 	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+		return two(int(d.Minutes()), "m", int(d.Seconds())%60, "s")
 	case d < 24*time.Hour:
-		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+		return two(int(d.Hours()), "h", int(d.Minutes())%60, "m")
 	}
-	return fmt.Sprintf("%dd%02dh", int(d.Hours())/24, int(d.Hours())%24)
+	return two(int(d.Hours())/24, "d", int(d.Hours())%24, "h")
+}
+
+// two is a, then b in two digits, each followed by its unit: 3m05s.
+func two(a int, ua string, b int, ub string) string {
+	buf := make([]byte, 0, 16)
+	buf = append(strconv.AppendInt(buf, int64(a), 10), ua...)
+	if b < 10 && b >= 0 {
+		buf = append(buf, '0')
+	}
+	return string(append(strconv.AppendInt(buf, int64(b), 10), ub...))
 }
 
 func ports(ps []int) string {
@@ -425,6 +463,25 @@ func size(n int64) string {
 	return fmt.Sprintf("%.1f%c", v, "KMGT"[i])
 }
 
+// oneLine is s with each run of white space one space, and none at
+// either end.
 func oneLine(s string) string {
+	if isOneLine(s) {
+		return s
+	}
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// isOneLine says, for ASCII text, whether oneLine would leave s as it is:
+// no white space but single spaces between words. Other text is not.
+func isOneLine(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= utf8.RuneSelf, c == '\t', c == '\n', c == '\v', c == '\f', c == '\r':
+			return false
+		case c == ' ' && (i == 0 || i == len(s)-1 || s[i-1] == ' '):
+			return false
+		}
+	}
+	return true
 }

@@ -45,7 +45,7 @@ const ellipsis = "…"
 // ellipsize is s in at most width cells, ending with an ellipsis when it was cut;
 // escape sequences (colour) are kept and count for nothing.
 func ellipsize(s string, width int) string {
-	if ansi.StringWidth(s) <= width {
+	if cells(s) <= width {
 		return s
 	}
 	if width <= 0 {
@@ -54,18 +54,34 @@ func ellipsize(s string, width int) string {
 	return ansi.Truncate(s, width, ellipsis)
 }
 
+// cells is the width of s on a terminal: its length when it is
+// printable ASCII, as most texts of status are, else as ansi measures
+// it (escape sequences count for nothing, wide characters for two).
+func cells(s string) int {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f {
+			return ansi.StringWidth(s)
+		}
+	}
+	return len(s)
+}
+
 // fitLines writes text to w, each line cut to width cells (none when width
-// is 0).
+// is 0). A line of at most width bytes fits as it is: no character takes
+// more cells than bytes.
 func fitLines(w io.Writer, text string, width int) {
 	if width <= 0 {
 		io.WriteString(w, text)
 		return
 	}
-	lines := strings.SplitAfter(text, "\n")
 	var b strings.Builder
-	for _, line := range lines {
+	b.Grow(len(text))
+	for line := range strings.SplitAfterSeq(text, "\n") {
 		body, nl := strings.CutSuffix(line, "\n")
-		b.WriteString(ellipsize(body, width))
+		if len(body) > width {
+			body = ellipsize(body, width)
+		}
+		b.WriteString(body)
 		if nl {
 			b.WriteByte('\n')
 		}
