@@ -388,3 +388,58 @@ func staleSocket(t *testing.T, path string) {
 	ln.SetUnlinkOnClose(false)
 	ln.Close()
 }
+
+// TestStatusAnswerSized: a status of hundreds of units is answered in one
+// piece that says its length (the client reads it into a buffer of that
+// size), and the client still reads an answer without one, as a daemon
+// that sends it in chunks gives.
+func TestStatusAnswerSized(t *testing.T) {
+	var st Status
+	for i := range 300 {
+		st.Units = append(st.Units, Unit{Name: fmt.Sprintf("unit-%03d", i), State: StateRunning, PID: 1000 + i, Ownership: "owned", Log: "/state/logs/unit.log"})
+	}
+	want := normalize(st)
+	s := serve(t, NewServer(&fakeBackend{status: st}, Options{}))
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", s.path)
+	}}
+	defer tr.CloseIdleConnections()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://x/v1/status", nil)
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ContentLength != int64(len(body)) || len(body) < 300*50 {
+		t.Errorf("status of 300 units: Content-Length %d, body %d bytes; want the body's length", resp.ContentLength, len(body))
+	}
+	if got, err := s.client.Status(t.Context()); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("Status: %d units, err %v; want the %d served", len(got.Units), err, len(want.Units))
+	}
+
+	// An answer in chunks, with no length.
+	path := filepath.Join(t.TempDir(), "chunked.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.(http.Flusher).Flush()
+		_ = json.NewEncoder(w).Encode(want)
+	})}
+	go hs.Serve(ln)
+	defer hs.Close()
+	c, err := Dial(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got, err := c.Status(t.Context()); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("Status of an answer in chunks: %d units, err %v; want the %d served", len(got.Units), err, len(want.Units))
+	}
+}
