@@ -1,6 +1,7 @@
 package main
 
 import (
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -105,5 +106,27 @@ func TestStatusWhileLoading(t *testing.T) {
 	}
 	if strings.Contains(b.String(), "no units\n") {
 		t.Errorf("status while loading says there are no units:\n%s", b.String())
+	}
+}
+
+// TestOneShot: a one-shot status collects no garbage below oneShotHeap,
+// and the setting in force before is back once it is done.
+func TestOneShot(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(before)
+	limit := debug.SetMemoryLimit(-1) // reads it
+	restore := oneShot()
+	if got := debug.SetGCPercent(-1); got != -1 {
+		t.Errorf("GC percent while one-shot: %d, want -1 (off)", got)
+	}
+	if got := debug.SetMemoryLimit(-1); got != oneShotHeap {
+		t.Errorf("memory limit while one-shot: %d, want %d", got, oneShotHeap)
+	}
+	restore()
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("GC percent after: %d, want 100 as before", got)
+	}
+	if got := debug.SetMemoryLimit(-1); got != limit {
+		t.Errorf("memory limit after: %d, want %d as before", got, limit)
 	}
 }
