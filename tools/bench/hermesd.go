@@ -40,8 +40,13 @@ const (
 // once in it, and those wake-ups are counted.
 const forceGCPeriod = 2 * time.Minute
 
-// envHermesd names a hermesd binary to measure instead of building one.
-const envHermesd = "HERMES_BENCH_HERMESD"
+// envHermesd names a hermesd binary to measure instead of building one;
+// envHermesctl a hermesctl (so that a before and an after of a change are
+// measured by the bench of one tree).
+const (
+	envHermesd   = "HERMES_BENCH_HERMESD"
+	envHermesctl = "HERMES_BENCH_HERMESCTL"
+)
 
 func init() {
 	children["idle-go"] = idleGoChild
@@ -176,6 +181,15 @@ func hermesdBinary(ctx context.Context, dir string) (string, error) {
 		return p, nil
 	}
 	return buildCommand(ctx, dir, "hermesd")
+}
+
+// hermesctlBinary is the hermesctl to drive hermesd with:
+// $HERMES_BENCH_HERMESCTL if set, else one built into dir.
+func hermesctlBinary(ctx context.Context, dir string) (string, error) {
+	if p := os.Getenv(envHermesctl); p != "" {
+		return p, nil
+	}
+	return buildCommand(ctx, dir, "hermesctl")
 }
 
 // buildCommand builds the module's cmd/NAME into dir (the module root is

@@ -171,7 +171,7 @@ func newHermesPeers(ctx context.Context, dir string) ([]*hermesPeer, error) {
 	if h.hermesd, err = hermesdBinary(ctx, dir); err != nil {
 		return nil, err
 	}
-	if h.hermesctl, err = buildCommand(ctx, dir, "hermesctl"); err != nil {
+	if h.hermesctl, err = hermesctlBinary(ctx, dir); err != nil {
 		return nil, err
 	}
 	hs := []*hermesPeer{h}
