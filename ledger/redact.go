@@ -3,6 +3,7 @@ package ledger
 import (
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -16,16 +17,23 @@ const (
 // Redacted replaces a secret in a stored argv.
 const Redacted = "<redacted>"
 
+// The patterns are compiled when first used, not when a program that
+// imports the package starts (hermesctl, whose every command would pay).
 var (
 	// urlUserinfo matches scheme://user:password@ (the password is group 2).
-	urlUserinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)([^@/\s]+)(@)`)
+	urlUserinfo = lazyRegexp(`([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)([^@/\s]+)(@)`)
 	// bearer matches "Bearer <token>" inside one token.
-	bearer = regexp.MustCompile(`(?i)\b(bearer|basic)(\s+)\S+`)
+	bearer = lazyRegexp(`(?i)\b(bearer|basic)(\s+)\S+`)
 	// providerKey matches keys by their well-known prefixes.
-	providerKey = regexp.MustCompile(`\b(sk-[A-Za-z0-9_-]{8,}|(sk|pk|rk)_(live|test)_[A-Za-z0-9]{8,}|gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{16,}|glpat-[A-Za-z0-9_-]{16,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{30,}|hf_[A-Za-z0-9]{20,})`)
+	providerKey = lazyRegexp(`\b(sk-[A-Za-z0-9_-]{8,}|(sk|pk|rk)_(live|test)_[A-Za-z0-9]{8,}|gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{16,}|glpat-[A-Za-z0-9_-]{16,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{30,}|hf_[A-Za-z0-9]{20,})`)
 	// envName matches a KEY of a KEY=value token.
-	envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	envName = lazyRegexp(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
+
+// lazyRegexp is the pattern expr, compiled on the first call.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
 
 // Redact returns the part of argv the ledger stores: the first MaxArgs
 // tokens, each at most MaxArgLen bytes, with secrets replaced by Redacted:
@@ -64,7 +72,7 @@ func Redact(argv []string) []string {
 		case strings.EqualFold(a, "bearer") || strings.EqualFold(a, "basic"):
 			secretNext = true
 		default:
-			if k, _, ok := strings.Cut(a, "="); ok && envName.MatchString(k) && secretName(k) {
+			if k, _, ok := strings.Cut(a, "="); ok && envName().MatchString(k) && secretName(k) {
 				a = k + "=" + Redacted
 			}
 		}
@@ -114,9 +122,9 @@ func isFlag(a string) bool {
 
 // redactInside replaces secrets embedded anywhere in one token.
 func redactInside(a string) string {
-	a = urlUserinfo.ReplaceAllString(a, "${1}"+Redacted+"${3}")
-	a = bearer.ReplaceAllString(a, "${1}${2}"+Redacted)
-	a = providerKey.ReplaceAllString(a, Redacted)
+	a = urlUserinfo().ReplaceAllString(a, "${1}"+Redacted+"${3}")
+	a = bearer().ReplaceAllString(a, "${1}${2}"+Redacted)
+	a = providerKey().ReplaceAllString(a, Redacted)
 	return a
 }
 

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -318,7 +319,7 @@ func vetGroup(pid, pgid int, gd guards) (supervisor.Group, error) {
 }
 
 // validName: what --as accepts, and what derived names are made of.
-var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
+var validName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`) })
 
 // derivedName is a unit name for an adopted group: the leader's command
 // and the pgid ("llama-server-4242").
@@ -405,7 +406,7 @@ func (r *Reconciler) take(ctx context.Context, ad Adopter, g supervisor.Group, n
 	if name == "" {
 		name = derivedName(g)
 	}
-	if !validName.MatchString(name) {
+	if !validName().MatchString(name) {
 		return control.Adopted{}, fmt.Errorf("%w: --as %q: a unit name is letters, digits, '.', '_', '@', '-' (at most 64)", control.ErrBadRequest, name)
 	}
 	if r.units[name] != nil {

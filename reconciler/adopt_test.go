@@ -114,7 +114,7 @@ func TestDerivedName(t *testing.T) {
 		t.Errorf("derivedName: got %q, want %q", got, want)
 	}
 	for name, ok := range map[string]bool{"web": true, "llama-server-4242": true, "a@b.c_d": true, "": false, "-x": false, "a/b": false, "a b": false} {
-		if validName.MatchString(name) != ok {
+		if validName().MatchString(name) != ok {
 			t.Errorf("validName(%q): got %v, want %v", name, !ok, ok)
 		}
 	}

@@ -181,7 +181,7 @@ func (r *Reconciler) Orphans(ctx context.Context, req control.OrphansRequest) (c
 			}
 			rec := recs[indexOf(recs, o)]
 			name := rec.Unit
-			if r.units[name] != nil || !validName.MatchString(name) {
+			if r.units[name] != nil || !validName().MatchString(name) {
 				name = ""
 			}
 			g := rec.Group

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hermes-units/hermes/internal/word"
@@ -20,10 +21,11 @@ import (
 //go:embed floors.json
 var floorsJSON []byte
 
-// builtinFloors is parsed once at init and never mutated: MatchFloor copies
+// builtinFloors is parsed once, when first asked for (not when a program
+// that imports the package starts), and never mutated: MatchFloor copies
 // before merging configured floors. The decoder reads each "when" through
-// conditionWords, which the initializer names so that it is made first.
-var builtinFloors = mustParseFloors(floorsJSON, conditionWords)
+// conditionWords, which the call names so that it is made first.
+var builtinFloors = sync.OnceValue(func() []Floor { return mustParseFloors(floorsJSON, conditionWords) })
 
 // Condition says which calls a floor covers.
 type Condition int
@@ -109,7 +111,7 @@ func matchFloor(model string, extra []Floor, accept func(Floor) bool) (Floor, bo
 	if name == "" {
 		return Floor{}, false
 	}
-	table := slices.Clone(builtinFloors)
+	table := slices.Clone(builtinFloors())
 	for _, f := range extra {
 		f.Slug = strings.ToLower(strings.TrimSpace(f.Slug))
 		if f.Slug == "" || f.Timeout <= 0 {

@@ -465,7 +465,7 @@ func TestLayerAndAPIRoundTrip(t *testing.T) {
 // covers and where in the seed it comes from; the Opus floor covers
 // thinking calls only, as the seed's row says.
 func TestFloorTableDocumentsEntries(t *testing.T) {
-	for _, f := range builtinFloors {
+	for _, f := range builtinFloors() {
 		if !strings.HasPrefix(f.Source, "seed 004, floors table, ") {
 			t.Errorf("floor %s: source %q does not name the seed's row", f.Slug, f.Source)
 		}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -122,7 +123,7 @@ func (k keyed[V]) one(d *decoder, v V, f *field) bool {
 // yamlSyntax extracts the line from go.yaml.in/yaml/v3 syntax errors,
 // which are plain errors of the form "yaml: line N: message" (the package
 // exports no typed syntax error).
-var yamlSyntax = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var yamlSyntax = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
 
 // parseDocument checks the raw bytes (size, UTF-8, emptiness) and parses
 // exactly one YAML document whose root is a mapping. It returns nil after
@@ -184,7 +185,7 @@ func (d *decoder) parseDocument(data []byte, what string) *yaml.Node {
 
 func (d *decoder) syntax(err error, data []byte) {
 	line, col, msg := 1, 1, err.Error()
-	if m := yamlSyntax.FindStringSubmatch(msg); m != nil {
+	if m := yamlSyntax().FindStringSubmatch(msg); m != nil {
 		if n, e := strconv.Atoi(m[1]); e == nil && n > 0 {
 			line = n
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // ErrEnvFile is matched by the errors of ReadEnvFiles: a mandatory file
@@ -90,7 +91,7 @@ func readEnvFile(path string) ([]byte, error) {
 	return data, err
 }
 
-var envKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
+var envKeyRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`) })
 
 // ParseEnv reads KEY=value lines as systemd's EnvironmentFile= and
 // docker's env_file read them: blank lines and lines starting with # or ;
@@ -116,7 +117,7 @@ func ParseEnv(text string) ([]string, error) {
 		}
 		k, v, ok := strings.Cut(line, "=")
 		k = strings.TrimSpace(k)
-		if !ok || !envKeyRE.MatchString(k) {
+		if !ok || !envKeyRE().MatchString(k) {
 			return nil, &EnvFileError{Line: no, Msg: fmt.Sprintf("%s is not KEY=value (a key is letters, digits and _, not starting with a digit)", excerpt(line))}
 		}
 		v = strings.TrimSpace(v)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -83,9 +84,9 @@ func IsUnitFile(base string) bool {
 		(strings.HasSuffix(base, ".yml") && len(base) > len(".yml"))
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]*$`)
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]*$`) })
 
-func validName(s string) bool { return nameRE.MatchString(s) && len(s) <= 200 }
+func validName(s string) bool { return nameRE().MatchString(s) && len(s) <= 200 }
 
 // ValidName reports whether s may name a unit: what a unit file's name,
 // less its extension, must be (a letter or digit first, then letters,

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -61,7 +62,7 @@ func (s Signal) String() string {
 // Syscall is the signal to pass to kill(2).
 func (s Signal) Syscall() syscall.Signal { return syscall.Signal(s) }
 
-var sizeRE = regexp.MustCompile(`^([0-9]+)\s*([KMGT]i?B|[kKMGT]|kB|B)?$`)
+var sizeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]+)\s*([KMGT]i?B|[kKMGT]|kB|B)?$`) })
 
 var sizeUnits = map[string]int64{
 	"": 1, "B": 1,
@@ -73,7 +74,7 @@ var sizeUnits = map[string]int64{
 // ParseSize accepts a number of bytes ("1048576") or a number with a unit:
 // B, KB/MB/GB/TB (powers of 1000), KiB/MiB/GiB/TiB or K/M/G/T (powers of 1024).
 func ParseSize(s string) (Size, error) {
-	m := sizeRE.FindStringSubmatch(strings.TrimSpace(s))
+	m := sizeRE().FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
 		return 0, fmt.Errorf("%s is not a size: write bytes or a number with a unit, like 10MiB or 512KB", excerpt(s))
 	}
