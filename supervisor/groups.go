@@ -687,14 +687,16 @@ func (o *Owner) drop(ctx context.Context, r *reg) error {
 // longer registered (dropped by another) is skipped.
 func (o *Owner) dropAll(ctx context.Context, regs []*reg) error {
 	var gone []Group
+	var drop []*reg
 	o.mu.Lock()
 	for _, r := range regs {
 		if o.regs[r.id] != r {
 			continue
 		}
-		o.unregisterLocked(r)
+		drop = append(drop, r)
 		gone = append(gone, r.g)
 	}
+	o.unregisterAllLocked(drop)
 	o.mu.Unlock()
 	for _, g := range gone {
 		if o.tree.leaf(g.Cgroup) {

@@ -82,6 +82,14 @@ func regLine(id, base string, r *reg) ([]byte, error) {
 
 func unregLine(id string) []byte { return []byte("U " + id + "\n") }
 
+// unregAllLine unregisters every group the supervisor holds.
+var unregAllLine = []byte("U *\n")
+
+// closeLine tells the supervisor that the owner closes the pipe next, at
+// its clean exit: with nothing registered it exits at once; else it does
+// what EOF does.
+var closeLine = []byte("C\n")
+
 // idleLine tells the supervisor that the owner closes the pipe because
 // nothing is registered, not because it ends: the owner's cgroup subtree
 // stays.

@@ -496,7 +496,8 @@ func (o *Owner) Close() error {
 			waiters = append(waiters, r.waited)
 		}
 	}
-	pipes := append(o.retired, o.pipe)
+	active := o.pipe
+	pipes := append(o.retired, active)
 	o.pipe, o.retired = nil, nil
 	o.mu.Unlock()
 	if o.tree != nil {
@@ -511,11 +512,17 @@ func (o *Owner) Close() error {
 	// The pipes first: the supervisor's EOF work (a look at what is still
 	// registered, and the removal of the cgroups) runs beside the rest.
 	// Nothing sends to them any more (o.pipe is nil), and a supervisor
-	// that exits now is not restarted (o.closed).
+	// that exits now is not restarted (o.closed). The running one is told
+	// first that the owner closes (C): with nothing registered, it exits
+	// on reading that line, without the work EOF does.
 	for _, p := range pipes {
-		if p != nil {
-			p.Close()
+		if p == nil {
+			continue
 		}
+		if p == active {
+			p.Send([][]byte{closeLine}, nil)
+		}
+		p.Close()
 	}
 	close(o.stop)
 	<-o.done
@@ -1017,12 +1024,32 @@ func (o *Owner) await(ctx context.Context, ack <-chan error, n int) error {
 // does not wait; the answers come on the returned channel (nil when nothing
 // was sent), n of them, for a caller that must know (Release).
 func (o *Owner) unregisterLocked(r *reg) (ack <-chan error, n int) {
-	if o.regs[r.id] != r {
-		return nil, 0
+	return o.unregisterAllLocked([]*reg{r})
+}
+
+// unregisterAllLocked is unregisterLocked of every reg of regs (those not
+// registered are skipped), with one Send. When none is left registered,
+// the one line "U *" unregisters everything the supervisor holds, in place
+// of a line per group: a clean stop's last batch drops every group, and
+// the supervisor reads its lines a byte per read(2) (a hundred U lines
+// kept it busy for milliseconds after the groups were gone). The
+// supervisor holds exactly what is in regs then: every registration and
+// unregistration is sent under mu, and the pipe keeps their order.
+func (o *Owner) unregisterAllLocked(regs []*reg) (ack <-chan error, n int) {
+	var ids []string
+	for _, r := range regs {
+		if o.regs[r.id] != r {
+			continue
+		}
+		delete(o.regs, r.id)
+		ids = append(ids, r.id)
+		for _, e := range r.esc {
+			delete(o.escPids, e.g.Leader.PID)
+			ids = append(ids, e.id)
+		}
 	}
-	delete(o.regs, r.id)
-	for _, e := range r.esc {
-		delete(o.escPids, e.g.Leader.PID)
+	if len(ids) == 0 {
+		return nil, 0
 	}
 	if len(o.regs) == 0 {
 		o.idleSince = time.Now()
@@ -1031,9 +1058,12 @@ func (o *Owner) unregisterLocked(r *reg) (ack <-chan error, n int) {
 	if o.pipe == nil {
 		return nil, 0 // nothing to tell; a later start replays only what is left
 	}
-	var lines [][]byte
-	for _, x := range append([]*reg{r}, r.esc...) {
-		lines = append(lines, unregLine(x.id))
+	lines := [][]byte{unregAllLine}
+	if len(o.regs) > 0 {
+		lines = lines[:0]
+		for _, id := range ids {
+			lines = append(lines, unregLine(id))
+		}
 	}
 	c := make(chan error, len(lines))
 	o.pipe.Send(lines, func(_ int, err error) { c <- err })

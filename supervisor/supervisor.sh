@@ -13,8 +13,13 @@
 #                                  to CGBASE, each byte outside [A-Za-z0-9._/-]
 #                                  written \0ooo, as printf %b reads it)
 #   U ID                           unregister ID
+#   U *                            unregister every ID (answered A *)
 #   I                              the owner closes the pipe because nothing is
 #                                  registered: at EOF, CGOWN is left in place
+#   C                              the owner closes the pipe next, at its clean
+#                                  exit: what EOF does, now; with nothing
+#                                  registered, exit at once (the owner
+#                                  removes CGOWN itself)
 # stdout is the reply pipe: every line read gets one reply, in order:
 #   A ID                           accepted (ID - for I)
 #   N ID REASON...                 refused, nothing changed (ID - when unreadable)
@@ -117,6 +122,12 @@ while IFS= read -r l; do
     echo "A $2"
     ;;
   U)
+    if [ "${2-}" = '*' ] && [ $# -eq 2 ]; then
+      for x in $ids$idm$idt; do unset "g_$x" "c_$x" "l_$x" "m_$x" "i_$x"; done
+      ids=' ' idm='' idt='' live=0 all=0
+      echo "A *"
+      continue
+    fi
     case ${2-} in '' | *[!A-Za-z0-9_]*) no bad registration id; continue ;; esac
     rid=$2
     [ $# -eq 2 ] || { no malformed unregistration; continue; }
@@ -130,6 +141,12 @@ while IFS= read -r l; do
     [ $# -eq 1 ] || { no malformed idle line; continue; }
     idle=1
     echo "A -"
+    ;;
+  C)
+    [ $# -eq 1 ] || { no malformed closing line; continue; }
+    echo "A -"
+    [ "$live" -gt 0 ] || exit 0
+    break
     ;;
   *) no unknown line ;;
   esac
