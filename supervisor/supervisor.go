@@ -283,6 +283,7 @@ type ownerHooks struct {
 	afterSpawn  func(pid int) // between a child's start and its registration
 	tidyScanned func()        // in tidy, between the scan and the look at the groups to drop
 	scanViewed  func()        // in a scan, between its view of the registrations and its read of the process table
+	signalled   func(pid int) // a process of a cgroup is about to get a signal (signalLeader, signalRest)
 	emptyPoll   time.Duration // replaces waitEmpty's emptyPollEvery: what does not depend on polling
 	gather      time.Duration // replaces the last scan's length as lateScans' bound on gather
 	passes      atomic.Int64  // janitor wake-ups: an idle owner has none
