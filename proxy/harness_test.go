@@ -33,7 +33,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // 180 ms, socket read and first event 120 ms, a 600 s floor 600 ms. The
 // scripted upstream's keep-alives come every tick, well inside all of them.
 const (
-	scale = 0.001
+	scale = 0.003
 	tick  = 20 * time.Millisecond
 )
 
