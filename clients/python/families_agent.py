@@ -25,6 +25,7 @@ out when empty), MCP_ROOT (a directory for the server to serve).
 
 import json
 import os
+import select
 import subprocess
 import sys
 import time
@@ -86,6 +87,8 @@ def mcp(own, m):
     p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}).encode() + b"\n")
     p.stdin.flush()
+    if not select.select([p.stdout], [], [], 60)[0]:
+        raise SystemExit("the MCP server did not answer initialize within 60 s")
     answer = json.loads(p.stdout.readline())
     if "result" not in answer:
         raise SystemExit("the MCP server did not initialize: %r" % answer)

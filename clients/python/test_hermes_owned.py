@@ -11,6 +11,7 @@ families in ("cgroup pgroup"); HERMES_TEST_MCP_SERVER is the entry point of
 import json
 import os
 import random
+import select
 import signal
 import subprocess
 import sys
@@ -66,6 +67,15 @@ def kill_marked(*markers):
                 pass
 
 
+def readline(pipe, what, timeout=WAIT):
+    """A line from pipe, or an AssertionError naming what was awaited once
+    timeout passed: a child that hangs fails the test, never stalls it."""
+    ready, _, _ = select.select([pipe], [], [], timeout)
+    if not ready:
+        raise AssertionError("not within %ss: %s" % (timeout, what))
+    return pipe.readline()
+
+
 def new_marker():
     return "%d" % random.randrange(10**8, 10**9)
 
@@ -85,7 +95,12 @@ class Agent:
                    MCP_ROOT=os.environ.get("TMPDIR", "/tmp"))
         self.p = subprocess.Popen([sys.executable, os.path.join(HERE, "families_agent.py")], env=env,
                                   stdout=subprocess.PIPE)
-        line = self.p.stdout.readline()
+        try:
+            line = readline(self.p.stdout, "the agent's ready line", timeout=3 * WAIT)
+        except AssertionError:
+            self.p.kill()
+            self.p.wait()
+            raise
         if not line.startswith(b"ready "):
             self.p.kill()
             self.p.wait()
@@ -186,7 +201,7 @@ class Verbs(unittest.TestCase):
                 "h.own_process_groups([p.pid]); print('ready', flush=True); time.sleep(4000)") % HERE
         owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, env=dict(os.environ, M=m))
         self.addCleanup(kill_marked, m)
-        self.assertEqual(owner.stdout.readline().strip(), b"ready")
+        self.assertEqual(readline(owner.stdout, "the owner's ready line").strip(), b"ready")
         self.assertEqual(len(marked(m)), 1)
         owner.kill()
         owner.wait()
@@ -243,9 +258,9 @@ class Verbs(unittest.TestCase):
         self.addCleanup(p.wait)
         self.addCleanup(p.kill)
         ctl = [os.environ["HERMESCTL"], "--socket", os.environ["HERMES_SOCKET"]]
-        out = subprocess.run(ctl + ["status"], capture_output=True, text=True, check=True).stdout
+        out = subprocess.run(ctl + ["status"], capture_output=True, text=True, check=True, timeout=WAIT).stdout
         self.assertRegex(out, r"(?m)^  shown +%d +pid %d +owned +kept +-$" % (p.pid, os.getpid()))
-        out = subprocess.run(ctl + ["who", str(p.pid)], capture_output=True, text=True, check=True).stdout
+        out = subprocess.run(ctl + ["who", str(p.pid)], capture_output=True, text=True, check=True, timeout=WAIT).stdout
         self.assertRegex(out, r"(?m)^kept for: +pid %d, group %d \(shown\), owned, since " % (os.getpid(), p.pid))
 
     def test_spawn_keeps_pipes(self):
@@ -273,7 +288,7 @@ class WithoutHermesd(unittest.TestCase):
                 "print('ready', flush=True); time.sleep(4000)") % (HERE, GRACE)
         owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, env=dict(os.environ, M=m))
         self.addCleanup(kill_marked, m)
-        self.assertEqual(owner.stdout.readline().strip(), b"ready")
+        self.assertEqual(readline(owner.stdout, "the owner's ready line").strip(), b"ready")
         wait_for(lambda: len(marked(m)) >= 3, "hermesctl, sh and the setsid sleep running")
         owner.kill()
         owner.wait()
