@@ -160,11 +160,11 @@ func (l *listener) Accept() (net.Conn, error) {
 		}
 		why := ""
 		switch {
-		case l.lim.Owner && l.open.Add(1) <= OwnerConns:
-			return &countedConn{Conn: c, l: l}, nil
-		case l.lim.Owner && l.r.admitOwner(c):
-			return &countedConn{Conn: c, l: l}, nil
 		case l.lim.Owner:
+			// Counted first: the count is what the first OwnerConns are.
+			if l.open.Add(1) <= OwnerConns || l.r.admitOwner(c) {
+				return &countedConn{Conn: c, l: l}, nil
+			}
 			l.open.Add(-1)
 			why = fmt.Sprintf("it came as a descriptor at or above %d, the last %d of the limit (RLIMIT_NOFILE), kept for the units, and %d connections are open already", max(l.r.soft.Load()-OwnerRoom, 1), OwnerRoom, OwnerConns)
 		case !l.r.Admit(c, l.lim.Keep):
