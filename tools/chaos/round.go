@@ -83,7 +83,7 @@ func (h *harness) steady(ctx context.Context) map[string]marked {
 			}
 			l, ok := leaders[u.PID]
 			if !ok || l.unit != d.name {
-				h.violate("unit %s: status shows pid %d, which is not a live leader of the unit (live: %s)", d.name, u.PID, listUnit(ps, d.name))
+				h.violate("unit %s: status shows pid %d, which is not a live leader of the unit (live: %s; %s)", d.name, u.PID, listUnit(ps, d.name), describePID(u.PID))
 				continue
 			}
 			out[d.name] = l

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"strconv"
@@ -62,13 +63,15 @@ func scan(run string) []marked {
 
 // environ reads pid's environment. A process in the middle of an exec has
 // an empty one for a moment (the new image's is set up after the switch to
-// its memory): a unit's shell exec'ing its program (notify's "exec sleep"
-// right after READY=1) would be missed by a scan. A live process that is
-// not a kernel thread (their parent is kthreadd, pid 2) and shows an empty
-// environment is read again, a few times, a millisecond apart.
+// its memory, once its segments and interpreter are mapped): a unit's shell
+// exec'ing its program (notify's "exec sleep" right after READY=1) would be
+// missed by a scan. A live process that is not a kernel thread (their
+// parent is kthreadd, pid 2) and shows an empty environment is read again,
+// a millisecond apart, for up to execBound: on a loaded machine the window
+// has lasted past 20 ms.
 func environ(pid int) ([]string, error) {
 	env, err := proc.Environ(pid)
-	for try := 0; err == nil && len(env) == 0 && try < 20; try++ {
+	for deadline := time.Now().Add(execBound); err == nil && len(env) == 0 && time.Now().Before(deadline); {
 		st, serr := proc.ReadStat(pid)
 		if serr != nil || st.Zombie() || pid == 2 || st.PPID == 2 {
 			break
@@ -77,6 +80,21 @@ func environ(pid int) ([]string, error) {
 		env, err = proc.Environ(pid)
 	}
 	return env, err
+}
+
+// execBound is how long a scan waits for a process's environment to
+// appear (see environ).
+const execBound = 2 * time.Second
+
+// describePID says what /proc shows of pid, for a violation's message: its
+// command, state, parent and group, and the size of its environment.
+func describePID(pid int) string {
+	st, err := proc.ReadStat(pid)
+	if err != nil {
+		return fmt.Sprintf("pid %d: gone (%v)", pid, err)
+	}
+	env, err := proc.Environ(pid)
+	return fmt.Sprintf("pid %d: %s, state %c, ppid %d, pgid %d, %d environment entries (err %v)", pid, st.Comm, st.State, st.PPID, st.PGID, len(env), err)
 }
 
 // groups maps each unit to the process groups its live processes are in
