@@ -38,7 +38,6 @@ type Bus struct {
 	seq  uint64                     // guarded by mu: the last Seq given
 	ring []*Event                   // guarded by mu: the last len(ring) events, oldest at head
 	head int                        // guarded by mu
-	full bool                       // guarded by mu: ring has wrapped
 	subs map[*Subscription]struct{} // guarded by mu
 	lost uint64                     // guarded by mu: subscribers dropped so far
 }
@@ -82,7 +81,6 @@ func (b *Bus) Publish(e Event) {
 	} else {
 		b.ring[b.head] = ep
 		b.head = (b.head + 1) % len(b.ring)
-		b.full = true
 	}
 	if b.observe != nil {
 		b.observe(e)
