@@ -47,7 +47,6 @@ func (o op) String() string {
 type event struct {
 	name string
 	op   op
-	dir  bool // the entry is a directory (IN_ISDIR)
 }
 
 // source delivers the file system events of a set of watched directories.

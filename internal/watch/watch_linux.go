@@ -174,7 +174,7 @@ func (s *inotify) decode(b []byte) []event {
 			if name != "" {
 				full = filepath.Join(p, name)
 			}
-			evs = append(evs, event{name: full, op: o, dir: mask&unix.IN_ISDIR != 0})
+			evs = append(evs, event{name: full, op: o})
 		}
 	}
 	return evs
