@@ -110,7 +110,6 @@ func absOrSelf(p string) string {
 type pm2Conv struct {
 	n      *noter
 	path   string // "apps[0]"
-	app    *jsObject
 	f      File
 	script string
 	interp string
@@ -128,7 +127,7 @@ func pm2App(file string, i int, app *jsObject, top *noter) (Unit, error) {
 	if err != nil {
 		return Unit{}, fmt.Errorf("%s: apps[%d].name: %w", file, i, err)
 	}
-	c := &pm2Conv{n: top.forUnit(clean), path: fmt.Sprintf("apps[%d]", i), app: app}
+	c := &pm2Conv{n: top.forUnit(clean), path: fmt.Sprintf("apps[%d]", i)}
 	// PM2's behaviour where the file says nothing: restarted on any exit,
 	// stopped with SIGINT, then SIGKILL after 1.6 s.
 	c.f.Restart = string(units.RestartAlways)

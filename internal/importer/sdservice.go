@@ -34,7 +34,7 @@ var serviceKeys = map[string]func(*sdConv, string, string){
 	"KillSignal":      (*sdConv).killSignal,
 	"PIDFile":         func(c *sdConv, _, v string) { c.f.PIDFile = v },
 	"RemainAfterExit": (*sdConv).remainAfterExit,
-	"StandardOutput":  func(c *sdConv, k, v string) { c.stdout, c.stdoutKey = c.output(k, v), k },
+	"StandardOutput":  func(c *sdConv, k, v string) { c.stdout = c.output(k, v) },
 	"StandardError":   func(c *sdConv, k, v string) { c.stderr = c.output(k, v) },
 }
 

@@ -101,7 +101,6 @@ type sdConv struct {
 	pre, start, post  []execLine
 	reload            []execLine // ExecReload=
 	stdout, stderr    string     // the log paths of StandardOutput= and StandardError=
-	stdoutKey         string
 	restartSet        bool
 	restartFirst      time.Duration
 	restartLongest    time.Duration
