@@ -30,10 +30,9 @@ const (
 	DefaultDrain          = 2 * time.Second
 
 	// Local endpoint ceilings, used at implicit defaults.
-	LocalSocketRead     = 1800 * time.Second
-	LocalStaleStream    = 900 * time.Second // agent.local_stream_stale_timeout
-	LocalStaleNonStream = 900 * time.Second
-	LocalFirstEvent     = 900 * time.Second
+	LocalSocketRead  = 1800 * time.Second
+	LocalStaleStream = 900 * time.Second // agent.local_stream_stale_timeout
+	LocalFirstEvent  = 900 * time.Second
 
 	// MinBudgetCap is the floor of the run-budget cap: a call always gets at
 	// least a minute, even with less than two minutes of budget left.
