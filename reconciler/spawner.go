@@ -41,7 +41,6 @@ type Survivor struct {
 	Unit       string
 	Group      supervisor.Group
 	Ownership  units.Ownership
-	Reason     string
 	Log        string
 	Owner      proc.Identity
 	OwnerAlive bool

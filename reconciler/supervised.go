@@ -84,7 +84,7 @@ type ledgerCheckpoint struct {
 func survivorOf(e ledger.Entry) Survivor {
 	return Survivor{
 		Unit: e.Unit, Group: supervisor.Group{Unit: e.Unit, PGID: e.PGID, Leader: e.Leader, Cgroup: e.Cgroup},
-		Ownership: e.Ownership, Reason: e.Reason, Log: e.Log, Owner: e.Owner, OwnerAlive: e.Owner.Alive(), State: e.State,
+		Ownership: e.Ownership, Log: e.Log, Owner: e.Owner, OwnerAlive: e.Owner.Alive(), State: e.State,
 		Spawn: e.Spawn,
 	}
 }
