@@ -139,7 +139,8 @@ func startRun(ctx context.Context, g *globals, env, argv []string, rb runBudget)
 	if r.id == "" {
 		r.id = "run-" + time.Now().UTC().Format("20060102T150405Z") + "-" + strings.ToLower(rand.Text()[:8])
 	}
-	r.wrapFile = reconciler.WrapUpFile(absState(g.State), r.id)
+	// Absolute: the child reads HERMES_WRAPUP_FILE from its own working directory.
+	r.wrapFile = reconciler.WrapUpFile(absPath(g.State), r.id)
 	r.env = append([]string{
 		reconciler.EnvRunID + "=" + r.id,
 		reconciler.EnvRunDeadline + "=" + r.budget.Deadline().Format(time.RFC3339),
@@ -175,15 +176,6 @@ func registerRun(ctx context.Context, g *globals, req control.RunRequest) (contr
 
 // registerWait bounds hermesd's answer to a run's registration.
 const registerWait = 2 * time.Second
-
-// absState makes the state directory absolute: the child reads
-// HERMES_WRAPUP_FILE from its own working directory.
-func absState(dir string) string {
-	if abs, err := filepath.Abs(dir); err == nil {
-		return abs
-	}
-	return dir
-}
 
 // wrapUpNotice is the run's notice, as a job's (reconciler.WrapUpNotice)
 // words it: in the file, and injected by the proxy.
