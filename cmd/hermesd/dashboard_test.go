@@ -30,7 +30,7 @@ const dashboardPath = "../../docs/grafana/hermes.json"
 // the job's runs by result and budget.
 func TestDashboardQueries(t *testing.T) {
 	needsProcesses(t, "hermesd and unit processes")
-	queries, err := metricstest.DashboardQueries(dashboardPath)
+	queries, err := dashboardQueries(dashboardPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestDashboardQueries(t *testing.T) {
 	})
 	defer t.Run("promtool", func(t *testing.T) { metricstest.CheckPromtool(t, scrape) })
 	for _, q := range queries {
-		if err := metricstest.Check(fams, q); err != nil {
+		if err := checkQuery(fams, q); err != nil {
 			t.Errorf("dashboard %s: %v", dashboardPath, err)
 		}
 	}
