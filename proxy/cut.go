@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -102,7 +103,7 @@ func (e *CutError) fix() string {
 	switch {
 	case e.Layer == timeouts.SocketRead:
 		return fmt.Sprintf("check that %s is reachable and answering; the socket read timeout is fixed (%s, %s for local endpoints): a provider that thinks silently must send keep-alives, and on non-streaming calls it follows %s",
-			orDash(e.BaseURL), timeouts.Seconds(timeouts.DefaultSocketRead), timeouts.Seconds(timeouts.LocalSocketRead), e.Setting)
+			cmp.Or(e.BaseURL, "-"), timeouts.Seconds(timeouts.DefaultSocketRead), timeouts.Seconds(timeouts.LocalSocketRead), e.Setting)
 	case last == timeouts.StepEnv:
 		return "raise " + timeouts.EnvStaleTimeout + " (the user's own deadline, taken as is)"
 	case last == timeouts.StepExplicit, last == timeouts.StepFollow:
@@ -118,13 +119,6 @@ func (e *CutError) fix() string {
 		return "stream the call, or raise " + e.Setting + " (the API call timeout covers it)"
 	}
 	return "raise " + e.Setting + env
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // setting names the stale_timeout_seconds key for a model of a provider

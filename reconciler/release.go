@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -251,7 +252,7 @@ func (r *Reconciler) evidence(rec Record, gd guards, ports map[uint64]int) contr
 			o.Evidence = append(o.Evidence, fmt.Sprintf("ppid %d (%s): re-parented to a subreaper, not its owner", st.PPID, comm))
 		}
 	}
-	o.Evidence = append(o.Evidence, fmt.Sprintf("owner pid %d (%s) is gone", rec.Owner.PID, dashed(string(rec.Role))))
+	o.Evidence = append(o.Evidence, fmt.Sprintf("owner pid %d (%s) is gone", rec.Owner.PID, cmp.Or(string(rec.Role), "-")))
 	members, _ := proc.GroupMembers(g.PGID)
 	o.Ports = portsOf(members, ports)
 	if len(o.Ports) > 0 {
@@ -275,13 +276,6 @@ func (r *Reconciler) evidence(rec Record, gd guards, ports map[uint64]int) contr
 		}
 	}
 	return o
-}
-
-func dashed(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // listeningPorts maps the inode of every listening TCP socket to its port

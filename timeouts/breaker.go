@@ -1,6 +1,7 @@
 package timeouts
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -113,15 +114,15 @@ func (e *GiveUpError) Error() string {
 // Parts is e's text as what happened (the streak, and that this call fails
 // at once) and what to do about it.
 func (e *GiveUpError) Parts() (summary, detail string) {
-	explain := fmt.Sprintf("see `hermesctl timeouts explain --provider %s --model %s`", orDash(e.Provider), orDash(e.Model))
+	explain := fmt.Sprintf("see `hermesctl timeouts explain --provider %s --model %s`", cmp.Or(e.Provider, "-"), cmp.Or(e.Model, "-"))
 	probe := e.ProbeIn.Round(time.Second)
 	if e.Scope == ScopeProvider {
 		return fmt.Sprintf("provider %s: %d consecutive stale kills across models %s with no completed response (%s=%d), so this call (model %s) fails at once instead of waiting out the stale timeout again",
-				orDash(e.Provider), e.Streak, strings.Join(e.Models, ", "), EnvGiveUp, e.Threshold, orDash(e.Model)),
+				cmp.Or(e.Provider, "-"), e.Streak, strings.Join(e.Models, ", "), EnvGiveUp, e.Threshold, cmp.Or(e.Model, "-")),
 			fmt.Sprintf("switching model does not help while every model of the provider goes silent: check the provider, start a new turn, or raise its stale_timeout_seconds (%s); one probe call is let through in %s", explain, probe)
 	}
 	return fmt.Sprintf("provider %s, model %s: %d consecutive stale kills with no completed response (%s=%d), so this call fails at once instead of waiting out the stale timeout again",
-			orDash(e.Provider), orDash(e.Model), e.Streak, EnvGiveUp, e.Threshold),
+			cmp.Or(e.Provider, "-"), cmp.Or(e.Model, "-"), e.Streak, EnvGiveUp, e.Threshold),
 		fmt.Sprintf("switch model or start a new turn, check the provider, or raise its stale_timeout_seconds (%s); one probe call is let through in %s", explain, probe)
 }
 

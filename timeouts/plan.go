@@ -1,6 +1,7 @@
 package timeouts
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -185,7 +186,7 @@ func (p Plan) String() string {
 	if p.Thinking {
 		thinking = "with thinking (" + p.ThinkingReason + ")"
 	}
-	fmt.Fprintf(&b, "provider %s, model %s, %s %s call %s, ~%d tokens, %s\n", orDash(p.Provider), orDash(p.Model), mode, p.API, thinking, p.Tokens, where)
+	fmt.Fprintf(&b, "provider %s, model %s, %s %s call %s, ~%d tokens, %s\n", cmp.Or(p.Provider, "-"), cmp.Or(p.Model, "-"), mode, p.API, thinking, p.Tokens, where)
 	switch {
 	case p.Spent:
 		fmt.Fprintf(&b, "run budget spent (0s remaining): the run is over; the proxy refuses its calls at once with the budget error (%s: %v), not a timeout; the layers below are what a call would get at the %s minimum cap\n",
@@ -215,13 +216,6 @@ func (p Plan) String() string {
 		fmt.Fprintf(&b, "warning: %s\n", s)
 	}
 	return b.String()
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // Seconds formats d the way the config files speak: "180s", or "1.5s" for

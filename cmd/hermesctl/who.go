@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -258,9 +259,9 @@ func (r *whoReport) write(w io.Writer, now time.Time) {
 	if !e.Spawned.IsZero() {
 		row("spawned", fmt.Sprintf("%s (%s ago)", e.Spawned.Local().Format(time.DateTime), now.Sub(e.Spawned).Round(time.Second)))
 	}
-	row("log", orDash(e.Log))
+	row("log", cmp.Or(e.Log, "-"))
 	row("pgid", strconv.Itoa(e.PGID))
-	row("cgroup", orDash(e.Cgroup))
+	row("cgroup", cmp.Or(e.Cgroup, "-"))
 	if r.Match != matchLeader {
 		row("process", commandLine(p))
 	}
@@ -292,11 +293,4 @@ func aliveWord(alive bool) string {
 		return "alive"
 	}
 	return "dead"
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
