@@ -161,10 +161,21 @@ type hermesPeer struct {
 	childManager
 	hermesd, hermesctl string
 	mode               supervisor.Mode
+	base               bool // the binaries of envBaseHermesd and envBaseHermesctl
 }
 
+// envBaseHermesd and envBaseHermesctl name a second hermesd and hermesctl,
+// a change's base, measured as peers of their own ("hermesd base") in the
+// same run as the tree's, interleaved with them: a before and an after
+// that share the machine's load.
+const (
+	envBaseHermesd   = "HERMES_BENCH_BASE_HERMESD"
+	envBaseHermesctl = "HERMES_BENCH_BASE_HERMESCTL"
+)
+
 // newHermesPeers are hermesd in cgroup mode where this machine offers it,
-// and in pgroup mode.
+// and in pgroup mode; then, when envBaseHermesd is set, the base hermesd
+// in the same modes.
 func newHermesPeers(ctx context.Context, dir string) ([]*hermesPeer, error) {
 	h := &hermesPeer{mode: supervisor.ModePGroup}
 	var err error
@@ -174,19 +185,38 @@ func newHermesPeers(ctx context.Context, dir string) ([]*hermesPeer, error) {
 	if h.hermesctl, err = hermesctlBinary(ctx, dir); err != nil {
 		return nil, err
 	}
-	hs := []*hermesPeer{h}
+	modes := []supervisor.Mode{supervisor.ModePGroup}
 	if o, err := supervisor.New(supervisor.Options{}); err == nil {
 		if o.Mode() == supervisor.ModeCgroup {
-			c := *h
-			c.mode = supervisor.ModeCgroup
-			hs = []*hermesPeer{&c, h}
+			modes = []supervisor.Mode{supervisor.ModeCgroup, supervisor.ModePGroup}
 		}
 		o.Close()
+	}
+	bins := []hermesPeer{*h}
+	if b := os.Getenv(envBaseHermesd); b != "" {
+		c := os.Getenv(envBaseHermesctl)
+		if c == "" {
+			return nil, fmt.Errorf("%s is set, %s is not", envBaseHermesd, envBaseHermesctl)
+		}
+		bins = append(bins, hermesPeer{hermesd: b, hermesctl: c, base: true})
+	}
+	var hs []*hermesPeer
+	for _, b := range bins {
+		for _, m := range modes {
+			p := b
+			p.mode = m
+			hs = append(hs, &p)
+		}
 	}
 	return hs, nil
 }
 
-func (h *hermesPeer) Name() string { return fmt.Sprintf("hermesd (%s)", h.mode) }
+func (h *hermesPeer) Name() string {
+	if h.base {
+		return fmt.Sprintf("hermesd base (%s)", h.mode)
+	}
+	return fmt.Sprintf("hermesd (%s)", h.mode)
+}
 
 // SupervisorPid finds hermesd's death supervisor (testkit.SupervisorOf).
 func (h *hermesPeer) SupervisorPid() (int, error) {
