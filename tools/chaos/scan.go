@@ -67,14 +67,22 @@ func scan(run string) []marked {
 // exec'ing its program (notify's "exec sleep" right after READY=1) would be
 // missed by a scan. A live process that is not a kernel thread (their
 // parent is kthreadd, pid 2) and shows an empty environment is read again,
-// a millisecond apart, for up to execBound: on a loaded machine the window
-// has lasted past 20 ms.
+// a millisecond apart, for up to execBound while its arguments are not set
+// up either (the exec is not over: on a loaded machine that has lasted past
+// 20 ms), and 20 times once they are: a process whose environment is empty
+// for good (started by env -i) costs a scan 20 ms, not execBound.
 func environ(pid int) ([]string, error) {
 	env, err := proc.Environ(pid)
+	settled := 0 // reads that found its arguments set up
 	for deadline := time.Now().Add(execBound); err == nil && len(env) == 0 && time.Now().Before(deadline); {
 		st, serr := proc.ReadStat(pid)
 		if serr != nil || st.Zombie() || pid == 2 || st.PPID == 2 {
 			break
+		}
+		if argv, _ := proc.Cmdline(pid); len(argv) > 0 {
+			if settled++; settled > 20 {
+				break
+			}
 		}
 		time.Sleep(time.Millisecond)
 		env, err = proc.Environ(pid)
