@@ -17,7 +17,8 @@ import (
 // (with its cache, told the name changed as hermesd's watcher tells it:
 // Options.LoadChanges) and the fake spawner: what an edit costs hermesd's
 // engine at each size, the part that should not grow with n. Profile it
-// with -cpuprofile; the start of the n units is outside the timer.
+// with -cpuprofile; the start and the stop of the n units are outside the
+// timer.
 func BenchmarkEdit(b *testing.B) {
 	for _, n := range []int{100, 1000, 5000} {
 		b.Run(strconv.Itoa(n), func(b *testing.B) { benchEdit(b, n) })
@@ -56,7 +57,11 @@ func benchEdit(b *testing.B, n int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		b.StopTimer() // the stop of the n units is outside the timer too
+		cancel()
+		<-done
+	}()
 	spawned := func() int {
 		fs.mu.Lock()
 		defer fs.mu.Unlock()
