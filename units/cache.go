@@ -1,6 +1,7 @@
 package units
 
 import (
+	"path/filepath"
 	"reflect"
 	"slices"
 	"sync"
@@ -13,7 +14,11 @@ import (
 // Cache reads and parses again only the files that changed: a reload
 // after one edit among thousands of units costs a stat of each file and
 // the parse of one; told which files may have changed (Loader.Changes),
-// the stat and the parse of one, and no listing of the directory. A file
+// the stat and the parse of one, no listing of the directory, and no
+// work for the other files (see Loader.Changes). A file that did not
+// change gives the *Spec it gave before, the Cache's own: the specs of a
+// Loader with a Cache are shared by every load that gives them, and
+// nobody modifies them (copy one to change it). A file
 // is unchanged while its identity is the one it
 // had when it was read: the file a path names (through symlinks: a
 // ConfigMap's ..data swap changes it), device, inode, size, mode, owner,
@@ -27,7 +32,7 @@ import (
 type Cache struct {
 	mu       sync.Mutex
 	entries  map[string]cached   // by path
-	lists    map[string][]string // by directory, as LoadDir was given it: its unit files' names, sorted (Loader.Changes)
+	dirs     map[string]*lastDir // by directory, as LoadDir was given it (Loader.Changes)
 	gen      uint64              // bumped when the settings change
 	defaults Defaults            // the settings entries were loaded with
 	insecure bool
@@ -35,6 +40,20 @@ type Cache struct {
 	// looked and read count the files whose identity was read (a stat)
 	// and the files read and parsed, for the tests.
 	looked, read int
+}
+
+// lastDir is what the last LoadDir of a directory found: what a load
+// told which files changed (Loader.Changes) starts from.
+type lastDir struct {
+	names []string // its unit files' names, sorted; never modified (relist copies)
+	// dir is what the load gave (its Dir and the Dirs patched from it
+	// share their maps, and nobody modifies them); nil when the load did
+	// not end, or loaded files laid over the directory (LoadDirWith).
+	dir *Dir
+	// unsure names the files of dir whose entry does not vouch for them
+	// without a look at the file (see get): read within cacheTrust, or
+	// through a symbolic link.
+	unsure []string
 }
 
 // cacheTrust is how old a file's change time must be, when it was read,
@@ -86,35 +105,49 @@ func (c *Cache) settle(l *Loader) uint64 {
 	defer c.mu.Unlock()
 	d := l.defaults()
 	if c.entries == nil || c.insecure != l.Insecure || c.unpriv != l.Unprivileged || !reflect.DeepEqual(c.defaults, d) {
-		c.entries, c.lists, c.defaults, c.insecure, c.unpriv = map[string]cached{}, map[string][]string{}, d, l.Insecure, l.Unprivileged
+		c.entries, c.dirs, c.defaults, c.insecure, c.unpriv = map[string]cached{}, map[string]*lastDir{}, d, l.Insecure, l.Unprivileged
 		c.gen++
 	}
 	return c.gen
 }
 
-// listing returns the unit files' names of dir that the last LoadDir of
-// it found, and whether there is one (there is none after new settings
-// or a load of it that failed).
-func (c *Cache) listing(gen uint64, dir string) ([]string, bool) {
+// listing returns what the last LoadDir of dir found, if there is such
+// a load (there is none after new settings or a load of it that failed).
+func (c *Cache) listing(gen uint64, dir string) (*lastDir, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	names, ok := c.lists[dir]
-	return names, ok && gen == c.gen
+	last, ok := c.dirs[dir]
+	return last, ok && gen == c.gen
 }
 
-// list records the unit files' names of dir that a LoadDir found; nil
-// forgets them, and the next load lists the directory.
-func (c *Cache) list(gen uint64, dir string, names []string) {
+// list records what a LoadDir of dir found (its listing, then what it
+// gave: see lastDir); nil forgets it, and the next load lists the
+// directory.
+func (c *Cache) list(gen uint64, dir string, last *lastDir) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if gen != c.gen {
 		return
 	}
-	if names == nil {
-		delete(c.lists, dir)
+	if last == nil {
+		delete(c.dirs, dir)
 		return
 	}
-	c.lists[dir] = names
+	c.dirs[dir] = last
+}
+
+// unsure returns the names, among names, of the files of dir whose entry
+// does not vouch for them without a look (lastDir.unsure).
+func (c *Cache) unsure(dir string, names []string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, n := range names {
+		if e, ok := c.entries[filepath.Join(dir, n)]; !ok || !e.trust || e.link {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // get returns what loading path against base gave, if the file is
@@ -150,24 +183,16 @@ func (c *Cache) hitLocked(gen uint64, path, base string, id fileID) (s *Spec, r 
 	}
 	e.loaded = true
 	c.entries[path] = e
-	// Copies: callers append to the errors and keep the spec.
-	if e.spec != nil {
-		cp := *e.spec
-		s = &cp
-	}
-	return s, e.refs, slices.Clone(e.errs), id, true
+	// A copy of the errors: callers append to them.
+	return e.spec, e.refs, slices.Clone(e.errs), id, true
 }
 
 // put records what loading path gave, the file having had identity id
 // just before it was read at readAt; link says the path is a symbolic
-// link.
+// link. s is the Cache's from then on: nobody modifies it.
 func (c *Cache) put(gen uint64, path, base string, id fileID, link bool, readAt time.Time, s *Spec, r refs, errs Errors) {
 	ctime := time.Unix(int64(id.ctim.Sec), int64(id.ctim.Nsec))
-	e := cached{id: id, base: base, trust: readAt.Sub(ctime) > cacheTrust, link: link, refs: r, errs: slices.Clone(errs), loaded: true}
-	if s != nil {
-		cp := *s
-		e.spec = &cp
-	}
+	e := cached{id: id, base: base, trust: readAt.Sub(ctime) > cacheTrust, link: link, spec: s, refs: r, errs: slices.Clone(errs), loaded: true}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.read++

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -264,4 +266,124 @@ func TestCacheLooksOnlyAtChanges(t *testing.T) {
 	if looked, _ := counts(c); looked != n+1 {
 		t.Errorf("after a failed load, the next looked at %d files, want every one (%d)", looked, n+1)
 	}
+}
+
+// TestChangesGiveTheSpecsAsTheyWere: after an edit among many files, a
+// load told of it (Loader.Changes) gives the spec of every other unit as
+// the last load gave it (the same *Spec, shared with the Cache: nothing
+// was copied or checked again for it), and the edited unit's new spec.
+func TestChangesGiveTheSpecsAsTheyWere(t *testing.T) {
+	const n = 200
+	files := map[string]string{}
+	for i := range n {
+		files[fmt.Sprintf("u%03d.yaml", i)] = fmt.Sprintf("command: [u, %d]\nafter: [u000]\n", i)
+	}
+	files["u000.yaml"] = "command: [first]\n"
+	dir, l := trustedCache(t, files)
+	told := *l
+	told.Changes = &Changes{Names: []string{"u042.yaml"}}
+	d1 := mustLoadDir(t, l, dir)
+	atomicSave(t, filepath.Join(dir, "u042.yaml"), "command: [u, edited]\nafter: [u000]\n")
+	d2 := mustLoadDir(t, &told, dir)
+	if got := d2.Units["u042"].Command[1]; got != "edited" {
+		t.Fatalf("u042 runs %q after its edit, want edited", got)
+	}
+	for name, s := range d1.Units {
+		if name != "u042" && d2.Units[name] != s {
+			t.Fatalf("%s: the load after the edit gave another spec, want the one the last load gave", name)
+		}
+	}
+	if d1.Units["u042"] == d2.Units["u042"] || len(d2.Units) != n || !slices.Equal(d1.Order(), d2.Order()) {
+		t.Errorf("after the edit: u042 the same spec %v, %d units, the same order %v; want a new spec, %d units, the same order",
+			d1.Units["u042"] == d2.Units["u042"], len(d2.Units), slices.Equal(d1.Order(), d2.Order()), n)
+	}
+	if d1.Units["u042"].Command[1] != "42" {
+		t.Errorf("the first load's spec of u042 runs %q, want 42 (specs are not changed by later loads)", d1.Units["u042"].Command[1])
+	}
+}
+
+// TestChangesKeepTheRules: a load told which files changed gives what a
+// load of the whole directory gives, through edits that keep the
+// cross-unit rules as they were (the specs of the edited files are
+// replaced) and edits that change them (after:, requires:, ports:, a
+// broken file, a duplicate name, a file added or removed).
+func TestChangesKeepTheRules(t *testing.T) {
+	dir, l := trustedCache(t, map[string]string{
+		"db.yaml":    "command: [db]\nports: [5432]\n",
+		"web.yaml":   "command: [web]\nafter: [db]\nrequires: [cache]\n",
+		"cache.yaml": "command: [cache]\nafter: [db]\n",
+		"other.yaml": "command: [other]\nports: [8080]\n",
+	})
+	mustLoadDir(t, l, dir)
+	for _, step := range []struct {
+		name  string
+		files map[string]string // "" removes the file
+	}{
+		{"a command", map[string]string{"web.yaml": "command: [web, 2]\nafter: [db]\nrequires: [cache]\n"}},
+		{"a port declared on another line", map[string]string{"db.yaml": "# the database\ncommand: [db]\nports: [5432]\n"}},
+		{"after: a unit that does not exist", map[string]string{"web.yaml": "command: [web]\nafter: [nosuch]\n"}},
+		{"fixed", map[string]string{"web.yaml": "command: [web]\nafter: [db]\n"}},
+		{"a cycle", map[string]string{"db.yaml": "command: [db]\nports: [5432]\nafter: [web]\n"}},
+		{"no cycle", map[string]string{"db.yaml": "command: [db]\nports: [5432]\n"}},
+		{"a port another unit holds", map[string]string{"cache.yaml": "command: [cache]\nafter: [db]\nports: [8080]\n"}},
+		{"the holder edited", map[string]string{"other.yaml": "\ncommand: [other, 2]\nports: [8080]\n"}},
+		{"the port given up", map[string]string{"cache.yaml": "command: [cache]\nafter: [db]\n"}},
+		{"a broken file", map[string]string{"cache.yaml": "command: [cache]\nbogus: 1\n"}},
+		{"mended", map[string]string{"cache.yaml": "command: [cache]\n"}},
+		{"a duplicate name", map[string]string{"cache.yml": "command: [cache, 2]\n"}},
+		{"one of the two removed", map[string]string{"cache.yml": ""}},
+		{"a unit added", map[string]string{"new.yaml": "command: [new]\nafter: [web]\n"}},
+		{"a unit removed that another names", map[string]string{"web.yaml": ""}},
+	} {
+		var names []string
+		for f, content := range step.files {
+			names = append(names, f)
+			p := filepath.Join(dir, f)
+			if content == "" {
+				if err := os.Remove(p); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			atomicSave(t, p, content)
+		}
+		told := *l
+		told.Changes = &Changes{Names: names}
+		got := mustLoadDir(t, &told, dir)
+		want := mustLoadDir(t, &Loader{}, dir)
+		if diff := dirDiff(got, want); diff != "" {
+			t.Errorf("%s: the load told of the change differs from a load of everything: %s", step.name, diff)
+		}
+	}
+}
+
+// dirDiff says how a and b differ, "" when they do not.
+func dirDiff(a, b *Dir) string {
+	errs := func(d *Dir) []string {
+		var out []string
+		for _, e := range d.Errors() {
+			out = append(out, e.Error())
+		}
+		return out
+	}
+	specs := func(d *Dir) map[string]Spec {
+		out := map[string]Spec{}
+		for n, s := range d.Units {
+			out[n] = *s
+		}
+		return out
+	}
+	switch {
+	case !reflect.DeepEqual(specs(a), specs(b)):
+		return fmt.Sprintf("units %v, want %v", sortedKeys(a.Units), sortedKeys(b.Units))
+	case !slices.Equal(a.Order(), b.Order()):
+		return fmt.Sprintf("order %v, want %v", a.Order(), b.Order())
+	case !slices.Equal(errs(a), errs(b)):
+		return fmt.Sprintf("errors %q, want %q", errs(a), errs(b))
+	case !reflect.DeepEqual(a.Ports, b.Ports):
+		return fmt.Sprintf("ports %v, want %v", a.Ports, b.Ports)
+	case !slices.Equal(sortedKeys(a.Contested), sortedKeys(b.Contested)):
+		return fmt.Sprintf("contested %v, want %v", sortedKeys(a.Contested), sortedKeys(b.Contested))
+	}
+	return ""
 }

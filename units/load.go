@@ -38,7 +38,11 @@ type Loader struct {
 	// and the names changed are looked up) and takes every other file
 	// from the Cache with no look at it, but for those the Cache cannot
 	// vouch for without one (read within its trust window, reached
-	// through a symbolic link, or not read yet). So an edit among
+	// through a symbolic link, or not read yet). When no file was added
+	// or removed and each file looked at loads as it did, or loads again
+	// with the same after:, requires: and ports:, no cross-unit rule can
+	// have changed: the Dir is the last one with the new specs of those
+	// files (patch), and the others cost nothing. So an edit among
 	// thousands of units costs a look at the one file. nil: every file is
 	// looked at; so is every file when the Cache has no listing of the
 	// directory (its first load, new settings, a load of it that failed).
@@ -194,24 +198,31 @@ func (l *Loader) LoadDir(dir string) (*Dir, error) { return l.LoadDirWith(dir) }
 // relative paths resolve against dir, and the cross-unit rules apply to
 // them all; the errors of a file name it as given. A file loses a clash on a port to a unit of dir (the file is the
 // change: the unit of dir may be running), and to a file of an earlier
-// name. Two files of one unit name both fail.
+// name. Two files of one unit name both fail. With a Cache, the Dir is
+// shared with the Cache (the next load may start from it: see
+// Loader.Changes), as its specs are: nobody modifies it.
 func (l *Loader) LoadDirWith(dir string, files ...string) (*Dir, error) {
 	var gen uint64
 	if l.Cache != nil {
 		gen = l.Cache.settle(l)
 	}
-	entries, changed, err := l.list(gen, dir)
+	ls, err := l.list(gen, dir)
 	if err != nil {
 		return nil, err
+	}
+	base, err := filepath.Abs(dir)
+	if err != nil {
+		base = dir
+	}
+	if len(files) == 0 {
+		if d, ok := l.patch(gen, dir, base, ls); ok {
+			return d, nil
+		}
 	}
 	d := &Dir{Path: dir, Units: map[string]*Spec{}, Failed: map[string]Errors{}}
 	allRefs := map[string]refs{}
 	paths := map[string]string{} // name -> file, every unit file found
 	given := map[string]bool{}
-	base, err := filepath.Abs(dir)
-	if err != nil {
-		base = dir
-	}
 	add := func(name, path string) {
 		if other, dup := paths[name]; dup {
 			d.Failed[name] = append(d.Failed[name], &Error{File: path, Err: ErrDependency,
@@ -220,7 +231,7 @@ func (l *Loader) LoadDirWith(dir string, files ...string) (*Dir, error) {
 			return
 		}
 		paths[name] = path
-		s, r, errs := l.load(gen, path, base, changed == nil || changed[filepath.Base(path)])
+		s, r, errs := l.load(gen, path, base, ls.changed == nil || ls.changed[filepath.Base(path)])
 		if len(errs) > 0 {
 			d.Failed[name] = errs
 			return
@@ -238,13 +249,10 @@ func (l *Loader) LoadDirWith(dir string, files ...string) (*Dir, error) {
 		given[name] = true
 		add(name, f)
 	}
-	for _, e := range entries {
+	for _, e := range ls.names {
 		if name, ok := NameOf(e); ok && !given[name] {
 			add(name, filepath.Join(dir, e))
 		}
-	}
-	if l.Cache != nil {
-		l.Cache.sweep()
 	}
 	d.checkDeps(paths, allRefs)
 	d.checkCycles(allRefs)
@@ -255,41 +263,111 @@ func (l *Loader) LoadDirWith(dir string, files ...string) (*Dir, error) {
 		return Rank{Why: "is in " + dir + " already"}
 	})
 	d.order = d.sortOrder()
+	if l.Cache != nil {
+		l.Cache.sweep()
+		if len(files) == 0 {
+			l.Cache.list(gen, dir, &lastDir{names: ls.names, dir: d, unsure: l.Cache.unsure(dir, ls.names)})
+		}
+	}
 	return d, nil
 }
 
-// list returns the names of dir's unit files, sorted, after the checks of
-// the directory, and the names that changed since the Cache's last
-// listing of it when it had one and l.Changes gives them (nil: every file
-// is to be looked at). A failed check or listing makes the Cache forget
-// its listing: the names changed meanwhile are not lost.
-func (l *Loader) list(gen uint64, dir string) (names []string, changed map[string]bool, _ error) {
+// patch is LoadDir of dir after changes (Loader.Changes), without a look
+// at the files the Cache vouches for nor a check of the cross-unit rules,
+// when the changes leave every rule as the last load of dir found it: no
+// file added or removed, and each file looked at (those named changed,
+// and those the Cache cannot vouch for) gives the spec it gave, or still
+// loads, its unit having loaded then, with the same after:, requires:
+// and ports:. Its Dir is then the last one with those units' new specs.
+// ok false: nothing changed but the Cache's entries of the files looked
+// at, and the load is to be made in full.
+func (l *Loader) patch(gen uint64, dir, base string, ls listing) (_ *Dir, ok bool) {
+	last := ls.last
+	if ls.changed == nil || ls.moved || last == nil || last.dir == nil {
+		return nil, false
+	}
+	looked := slices.Concat(slices.Collect(maps.Keys(ls.changed)), last.unsure)
+	slices.Sort(looked)
+	looked = slices.Compact(looked)
+	specs, ports := map[string]*Spec{}, Ports{}
+	for _, n := range looked {
+		name, _ := NameOf(n)
+		was := last.dir.Units[name]
+		s, r, errs := l.load(gen, filepath.Join(dir, n), base, true)
+		switch {
+		case s != nil && s == was:
+			continue
+		case was == nil || len(errs) > 0 || !sameLinks(was, s) || len(s.Ports) > 0 && len(last.dir.Contested) > 0:
+			return nil, false // the port rule's errors may quote a claim's position
+		}
+		specs[name] = s
+		if len(s.Ports) > 0 {
+			ports[name] = claims(s, r)
+		}
+	}
+	d := *last.dir
+	if len(specs) > 0 {
+		d.Units = maps.Clone(d.Units)
+		maps.Copy(d.Units, specs)
+	}
+	if len(ports) > 0 {
+		d.Ports = maps.Clone(d.Ports)
+		maps.Copy(d.Ports, ports)
+	}
+	l.Cache.list(gen, dir, &lastDir{names: ls.names, dir: &d, unsure: l.Cache.unsure(dir, looked)})
+	return &d, true
+}
+
+// sameLinks reports whether a and b name the same units in after: and
+// requires:, and the same ports: what the cross-unit rules look at.
+func sameLinks(a, b *Spec) bool {
+	return slices.Equal(a.After, b.After) && slices.Equal(a.Requires, b.Requires) && slices.Equal(a.Ports, b.Ports)
+}
+
+// listing is what LoadDir lists of a directory (Loader.list).
+type listing struct {
+	names []string // the unit files' names, sorted
+	// changed, when the listing was made from the Cache's last one with
+	// Loader.Changes, holds the names of the files that may have changed
+	// (nil: every file is to be looked at); moved says one of them was
+	// added or removed; last is what the Cache had.
+	changed map[string]bool
+	moved   bool
+	last    *lastDir
+}
+
+// list lists dir's unit files, after the checks of the directory: from
+// the Cache's last listing of it when it has one and l.Changes says what
+// changed since. A failed check or listing makes the Cache forget its
+// listing: the names changed meanwhile are not lost.
+func (l *Loader) list(gen uint64, dir string) (listing, error) {
 	if e := checkDir(dir, !l.Insecure); e != nil {
 		l.forgetList(gen, dir)
-		return nil, nil, Errors{e}
+		return listing{}, Errors{e}
 	}
 	if l.Cache != nil && l.Changes != nil {
 		if last, ok := l.Cache.listing(gen, dir); ok {
-			names, changed = relist(dir, last, l.Changes.Names)
-			l.Cache.list(gen, dir, names)
-			return names, changed, nil
+			ls := relist(dir, last.names, l.Changes.Names)
+			ls.last = last
+			l.Cache.list(gen, dir, &lastDir{names: ls.names}) // what it gives is recorded once it ends
+			return ls, nil
 		}
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		l.forgetList(gen, dir)
-		return nil, nil, Errors{{File: dir, Err: ErrFile, Msg: fmt.Sprintf("cannot list the units directory: %v", unwrapPath(err))}}
+		return listing{}, Errors{{File: dir, Err: ErrFile, Msg: fmt.Sprintf("cannot list the units directory: %v", unwrapPath(err))}}
 	}
-	names = make([]string, 0, len(entries)) // not nil: nil forgets
+	names := make([]string, 0, len(entries)) // not nil: nil forgets
 	for _, e := range entries {
 		if IsUnitFile(e.Name()) {
 			names = append(names, e.Name())
 		}
 	}
 	if l.Cache != nil {
-		l.Cache.list(gen, dir, names)
+		l.Cache.list(gen, dir, &lastDir{names: names})
 	}
-	return names, nil, nil
+	return listing{names: names}, nil
 }
 
 func (l *Loader) forgetList(gen uint64, dir string) {
@@ -299,29 +377,30 @@ func (l *Loader) forgetList(gen uint64, dir string) {
 }
 
 // relist is the listing last with the unit files named in changed looked
-// up in dir again: there now, they are in it, else not. It returns a new
-// slice, and changed as a set.
-func relist(dir string, last, changed []string) ([]string, map[string]bool) {
-	names := slices.Clone(last)
-	set := make(map[string]bool, len(changed))
+// up in dir again: there now, they are in it, else not. last is not
+// modified: names is last itself when no file was added or removed.
+func relist(dir string, last, changed []string) listing {
+	ls := listing{names: last, changed: make(map[string]bool, len(changed))}
 	for _, n := range changed {
 		if !IsUnitFile(n) || n != filepath.Base(n) {
 			continue
 		}
-		set[n] = true
-		i, found := slices.BinarySearch(names, n)
+		ls.changed[n] = true
+		i, found := slices.BinarySearch(ls.names, n)
 		// Another error than its absence leaves the name listed, as
 		// os.ReadDir would: its load says what is wrong.
 		_, err := os.Lstat(filepath.Join(dir, n))
 		gone := errors.Is(err, fs.ErrNotExist)
 		switch {
 		case !gone && !found:
-			names = slices.Insert(names, i, n)
+			ls.names = slices.Insert(slices.Clip(ls.names), i, n)
+			ls.moved = true
 		case gone && found:
-			names = slices.Delete(names, i, i+1)
+			ls.names = slices.Delete(slices.Clone(ls.names), i, i+1)
+			ls.moved = true
 		}
 	}
-	return names, set
+	return ls
 }
 
 func (d *Dir) fail(name string, e *Error) {
@@ -361,9 +440,8 @@ func (d *Dir) checkDeps(files map[string]string, allRefs map[string]refs) {
 func (d *Dir) checkPorts(allRefs map[string]refs, rank func(string) Rank) {
 	d.Ports, d.Contested = Ports{}, map[string]*Spec{}
 	for name, s := range d.Units {
-		for _, p := range s.Ports {
-			n := allRefs[name].ports[p]
-			d.Ports[name] = append(d.Ports[name], Claim{Port: p, File: s.File, Line: n.Line, Column: n.Column})
+		if len(s.Ports) > 0 {
+			d.Ports[name] = claims(s, allRefs[name])
 		}
 	}
 	for name, es := range d.Ports.Settle(rank) {
@@ -372,6 +450,16 @@ func (d *Dir) checkPorts(allRefs map[string]refs, rank func(string) Rank) {
 			d.fail(name, e)
 		}
 	}
+}
+
+// claims are s's declarations of ports; r is what its parse found.
+func claims(s *Spec, r refs) []Claim {
+	out := make([]Claim, 0, len(s.Ports))
+	for _, p := range s.Ports {
+		n := r.ports[p]
+		out = append(out, Claim{Port: p, File: s.File, Line: n.Line, Column: n.Column})
+	}
+	return out
 }
 
 // checkCycles finds dependency cycles among the loaded units (edges from
