@@ -118,7 +118,7 @@ func (r *Reconciler) takenDown(ctx context.Context, up []string) ([]string, erro
 
 // describe fills the fields of cu that a client waiting for a start reads
 // (control.Unit: Type, Probe, After, Timeouts) from s, the unit's spec.
-func describe(cu *control.Unit, s units.Spec) {
+func describe(cu *control.Unit, s *units.Spec) {
 	cu.Type = typeOf(s)
 	cu.Probe = probeWords(s.Ready)
 	cu.RemainAfterExit = s.RemainAfter

@@ -42,7 +42,7 @@ func (r *Reconciler) readopt(ctx context.Context, l Loaded) {
 	}
 	declared := map[string]units.Spec{}
 	for _, s := range l.Specs {
-		declared[s.Name] = s
+		declared[s.Name] = *s
 	}
 	for _, s := range svs {
 		if s.OwnerAlive {
@@ -81,7 +81,7 @@ func (r *Reconciler) readopt(ctx context.Context, l Loaded) {
 			}
 			continue
 		}
-		if err := r.adoptRun(ctx, &unit{spec: spec, hash: hash(spec), enabled: ok}, s); err != nil {
+		if err := r.adoptRun(ctx, &unit{spec: &spec, hash: hash(spec), enabled: ok}, s); err != nil {
 			r.log.Warn("survivor not re-adopted: cannot watch its exit", "unit", s.Unit, "pid", s.Group.Leader.PID, "err", err)
 			continue
 		}
@@ -102,7 +102,7 @@ func (r *Reconciler) adoptRun(ctx context.Context, u *unit, s Survivor) error {
 	}
 	u.logPath, u.err = s.Log, nil
 	if u.logPath == "" {
-		u.logPath = r.logPath(u.spec)
+		u.logPath = r.logPath(*u.spec)
 	}
 	r.runAdopted(u, rn, exited)
 	r.resumeJobRun(rn.ctx, u, s.Group.Leader)
@@ -420,7 +420,7 @@ func (r *Reconciler) take(ctx context.Context, ad Adopter, g supervisor.Group, n
 		return control.Adopted{}, fmt.Errorf("adopt group %d: %w", g.PGID, err)
 	}
 	spec := units.Spec{Name: name, Ownership: units.Owned}
-	u := &unit{spec: spec, hash: hash(spec), external: true}
+	u := &unit{spec: &spec, hash: hash(spec), external: true}
 	rn := r.newRun(nil, g, time.Now())
 	exited, err := r.opt.Spawner.WatchExit(rn.ctx, g)
 	if err != nil { // an exit now: what is left of the group is stopped

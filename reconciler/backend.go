@@ -132,7 +132,7 @@ func (r *Reconciler) unitFileOf(e *units.Error) (string, bool) {
 func (r *Reconciler) unitStatus(u *unit, fileErr string) control.Unit {
 	n := u.spec.Name
 	cu := control.Unit{
-		Name: n, Description: u.spec.Description, State: r.stateWord(u), Ownership: ownership(u.spec),
+		Name: n, Description: u.spec.Description, State: r.stateWord(u), Ownership: ownership(*u.spec),
 		Restarts: u.restarts, Adopted: u.adopted(), Ready: u.state == Running,
 		Ports: u.spec.Ports, Log: r.logOf(u), Requires: u.spec.Requires,
 		Disabled: r.disabled[n] && !u.external, Masked: r.masked[n] && !u.external,

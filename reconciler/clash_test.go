@@ -55,7 +55,7 @@ func (f *files) load(context.Context) (Loaded, error) {
 	defer f.mu.Unlock()
 	var l Loaded
 	for _, s := range f.specs {
-		l.Specs = append(l.Specs, s)
+		l.Specs = append(l.Specs, &s)
 	}
 	return l, nil
 }

@@ -144,7 +144,7 @@ func (r *Reconciler) onMain(ev mainEvent) {
 		rn.mainPGID = st.PGID
 	}
 	r.log.Info("unit's main process found", "unit", u.spec.Name, "main", ev.main.PID, "pgid", rn.mainPGID)
-	if ownership(u.spec).Survivor() {
+	if ownership(*u.spec).Survivor() {
 		r.rebase(u, ev.main)
 	}
 	name, gen, main, ctx := u.spec.Name, u.gen, ev.main, rn.ctx
@@ -196,12 +196,12 @@ type daemonKeeper interface {
 // when it may start.
 func (r *Reconciler) forkingSurvivorRefused(u *unit) error {
 	k, ok := r.opt.Spawner.(daemonKeeper)
-	if u.spec.Type != units.Forking || !ownership(u.spec).Survivor() || !ok || k.KeepsDaemons() {
+	if u.spec.Type != units.Forking || !ownership(*u.spec).Survivor() || !ok || k.KeepsDaemons() {
 		return nil
 	}
 	return &diag.Error{
 		Where: "unit " + u.spec.Name,
-		What: fmt.Sprintf("type: forking with ownership: %s needs cgroup mode: ", ownership(u.spec)) +
+		What: fmt.Sprintf("type: forking with ownership: %s needs cgroup mode: ", ownership(*u.spec)) +
 			"in pgroup mode its daemon leaves the process group, and once hermesd is gone nothing tells it apart from a stranger (its process title may overwrite its environment)",
 		Fix: "run it in the foreground as type: simple (nginx: -g 'daemon off;', redis: --daemonize no), make it owned, or run hermesd with --supervisor-mode cgroup",
 	}

@@ -160,7 +160,17 @@ func newHarness(t *testing.T, specs ...units.Spec) *harness {
 func (h *harness) load(context.Context) (Loaded, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return Loaded{Specs: slices.Clone(h.specs), Errors: slices.Clone(h.errs)}, nil
+	return Loaded{Specs: copies(h.specs), Errors: slices.Clone(h.errs)}, nil
+}
+
+// copies are specs as a load that reads every file anew gives them: a
+// copy of each.
+func copies(specs []units.Spec) []*units.Spec {
+	out := make([]*units.Spec, len(specs))
+	for i, s := range specs {
+		out[i] = &s
+	}
+	return out
 }
 
 // run makes r, New's result, h's reconciler and runs it until h.shutdown

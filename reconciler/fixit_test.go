@@ -22,7 +22,7 @@ func (noKeeper) KeepsDaemons() bool { return false }
 func TestFixItParts(t *testing.T) {
 	r := &Reconciler{}
 	r.opt.Spawner = noKeeper{}
-	forking := r.forkingSurvivorRefused(&unit{spec: units.Spec{Name: "d", Type: units.Forking, Ownership: units.Adoptable}})
+	forking := r.forkingSurvivorRefused(&unit{spec: &units.Spec{Name: "d", Type: units.Forking, Ownership: units.Adoptable}})
 	for _, tc := range []struct {
 		name                  string
 		err                   error

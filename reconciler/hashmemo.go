@@ -1,42 +1,63 @@
 package reconciler
 
 import (
+	"maps"
 	"reflect"
 
 	"github.com/hermes-units/hermes/units"
 )
 
 // A spec's hash renders it as YAML and sums it: 0.1 to 0.2 ms a unit on a
-// loaded machine, and a reload reads every unit file, so hashing all of
-// them anew took 10 to 20 ms of a hot reload's ~50 with a hundred units.
-// A reload changes few files: a spec equal to the one the last load gave
-// for its name has that load's hash.
+// loaded machine. A reload changes few files, and a units.Cache gives the
+// spec of a file that did not change again: a spec that is the one the
+// last load gave for its name (the same pointer) is not looked at, one
+// equal to it has its hash.
 
-// hashed is a spec of the last load (in its Loaded's Specs, which no one
-// changes once hashed: a pointer, not a copy of 650 bytes a unit) and its
-// hash.
+// hashed is a spec of the last load (in its Loaded's Specs: nobody
+// changes it) and its hash.
 type hashed struct {
 	spec *units.Spec
 	hash string
 }
 
-// hashLoaded computes the hash of every spec of l (Loaded.hashAll), with
-// r.load.hash for a spec that differs from the one of its name in the last
-// load and the last load's hash for one that does not, and keeps l's
-// specs for the next load. Equality is reflect.DeepEqual over the whole
-// spec: a spec that differs only outside the hashed fields is hashed
-// again, which costs time and never a wrong hash. The caller holds load.mu.
-func (r *Reconciler) hashLoaded(l *Loaded) {
+// hashLoaded gives l the hashes of its specs that are not the ones of
+// their names in the last load (Loaded.hashes): the last load's hash for
+// a spec equal to it (reflect.DeepEqual: a spec that differs only outside
+// the hashed fields is hashed again, which costs time and never a wrong
+// hash), r.load.hash's for the others. With keep, l is the last load for
+// the next one (a load that is not applied, a dry run, is not: the units
+// then have the specs of the one before, and the next load is compared
+// with that). The caller holds load.mu.
+func (r *Reconciler) hashLoaded(l *Loaded, keep bool) {
 	last := r.load.last
-	next := make(map[string]hashed, len(l.Specs))
-	l.hashAll(func(s *units.Spec) string {
+	l.hashes = map[string]string{}
+	var news []*units.Spec
+	for _, s := range l.Specs {
 		h, ok := last[s.Name]
+		if ok && h.spec == s {
+			continue
+		}
 		if !ok || !reflect.DeepEqual(h.spec, s) {
 			h.hash = r.load.hash(*s)
 		}
-		h.spec = s
-		next[s.Name] = h
-		return h.hash
-	})
-	r.load.last = next
+		l.hashes[s.Name] = h.hash
+		news = append(news, s)
+	}
+	if !keep {
+		return
+	}
+	if last == nil {
+		last = make(map[string]hashed, len(l.Specs))
+		r.load.last = last
+	}
+	for _, s := range news {
+		last[s.Name] = hashed{s, l.hashes[s.Name]}
+	}
+	if len(last) > len(l.Specs) { // some names are no longer loaded
+		loaded := make(map[string]bool, len(l.Specs))
+		for _, s := range l.Specs {
+			loaded[s.Name] = true
+		}
+		maps.DeleteFunc(last, func(n string, _ hashed) bool { return !loaded[n] })
+	}
 }

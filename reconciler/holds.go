@@ -87,12 +87,12 @@ func (r *Reconciler) setStop(name string, on bool) {
 }
 
 // forgetStops drops the runtime stops of units that are no longer declared
-// (their file removed, not merely invalid) after a load: declared again,
-// a unit is new and starts.
-func (r *Reconciler) forgetStops(specs map[string]bool, invalid map[string]bool) {
+// (their file removed, not merely invalid: declared says) after a load:
+// declared again, a unit is new and starts.
+func (r *Reconciler) forgetStops(declared func(unit string) bool) {
 	var gone []string
 	for n := range r.stops {
-		if !specs[n] && !invalid[n] {
+		if !declared(n) {
 			gone = append(gone, n)
 		}
 	}

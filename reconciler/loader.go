@@ -61,7 +61,7 @@ func (r *Reconciler) reload(ctx context.Context, load func(context.Context) (Loa
 		}
 		return control.Plan{}, err
 	}
-	r.hashLoaded(&l) // here, not on Run's goroutine
+	r.hashLoaded(&l, !dryRun) // here, not on Run's goroutine
 	var p control.Plan
 	if e := r.call(ctx, asked, func(ctx context.Context) { p, err = r.applyLoaded(ctx, l, dryRun, asked, began) }); e != nil {
 		return control.Plan{}, e
@@ -74,9 +74,9 @@ func (r *Reconciler) applyLoaded(ctx context.Context, l Loaded, dryRun, asked bo
 	if r.shutting {
 		return control.Plan{}, ErrStopped
 	}
-	p := r.plan(&l, dryRun || asked) // the order is for a caller
+	p, n := r.plan(&l, dryRun || asked) // the order is for a caller
 	if !dryRun {
-		r.apply(ctx, p, l) // the pass that follows every request starts what it wants
+		r.apply(ctx, p, l, n) // the pass that follows every request starts what it wants
 		r.publishReload(p, began, nil)
 	}
 	return p, nil

@@ -34,7 +34,7 @@ func TestStatusDuringLoad(t *testing.T) {
 					<-gate // a slow read of the directory
 					arg = "new"
 				}
-				return Loaded{Specs: []units.Spec{spec("a", func(s *units.Spec) { s.Command = []string{"/bin/sleep", arg} })}}, nil
+				return Loaded{Specs: copies([]units.Spec{spec("a", func(s *units.Spec) { s.Command = []string{"/bin/sleep", arg} })})}, nil
 			},
 		})
 		if err != nil {
@@ -74,7 +74,7 @@ func TestChangesLoadOnlyChanged(t *testing.T) {
 				mu.Lock()
 				calls = append(calls, kind)
 				mu.Unlock()
-				return Loaded{Specs: []units.Spec{spec("a")}}, nil
+				return Loaded{Specs: copies([]units.Spec{spec("a")})}, nil
 			}
 		}
 		changes := make(chan struct{}, 1)

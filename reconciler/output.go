@@ -82,7 +82,7 @@ func (r *Reconciler) logOutput(u *unit, f *os.File, path string) (output, error)
 	out.stdout, out.stderr = out.writeEnds[0], out.writeEnds[1]
 	dst := &logSink{r: r, unit: u.spec.Name, path: path}
 	if u.spec.Log.MaxSize > 0 {
-		dst.lim = logLimits(u.spec)
+		dst.lim = logLimits(*u.spec)
 	}
 	out.copying = &copying{r: r, unit: u.spec.Name, reads: [2]*os.File{reads[0], reads[1]}, dst: dst}
 	return out, nil

@@ -80,13 +80,13 @@ func TestSurvivorWritesItsLog(t *testing.T) {
 	}
 	defer f.Close()
 	for _, o := range []units.Ownership{units.PersistOnRelease, units.Adoptable} {
-		out, err := r.logOutput(&unit{spec: units.Spec{Name: "keep", Ownership: o}}, f, f.Name())
+		out, err := r.logOutput(&unit{spec: &units.Spec{Name: "keep", Ownership: o}}, f, f.Name())
 		if err != nil || out.stdout != f || out.stderr != f || out.copying != nil {
 			t.Errorf("%s: output %+v, %v; want the log file itself", o, out, err)
 		}
 	}
 	r.base = t.Context()
-	out, err := r.logOutput(&unit{spec: units.Spec{Name: "web", Ownership: units.Owned}}, f, f.Name())
+	out, err := r.logOutput(&unit{spec: &units.Spec{Name: "web", Ownership: units.Owned}}, f, f.Name())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func TestStartBudget(t *testing.T) {
 		r, err := New(Options{
 			Spawner: slowSpawn{fs, StartBudget / 2}, StateDir: t.TempDir(), Env: []string{"PATH=/bin"},
 			Rand: func() float64 { return 0.5 },
-			Load: func(context.Context) (Loaded, error) { return Loaded{Specs: specs}, nil },
+			Load: func(context.Context) (Loaded, error) { return Loaded{Specs: copies(specs)}, nil },
 			OnReady: func(n int) {
 				mu.Lock()
 				ready = n

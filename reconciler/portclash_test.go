@@ -123,7 +123,8 @@ func TestSettlePorts(t *testing.T) {
 				t.Fatalf("LoadDir gave %d specs and errors %v, want both sides of the clash and no error", len(l.Specs), l.Errors)
 			}
 			before := slices.Clone(l.Specs)
-			got := settlePorts(l, tc.declared)
+			declared := func(n string) ([]int, bool) { p, ok := tc.declared[n]; return p, ok }
+			got := settlePorts(l, declared)
 			var names []string
 			for _, s := range got.Specs {
 				names = append(names, s.Name)
@@ -135,7 +136,7 @@ func TestSettlePorts(t *testing.T) {
 			if len(got.Errors) != 1 {
 				t.Errorf("errors %v, want one", got.Errors)
 			}
-			if again := settlePorts(got, tc.declared); len(again.Specs) != len(got.Specs) || len(again.Errors) != len(got.Errors) {
+			if again := settlePorts(got, declared); len(again.Specs) != len(got.Specs) || len(again.Errors) != len(got.Errors) {
 				t.Errorf("settling again gave %d specs, %d errors; want it unchanged", len(again.Specs), len(again.Errors))
 			}
 			for i := range before {

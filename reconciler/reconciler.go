@@ -64,7 +64,12 @@ var (
 
 // Loaded is the result of reading the units directory.
 type Loaded struct {
-	Specs  []units.Spec
+	// Specs are shared: with the loader (a units.Cache gives the spec it
+	// gave before for a file that did not change) and with the units that
+	// run them. Nobody modifies one; a hook that would replaces it with a
+	// changed copy. A spec that is the one its unit has needs no look at
+	// it (diff).
+	Specs  []*units.Spec
 	Errors []*units.Error // files that did not load; their units keep their last good version
 
 	// ports are the declarations of ports of LoadDir's Loaded, whose Specs
@@ -72,26 +77,21 @@ type Loaded struct {
 	// nil in a Loaded made otherwise: its Specs all load.
 	ports units.Ports
 
-	// hashes maps a spec's name to its hash, computed by hashAll off Run's
+	// hashes are the hashes of the specs that are not the ones of their
+	// names in the last load (hashLoaded), by name, computed off Run's
 	// goroutine: hashing encodes each spec, and a reload of hundreds of
-	// units would otherwise hold Run (and every status) for as long.
+	// new specs would otherwise hold Run (and every status) for as long.
 	hashes map[string]string
 }
 
-// hashAll computes the hash of every spec of l with h.
-func (l *Loaded) hashAll(h func(*units.Spec) string) {
-	l.hashes = make(map[string]string, len(l.Specs))
-	for i := range l.Specs {
-		l.hashes[l.Specs[i].Name] = h(&l.Specs[i])
-	}
-}
-
-// hashOf is s's hash: from hashAll when it ran, else computed now.
-func (l Loaded) hashOf(s units.Spec) string {
+// hashOf is s's hash: from hashLoaded when it gave one, else computed now
+// (a spec of the last load that its unit does not have: contested, or
+// the last load was not applied).
+func (l Loaded) hashOf(s *units.Spec) string {
 	if h, ok := l.hashes[s.Name]; ok {
 		return h
 	}
-	return hash(s)
+	return hash(*s)
 }
 
 // Options configure a Reconciler.
@@ -377,10 +377,10 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		r.load.mu.Unlock()
 		return fmt.Errorf("load units: %w", err)
 	}
-	r.hashLoaded(&loaded)
+	r.hashLoaded(&loaded, true)
 	r.readopt(ctx, loaded)
-	p := r.plan(&loaded, false)
-	r.apply(ctx, p, loaded)
+	p, n := r.plan(&loaded, false)
+	r.apply(ctx, p, loaded, n)
 	r.reconcile(ctx)
 	r.dispatchStops()
 	r.publishChanges()
@@ -745,7 +745,7 @@ func (r *Reconciler) order() []*unit {
 	if r.ordered != nil && len(r.ordered) == len(r.units) {
 		return r.ordered
 	}
-	r.ordered = depOrder(r.units, func(u *unit) *units.Spec { return &u.spec })
+	r.ordered = depOrder(r.units, func(u *unit) *units.Spec { return u.spec })
 	return r.ordered
 }
 

@@ -241,7 +241,7 @@ func (r *Reconciler) adoptBack(ctx context.Context, spec units.Spec, s Survivor)
 	}
 	u := r.units[spec.Name]
 	if u == nil {
-		u = &unit{spec: spec, hash: hash(spec), enabled: true}
+		u = &unit{spec: &spec, hash: hash(spec), enabled: true}
 	}
 	if err := r.adoptRun(ctx, u, s); err != nil {
 		return err
@@ -267,7 +267,7 @@ func (r *Reconciler) reclaim(ctx context.Context, u *unit) bool {
 		}
 		return false
 	}
-	if err := r.adoptBack(ctx, u.spec, s); err != nil {
+	if err := r.adoptBack(ctx, *u.spec, s); err != nil {
 		r.log.Warn("released group declared again, not adopted back", "unit", s.Unit, "pid", s.Group.Leader.PID, "err", err)
 		return false
 	}

@@ -46,7 +46,7 @@ func (r *Reconciler) Release(ctx context.Context, name string) (control.Released
 		if err := ad.Release(ctx, g); err != nil {
 			return control.Released{}, fmt.Errorf("release %s: %w", name, err)
 		}
-		s := Survivor{Unit: name, Group: g, Ownership: ownership(u.spec), Log: u.logPath, State: ledger.Released}
+		s := Survivor{Unit: name, Group: g, Ownership: ownership(*u.spec), Log: u.logPath, State: ledger.Released}
 		if r.opt.Checkpoint != nil {
 			if cerr := r.opt.Checkpoint.Released(ctx, s); cerr != nil {
 				r.log.Warn("ledger: release not recorded", "unit", name, "err", cerr)

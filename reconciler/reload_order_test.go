@@ -51,7 +51,7 @@ func TestReloadWhileStopping(t *testing.T) {
 					Load: func(context.Context) (Loaded, error) {
 						mu.Lock()
 						defer mu.Unlock()
-						return Loaded{Specs: []units.Spec{cur}}, nil
+						return Loaded{Specs: copies([]units.Spec{cur})}, nil
 					},
 				})
 				if err != nil {

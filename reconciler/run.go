@@ -30,13 +30,13 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 	if !r.mayStart(ctx, u, now) {
 		return
 	}
-	logPath := r.logPath(u.spec)
+	logPath := r.logPath(*u.spec)
 	f, err := r.openLog(logPath)
 	if err != nil {
 		r.fail(u, fmt.Errorf("unit %s: open log: %w", u.spec.Name, withFDFix(err)))
 		return
 	}
-	sock, err := r.openNotify(u.spec)
+	sock, err := r.openNotify(*u.spec)
 	if err != nil {
 		f.Close()
 		r.fail(u, err)
@@ -64,13 +64,13 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 	u.starts = append(u.starts, now)
 	u.logPath = logPath
 	if u.spec.Log.MaxSize > 0 && r.opt.Logs != nil && !r.shutting {
-		r.opt.Logs.Add(logPath, logLimits(u.spec)) // its file exists now: watch it
+		r.opt.Logs.Add(logPath, logLimits(*u.spec)) // its file exists now: watch it
 	}
 	if err != nil {
 		jr.end()
 		r.closeNotify(sock)
 		u.run = nil // what is left of a run whose stop failed is forgotten
-		r.afterRun(u, 0, spawnError(u.spec, err))
+		r.afterRun(u, 0, spawnError(*u.spec, err))
 		r.endJobRun(u, time.Now())
 		return
 	}
@@ -185,12 +185,12 @@ func (r *Reconciler) spawnSpec(u *unit, out output, logPath, sock string, jr *jo
 	}
 	return supervisor.Spec{
 		Unit:      u.spec.Name,
-		Argv:      argv(u.spec),
-		Env:       append(r.env(u.spec, sock, append(userEnv(u.spec.Exec), fileEnv...)), r.proxyEnv(u.spec, jr)...),
+		Argv:      argv(*u.spec),
+		Env:       append(r.env(*u.spec, sock, append(userEnv(u.spec.Exec), fileEnv...)), r.proxyEnv(*u.spec, jr)...),
 		Dir:       dir,
 		Stdout:    out.stdout,
 		Stderr:    out.stderr,
-		Ownership: ownership(u.spec),
+		Ownership: ownership(*u.spec),
 		Reason:    u.spec.Reason,
 		LogPath:   logPath,
 		Survive:   keeps(r.opt.Role, u.spec.Ownership),
@@ -375,7 +375,7 @@ func (r *Reconciler) stop(u *unit, why stopReason, cause error) {
 	// pass is over (dispatchStops, stop.go): every group of a batch gets
 	// its signal before any is waited for.
 	r.batch = append(r.batch, pendingStop{name: u.spec.Name, gen: u.gen, p: rn.proc, cancel: rn.cancel,
-		order: supervisor.StopOrder{Group: rn.group, Main: rn.main, Signal: stopSignal(u.spec), Grace: stopGrace(u.spec)}})
+		order: supervisor.StopOrder{Group: rn.group, Main: rn.main, Signal: stopSignal(*u.spec), Grace: stopGrace(*u.spec)}})
 }
 
 // stopped runs once u's group is empty (or Stop failed): the run ends.
@@ -520,7 +520,7 @@ func (r *Reconciler) declare(x *unit, takenBy int) {
 
 // sameDeps reports whether a and b order a unit alike: the same after and
 // requires.
-func sameDeps(a, b units.Spec) bool {
+func sameDeps(a, b *units.Spec) bool {
 	return slices.Equal(a.After, b.After) && slices.Equal(a.Requires, b.Requires)
 }
 
@@ -588,7 +588,7 @@ func (r *Reconciler) logOf(u *unit) string {
 	if u.logPath != "" {
 		return u.logPath
 	}
-	return r.logPath(u.spec)
+	return r.logPath(*u.spec)
 }
 
 func (r *Reconciler) logPath(s units.Spec) string {
@@ -620,7 +620,7 @@ func (r *Reconciler) watchLogs() {
 		if u.spec.Log.MaxSize <= 0 || u.removed() { // a removed unit is on its way out
 			continue
 		}
-		set[r.logOf(u)] = logLimits(u.spec)
+		set[r.logOf(u)] = logLimits(*u.spec)
 	}
 	r.opt.Logs.Watch(set)
 }

@@ -17,7 +17,7 @@ func TestDependedOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	add := func(s units.Spec, st State) { r.units[s.Name] = &unit{spec: s, state: st} }
+	add := func(s units.Spec, st State) { r.units[s.Name] = &unit{spec: &s, state: st} }
 	after := func(d ...string) func(*units.Spec) { return func(s *units.Spec) { s.After = d } }
 	requires := func(d ...string) func(*units.Spec) { return func(s *units.Spec) { s.Requires = d } }
 	add(spec("db"), Running)

@@ -55,7 +55,7 @@ func (r *Reconciler) running(ctx context.Context, name, verb string) (target, er
 		case u.state != Starting && u.state != Running:
 			return target{}, fmt.Errorf("unit %s is %s: there is nothing to %s; `hermesctl start %s` starts it: %w", name, r.stateWord(u), verb, name, control.ErrConflict)
 		}
-		return target{spec: u.spec, group: u.run.group, main: mainOf(u.run), log: r.logOf(u)}, nil
+		return target{spec: *u.spec, group: u.run.group, main: mainOf(u.run), log: r.logOf(u)}, nil
 	})
 }
 

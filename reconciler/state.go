@@ -83,7 +83,7 @@ const (
 // exists only during one phase of the unit lives in that phase's value:
 // run while a group of the unit runs, stop while it is being stopped.
 type unit struct {
-	spec     units.Spec
+	spec     *units.Spec // shared with the load that gave it (Loaded): nobody modifies it
 	hash     string
 	state    State
 	enabled  bool   // wanted running: declared and not stopped by command
@@ -141,7 +141,7 @@ type unit struct {
 // version is a version of a unit's file that it is to switch to: the
 // spec, its hash, and the reload (Reconciler.reloads) that produced it.
 type version struct {
-	spec  units.Spec
+	spec  *units.Spec
 	hash  string
 	epoch uint64
 }

@@ -203,7 +203,7 @@ func TestStopWhileFirstLoad(t *testing.T) {
 		r, err := New(Options{Spawner: sp, StateDir: t.TempDir(), Env: []string{"PATH=/bin"}, Rand: func() float64 { return 0.5 },
 			Load: func(context.Context) (Loaded, error) {
 				<-gate
-				return Loaded{Specs: []units.Spec{spec("a")}}, nil
+				return Loaded{Specs: copies([]units.Spec{spec("a")})}, nil
 			}})
 		if err != nil {
 			t.Fatal(err)

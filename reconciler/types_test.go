@@ -105,7 +105,7 @@ func TestStartOrder(t *testing.T) {
 		{Name: "migrate", Type: units.Oneshot, After: []string{"db"}},
 		{Name: "db", Type: units.Forking},
 	}
-	got := StartOrder(specs)
+	got := StartOrder(copies(specs))
 	want := []control.Step{
 		{Unit: "db", Type: "forking"},
 		{Unit: "migrate", Type: "oneshot", Waits: []string{"db is ready"}},

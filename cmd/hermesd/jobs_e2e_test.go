@@ -248,17 +248,23 @@ func TestLoadHook(t *testing.T) {
 
 	cfg := units.Config{Gateway: units.Gateway{Listen: units.DefaultListen}, Agent: units.Agent{RunBudget: time.Minute},
 		Providers: map[string]units.Provider{"new": {BaseURL: "http://127.0.0.1:2/v1", Models: map[string]units.ProviderModel{"m1": {}}}}}
-	l := reconciler.Loaded{Specs: []units.Spec{
+	l := reconciler.Loaded{Specs: []*units.Spec{
 		{Name: "bare", Schedule: "* * * * *"},
 		{Name: "own", Schedule: "* * * * *", RunBudget: 10 * time.Second},
 		{Name: "svc"},
 		{Name: "llm", Provider: &units.Provider{ID: "unitp", BaseURL: "http://127.0.0.1:3/v1"}},
 	}}
+	loaded := slices.Clone(l.Specs)
 	hook(cfg, &l)
 	for i, want := range []time.Duration{time.Minute, 10 * time.Second, 0, 0} {
 		if got := l.Specs[i].RunBudget; got != want {
 			t.Errorf("%s: run budget %v, want %v", l.Specs[i].Name, got, want)
 		}
+	}
+	// The specs are shared with the loader's cache: the one given the
+	// budget is a copy.
+	if loaded[0].RunBudget != 0 || l.Specs[0] == loaded[0] {
+		t.Errorf("the hook changed the loaded spec of bare (run budget %v), want a changed copy in its place", loaded[0].RunBudget)
 	}
 	if got := g.set.Load().IDs(); !slices.Equal(got, []string{"new", "unitp"}) {
 		t.Errorf("providers after reload %v, want [new unitp]", got)
@@ -267,7 +273,7 @@ func TestLoadHook(t *testing.T) {
 		t.Errorf("/v1/models after reload %s, want m1 of the new set", m)
 	}
 
-	dup := reconciler.Loaded{Specs: []units.Spec{{Name: "llm", Provider: &units.Provider{ID: "new", BaseURL: "http://127.0.0.1:4/v1"}}}}
+	dup := reconciler.Loaded{Specs: []*units.Spec{{Name: "llm", Provider: &units.Provider{ID: "new", BaseURL: "http://127.0.0.1:4/v1"}}}}
 	hook(cfg, &dup)
 	if got := g.set.Load().IDs(); !slices.Equal(got, []string{"new", "unitp"}) {
 		t.Errorf("providers after a duplicate id %v, want the last good [new unitp]", got)

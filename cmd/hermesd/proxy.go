@@ -280,11 +280,7 @@ func loadHook(g *gatewayProxy, log *slog.Logger) func(units.Config, *reconciler.
 	warned := false
 	return func(c units.Config, l *reconciler.Loaded) {
 		jobBudgets(c.Agent, l.Specs)
-		specs := make([]*units.Spec, len(l.Specs))
-		for i := range l.Specs {
-			specs[i] = &l.Specs[i]
-		}
-		set, err := providers.New(&c, specs...)
+		set, err := providers.New(&c, l.Specs...)
 		switch {
 		case err != nil:
 			log.Error("providers not rebuilt; the proxy keeps the last good set", "err", err)
@@ -308,14 +304,17 @@ func loadHook(g *gatewayProxy, log *slog.Logger) func(units.Config, *reconciler.
 // job's budget"): a job's own budget wins, and with neither a job runs
 // unbounded. Applied at load, like the unit defaults of hermes.yaml, so a
 // change of the agent budget restarts running jobs as a change of their
-// own would.
-func jobBudgets(a units.Agent, specs []units.Spec) {
+// own would. A job given the budget is replaced by a copy: the specs are
+// shared with the loader's cache (reconciler.Loaded).
+func jobBudgets(a units.Agent, specs []*units.Spec) {
 	if a.RunBudget <= 0 {
 		return
 	}
-	for i := range specs {
-		if specs[i].IsJob() && specs[i].RunBudget == 0 {
-			specs[i].RunBudget = a.RunBudget
+	for i, s := range specs {
+		if s.IsJob() && s.RunBudget == 0 {
+			cp := *s
+			cp.RunBudget = a.RunBudget
+			specs[i] = &cp
 		}
 	}
 }

@@ -79,7 +79,7 @@ func fdNeed(n, notifying, conns int) uint64 {
 // notifying is how many of specs listen for sd_notify: each has a socket
 // of its own in the per-unit mode (counted in either mode: the shared
 // one needs less).
-func notifying(specs []units.Spec) int {
+func notifying(specs []*units.Spec) int {
 	n := 0
 	for _, s := range specs {
 		if s.Ready.Notify || s.Timeouts.Watchdog > 0 {

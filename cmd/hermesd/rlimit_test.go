@@ -22,7 +22,7 @@ import (
 )
 
 func TestFdWatch(t *testing.T) {
-	specs := func(n int) *reconciler.Loaded { return &reconciler.Loaded{Specs: make([]units.Spec, n)} }
+	specs := func(n int) *reconciler.Loaded { return &reconciler.Loaded{Specs: named("u", n)} }
 	var buf bytes.Buffer
 	w := &fdWatch{soft: 4096, hard: 4096, proxyOn: true, log: slog.New(slog.NewTextHandler(&buf, nil))}
 	for _, tc := range []struct {
@@ -62,10 +62,7 @@ func TestFdWatch(t *testing.T) {
 func TestFdWatchFiveThousand(t *testing.T) {
 	var buf bytes.Buffer
 	w := newFDWatch(19999, 20000, false, slog.New(slog.NewTextHandler(&buf, nil)))
-	specs := make([]units.Spec, 5000)
-	for i := range specs {
-		specs[i].Name = fmt.Sprint("u", i)
-	}
+	specs := named("u", 5000)
 	w.check(units.Config{}, &reconciler.Loaded{Specs: specs})
 	if buf.Len() > 0 {
 		t.Errorf("5000 units under a limit of 19999 warned: %s", buf.String())
@@ -187,7 +184,7 @@ func TestDescriptorLimitAtStart(t *testing.T) {
 // (fdReserve); a unit that ends takes its share back.
 func TestFdReserveFollowsRunningUnits(t *testing.T) {
 	w := newFDWatch(4096, 4096, true, slog.New(slog.DiscardHandler))
-	w.check(units.Config{}, &reconciler.Loaded{Specs: make([]units.Spec, 1000)})
+	w.check(units.Config{}, &reconciler.Loaded{Specs: named("u", 1000)})
 	if got := w.reserve.Limit(); got != 1 {
 		t.Errorf("1000 units declared, none running: listeners under %d, want 1 (none kept)", got)
 	}
@@ -206,12 +203,17 @@ func TestFdReserveFollowsRunningUnits(t *testing.T) {
 	}
 	// A load that removes running units forgets them: nothing says
 	// they ended once they are gone from the reconciler.
-	specs := make([]units.Spec, 1000)
-	for i := range specs {
-		specs[i].Name = fmt.Sprint("v", i)
-	}
-	w.check(units.Config{}, &reconciler.Loaded{Specs: specs})
+	w.check(units.Config{}, &reconciler.Loaded{Specs: named("v", 1000)})
 	if got := w.reserve.Limit(); got != 1 {
 		t.Errorf("1000 other units declared, none running: listeners under %d, want 1", got)
 	}
+}
+
+// named are n specs named prefix0, prefix1...
+func named(prefix string, n int) []*units.Spec {
+	out := make([]*units.Spec, n)
+	for i := range out {
+		out[i] = &units.Spec{Name: fmt.Sprint(prefix, i)}
+	}
+	return out
 }
