@@ -11,16 +11,25 @@ import (
 // started moves its age by as much: darwin's table has no start time on a
 // clock that does not step. It reads nothing and holds for a process that
 // has exited. An identity of another boot, or with no pid, has no age here.
-func (id Identity) Age() (time.Duration, error) {
+func (id Identity) Age() (time.Duration, error) { return id.AgeAt(ReadAgeClock()) }
+
+// AgeClock is one reading of the clock Age counts from (ReadAgeClock),
+// for the ages of many processes taken against one reading (AgeAt).
+type AgeClock struct{ now time.Time }
+
+// ReadAgeClock reads the wall clock now.
+func ReadAgeClock() AgeClock { return AgeClock{now: time.Now()} }
+
+// AgeAt is Age, with the clock read in c.
+func (id Identity) AgeAt(c AgeClock) (time.Duration, error) {
 	if err := id.ageable(); err != nil {
 		return 0, err
 	}
 	started := time.UnixMicro(int64(id.StartTime))
-	now := time.Now()
-	if started.After(now) {
-		return 0, fmt.Errorf("process %s: start time after the clock's now (%s)", id, now.Format(time.RFC3339Nano))
+	if started.After(c.now) {
+		return 0, fmt.Errorf("process %s: start time after the clock's now (%s)", id, c.now.Format(time.RFC3339Nano))
 	}
-	return now.Sub(started), nil
+	return c.now.Sub(started), nil
 }
 
 // Started is the wall time at which a process with start time start (as

@@ -20,20 +20,38 @@ const ClockTicks = 100
 // clock tick. It reads no /proc file, so it costs one system call and
 // holds for a process that has exited (its age is then that of its
 // start). An identity of another boot, or with no pid, has no age here.
-func (id Identity) Age() (time.Duration, error) {
+func (id Identity) Age() (time.Duration, error) { return id.AgeAt(ReadAgeClock()) }
+
+// AgeClock is one reading of the clock Age counts from (ReadAgeClock):
+// the ages of many processes taken against one reading (AgeAt) cost one
+// system call, not one each.
+type AgeClock struct {
+	now time.Duration // the boot clock
+	err error
+}
+
+// ReadAgeClock reads the boot clock now.
+func ReadAgeClock() AgeClock {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		return AgeClock{err: fmt.Errorf("read the boot clock: %w", err)}
+	}
+	return AgeClock{now: time.Duration(ts.Nano())}
+}
+
+// AgeAt is Age, with the clock read in c.
+func (id Identity) AgeAt(c AgeClock) (time.Duration, error) {
 	if err := id.ageable(); err != nil {
 		return 0, err
 	}
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
-		return 0, fmt.Errorf("read the boot clock: %w", err)
+	if c.err != nil {
+		return 0, c.err
 	}
-	now := time.Duration(ts.Nano())
 	started := time.Duration(id.StartTime) * (time.Second / ClockTicks)
-	if started > now {
-		return 0, fmt.Errorf("process %s: start time after the boot clock's now (%s)", id, now)
+	if started > c.now {
+		return 0, fmt.Errorf("process %s: start time after the boot clock's now (%s)", id, c.now)
 	}
-	return now - started, nil
+	return c.now - started, nil
 }
 
 // Started is the wall time at which a process with start time start (as

@@ -77,6 +77,41 @@ func TestAge(t *testing.T) {
 	}
 }
 
+// TestAgeAtOneReading: ages taken against one reading of the clock
+// (AgeAt) differ by exactly the difference of the start times, and agree
+// with Age read around them.
+func TestAgeAtOneReading(t *testing.T) {
+	hour := uint64(time.Hour / tick)
+	now := bootNow(t)
+	young, old := Identity{PID: 42, StartTime: now - 1}, Identity{PID: 43, StartTime: now - hour}
+	before, err := young.Age()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ReadAgeClock()
+	after, err := young.Age()
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := young.AgeAt(c)
+	if err != nil {
+		t.Fatalf("AgeAt: %v", err)
+	}
+	o, err := old.AgeAt(c)
+	if err != nil {
+		t.Fatalf("AgeAt: %v", err)
+	}
+	if got := o - y; got != time.Hour-tick {
+		t.Errorf("got ages %v apart, want %v (their start times')", got, time.Hour-tick)
+	}
+	if y < before || y > after {
+		t.Errorf("got age %v against the reading, want between Age before it (%v) and after (%v)", y, before, after)
+	}
+	if _, err := (Identity{StartTime: 1}).AgeAt(c); err == nil {
+		t.Error("AgeAt of an identity with no pid: got an age, want an error")
+	}
+}
+
 // TestStarted: this test process started within the last minute, to the
 // second Started rounds to.
 func TestStarted(t *testing.T) {

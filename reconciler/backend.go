@@ -139,8 +139,7 @@ func (r *Reconciler) unitStatus(u *unit, fileErr string) control.Unit {
 		Stopped: u.held && !r.disabled[n] && !r.masked[n] && !u.spec.IsJob() && !u.external,
 	}
 	if rn := u.run; u.state.active() {
-		cu.PID, cu.PGID, cu.Cgroup = rn.group.Leader.PID, rn.group.PGID, rn.group.Cgroup
-		cu.Uptime = rn.uptime()
+		cu.PID, cu.PGID, cu.Cgroup = rn.group.Leader.PID, rn.group.PGID, rn.group.Cgroup // Uptime: statusSnap.view
 		switch {
 		case !rn.main.IsZero():
 			cu.PID = rn.main.PID // forking: the daemon, not its launcher

@@ -233,24 +233,12 @@ func (rn *run) stopTimers() {
 	}
 }
 
-// uptime is how long the run's process has run: the age, from its kernel
-// start time, of the process status shows (the main one of a forking
-// unit, else the leader), so that a survivor re-adopted by this hermesd
-// counts from its own start, not from its adoption. When the age cannot
-// be had (an identity without a pid), it counts from the start this
-// hermesd saw.
-func (rn *run) uptime() time.Duration {
-	id := rn.group.Leader
-	if !rn.main.IsZero() {
-		id = rn.main
-	}
-	return uptimeOf(id, rn.started)
-}
-
-// uptimeOf is the age of the process id, or the time since started when
-// its age cannot be had.
-func uptimeOf(id proc.Identity, started time.Time) time.Duration {
-	if age, err := id.Age(); err == nil {
+// uptimeOf is the age of the process id as of the clock reading c (the
+// age from its kernel start time: a survivor re-adopted by this hermesd
+// counts from its own start, not from its adoption), or the time since
+// started when its age cannot be had (an identity without a pid).
+func uptimeOf(id proc.Identity, started time.Time, c proc.AgeClock) time.Duration {
+	if age, err := id.AgeAt(c); err == nil {
 		return age
 	}
 	return time.Since(started)

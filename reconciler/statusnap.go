@@ -79,7 +79,7 @@ func (s *statusSnap) age() time.Duration {
 // computed from when the row is served.
 type liveRow struct {
 	up      bool          // the row has an uptime: of id (started: when its age cannot be read)
-	id      proc.Identity // the process whose age is the uptime
+	id      proc.Identity // the process whose age is the uptime: the main one of a forking unit, else the leader
 	started time.Time
 	job     time.Time // a job run still running began at job; zero: none
 }
@@ -212,7 +212,8 @@ func (s *statusSnap) view(names []string) (st control.Status, rel []supervisor.G
 	st = s.st
 	st.Units = make([]control.Unit, 0, len(s.st.Units))
 	found := make(map[string]bool, len(names))
-	k := 0 // the released rows seen
+	k := 0                       // the released rows seen
+	clock := proc.ReadAgeClock() // once: a reading is a system call, and thousands of rows may have an uptime
 	for i, u := range s.st.Units {
 		released := u.State == control.StateReleased
 		if len(want) > 0 && !want[u.Name] {
@@ -228,7 +229,7 @@ func (s *statusSnap) view(names []string) (st control.Status, rel []supervisor.G
 		}
 		lr := s.live[i]
 		if lr.up {
-			u.Uptime = uptimeOf(lr.id, lr.started)
+			u.Uptime = uptimeOf(lr.id, lr.started, clock)
 		}
 		if !lr.job.IsZero() && u.Job != nil {
 			j := *u.Job // shared with the other views of s
