@@ -206,17 +206,20 @@ func UID(pid int) (int, error) {
 }
 
 // RSS returns the resident set of pid in bytes (/proc/PID/statm's second
-// field, in pages).
+// field, in pages). It reads with readSmall into a buffer on the stack:
+// a status reads every unit's, and asked in a loop, once a second
+// (reconciler's rssCache).
 func RSS(pid int) (int64, error) {
-	b, err := os.ReadFile(Root + "/" + strconv.Itoa(pid) + "/statm")
+	var buf [128]byte
+	b, err := readSmall(Root+"/"+strconv.Itoa(pid)+"/statm", buf[:0])
 	if err != nil {
 		return 0, gone(pid, err)
 	}
-	f := strings.Fields(string(b))
+	f := bytes.Fields(b)
 	if len(f) < 2 {
 		return 0, fmt.Errorf("pid %d: short statm", pid)
 	}
-	pages, err := strconv.ParseInt(f[1], 10, 64)
+	pages, err := strconv.ParseInt(string(f[1]), 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("pid %d: statm: %w", pid, err)
 	}
