@@ -44,6 +44,7 @@ func newRoot() *cobra.Command {
 		Version:       versionString(),
 	}
 	root.SetVersionTemplate("hermesctl {{.Version}}\n")
+	root.InitDefaultVersionFlag() // now: the man pages (TestManPages) list it
 	f := root.PersistentFlags()
 	paths.AddFlags(f)
 	// Paths are layered exactly as hermesd layers them (flag > HERMES_* env >
@@ -91,20 +92,35 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newTopCmd(g))
 	root.AddCommand(newVersionCmd(g))
 	root.AddCommand(newCompletionCmd(g, root))
-	plainBools(root)
+	plainHelp(root)
 	usageErrors(root)
 	return root
 }
 
-// plainBools makes every boolean flag of c and its subcommands, -h/--help
-// and --version included, show in the help as "-h, --help", without pflag's
-// "[=true|false]" (internal/boolflag).
+// plainHelp makes the help and the usage of root and of every command
+// below it show each boolean flag as "-h, --help", without pflag's
+// "[=true|false]" (internal/boolflag): their flags, -h/--help and
+// --version included, are made plain as they are shown. Not before: a
+// walk of the whole tree, whose help flags it creates, cost every run of
+// hermesctl three quarters of building the tree.
+func plainHelp(root *cobra.Command) {
+	help, usage := root.HelpFunc(), root.UsageFunc()
+	root.SetHelpFunc(func(c *cobra.Command, args []string) {
+		plainBools(c)
+		help(c, args)
+	})
+	root.SetUsageFunc(func(c *cobra.Command) error {
+		plainBools(c)
+		return usage(c)
+	})
+}
+
+// plainBools makes every boolean flag of c, its own and those it
+// inherits, -h/--help and --version included, plain (boolflag.Plain).
 func plainBools(c *cobra.Command) {
 	c.InitDefaultHelpFlag()
 	c.InitDefaultVersionFlag()
 	boolflag.Plain(c.PersistentFlags())
 	boolflag.Plain(c.Flags())
-	for _, sub := range c.Commands() {
-		plainBools(sub)
-	}
+	boolflag.Plain(c.InheritedFlags())
 }
