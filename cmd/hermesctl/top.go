@@ -469,23 +469,29 @@ func (m *topModel) openLog() tea.Cmd {
 	return tea.ExecProcess(cmd, func(err error) tea.Msg { return pagerDoneMsg{err} })
 }
 
-// Styles.
-var (
-	styleTitle    = lipgloss.NewStyle().Bold(true)
-	styleSelected = lipgloss.NewStyle().Reverse(true)
-	styleDim      = lipgloss.NewStyle().Faint(true)
-	styleState    = map[control.UnitState]lipgloss.Style{
+// topStyles are top's styles, made on top's first draw: every other
+// command would pay for them at its start.
+var topStyles = sync.OnceValue(func() (s struct {
+	title, selected, dim lipgloss.Style
+	state                map[control.UnitState]lipgloss.Style
+}) {
+	s.title = lipgloss.NewStyle().Bold(true)
+	s.selected = lipgloss.NewStyle().Reverse(true)
+	s.dim = lipgloss.NewStyle().Faint(true)
+	s.state = map[control.UnitState]lipgloss.Style{
 		control.StateRunning:  lipgloss.NewStyle().Foreground(lipgloss.Color("2")),
 		control.StateFailed:   lipgloss.NewStyle().Foreground(lipgloss.Color("1")),
 		control.StateStarting: lipgloss.NewStyle().Foreground(lipgloss.Color("3")),
 		control.StateStopping: lipgloss.NewStyle().Foreground(lipgloss.Color("3")),
 	}
-)
+	return s
+})
 
 func (m *topModel) View() string {
 	if m.quitting {
 		return ""
 	}
+	style := topStyles()
 	var b strings.Builder
 	line := func(s string) {
 		b.WriteString(cut(s, m.width))
@@ -499,7 +505,7 @@ func (m *topModel) View() string {
 			head += "▏"
 		}
 	}
-	line(styleTitle.Render(head))
+	line(style.title.Render(head))
 	if m.lastErr != "" {
 		line("hermesd: " + m.lastErr)
 	}
@@ -539,11 +545,11 @@ func (m *topModel) View() string {
 		text := "  " + strings.Join(cells, "  ")
 		switch {
 		case i == 0:
-			line(styleDim.Render(text))
+			line(style.dim.Render(text))
 		case us[i-1].Name == m.sel:
-			line(styleSelected.Render(cut("> "+strings.Join(cells, "  "), m.width)))
+			line(style.selected.Render(cut("> "+strings.Join(cells, "  "), m.width)))
 		default:
-			if st, ok := styleState[us[i-1].State]; ok {
+			if st, ok := style.state[us[i-1].State]; ok {
 				cells[1] = st.Render(cells[1])
 			}
 			line("  " + strings.Join(cells, "  "))
@@ -553,7 +559,7 @@ func (m *topModel) View() string {
 		line("  no units" + map[bool]string{true: " match the filter", false: ""}[m.filter != ""])
 	}
 	logRows := m.height - unitRows - 2 - len(proxyLines) - footer - 1
-	line(styleTitle.Render(rule("log: "+dash(m.logUnit), m.width)))
+	line(style.title.Render(rule("log: "+dash(m.logUnit), m.width)))
 	if logRows > 0 {
 		from := max(0, len(m.log)-logRows)
 		for _, l := range m.log[from:] {
@@ -567,7 +573,7 @@ func (m *topModel) View() string {
 		line(l)
 	}
 	keys := "↑↓ · s start · x stop · r restart · d +deps · a all · l reload · / filter · o logs · ? help · q quit"
-	line(styleDim.Render(keys))
+	line(style.dim.Render(keys))
 	if m.help {
 		line("r restarts the selected unit; d restarts it, then every unit that requires it (directly or not); a restarts all.")
 		line("o opens the log in $PAGER (default less +F); / filters units by name: enter keeps, esc clears.")
@@ -583,7 +589,7 @@ func (m *topModel) proxyPane() []string {
 	if px == nil {
 		return nil
 	}
-	out := []string{styleTitle.Render(rule(fmt.Sprintf("proxy %s · %d sessions", px.Listen, len(px.Breakers)), m.width))}
+	out := []string{topStyles().title.Render(rule(fmt.Sprintf("proxy %s · %d sessions", px.Listen, len(px.Breakers)), m.width))}
 	for i, br := range px.Breakers {
 		if i == 3 {
 			out = append(out, fmt.Sprintf("  … %d more sessions", len(px.Breakers)-3))

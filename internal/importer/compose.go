@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/hermes-units/hermes/units"
 	"go.yaml.in/yaml/v3"
@@ -154,8 +155,11 @@ func (p *pcProc) read(path string, n *yaml.Node) {
 	}
 }
 
-// bashisms are constructs of bash that /bin/sh (dash) does not read.
-var bashisms = regexp.MustCompile(`\[\[|<\(|\bsource\s|\bfunction\s|\$'|\{[^}\s]*,[^}\s]*\}`)
+// bashisms are constructs of bash that /bin/sh (dash) does not read;
+// compiled on first use, not at the start of every hermesctl command.
+var bashisms = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\[\[|<\(|\bsource\s|\bfunction\s|\$'|\{[^}\s]*,[^}\s]*\}`)
+})
 
 func (p *pcProc) command(key string, v *yaml.Node) {
 	if len(p.f.Command) > 0 {
@@ -166,7 +170,7 @@ func (p *pcProc) command(key string, v *yaml.Node) {
 	if strings.Contains(v.Value, "{{") {
 		p.n.add(key, "holds a {{ }} template: hermes does not template commands; write the value in")
 	}
-	if bashisms.MatchString(v.Value) {
+	if bashisms().MatchString(v.Value) {
 		p.n.add(key, "looks like bash; hermes runs shell: by /bin/sh -c: use command: [bash, -c, ...] if it needs bash")
 	}
 }

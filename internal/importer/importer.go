@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -130,18 +131,19 @@ func importEach(srcs []Source, file func(Source, *Result) error) (*Result, error
 	return res, nil
 }
 
-// unitName is the pattern of a unit's name (units.ValidName's rule).
-var unitName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]*$`)
+// unitName is the pattern of a unit's name (units.ValidName's rule),
+// compiled on first use.
+var unitName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]*$`) })
 
 // cleanName makes name a unit name: runs of other characters become "-".
 // It fails when nothing usable is left.
 func cleanName(name string) (string, error) {
-	if unitName.MatchString(name) {
+	if unitName().MatchString(name) {
 		return name, nil
 	}
 	out := regexp.MustCompile(`[^A-Za-z0-9._@-]+`).ReplaceAllString(name, "-")
 	out = strings.TrimLeft(out, "._@-")
-	if !unitName.MatchString(out) {
+	if !unitName().MatchString(out) {
 		return "", fmt.Errorf("%w: %q", ErrName, name)
 	}
 	return out, nil

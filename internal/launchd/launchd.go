@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -71,7 +72,7 @@ func FileName(label string) string { return label + ".plist" }
 // label is a plain file name and a word in launchctl's service targets
 // (gui/UID/LABEL). No two separators in a row: the label is named in the
 // file's comment, where "--" cannot stand.
-var labelRE = regexp.MustCompile(`^[A-Za-z0-9]+([._-][A-Za-z0-9]+)*$`)
+var labelRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9]+([._-][A-Za-z0-9]+)*$`) })
 
 // Limitations is what launchd cannot express of what hermesd gets under
 // systemd (export systemd's hermesd.service), one sentence a line. The
@@ -175,7 +176,7 @@ func Plist(g Gateway) ([]byte, error) {
 // validate refuses a label launchd or the file's comment cannot take and
 // a path that is not absolute; checkText refuses the rest as it is written.
 func validate(g Gateway) error {
-	if !labelRE.MatchString(g.Label) {
+	if !labelRE().MatchString(g.Label) {
 		return fmt.Errorf("%w: label %q: use words of letters and digits joined by single '.', '-' or '_', e.g. %s", ErrValue, g.Label, DefaultLabel)
 	}
 	paths := []struct{ what, path string }{
