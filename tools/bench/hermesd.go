@@ -212,6 +212,9 @@ func buildCommand(ctx context.Context, dir, name string) (string, error) {
 	out := filepath.Join(dir, name)
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/"+name)
 	cmd.Dir = root
+	if name == "hermesctl" { // static, as make build and make dist build it
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	}
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build %s: %v\n%s", name, err, b)
 	}
