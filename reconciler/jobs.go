@@ -256,7 +256,7 @@ func (r *Reconciler) schedule() {
 	now := r.wallNow()
 	s.see(now)
 	var first time.Time
-	for _, u := range r.units {
+	for _, u := range r.order() { // the cached slice: a walk of the map, every pass, cost several times more
 		if !u.spec.IsJob() || u.removed() || u.external {
 			continue
 		}

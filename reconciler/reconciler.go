@@ -785,7 +785,7 @@ type inFlight struct {
 
 func (r *Reconciler) inFlight() inFlight {
 	f := inFlight{ports: map[int]string{}}
-	for _, c := range r.units {
+	for _, c := range r.order() {
 		f.add(c)
 	}
 	return f

@@ -320,8 +320,8 @@ func (r *Reconciler) declareLoaded(s *units.Spec, h string) {
 // declared by this reload was given its unit's declared version (apply's
 // starts), of this reload's epoch.
 func (r *Reconciler) forgetUndeclared(invalid map[string]bool) {
-	for n, u := range r.units {
-		if u.external && u.declared != nil && u.declared.epoch != r.reloads && !invalid[n] {
+	for _, u := range r.order() {
+		if u.external && u.declared != nil && u.declared.epoch != r.reloads && !invalid[u.spec.Name] {
 			u.declared = nil
 		}
 	}
