@@ -50,6 +50,8 @@ func TestMain(m *testing.M) {
 		playChild(os.Getenv(envKind))
 	case "owner":
 		os.Exit(playOwner())
+	case "sigign":
+		os.Exit(playSigIgn())
 	default:
 		// Helpers (owners, children) inherit the environment: under -race,
 		// do not let each of them sleep a second at exit.

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -130,6 +131,7 @@ const gate = `IFS= read -r g <&3 && [ "$g" = go ] && exec 3<&- && exec "$@"; exi
 // never overtaken by a record that still trails: an entry removed before it
 // was written is not written afterwards.
 func (o *Owner) SpawnOwned(ctx context.Context, spec Spec) (*Child, error) {
+	startDefault()
 	if spec.Ownership == "" {
 		spec.Ownership = units.Owned
 	}
@@ -657,3 +659,29 @@ func lookPath(name, dir string, env []string) (string, error) {
 	}
 	return "", &NotFoundError{Name: name}
 }
+
+// ignoredAtStart are the signals this process was started with ignored
+// among the two Go leaves ignored (every other gets Go's handler, which an
+// exec resets): SIGHUP under nohup, SIGINT (and SIGQUIT) for a program a
+// shell started with "&".
+var ignoredAtStart = func() (sigs []os.Signal) {
+	for _, s := range []os.Signal{syscall.SIGHUP, syscall.SIGINT} {
+		if signal.Ignored(s) {
+			sigs = append(sigs, s)
+		}
+	}
+	return sigs
+}()
+
+// startDefault has the programs the owner spawns start with the signals in
+// ignoredAtStart at their default action, as systemd starts services. An
+// ignored signal stays ignored through exec, and a shell cannot even trap
+// it: reload_signal: HUP, stop_signal: INT and `hermesctl kill -s HUP`
+// would do nothing to a unit of an owner started from nohup or with "&".
+// The owner catches them instead, with a handler that an exec resets, and
+// drops them: it still does nothing on them.
+var startDefault = sync.OnceFunc(func() {
+	if len(ignoredAtStart) > 0 {
+		signal.Notify(make(chan os.Signal, 1), ignoredAtStart...)
+	}
+})
