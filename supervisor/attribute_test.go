@@ -77,7 +77,14 @@ func TestAttributeOnEvidence(t *testing.T) {
 			// launcher's leader has exited (not in the table), its
 			// waiter has not run yet (still in leaders); web started
 			// just before the daemon forked.
-			launcher := &reg{id: "s1", key: "1_1_1", g: Group{Unit: "nginx", PGID: st.PID - 2, Leader: proc.Identity{PID: st.PID - 2}}, session: st.PID - 2}
+			// The launcher's pid is made up: never the real leader of
+			// the daemon's session (the daemon is not always the next
+			// pid after it on a busy machine), which would be evidence.
+			lp := st.PID - 2
+			if lp == st.SID {
+				lp--
+			}
+			launcher := &reg{id: "s1", key: "1_1_1", g: Group{Unit: "nginx", PGID: lp, Leader: proc.Identity{PID: lp}}, session: lp}
 			web := &reg{id: "s2", key: "1_1_2", g: Group{Unit: "web", PGID: st.PID - 1, Leader: proc.Identity{PID: st.PID - 1}}, session: st.PID - 1}
 			if tt.mark {
 				m, _ := markOf(web.key)
