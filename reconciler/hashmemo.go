@@ -13,6 +13,13 @@ import (
 // last load gave for its name (the same pointer) is not looked at, one
 // equal to it has its hash.
 
+// lastLoad is the last load's specs, as it gave them and by name with
+// their hashes.
+type lastLoad struct {
+	specs  []*units.Spec
+	byName map[string]hashed
+}
+
 // hashed is a spec of the last load (in its Loaded's Specs: nobody
 // changes it) and its hash.
 type hashed struct {
@@ -29,11 +36,14 @@ type hashed struct {
 // then have the specs of the one before, and the next load is compared
 // with that). The caller holds load.mu.
 func (r *Reconciler) hashLoaded(l *Loaded, keep bool) {
-	last := r.load.last
+	last := &r.load.last
 	l.hashes = map[string]string{}
 	var news []*units.Spec
-	for _, s := range l.Specs {
-		h, ok := last[s.Name]
+	for i, s := range l.Specs {
+		if i < len(last.specs) && last.specs[i] == s {
+			continue // where the last load had it: no look up of its name
+		}
+		h, ok := last.byName[s.Name]
 		if ok && h.spec == s {
 			continue
 		}
@@ -46,18 +56,18 @@ func (r *Reconciler) hashLoaded(l *Loaded, keep bool) {
 	if !keep {
 		return
 	}
-	if last == nil {
-		last = make(map[string]hashed, len(l.Specs))
-		r.load.last = last
+	if last.byName == nil {
+		last.byName = make(map[string]hashed, len(l.Specs))
 	}
+	last.specs = l.Specs // nobody changes a Loaded's Specs once it is read
 	for _, s := range news {
-		last[s.Name] = hashed{s, l.hashes[s.Name]}
+		last.byName[s.Name] = hashed{s, l.hashes[s.Name]}
 	}
-	if len(last) > len(l.Specs) { // some names are no longer loaded
+	if len(last.byName) > len(l.Specs) { // some names are no longer loaded
 		loaded := make(map[string]bool, len(l.Specs))
 		for _, s := range l.Specs {
 			loaded[s.Name] = true
 		}
-		maps.DeleteFunc(last, func(n string, _ hashed) bool { return !loaded[n] })
+		maps.DeleteFunc(last.byName, func(n string, _ hashed) bool { return !loaded[n] })
 	}
 }

@@ -205,7 +205,7 @@ type Reconciler struct {
 	// (loader.go), so that reads are applied in the order they were made.
 	load struct {
 		mu   sync.Mutex
-		last map[string]hashed       // guarded by mu: the last load's specs and their hashes, by name (hashmemo.go)
+		last lastLoad                // guarded by mu (hashmemo.go)
 		hash func(units.Spec) string // hash; tests replace it before Run
 	}
 	// served is what Status serves from on its callers' goroutines,
