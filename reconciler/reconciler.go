@@ -277,6 +277,12 @@ func New(opts Options) (*Reconciler, error) {
 	}
 	r.load.hash, r.found.held = hash, map[string]bool{}
 	r.logs.max, r.logs.idle = MaxOpenLogs, logIdle
+	// Until Run applies the first load, a status is answered at once with
+	// this one: no unit, and since when the units directory is read. From
+	// here, not from Run: the control API may serve before Run's goroutine
+	// has run, and a status that waited for Run would wait for that read.
+	now := time.Now()
+	r.served.snaps.cur.Store(&statusSnap{st: control.Status{Daemon: opts.Daemon, Units: []control.Unit{}, Loading: now}, at: now})
 	return r, nil
 }
 
@@ -361,12 +367,8 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	}()
 
 	r.loadHolds()
-	r.load.mu.Lock() // a Reload called meanwhile reads after this first load
-	// Until the first load is applied, a status is answered at once with
-	// this one: no unit, and since when the units directory is read.
-	now := time.Now()
-	r.served.snaps.cur.Store(&statusSnap{st: control.Status{Daemon: r.opt.Daemon, Units: []control.Unit{}, Loading: now}, at: now})
-	loaded, err := r.firstLoad(ctx)
+	r.load.mu.Lock()                        // a Reload called meanwhile reads after this first load
+	loaded, err := r.firstLoad(ctx)         // meanwhile a status is New's loading one
 	loading := r.served.snaps.cur.Swap(nil) // a status now waits for the first pass
 	if errors.Is(err, errStoppedLoading) {
 		r.load.mu.Unlock()

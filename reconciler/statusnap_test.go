@@ -228,3 +228,38 @@ func TestStopWhileFirstLoad(t *testing.T) {
 		}
 	})
 }
+
+// TestStatusBeforeRun: a status asked before Run has begun is answered at
+// once: no unit, loading since the reconciler was made. hermesd's control
+// socket serves before Run's goroutine may have run (on a loaded machine,
+// it had not), and such a status used to wait for Run, which was reading
+// the units directory first: on a filesystem that stopped answering, it
+// waited for ever.
+func TestStatusBeforeRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := &files{specs: map[string]units.Spec{"a": spec("a")}}
+		began := time.Now()
+		r, err := New(Options{Spawner: &fakeSpawner{fail: map[string]error{}}, StateDir: t.TempDir(), Env: []string{"PATH=/bin"}, Rand: func() float64 { return 0.5 }, Load: fs.load})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		st, err := r.Status(ctx, "a")
+		if err != nil {
+			t.Fatalf("status before Run: %v", err)
+		}
+		if len(st.Units) != 0 || !st.Loading.Equal(began) {
+			t.Errorf("status before Run: %d units, loading since %v; want none, since %v", len(st.Units), st.Loading, began)
+		}
+		runInTest(t, r)
+		synctest.Wait()
+		st, err = r.Status(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Units) != 1 || !st.Loading.IsZero() {
+			t.Errorf("status once Run has loaded: %d units, loading since %v; want one, no loading mark", len(st.Units), st.Loading)
+		}
+	})
+}
