@@ -77,9 +77,10 @@ func (f *fakeSpawner) Stop(_ context.Context, g supervisor.Group, sig syscall.Si
 func (f *fakeSpawner) stopQuietly(g supervisor.Group) {
 	f.mu.Lock()
 	var p *fakeProc
-	for _, s := range f.spawns {
-		if s.proc.g.PGID == g.PGID {
-			p = s.proc
+	for i := len(f.spawns) - 1; i >= 0; i-- { // the latest first: the one stopped is most often recent
+		if f.spawns[i].proc.g.PGID == g.PGID {
+			p = f.spawns[i].proc
+			break
 		}
 	}
 	f.mu.Unlock()

@@ -26,10 +26,20 @@ func hash(s units.Spec) string { return s.Hash() }
 // goroutine at thousands of units, for no reader). n is what of l apply
 // looks at.
 func diff(us map[string]*unit, ordered []*unit, l Loaded, order bool) (p control.Plan, n news) {
-	p = control.Plan{Start: []string{}, Stop: []string{}, Restart: []string{}, Keep: []string{}, Errors: wireErrors(l.Errors)}
+	p = control.Plan{Start: []string{}, Stop: []string{}, Restart: []string{}, Keep: make([]string, 0, len(l.Specs)), Errors: wireErrors(l.Errors)}
 	n.specs = map[string]*units.Spec{}
 	matched := 0
-	for _, s := range l.Specs {
+	for i, s := range l.Specs {
+		// Most specs are the ones their units have, where the units' order
+		// has them (l.Specs is in start order too): kept with no look up of
+		// their name.
+		if i < len(ordered) {
+			if v, ok := currentOf(ordered[i]); ok && v.spec == s {
+				p.Keep = append(p.Keep, s.Name)
+				matched++
+				continue
+			}
+		}
 		v, ok := currentOf(us[s.Name])
 		switch {
 		case !ok:
