@@ -365,10 +365,7 @@ func LoadDir(l *units.Loader, dir string) func(context.Context) (Loaded, error) 
 		if err != nil {
 			return Loaded{}, err
 		}
-		out := Loaded{ports: d.Ports, Specs: make([]*units.Spec, 0, len(d.Units)+len(d.Contested))}
-		for _, n := range d.Order() {
-			out.Specs = append(out.Specs, d.Units[n])
-		}
+		out := Loaded{ports: d.Ports, Specs: d.Specs()}
 		var es units.Errors
 		for n, fe := range d.Failed {
 			if s := d.Contested[n]; s != nil {

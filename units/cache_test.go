@@ -378,6 +378,8 @@ func dirDiff(a, b *Dir) string {
 		return fmt.Sprintf("units %v, want %v", sortedKeys(a.Units), sortedKeys(b.Units))
 	case !slices.Equal(a.Order(), b.Order()):
 		return fmt.Sprintf("order %v, want %v", a.Order(), b.Order())
+	case !inOrder(a) || !inOrder(b):
+		return fmt.Sprintf("specs in order: %t and %t, want the units' specs in their order", inOrder(a), inOrder(b))
 	case !slices.Equal(errs(a), errs(b)):
 		return fmt.Sprintf("errors %q, want %q", errs(a), errs(b))
 	case !reflect.DeepEqual(a.Ports, b.Ports):
@@ -386,4 +388,9 @@ func dirDiff(a, b *Dir) string {
 		return fmt.Sprintf("contested %v, want %v", sortedKeys(a.Contested), sortedKeys(b.Contested))
 	}
 	return ""
+}
+
+// inOrder reports whether d.Specs holds d.Units's specs, in d.Order.
+func inOrder(d *Dir) bool {
+	return slices.EqualFunc(d.Specs(), d.Order(), func(s *Spec, n string) bool { return s == d.Units[n] }) && len(d.Units) == len(d.Specs())
 }

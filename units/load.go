@@ -164,7 +164,7 @@ type Dir struct {
 	// units run settles the rule again (Ports.Settle) and may load one of
 	// these instead of the unit that held its port here.
 	Contested map[string]*Spec
-	order     []string
+	specs     []*Spec // Units in start order (Specs); never modified
 }
 
 // Errors returns every error of the directory, sorted by file and position.
@@ -181,7 +181,18 @@ func (d *Dir) Errors() Errors {
 // names in after: and requires: (those that loaded). Units with no order
 // between them are sorted by name, so the order is deterministic. Stop in
 // the reverse order.
-func (d *Dir) Order() []string { return slices.Clone(d.order) }
+func (d *Dir) Order() []string {
+	out := make([]string, len(d.specs))
+	for i, s := range d.specs {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// Specs is Units in start order (see Order), with no look up of each
+// name: a load told of one change among thousands of files (Loader.Changes)
+// gives it at the cost of a copy.
+func (d *Dir) Specs() []*Spec { return slices.Clone(d.specs) }
 
 // LoadDir loads every unit file of dir (see IsUnitFile: *.yaml and *.yml,
 // editor swap and backup files and hidden files ignored), keeps the good
@@ -262,7 +273,9 @@ func (l *Loader) LoadDirWith(dir string, files ...string) (*Dir, error) {
 		}
 		return Rank{Why: "is in " + dir + " already"}
 	})
-	d.order = d.sortOrder()
+	for _, n := range d.sortOrder() {
+		d.specs = append(d.specs, d.Units[n])
+	}
 	if l.Cache != nil {
 		l.Cache.sweep()
 		if len(files) == 0 {
@@ -290,17 +303,19 @@ func (l *Loader) patch(gen uint64, dir, base string, ls listing) (_ *Dir, ok boo
 	slices.Sort(looked)
 	looked = slices.Compact(looked)
 	specs, ports := map[string]*Spec{}, Ports{}
+	var was []*Spec // the last load's specs of specs, in its order
 	for _, n := range looked {
 		name, _ := NameOf(n)
-		was := last.dir.Units[name]
+		w := last.dir.Units[name]
 		s, r, errs := l.load(gen, filepath.Join(dir, n), base, true)
 		switch {
-		case s != nil && s == was:
+		case s != nil && s == w:
 			continue
-		case was == nil || len(errs) > 0 || !sameLinks(was, s) || len(s.Ports) > 0 && len(last.dir.Contested) > 0:
+		case w == nil || len(errs) > 0 || !sameLinks(w, s) || len(s.Ports) > 0 && len(last.dir.Contested) > 0:
 			return nil, false // the port rule's errors may quote a claim's position
 		}
 		specs[name] = s
+		was = append(was, w)
 		if len(s.Ports) > 0 {
 			ports[name] = claims(s, r)
 		}
@@ -309,6 +324,14 @@ func (l *Loader) patch(gen uint64, dir, base string, ls listing) (_ *Dir, ok boo
 	if len(specs) > 0 {
 		d.Units = maps.Clone(d.Units)
 		maps.Copy(d.Units, specs)
+		// The order stays (the links did not change): each new spec takes
+		// its old one's place, found by its pointer, not by name.
+		d.specs = slices.Clone(d.specs)
+		for i, s := range d.specs {
+			if slices.Contains(was, s) {
+				d.specs[i] = specs[s.Name]
+			}
+		}
 	}
 	if len(ports) > 0 {
 		d.Ports = maps.Clone(d.Ports)

@@ -68,9 +68,7 @@ func startProxy(ctx context.Context, cfg config, cache *units.Cache, log *slog.L
 	l := &units.Loader{Defaults: &c.Defaults, Insecure: cfg.insecure, Unprivileged: os.Geteuid() != 0, Cache: cache}
 	var specs []*units.Spec
 	if d, err := l.LoadDir(cfg.Units); err == nil {
-		for _, n := range d.Order() {
-			specs = append(specs, d.Units[n])
-		}
+		specs = d.Specs()
 	}
 	set, err := providers.New(c, specs...)
 	if err != nil {
