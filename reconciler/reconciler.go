@@ -178,8 +178,9 @@ type Options struct {
 }
 
 // Logs is what the reconciler needs of logfile.Logs: it is told the log
-// files to keep within their limits, all of them after a load, one more
-// at a start.
+// files to keep within their limits, all of them after the first load;
+// then, one by one, those a load or a start changes (Add with no MaxSize
+// takes a file out of the set).
 type Logs interface {
 	Watch(set map[string]logfile.Limits)
 	Add(path string, lim logfile.Limits)

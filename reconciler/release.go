@@ -58,6 +58,7 @@ func (r *Reconciler) Release(ctx context.Context, name string) (control.Released
 		u.gen = r.nextGen() // events of the released run are stale
 		r.addReleased(s)
 		if u.external {
+			r.unwatchLog(u)
 			delete(r.units, name)
 			r.reorder()
 			r.declare(u, g.PGID)

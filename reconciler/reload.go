@@ -288,6 +288,7 @@ func (r *Reconciler) apply(ctx context.Context, p control.Plan, l Loaded, n news
 	for _, name := range p.Stop {
 		u := r.units[name]
 		u.stopTimer(timerBackoff)
+		r.unwatchLog(u)
 		if u.state.active() {
 			r.log.Info("unit removed; stopping", "unit", name)
 			r.stopForReload(u, nil)
@@ -297,7 +298,7 @@ func (r *Reconciler) apply(ctx context.Context, p control.Plan, l Loaded, n news
 		}
 	}
 	r.forgetUndeclared(invalidUnits(l.Errors))
-	r.watchLogs()
+	r.watchLogs(p, n)
 }
 
 // declareLoaded declares the unit of s, loaded with hash h, that the

@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"context"
 	"maps"
 	"path/filepath"
 	"reflect"
@@ -32,6 +33,10 @@ func (f *fakeLogs) Add(path string, lim logfile.Limits) {
 	defer f.mu.Unlock()
 	if f.cur == nil {
 		f.cur = map[string]logfile.Limits{}
+	}
+	if lim.MaxSize <= 0 { // out of the set, as logfile.Logs takes it
+		delete(f.cur, path)
+		return
 	}
 	f.cur[path] = lim
 }
@@ -77,6 +82,57 @@ func TestRotationOffRunsGoroutine(t *testing.T) {
 		synctest.Wait()
 		if got := logs.last(); len(got) != 0 {
 			t.Errorf("logs watched after web was removed: %v, want none", got)
+		}
+	})
+}
+
+// TestLogsFollowEdits: after the first load, Run gives Logs only the log
+// files a load or a start changes, not the whole set again; through edits
+// (a new unit, a unit removed while running and one removed while
+// stopped, limits set and dropped, a log file moved) the set Logs holds
+// stays the one the units call for (logSet).
+func TestLogsFollowEdits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logs := &fakeLogs{}
+		sized := func(n int) func(*units.Spec) {
+			return func(s *units.Spec) { s.Log = units.Log{MaxSize: units.Size(n), Keep: 3} }
+		}
+		h := newHarness(t, spec("web", sized(1<<20)), spec("plain"), spec("gone", sized(1<<20)),
+			spec("idle", sized(1<<20), func(s *units.Spec) { s.Type = units.Oneshot }))
+		o := h.options(units.RoleGateway)
+		o.StateDir, o.Logs = t.TempDir(), logs
+		h.run(New(o))
+		synctest.Wait()
+		h.fs.last(t, "idle").exit(nil) // done: stopped when it is removed
+		synctest.Wait()
+		for _, step := range []struct {
+			name  string
+			specs []units.Spec
+		}{
+			{"a unit added, one removed", []units.Spec{spec("web", sized(1<<20)), spec("plain"), spec("idle", sized(1<<20), func(s *units.Spec) { s.Type = units.Oneshot }), spec("new", sized(2<<20))}},
+			{"limits set and changed", []units.Spec{spec("web", sized(3<<20)), spec("plain", sized(1<<20)), spec("idle", sized(1<<20), func(s *units.Spec) { s.Type = units.Oneshot }), spec("new", sized(2<<20))}},
+			{"a log file moved", []units.Spec{spec("web", sized(3<<20), func(s *units.Spec) { s.Log.Path = filepath.Join(o.StateDir, "elsewhere.log") }), spec("plain", sized(1<<20)), spec("idle", sized(1<<20), func(s *units.Spec) { s.Type = units.Oneshot }), spec("new", sized(2<<20))}},
+			{"limits dropped, a stopped unit removed", []units.Spec{spec("web", sized(3<<20), func(s *units.Spec) { s.Log.Path = filepath.Join(o.StateDir, "elsewhere.log") }), spec("plain"), spec("new", sized(2<<20))}},
+		} {
+			h.mu.Lock()
+			h.specs = step.specs
+			h.mu.Unlock()
+			if _, err := h.r.Reload(t.Context(), false); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait()
+			var want map[string]logfile.Limits
+			if err := h.r.call(t.Context(), false, func(context.Context) { want = h.r.logSet() }); err != nil {
+				t.Fatal(err)
+			}
+			if got := logs.last(); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: logs watched %v, want %v", step.name, got, want)
+			}
+		}
+		logs.mu.Lock()
+		defer logs.mu.Unlock()
+		if logs.watches != 1 {
+			t.Errorf("%d whole sets given, want 1: the loads after the first give the files they change", logs.watches)
 		}
 	})
 }

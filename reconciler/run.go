@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/logfile"
 	"github.com/hermes-units/hermes/proc"
 	"github.com/hermes-units/hermes/supervisor"
@@ -62,9 +63,12 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 	out.started()
 	f.Close() // the child holds its own descriptor; copiers open the log when they write
 	u.starts = append(u.starts, now)
+	if u.logPath != logPath && u.logPath != "" {
+		r.unwatchLog(u) // its file moved (log.path changed)
+	}
 	u.logPath = logPath
-	if u.spec.Log.MaxSize > 0 && r.opt.Logs != nil && !r.shutting {
-		r.opt.Logs.Add(logPath, logLimits(*u.spec)) // its file exists now: watch it
+	if r.opt.Logs != nil && !r.shutting {
+		r.opt.Logs.Add(logPath, logLimits(*u.spec)) // its file exists now: watch it (no max_size: out of the set)
 	}
 	if err != nil {
 		jr.end()
@@ -396,6 +400,7 @@ func (r *Reconciler) stopped(ctx context.Context, u *unit, err error) {
 	// removal or new version applies whatever stop came last (a command,
 	// a restart, shutdown): the file is the truth.
 	if u.external || st.removed {
+		r.unwatchLog(u)
 		delete(r.units, u.spec.Name)
 		r.reorder()
 		r.declare(u, 0)
@@ -609,20 +614,59 @@ func (r *Reconciler) openLog(path string) (*os.File, error) {
 }
 
 // watchLogs gives Logs the log files of the units that set log.max_size, so
-// that it rotates each on the write that crosses it (Run's goroutine, after
-// every load and start).
-func (r *Reconciler) watchLogs() {
+// that it rotates each on the write that crosses it (Run's goroutine):
+// the whole set at the first load (logSet); after another, the files of
+// the units it changed (watchLog), those of the units it removes having
+// been taken out as their removal began (unwatchLog), so that an edit
+// among thousands of units costs Logs one file, not the set. A start adds
+// its unit's file (start).
+func (r *Reconciler) watchLogs(p control.Plan, n news) {
 	if r.opt.Logs == nil || r.shutting {
 		return
 	}
+	if r.reloads == 1 {
+		r.opt.Logs.Watch(r.logSet())
+		return
+	}
+	for _, names := range [][]string{p.Start, p.Restart} {
+		for _, name := range names {
+			r.watchLog(r.units[name])
+		}
+	}
+	for _, s := range n.kept {
+		r.watchLog(r.units[s.Name])
+	}
+}
+
+// logSet is the set of log files Logs watches: those of the units that set
+// log.max_size, a removed unit aside (it is on its way out).
+func (r *Reconciler) logSet() map[string]logfile.Limits {
 	set := map[string]logfile.Limits{}
 	for _, u := range r.units {
-		if u.spec.Log.MaxSize <= 0 || u.removed() { // a removed unit is on its way out
+		if u.spec.Log.MaxSize <= 0 || u.removed() {
 			continue
 		}
 		set[r.logOf(u)] = logLimits(*u.spec)
 	}
-	r.opt.Logs.Watch(set)
+	return set
+}
+
+// watchLog gives Logs u's log file with its limits as logSet has it (out
+// of the set when u sets no log.max_size or is removed).
+func (r *Reconciler) watchLog(u *unit) {
+	lim := logLimits(*u.spec)
+	if u.removed() {
+		lim = logfile.Limits{}
+	}
+	r.opt.Logs.Add(r.logOf(u), lim)
+}
+
+// unwatchLog takes u's log file out of Logs' set: u is being removed or
+// leaves r.units.
+func (r *Reconciler) unwatchLog(u *unit) {
+	if r.opt.Logs != nil && !r.shutting {
+		r.opt.Logs.Add(r.logOf(u), logfile.Limits{})
+	}
 }
 
 // logLimits are the limits of s's log file.

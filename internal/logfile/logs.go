@@ -70,10 +70,11 @@ func (l *Logs) Watch(set map[string]Limits) {
 	l.poke()
 }
 
-// Add adds one file to the set, or changes its limits, and has Run check
-// it and watch it now, even when it was in the set already (a unit that
-// just opened its log, which did not exist when it was first given): at a
-// cost that does not depend on how many files the set holds.
+// Add adds one file to the set, or changes its limits (no MaxSize: takes
+// it out), and has Run check it and watch it now, even when it was in the
+// set already (a unit that just opened its log, which did not exist when
+// it was first given): at a cost that does not depend on how many files
+// the set holds.
 func (l *Logs) Add(path string, lim Limits) {
 	l.mu.Lock()
 	l.setLocked(path, lim, true)
