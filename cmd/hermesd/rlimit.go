@@ -145,11 +145,17 @@ type fdWatch struct {
 	// reserve keeps the listeners' connections off the descriptors the
 	// units still need; a load and each unit that starts or ends set it
 	// again (see pending).
-	reserve  fdreserve.Reserve
-	mu       sync.Mutex
-	warned   uint64          // guarded by mu; the need last warned about, 0 none
-	declared int             // guarded by mu; units of the last load
-	holding  map[string]bool // guarded by mu; units whose run holds its descriptors (a pid)
+	reserve fdreserve.Reserve
+	mu      sync.Mutex
+	warned  uint64 // guarded by mu; the need last warned about, 0 none
+	// The last load's specs (Loaded.Specs: nobody changes them), their
+	// names, and how many of them are notifying; guarded by mu.
+	specs  []*units.Spec
+	names  map[string]bool
+	notify int
+	// holding names the declared units whose run holds its descriptors (a
+	// pid); guarded by mu.
+	holding map[string]bool
 }
 
 // fdSpawnMargin is how many running units the reserve keeps a spawn's
@@ -164,11 +170,13 @@ const fdSpawnMargin = 16
 // ran; only the log files they may open are kept for them (fdReserve).
 // mu held.
 func (w *fdWatch) pending() int {
-	return max(w.declared-len(w.holding), 0) + min(w.declared, fdSpawnMargin)
+	return max(len(w.specs)-len(w.holding), 0) + min(len(w.specs), fdSpawnMargin)
 }
 
 // observe is a Publish hook: a unit.state event says whether its unit's
-// run holds its descriptors now (a pid), and the reserve follows.
+// run holds its descriptors now (a pid), and the reserve follows. A unit
+// the last load did not declare is not counted (a removed unit's last
+// events come after the load that removed it).
 func (w *fdWatch) observe(e events.Event) {
 	if e.Kind != events.UnitState {
 		return
@@ -179,29 +187,29 @@ func (w *fdWatch) observe(e events.Event) {
 		w.holding = map[string]bool{}
 	}
 	if e.PID != 0 {
-		w.holding[e.Unit] = true
+		if w.names == nil || w.names[e.Unit] {
+			w.holding[e.Unit] = true
+		}
 	} else {
 		delete(w.holding, e.Unit)
 	}
 	w.reserve.Set(w.soft, fdReserve(w.pending(), len(w.holding)))
 }
 
-// check is a loader hook (see loader): it runs on every load.
+// check is a loader hook (see loader): it runs on every load, and looks
+// at the units the load changed (seen).
 func (w *fdWatch) check(c units.Config, l *reconciler.Loaded) {
 	conns := proxyConns(w.proxyOn, c)
-	need := fdNeed(len(l.Specs), notifying(l.Specs), conns)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.declared = len(l.Specs)
-	declared := make(map[string]bool, len(l.Specs))
-	for _, sp := range l.Specs {
-		declared[sp.Name] = true
-	}
-	for name := range w.holding {
-		if !declared[name] { // removed: its last event may never come
-			delete(w.holding, name)
+	if w.seen(l.Specs) {
+		for name := range w.holding {
+			if !w.names[name] { // removed: its last event may never come
+				delete(w.holding, name)
+			}
 		}
 	}
+	need := fdNeed(len(l.Specs), w.notify, conns)
 	w.reserve.Set(w.soft, fdReserve(w.pending(), len(w.holding)))
 	if need <= w.soft {
 		w.warned = 0
@@ -216,4 +224,37 @@ func (w *fdWatch) check(c units.Config, l *reconciler.Loaded) {
 		Fix:  "raise the hard limit (LimitNOFILE= in a systemd unit, `ulimit -Hn` as root, /etc/security/limits.conf) or declare fewer units",
 	}
 	w.log.Warn(short.Error(), "part", "limits", "limit", w.soft, "need", need)
+}
+
+// seen makes specs w's last load: it counts their notifying units from
+// the last load's count, looking only at the specs that are not the last
+// load's at their place (a load of one edit among thousands of units
+// looks at one), and at them all, with their names, when the names may
+// have changed (a unit added, removed or moved: moved true). mu held.
+func (w *fdWatch) seen(specs []*units.Spec) (moved bool) {
+	last := w.specs
+	w.specs = specs
+	if w.names != nil && len(specs) == len(last) {
+		n, same := w.notify, true
+		for i, s := range specs {
+			if s == last[i] {
+				continue
+			}
+			if s.Name != last[i].Name {
+				same = false
+				break
+			}
+			n += notifying(specs[i:i+1]) - notifying(last[i:i+1])
+		}
+		if same {
+			w.notify = n
+			return false
+		}
+	}
+	w.notify = notifying(specs)
+	w.names = make(map[string]bool, len(specs))
+	for _, s := range specs {
+		w.names[s.Name] = true
+	}
+	return true
 }

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -77,6 +79,53 @@ func TestFdWatchFiveThousand(t *testing.T) {
 	if got := w.reserve.Limit(); got != want {
 		t.Errorf("5000 units running: listeners under %d, want %d (the logs they may open kept)", got, want)
 	}
+}
+
+// TestFdWatchFollowsLoads: a load looks only at the units it changed
+// (fdWatch.seen), and the count of notifying units and the reserve are
+// those of a look at every unit: an edit that makes a unit notify, or
+// stop notifying, counts; a removed unit leaves the running ones, and a
+// late event of its run does not count it again.
+func TestFdWatchFollowsLoads(t *testing.T) {
+	w := newFDWatch(19999, 20000, false, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	specs := named("u", 5)
+	load := func(specs []*units.Spec) { w.check(units.Config{}, &reconciler.Loaded{Specs: specs}) }
+	running := func(name string) {
+		w.observe(events.Event{Kind: events.UnitState, Unit: name, State: "running", PID: 1000})
+	}
+	want := func(step string, declared, holding int) {
+		t.Helper()
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.notify != notifying(w.specs) {
+			t.Errorf("%s: %d notifying units counted, want %d", step, w.notify, notifying(w.specs))
+		}
+		pending := max(declared-holding, 0) + min(declared, fdSpawnMargin)
+		if got, want := w.reserve.Limit(), int64(19999-fdReserve(pending, holding)); got != want {
+			t.Errorf("%s: listeners under %d, want %d (%d units declared, %d running)", step, got, want, declared, holding)
+		}
+	}
+	load(specs)
+	for _, s := range specs {
+		running(s.Name)
+	}
+	want("all running", 5, 5)
+	edited := slices.Clone(specs)
+	edited[1] = &units.Spec{Name: "u1", Ready: units.Ready{Notify: true}}
+	load(edited)
+	want("u1 notifies", 5, 5)
+	edited = slices.Clone(edited)
+	edited[1] = &units.Spec{Name: "u1"}
+	load(edited)
+	want("u1 no longer notifies", 5, 5)
+	load(edited[:4])
+	want("u4 removed", 4, 4)
+	running("u4")
+	want("a late event of u4", 4, 4)
+	edited = slices.Clone(edited[:4])
+	edited[2] = &units.Spec{Name: "u2", Timeouts: units.Timeouts{Watchdog: time.Second}}
+	load(edited)
+	want("u2 has a watchdog", 4, 4)
 }
 
 // noFile reads a process's RLIMIT_NOFILE from /proc/PID/limits.
