@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -48,7 +49,9 @@ type stormFigures struct {
 
 // benchStorm is the storm section: at each size of -sizes (default
 // 10,100,1000,5000), a storm trial of hermesd in the first containment
-// mode the scale section runs, under root (a fresh temporary directory).
+// mode the scale section runs, under root (a fresh temporary directory);
+// with envBaseHermesd set, a trial of the base in the same mode follows
+// each, so that the two share the machine's load.
 func benchStorm(ctx context.Context, root string) ([]Row, error) {
 	ns, err := sizes("10,100,1000,5000")
 	if err != nil {
@@ -58,13 +61,19 @@ func benchStorm(ctx context.Context, root string) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
+	trials := []*hermesPeer{hs[0]}
+	if i := slices.IndexFunc(hs, func(h *hermesPeer) bool { return h.base && h.mode == hs[0].mode }); i >= 0 {
+		trials = append(trials, hs[i])
+	}
 	var rows []Row
 	for _, n := range ns {
 		setPeerSize(n)
-		r, err := stormRows(ctx, root, hs[0])
-		rows = append(rows, r...)
-		if err != nil {
-			return rows, err
+		for _, h := range trials {
+			r, err := stormRows(ctx, root, h)
+			rows = append(rows, r...)
+			if err != nil {
+				return rows, err
+			}
 		}
 	}
 	return rows, nil
