@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http/httptrace"
 	"time"
 
 	"github.com/hermes-units/hermes/control"
@@ -126,8 +127,7 @@ const answerWithin = 5 * time.Second
 // dial connects to hermesd at g's socket and waits, at most answerWithin,
 // for it to answer a first request (its version). When no daemon is running
 // there the error matches control.ErrNotRunning and says how to start one;
-// when one is there but does not answer in time, the error exits with
-// exitcode.HermesctlNotRunning and says what to check.
+// when one is there but does not answer in time, the error is noAnswer's.
 func dial(g *globals) (*control.Client, error) {
 	c, err := control.Dial(g.Socket)
 	if err != nil {
@@ -141,12 +141,48 @@ func dial(g *globals) (*control.Client, error) {
 		return c, nil
 	case errors.Is(err, context.DeadlineExceeded):
 		c.Close()
-		return nil, &exitError{code: exitcode.HermesctlNotRunning, err: fmt.Errorf(
-			"hermesd does not answer on %s: no answer within %v; it is stopped or wedged: `ps -o pid,stat,args -C hermesd` shows it (stat T: stopped, `kill -CONT PID` resumes it; otherwise restart it)",
-			g.Socket, answerWithin)}
+		return nil, noAnswer(g)
 	}
 	c.Close()
 	return nil, err
+}
+
+// noAnswer is the error of a hermesd that did not answer on g's socket
+// within answerWithin: it exits with exitcode.HermesctlNotRunning and
+// says what to check.
+func noAnswer(g *globals) error {
+	return &exitError{code: exitcode.HermesctlNotRunning, err: fmt.Errorf(
+		"hermesd does not answer on %s: no answer within %v; it is stopped or wedged: `ps -o pid,stat,args -C hermesd` shows it (stat T: stopped, `kill -CONT PID` resumes it; otherwise restart it)",
+		g.Socket, answerWithin)}
+}
+
+// errNoAnswer ends the context of askStatus's request when hermesd has
+// not begun its answer within answerWithin.
+var errNoAnswer = errors.New("no answer within the bound")
+
+// askStatus is hermesd's status of the units named (all: none), asked on
+// g's socket in one request: a status is answered at once, so that its
+// own answer, not dial's version asked first, is the one bounded by
+// answerWithin (the bound ends once hermesd has begun to answer; reading
+// the rows is not bounded). A round trip fewer is most of what a status
+// waits for while hermesd is busy. Its errors are those of dial and of
+// control.Client.Status.
+func askStatus(ctx context.Context, g *globals, names ...string) (control.Status, error) {
+	c, err := control.Dial(g.Socket)
+	if err != nil {
+		return control.Status{}, err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	bound := time.AfterFunc(answerWithin, func() { cancel(errNoAnswer) })
+	defer bound.Stop()
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotFirstResponseByte: func() { bound.Stop() }})
+	st, err := c.Status(ctx, names...)
+	if err != nil && errors.Is(context.Cause(ctx), errNoAnswer) {
+		return control.Status{}, noAnswer(g)
+	}
+	return st, err
 }
 
 // withClient dials hermesd at g's socket (dial), calls f with the client,

@@ -93,12 +93,7 @@ func dedupe(names []string) []string {
 // without hermesd (logs) expands its patterns too, and one that needs
 // hermesd says that it does not run.
 func daemonUnits(ctx context.Context, g *globals) ([]string, string, error) {
-	var st control.Status
-	err := withClient(g, func(c *control.Client) error {
-		var err error
-		st, err = c.Status(ctx)
-		return err
-	})
+	st, err := askStatus(ctx, g)
 	if errors.Is(err, control.ErrNotRunning) {
 		return fileUnits(ctx, g)
 	}

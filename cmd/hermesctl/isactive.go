@@ -278,14 +278,9 @@ func activities(ctx context.Context, g *globals, names []string) ([]activity, er
 // unknown, hermesd refuses the call as a whole, and statusOf asks for
 // every unit instead, so that the caller tells which.
 func statusOf(ctx context.Context, g *globals, names []string) (control.Status, error) {
-	var st control.Status
-	err := withClient(g, func(c *control.Client) error {
-		var err error
-		st, err = c.Status(ctx, names...)
-		if errors.Is(err, control.ErrUnknownUnit) {
-			st, err = c.Status(ctx)
-		}
-		return err
-	})
+	st, err := askStatus(ctx, g, names...)
+	if errors.Is(err, control.ErrUnknownUnit) {
+		st, err = askStatus(ctx, g)
+	}
 	return st, err
 }

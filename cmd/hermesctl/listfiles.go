@@ -111,12 +111,7 @@ func matchesAny(patterns []string, names ...string) bool {
 // error.
 func heldUnits(ctx context.Context, g *globals, daemon bool) (disabled, masked []string, err error) {
 	if daemon {
-		var st control.Status
-		err := withClient(g, func(c *control.Client) error {
-			var err error
-			st, err = c.Status(ctx)
-			return err
-		})
+		st, err := askStatus(ctx, g)
 		if err == nil {
 			for _, u := range st.Units {
 				if u.Disabled {

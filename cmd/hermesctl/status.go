@@ -77,25 +77,26 @@ func runStatus(ctx context.Context, opts *statusOptions) error {
 		return err
 	}
 	defer oneShot()()
-	return withClient(opts.g, func(c *control.Client) error {
-		st, err := c.Status(ctx, opts.units...)
-		if errors.Is(err, control.ErrUnknownUnit) {
-			return &exitError{code: exitcode.HermesctlUnknownUnit, err: fmt.Errorf("status: %w", err)}
-		}
-		if err != nil {
-			return fmt.Errorf("status: %w", err)
-		}
-		lk := opts.look(time.Now())
-		if err := show(opts.streams, st, func(w io.Writer, st control.Status) { writeStatus(w, st, lk) }); err != nil {
-			return err
-		}
-		// The table (or JSON) has said what is wrong: the verdict is the
-		// exit status alone, with nothing on stderr.
-		if code := statusExit(st, len(opts.units) > 0); code != exitcode.Success {
-			return &exitError{code: code}
-		}
-		return nil
-	})
+	st, err := askStatus(ctx, opts.g, opts.units...)
+	var ee *exitError
+	switch {
+	case errors.Is(err, control.ErrUnknownUnit):
+		return &exitError{code: exitcode.HermesctlUnknownUnit, err: fmt.Errorf("status: %w", err)}
+	case errors.Is(err, control.ErrNotRunning), errors.As(err, &ee):
+		return err // as dial's: the refusal says it all
+	case err != nil:
+		return fmt.Errorf("status: %w", err)
+	}
+	lk := opts.look(time.Now())
+	if err := show(opts.streams, st, func(w io.Writer, st control.Status) { writeStatus(w, st, lk) }); err != nil {
+		return err
+	}
+	// The table (or JSON) has said what is wrong: the verdict is the
+	// exit status alone, with nothing on stderr.
+	if code := statusExit(st, len(opts.units) > 0); code != exitcode.Success {
+		return &exitError{code: code}
+	}
+	return nil
 }
 
 // oneShotHeap bounds the heap of a command that leaves its garbage to
