@@ -37,7 +37,8 @@ func manyUnits(n int) control.Status {
 
 // BenchmarkStatus1000 is what `hermesctl status` does with hermesd's
 // answer at 1000 units: decode it, make its texts inert, write the table
-// (through a pipe: no width; and on a terminal of 120 columns).
+// (through a pipe: no width; and on a terminal of 120 columns) and find
+// its exit status.
 func BenchmarkStatus1000(b *testing.B) {
 	data, err := json.Marshal(manyUnits(1000))
 	if err != nil {
@@ -54,6 +55,7 @@ func BenchmarkStatus1000(b *testing.B) {
 				}
 				inertAll(&st)
 				writeStatus(io.Discard, st, look{width: width, now: time.Now()})
+				statusExit(st, false)
 			}
 		})
 	}
