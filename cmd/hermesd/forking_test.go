@@ -33,7 +33,7 @@ var (
 )
 
 // TestForkingTogether: two, five and ten `forking` units started together
-// by one hermesd in pgroup mode (nginx and redis daemonizing, and three
+// by one hermesd in each mode (nginx and redis daemonizing, and three
 // kinds of daemonizing sh: a setsid child that keeps its environment, an
 // env -i one, and one that writes its pid file), each unit's daemon
 // re-parented to hermesd the moment its launcher exits. A daemon is a
@@ -44,7 +44,9 @@ var (
 // its own daemon. -forking.runs plays each size that many times; the test
 // logs, per size, the runs, the misattributions (a unit that registered
 // another's daemon), the units whose status named another pid than their
-// own daemon's, and the daemons held as orphans.
+// own daemon's, and the daemons held as orphans. pgroup mode is where
+// the evidence is hard to read (each daemon leaves its group); cgroup
+// mode's row holds hermesd to the same table.
 func TestForkingTogether(t *testing.T) {
 	needsProcesses(t, "hermesd and daemons")
 	slots := make(chan struct{}, max(*forkingParallel, 1))
@@ -55,23 +57,28 @@ func TestForkingTogether(t *testing.T) {
 	var table []*forkingResult
 	t.Cleanup(func() {
 		var b strings.Builder
-		fmt.Fprintf(&b, "\n%-6s %5s %6s %16s %12s %9s\n", "units", "runs", "failed", "misattributions", "wrong status", "orphaned")
+		fmt.Fprintf(&b, "\n%-7s %-6s %5s %6s %16s %12s %9s\n", "mode", "units", "runs", "failed", "misattributions", "wrong status", "orphaned")
 		for _, r := range table {
 			r.mu.Lock()
-			fmt.Fprintf(&b, "%-6d %5d %6d %16d %12d %9d\n", r.n, r.runs, r.failed, r.took, r.wrong, r.orphaned)
+			fmt.Fprintf(&b, "%-7s %-6d %5d %6d %16d %12d %9d\n", r.mode, r.n, r.runs, r.failed, r.took, r.wrong, r.orphaned)
 			r.mu.Unlock()
 		}
 		t.Log(b.String())
 	})
 	var sizes sync.WaitGroup
-	for _, n := range []int{2, 5, 10} {
-		res := &forkingResult{n: n}
-		table = append(table, res)
-		sizes.Add(1)
-		go func() {
-			defer sizes.Done()
-			t.Run(strconv.Itoa(n), func(t *testing.T) { forkingSize(t, res, slots, until) })
-		}()
+	for _, mode := range supervisorModes {
+		for _, n := range []int{2, 5, 10} {
+			res := &forkingResult{mode: mode, n: n}
+			table = append(table, res)
+			sizes.Add(1)
+			go func() {
+				defer sizes.Done()
+				t.Run(mode+"/"+strconv.Itoa(n), func(t *testing.T) {
+					needMode(t, mode)
+					forkingSize(t, res, slots, until)
+				})
+			}()
+		}
 	}
 	sizes.Wait()
 }
@@ -79,6 +86,7 @@ func TestForkingTogether(t *testing.T) {
 // forkingResult is one size's line of TestForkingTogether's table; its
 // runs add to it under mu.
 type forkingResult struct {
+	mode              string
 	n                 int
 	mu                sync.Mutex
 	runs, took, wrong int
@@ -91,7 +99,7 @@ type forkingResult struct {
 // one failed, or once until (if set) passed.
 func forkingSize(t *testing.T, res *forkingResult, slots chan struct{}, until time.Time) {
 	failed := testkit.Plays(t, *forkingRuns, slots, until, func(t *testing.T) {
-		took, wrong, orphaned := forkingRun(t, res.n)
+		took, wrong, orphaned := forkingRun(t, res.mode, res.n)
 		res.mu.Lock()
 		defer res.mu.Unlock()
 		res.runs++
@@ -159,7 +167,7 @@ var forkingSeq atomic.Int64
 // the misattributions (a unit's registration of another's daemon), the
 // units whose status named another pid than their own daemon's, and those
 // whose own daemon's group status listed among the orphans (no unit's).
-func forkingRun(t *testing.T, n int) (took, wrong, orphaned int) {
+func forkingRun(t *testing.T, mode string, n int) (took, wrong, orphaned int) {
 	t.Helper()
 	dir := t.TempDir()
 	us := forkingUnits(t, dir, n)
@@ -168,7 +176,7 @@ func forkingRun(t *testing.T, n int) (took, wrong, orphaned int) {
 		files[u.name+".yaml"] = u.yaml
 	}
 	testkit.WriteUnits(t, filepath.Join(dir, "units"), files)
-	d := startDaemonWith(t, dir, daemonOpts{role: "gateway", mode: "pgroup"})
+	d := startDaemonWith(t, dir, daemonOpts{role: "gateway", mode: mode})
 	st := d.waitStatus("every unit running", func(_ control.Status, u map[string]control.Unit) bool {
 		for _, fu := range us {
 			if x := u[fu.name]; x.State != "running" || x.PID == 0 {
