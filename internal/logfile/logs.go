@@ -77,24 +77,28 @@ func (l *Logs) Watch(set map[string]Limits) {
 // the set holds.
 func (l *Logs) Add(path string, lim Limits) {
 	l.mu.Lock()
-	l.setLocked(path, lim, true)
+	marked := l.setLocked(path, lim, true)
 	l.mu.Unlock()
-	l.poke()
+	if marked { // a file out of the set that stays out wakes no one
+		l.poke()
+	}
 }
 
 // setLocked puts p with lim into the set (MaxSize 0: takes it out) and
-// marks it for Run to look at, if that changed anything or always.
-func (l *Logs) setLocked(p string, lim Limits, always bool) {
+// marks it for Run to look at, if that changed anything or always; it
+// reports whether it marked it.
+func (l *Logs) setLocked(p string, lim Limits, always bool) (marked bool) {
 	old, had := l.watch[p]
 	switch {
 	case lim.MaxSize <= 0 && had:
 		delete(l.watch, p)
 	case lim.MaxSize <= 0 || (had && old == lim && !always):
-		return
+		return false
 	default:
 		l.watch[p] = lim
 	}
 	l.dirty[p] = true
+	return true
 }
 
 func (l *Logs) poke() {
