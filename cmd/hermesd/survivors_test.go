@@ -304,8 +304,11 @@ func TestGatewaySurvivors(t *testing.T) {
 	// The log continues in the same file: a line written now lands there,
 	// after the line of the first start.
 	syscall.Kill(ids["job"].PID, syscall.SIGUSR1)
-	if !fileHas(after["job"].Log, "ping 1", 5*time.Second) {
-		t.Errorf("a line written after the restart is not in %s", after["job"].Log)
+	if err := testkit.WaitFile(after["job"].Log, regexp.MustCompile("ping 1"), 30*time.Second); err != nil {
+		pid := ids["job"].PID
+		out, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/1", pid))
+		st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		t.Errorf("a line written after the restart is not there: %v\njob's stdout is %q; its status:\n%s", err, out, st)
 	}
 	if b, _ := os.ReadFile(after["job"].Log); !strings.Contains(string(b), fmt.Sprintf("started %d", ids["job"].PID)) {
 		t.Errorf("%s lost the first run's lines", after["job"].Log)
