@@ -104,10 +104,11 @@ func TestStartBudgetGrowsWithTheWalk(t *testing.T) {
 		walk time.Duration // the last pass, beside its starts
 		want int           // starts of spawn each a pass allows
 	}{
-		{0, 2},                      // 5 ms: starts at 0 and 3 ms
-		{time.Millisecond, 2},       // 4 ms < 5 ms: the same
-		{10 * time.Millisecond, 14}, // 40 ms
-		{50 * time.Millisecond, 67}, // 200 ms
+		{0, 2},                       // 5 ms: starts at 0 and 3 ms
+		{time.Millisecond / 4, 2},    // 4 ms < 5 ms: the same
+		{time.Millisecond, 6},        // 16 ms: starts at 0, 3, … 15 ms
+		{10 * time.Millisecond, 54},  // 160 ms
+		{50 * time.Millisecond, 267}, // 800 ms
 	} {
 		var p pace
 		p.starting = 7 * spawn
