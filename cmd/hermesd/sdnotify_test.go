@@ -57,10 +57,10 @@ func TestSystemdNotify(t *testing.T) {
 			if m.Ready() {
 				ready = true
 			}
-			if s, ok := m.Status(); ok && s != "" {
+			if m.Fields["STATUS"] != "" {
 				status = true
 			}
-			if m.Watchdog() {
+			if m.Fields["WATCHDOG"] == "1" {
 				watchdog = true
 			}
 		case <-deadline:

@@ -31,7 +31,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -48,46 +47,12 @@ type Message struct {
 
 // Well-known fields (sd_notify(3)).
 const (
-	FieldReady     = "READY"
-	FieldStatus    = "STATUS"
-	FieldWatchdog  = "WATCHDOG"
-	FieldMainPID   = "MAINPID"
-	FieldStopping  = "STOPPING"
-	FieldReloading = "RELOADING"
-	FieldErrno     = "ERRNO"
+	FieldReady  = "READY"
+	FieldStatus = "STATUS"
 )
 
 // Ready reports READY=1: the service finished starting up.
 func (m Message) Ready() bool { return m.Fields[FieldReady] == "1" }
-
-// Watchdog reports WATCHDOG=1: a keep-alive ping.
-func (m Message) Watchdog() bool { return m.Fields[FieldWatchdog] == "1" }
-
-// Stopping reports STOPPING=1.
-func (m Message) Stopping() bool { return m.Fields[FieldStopping] == "1" }
-
-// Reloading reports RELOADING=1.
-func (m Message) Reloading() bool { return m.Fields[FieldReloading] == "1" }
-
-// Status returns the STATUS= text and whether the message carried one.
-func (m Message) Status() (string, bool) {
-	s, ok := m.Fields[FieldStatus]
-	return s, ok
-}
-
-// MainPID returns the MAINPID= value when it is a valid pid.
-func (m Message) MainPID() (int, bool) { return positive(m.Fields[FieldMainPID]) }
-
-// Errno returns the ERRNO= value when it is a valid errno.
-func (m Message) Errno() (int, bool) { return positive(m.Fields[FieldErrno]) }
-
-func positive(s string) (int, bool) {
-	n, err := strconv.Atoi(s)
-	if err != nil || n <= 0 {
-		return 0, false
-	}
-	return n, true
-}
 
 // ParseFields parses a notification datagram: newline-separated KEY=VALUE
 // assignments. Keys are non-empty and made of A-Z, 0-9 and '_'; lines that

@@ -55,14 +55,9 @@ func TestSdNotifyFromChild(t *testing.T) {
 			if m.UID != os.Getuid() || m.GID != os.Getgid() {
 				t.Errorf("UID, GID = %d, %d, want %d, %d", m.UID, m.GID, os.Getuid(), os.Getgid())
 			}
-			if !m.Ready() || !m.Watchdog() {
-				t.Errorf("Ready, Watchdog = %v, %v, want true, true", m.Ready(), m.Watchdog())
-			}
-			if st, ok := m.Status(); st != "listening on :8080" || !ok {
-				t.Errorf("Status = %q, %v, want %q, true", st, ok, "listening on :8080")
-			}
-			if pid, ok := m.MainPID(); pid != 4242 || !ok {
-				t.Errorf("MainPID = %d, %v, want 4242, true", pid, ok)
+			want := map[string]string{"READY": "1", "STATUS": "listening on :8080", "MAINPID": "4242", "WATCHDOG": "1"}
+			if !m.Ready() || !maps.Equal(m.Fields, want) {
+				t.Errorf("Ready, Fields = %v, %v, want true, %v", m.Ready(), m.Fields, want)
 			}
 			if m.Raw != "READY=1\nSTATUS=listening on :8080\nMAINPID=4242\nWATCHDOG=1" {
 				t.Errorf("Raw = %q, want the datagram as sent", m.Raw)
@@ -93,7 +88,7 @@ func TestSystemdNotify(t *testing.T) {
 	if !m.Ready() {
 		t.Errorf("Ready = false in %q, want true", m.Raw)
 	}
-	if st, _ := m.Status(); st != "warming up" {
+	if st := m.Fields[FieldStatus]; st != "warming up" {
 		t.Errorf("Status = %q, want %q", st, "warming up")
 	}
 }
@@ -220,33 +215,6 @@ func TestParseFields(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := ParseFields(tt.raw); !maps.Equal(got, tt.want) {
 				t.Errorf("ParseFields(%q) = %v, want %v", tt.raw, got, tt.want)
-			}
-		})
-	}
-}
-
-func TestMessageAccessors(t *testing.T) {
-	tests := []struct {
-		raw                 string
-		mainPID, errno      int
-		mainPIDOK, errnoOK  bool
-		stopping, reloading bool
-	}{
-		{raw: "MAINPID=77\nERRNO=5\nSTOPPING=1", mainPID: 77, mainPIDOK: true, errno: 5, errnoOK: true, stopping: true},
-		{raw: "MAINPID=0\nERRNO=x\nRELOADING=1", reloading: true},
-		{raw: "MAINPID=-3\nSTOPPING=0"},
-	}
-	for _, tt := range tests {
-		t.Run(strings.ReplaceAll(tt.raw, "\n", ","), func(t *testing.T) {
-			m := Message{Fields: ParseFields(tt.raw)}
-			if pid, ok := m.MainPID(); pid != tt.mainPID || ok != tt.mainPIDOK {
-				t.Errorf("MainPID = %d, %v, want %d, %v", pid, ok, tt.mainPID, tt.mainPIDOK)
-			}
-			if e, ok := m.Errno(); e != tt.errno || ok != tt.errnoOK {
-				t.Errorf("Errno = %d, %v, want %d, %v", e, ok, tt.errno, tt.errnoOK)
-			}
-			if m.Stopping() != tt.stopping || m.Reloading() != tt.reloading {
-				t.Errorf("Stopping, Reloading = %v, %v, want %v, %v", m.Stopping(), m.Reloading(), tt.stopping, tt.reloading)
 			}
 		})
 	}

@@ -90,7 +90,7 @@ func TestSocketsFromChild(t *testing.T) {
 		if m.Socket != path {
 			t.Errorf("Socket = %q, want %q", m.Socket, path)
 		}
-		if st, _ := m.Status(); !m.Ready() || st != "up on "+filepath.Base(path) {
+		if st := m.Fields[FieldStatus]; !m.Ready() || st != "up on "+filepath.Base(path) {
 			t.Errorf("Ready, Status = %v, %q; want true, %q", m.Ready(), st, "up on "+filepath.Base(path))
 		}
 		if want := cmd.Process.Pid; haveCredentials && m.PID != want {
