@@ -74,14 +74,10 @@ func NameOf(path string) (name string, ok bool) {
 // file (.name.swp, name~, 4913, .#name). The reconciler filters fsnotify
 // events with it.
 func IsUnitFile(base string) bool {
-	switch {
-	case base == "" || strings.HasPrefix(base, ".") || strings.HasSuffix(base, "~") || base == "4913":
-		return false
-	case strings.HasSuffix(base, ".swp") || strings.HasSuffix(base, ".swx"):
-		return false
-	}
-	return (strings.HasSuffix(base, ".yaml") && len(base) > len(".yaml")) ||
-		(strings.HasSuffix(base, ".yml") && len(base) > len(".yml"))
+	// Swap, backup and probe files end in neither extension.
+	return !strings.HasPrefix(base, ".") &&
+		((strings.HasSuffix(base, ".yaml") && len(base) > len(".yaml")) ||
+			(strings.HasSuffix(base, ".yml") && len(base) > len(".yml")))
 }
 
 var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]*$`) })
