@@ -161,8 +161,7 @@ func followEvents(ctx context.Context, g *globals, fn func(events.Event) error, 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		var fe fnError
-		if errors.As(err, &fe) {
+		if fe, ok := errors.AsType[fnError](err); ok {
 			return fe.err
 		}
 		if err != nil && status != nil {

@@ -52,8 +52,7 @@ func report(err error, w io.Writer) int {
 	if detail != "" {
 		fmt.Fprintln(w, "  "+strings.ReplaceAll(inert(detail), "\n", "\n  "))
 	}
-	var ee *exitError
-	if errors.As(err, &ee) {
+	if ee, ok := errors.AsType[*exitError](err); ok {
 		return ee.code
 	}
 	return exitcode.Failure

@@ -181,8 +181,7 @@ func runOwned(ctx context.Context, opts *runOptions, mode supervisor.Mode, rb ru
 	if exceeded {
 		return run.exceeded(args, grace)
 	}
-	var ee *supervisor.ExitError
-	if errors.As(child.Err(), &ee) {
+	if ee, ok := errors.AsType[*supervisor.ExitError](child.Err()); ok {
 		return &exitError{code: ee.Status()}
 	}
 	return child.Err()
@@ -195,15 +194,13 @@ func runOwned(ctx context.Context, opts *runOptions, mode supervisor.Mode, rb ru
 // interpreter missing, text busy). It is nil for any other failure of the
 // spawn (the supervisor, a cgroup), which stays exitcode.Failure.
 func execFailure(name string, err error) *exitError {
-	var nf *supervisor.NotFoundError
-	if errors.As(err, &nf) {
+	if nf, ok := errors.AsType[*supervisor.NotFoundError](err); ok {
 		return &exitError{code: exitcode.HermesctlNotFound, err: fmt.Errorf("run: %w", nf)}
 	}
 	var errno syscall.Errno
 	errors.As(err, &errno)
 	// The program was named by its path: exec.LookPath stats it first.
-	var xe *exec.Error
-	if errors.As(err, &xe) {
+	if xe, ok := errors.AsType[*exec.Error](err); ok {
 		code := exitcode.HermesctlNotExecutable
 		if errors.Is(xe.Err, fs.ErrNotExist) {
 			code = exitcode.HermesctlNotFound

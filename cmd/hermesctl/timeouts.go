@@ -139,8 +139,7 @@ func explain(f *explainOptions) (timeouts.Plan, error) {
 		id, call.Model = r.Provider, r.Model
 	}
 	plan, err := set.Plan(id, call)
-	var up *providers.UnknownProviderError
-	if errors.As(err, &up) {
+	if _, ok := errors.AsType[*providers.UnknownProviderError](err); ok {
 		return zero, fmt.Errorf("%w; to explore one that is not configured, add --base-url URL", err)
 	}
 	return plan, err

@@ -123,8 +123,7 @@ type validateReport struct {
 func (v *validator) report(err error) {
 	var es units.Errors
 	if !errors.As(err, &es) {
-		var e *units.Error
-		if errors.As(err, &e) {
+		if e, ok := errors.AsType[*units.Error](err); ok {
 			es = units.Errors{e}
 		} else {
 			es = units.Errors{{File: "?", Msg: err.Error()}}

@@ -31,8 +31,7 @@ func checkShell(path string) error {
 	if err == nil {
 		return nil
 	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
 		err = pe.Err
 	}
 	return &diag.Error{Kind: errNoShell, Where: path, What: err.Error(),

@@ -42,8 +42,7 @@ func exitCode(err error) int {
 	if !errors.Is(err, errReported) {
 		fmt.Fprintln(os.Stderr, "hermesd:", err)
 	}
-	var ee *exitError
-	if errors.As(err, &ee) {
+	if ee, ok := errors.AsType[*exitError](err); ok {
 		return ee.code
 	}
 	return exitcode.Failure

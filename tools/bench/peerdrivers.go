@@ -129,8 +129,7 @@ func (c *childProc) wait(log string) error {
 	if !exited {
 		return fmt.Errorf("%s did not exit within %v; killed", c.cmd.Path, peerWait)
 	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
 			return nil
 		}
