@@ -327,8 +327,7 @@ func (s *Set) APIKey(id string, lookup func(string) (string, bool)) (string, err
 	if e.p.APIKeyFile != "" {
 		key, err := readKeyFile(e.p.APIKeyFile)
 		if err != nil || key == "" {
-			var pe *fs.PathError
-			if errors.As(err, &pe) {
+			if pe, ok := errors.AsType[*fs.PathError](err); ok {
 				err = pe.Err
 			}
 			return "", &KeyFileError{Provider: id, File: e.p.APIKeyFile, Source: e.source, Err: err}

@@ -44,8 +44,7 @@ func (p *Proxy) report(ctx context.Context, wd *watchdog, o timeouts.Outcome) {
 	if !wd.firstContent.IsZero() {
 		r.TTFT = wd.firstContent.Sub(wd.began)
 	}
-	var ce *CutError
-	if errors.As(context.Cause(ctx), &ce) {
+	if ce, ok := errors.AsType[*CutError](context.Cause(ctx)); ok {
 		r.Cut = ce
 	}
 	p.reportSession(wd.ss, r)

@@ -304,8 +304,7 @@ func (c *streamClient) connect(ctx context.Context, u *url.URL, key, addr string
 func (c *streamClient) dialHTTPS(ctx context.Context, u *url.URL, addr string) (*http.ClientConn, *upstreamConn, error) {
 	c.h2Once.Do(c.initH2)
 	cc, err := c.h2.NewClientConn(context.WithValue(ctx, serverNameKey{}, u.Hostname()), "https", addr)
-	var h1 *http1Only
-	if errors.As(err, &h1) {
+	if h1, ok := errors.AsType[*http1Only](err); ok {
 		return nil, h1.uc, nil
 	}
 	if err != nil {

@@ -58,8 +58,7 @@ func ReadEnvFiles(files []EnvFile) ([]string, error) {
 		}
 		kvs, err := ParseEnv(string(data))
 		if err != nil {
-			var pe *EnvFileError
-			if errors.As(err, &pe) {
+			if pe, ok := errors.AsType[*EnvFileError](err); ok {
 				pe.File = f.Path
 			}
 			return nil, err
