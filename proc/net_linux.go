@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -76,10 +77,8 @@ func SocketHolder(inodes ...uint64) int {
 			continue
 		}
 		for _, n := range held {
-			for _, want := range inodes {
-				if n == want {
-					return pid
-				}
+			if slices.Contains(inodes, n) {
+				return pid
 			}
 		}
 	}

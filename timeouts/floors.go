@@ -159,10 +159,5 @@ func ThinkingModel(model string) bool {
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {
 		name = name[i+1:]
 	}
-	for _, w := range strings.FieldsFunc(name, func(r rune) bool { return strings.ContainsRune("-._:", r) }) {
-		if w == "thinking" {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(strings.FieldsFunc(name, func(r rune) bool { return strings.ContainsRune("-._:", r) }), "thinking")
 }
