@@ -277,13 +277,6 @@ func (b *Breaker) Reset(r ResetReason) {
 	}
 }
 
-// Streak returns the current model streak.
-func (b *Breaker) Streak() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.streak
-}
-
 // State returns both streaks and whether the breaker is open.
 func (b *Breaker) State() State {
 	b.mu.Lock()

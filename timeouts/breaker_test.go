@@ -99,7 +99,7 @@ func TestBreakerResets(t *testing.T) {
 				if err := tt.reset(b); err != nil {
 					t.Fatalf("after %s: Allow = %v, want nil", tt.name, err)
 				}
-				if got := b.Streak(); got != 0 {
+				if got := b.State().Streak; got != 0 {
 					t.Errorf("after %s: streak %d, want 0", tt.name, got)
 				}
 				// Closed again: it takes a full streak to trip.
@@ -162,7 +162,7 @@ func TestBreakerOtherFailures(t *testing.T) {
 		}
 		b.Record(qwq, Failed)
 	}
-	if got := b.Streak(); got != 1 {
+	if got := b.State().Streak; got != 1 {
 		t.Errorf("streak after failures = %d, want 1", got)
 	}
 }

@@ -174,17 +174,6 @@ func (r RunBudget) Limit() (limit time.Duration, ok bool) {
 	return max(MinBudgetCap, r.Remaining()/2), true
 }
 
-// Cap is the one function that applies the run budget to an implicit stale
-// timeout, on the streaming and the non-streaming path alike (two paths
-// that once capped differently let a stuck stream outlive its run). A cap
-// never raises d.
-func (r RunBudget) Cap(d time.Duration) time.Duration {
-	if limit, ok := r.Limit(); ok && d > limit {
-		return limit
-	}
-	return d
-}
-
 // EstimateTokens estimates the context size of a request from the text of
 // its messages and tools: characters / 4, rounded up.
 func EstimateTokens(texts ...string) int {

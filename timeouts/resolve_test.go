@@ -154,24 +154,22 @@ func TestLocal(t *testing.T) {
 	}
 }
 
-func TestRunBudgetCap(t *testing.T) {
+func TestRunBudgetLimit(t *testing.T) {
 	tests := []struct {
-		name string
-		run  RunBudget
-		in   time.Duration
-		want time.Duration
+		name   string
+		run    RunBudget
+		want   time.Duration
+		wantOK bool
 	}{
-		{"no budget", RunBudget{}, 600 * s, 600 * s},
-		{"half of remaining", RunBudget{600 * s, 100 * s}, 600 * s, 250 * s},
-		{"never under 60s", RunBudget{600 * s, 500 * s}, 600 * s, 60 * s},
-		{"overspent", RunBudget{600 * s, 900 * s}, 600 * s, 60 * s},
-		{"never raises", RunBudget{600 * s, 100 * s}, 180 * s, 180 * s},
-		{"never raises under the minimum", RunBudget{600 * s, 590 * s}, 30 * s, 30 * s},
+		{"no budget", RunBudget{}, 0, false},
+		{"half of remaining", RunBudget{600 * s, 100 * s}, 250 * s, true},
+		{"never under 60s", RunBudget{600 * s, 500 * s}, 60 * s, true},
+		{"overspent", RunBudget{600 * s, 900 * s}, 60 * s, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.run.Cap(tt.in); got != tt.want {
-				t.Errorf("%+v.Cap(%v) = %v, want %v", tt.run, tt.in, got, tt.want)
+			if got, ok := tt.run.Limit(); got != tt.want || ok != tt.wantOK {
+				t.Errorf("%+v.Limit() = %v, %v, want %v, %v", tt.run, got, ok, tt.want, tt.wantOK)
 			}
 		})
 	}
