@@ -93,9 +93,7 @@ func (p *Proxy) drainUpstream(cancel context.CancelCauseFunc, b io.ReadCloser, w
 		return false
 	}
 	p.drainCancels[wd] = cancel
-	p.drainWG.Add(1)
-	go func() {
-		defer p.drainWG.Done()
+	p.drainWG.Go(func() {
 		_, _ = io.Copy(io.Discard, b)
 		b.Close() // before the cancel: a stream read to its end is reused
 		wd.stop()
@@ -103,7 +101,7 @@ func (p *Proxy) drainUpstream(cancel context.CancelCauseFunc, b io.ReadCloser, w
 		p.drainMu.Lock()
 		delete(p.drainCancels, wd)
 		p.drainMu.Unlock()
-	}()
+	})
 	return true
 }
 
