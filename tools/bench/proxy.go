@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -565,15 +566,7 @@ func (up *benchUpstream) idleTLS(ctx context.Context, httpAddr string, h2 bool) 
 }
 
 func median(xs []float64) float64 {
-	s := append([]float64(nil), xs...)
-	for i := range s {
-		for j := i + 1; j < len(s); j++ {
-			if s[j] < s[i] {
-				s[i], s[j] = s[j], s[i]
-			}
-		}
-	}
-	return s[len(s)/2]
+	return slices.Sorted(slices.Values(xs))[len(xs)/2]
 }
 
 // rss reads VmRSS (kB) of pid.
