@@ -6,6 +6,7 @@ import (
 	"github.com/hermes-units/hermes/internal/boolflag"
 	"github.com/hermes-units/hermes/internal/exitcode"
 	"github.com/hermes-units/hermes/internal/paths"
+	"github.com/hermes-units/hermes/internal/version"
 	"github.com/spf13/cobra"
 )
 
@@ -41,7 +42,7 @@ func newRoot() *cobra.Command {
 		Short:         "Steer hermesd, and run commands as owned children",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       versionString(),
+		Version:       version.Read().String(),
 	}
 	root.SetVersionTemplate("hermesctl {{.Version}}\n")
 	root.InitDefaultVersionFlag() // now: the man pages (TestManPages) list it

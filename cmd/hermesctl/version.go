@@ -38,7 +38,7 @@ func runVersion(ctx context.Context, opts *versionOptions) error {
 	client := version.Read()
 	d, derr := daemonVersion(ctx, opts.g)
 	if opts.json {
-		v := versionReport{Client: wireVersion(client)}
+		v := versionReport{Client: control.VersionInfo(client)}
 		if derr == nil {
 			v.Daemon = &d
 		}
@@ -48,7 +48,7 @@ func runVersion(ctx context.Context, opts *versionOptions) error {
 	} else {
 		fmt.Fprintln(opts.out, "hermesctl", client)
 		if derr == nil {
-			fmt.Fprintln(opts.out, "hermesd  ", fromWire(d))
+			fmt.Fprintln(opts.out, "hermesd  ", version.Info(d))
 		}
 	}
 	if derr != nil {
@@ -63,22 +63,10 @@ func daemonVersion(ctx context.Context, g *globals) (control.VersionInfo, error)
 	err := withClient(g, func(c *control.Client) error {
 		var err error
 		v, err = c.Version(ctx)
-		var ce *control.Error
-		if errors.As(err, &ce) && ce.Code == control.CodeNoRoute {
+		if ce, ok := errors.AsType[*control.Error](err); ok && ce.Code == control.CodeNoRoute {
 			return errors.New("hermesd does not report its version: it is older than this hermesctl")
 		}
 		return err
 	})
 	return v, err
-}
-
-// versionString is --version's line.
-func versionString() string { return version.Read().String() }
-
-func wireVersion(v version.Info) control.VersionInfo {
-	return control.VersionInfo{Version: v.Version, Revision: v.Revision, Time: v.Time, Modified: v.Modified, Go: v.Go}
-}
-
-func fromWire(v control.VersionInfo) version.Info {
-	return version.Info{Version: v.Version, Revision: v.Revision, Time: v.Time, Modified: v.Modified, Go: v.Go}
 }

@@ -53,10 +53,7 @@ func exit(code int, err error) error { return &exitError{code, err} }
 var errVersion = errors.New("version asked for")
 
 // buildVersion is this binary's build, as the control API reports it.
-func buildVersion() control.VersionInfo {
-	v := version.Read()
-	return control.VersionInfo{Version: v.Version, Revision: v.Revision, Time: v.Time, Modified: v.Modified, Go: v.Go}
-}
+func buildVersion() control.VersionInfo { return control.VersionInfo(version.Read()) }
 
 // ErrLocked reports a state directory held by another hermesd.
 var ErrLocked = errors.New("state directory is locked by another hermesd")
