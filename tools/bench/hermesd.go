@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hermes-units/hermes/control"
+	"github.com/hermes-units/hermes/proc"
 )
 
 // The hermesd section runs the real daemon as a process, on its own temp
@@ -452,17 +453,11 @@ type procSample struct {
 
 func sampleProc(pid int) (procSample, error) {
 	s := procSample{at: time.Now()}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	st, err := proc.ReadStat(pid)
 	if err != nil {
 		return s, err
 	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	if len(f) < 13 {
-		return s, fmt.Errorf("/proc/%d/stat: short", pid)
-	}
-	ut, _ := strconv.ParseUint(f[11], 10, 64) // field 14
-	st, _ := strconv.ParseUint(f[12], 10, 64) // field 15
-	s.ticks = ut + st
+	s.ticks = st.CPU
 	m, _ := procKB(pid, "status")
 	s.rssKB, s.hwmKB, s.anonKB, s.fileKB = m["VmRSS"], m["VmHWM"], m["RssAnon"], m["RssFile"]
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))

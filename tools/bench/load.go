@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/testkit/loadunits"
+	"github.com/hermes-units/hermes/proc"
 )
 
 // The load section (issue 7, item 6): the real hermesd with loadUnits
@@ -40,18 +39,8 @@ func loadVM(pid int) (rss, hwm int) {
 
 // loadCPU is pid's user+system CPU time so far.
 func loadCPU(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	_, rest, _ := bytes.Cut(b, []byte(") "))
-	f := strings.Fields(string(rest))
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * time.Second / 100 // USER_HZ is 100 on Linux
+	st, _ := proc.ReadStat(pid) // gone: 0
+	return time.Duration(st.CPU) * time.Second / clkTck
 }
 
 // loadBinary is the hermesd to measure: $HERMES_BENCH_HERMESD if set, else
