@@ -124,7 +124,7 @@ func Resolve(fs *pflag.FlagSet) (Resolved, error) {
 	cfg := d.Config
 	var fileErr error
 	if pre.Exists(KeyConfig) {
-		cfg = expand(pre.String(KeyConfig), "")
+		cfg = expand(pre.String(KeyConfig))
 	}
 	// The file's keys through the one decoder of hermes.yaml (units),
 	// paths already "~"-expanded and taken against the file's directory.
@@ -158,9 +158,9 @@ func Resolve(fs *pflag.FlagSet) (Resolved, error) {
 	r := Resolved{
 		Paths: Paths{
 			Config: cfg,
-			Units:  expand(k.String(KeyUnits), ""),
-			State:  expand(k.String(KeyState), ""),
-			Socket: expand(k.String(KeySocket), ""),
+			Units:  expand(k.String(KeyUnits)),
+			State:  expand(k.String(KeyState)),
+			Socket: expand(k.String(KeySocket)),
 		},
 		Role: k.String(KeyRole),
 		From: Sources{Config: source(KeyConfig), Units: source(KeyUnits), State: source(KeyState), Socket: source(KeySocket)},
@@ -214,18 +214,14 @@ func (r *Resolved) absolute() error {
 	return nil
 }
 
-// expand replaces a leading "~" with the home directory and takes a
-// relative path against base; with base "" (flags, env) a relative path is
-// kept as given here, and made absolute against the working directory by
-// Resolved.absolute, for both binaries alike.
-func expand(p, base string) string {
+// expand replaces a leading "~" with the home directory. A relative path
+// is kept as given here, and made absolute against the working directory
+// by Resolved.absolute, for both binaries alike.
+func expand(p string) string {
 	if p == "~" || strings.HasPrefix(p, "~/") {
 		if home, err := os.UserHomeDir(); err == nil {
 			p = filepath.Join(home, p[1:])
 		}
-	}
-	if !filepath.IsAbs(p) && base != "" {
-		p = filepath.Join(base, p)
 	}
 	return p
 }
