@@ -182,9 +182,7 @@ func service(s *units.Spec, o Options) ([]byte, error) {
 			"Under systemd every unit is its own service and outlives any other",
 			"process; systemctl --user stop still stops it.")
 	}
-	if err := unitSection(b, s); err != nil {
-		return nil, err
-	}
+	unitSection(b, s)
 	if err := serviceSection(b, s, o); err != nil {
 		return nil, err
 	}
@@ -194,7 +192,7 @@ func service(s *units.Spec, o Options) ([]byte, error) {
 	return b.bytes()
 }
 
-func unitSection(b *builder, s *units.Spec) error {
+func unitSection(b *builder, s *units.Spec) {
 	desc := oneLine(s.Description)
 	if desc == "" {
 		desc = "hermes unit " + s.Name
@@ -219,7 +217,6 @@ func unitSection(b *builder, s *units.Spec) error {
 		b.add(secUnit, "StartLimitIntervalSec", span(s.StartLimit.Interval))
 		b.add(secUnit, "StartLimitBurst", fmt.Sprint(s.StartLimit.Burst))
 	}
-	return nil
 }
 
 func serviceSection(b *builder, s *units.Spec, o Options) error {
