@@ -1,7 +1,6 @@
 package testkit
 
 import (
-	"fmt"
 	"testing"
 	"time"
 )
@@ -56,31 +55,24 @@ func EventuallyOK(t testing.TB, d time.Duration, check func() error) {
 // fails t, since nothing would say when to look again.
 func EventuallyOn[T any](t testing.TB, d time.Duration, what string, wake <-chan T, cond func() bool) {
 	t.Helper()
-	if err := waitOn(d, what, wake, cond); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func waitOn[T any](d time.Duration, what string, wake <-chan T, cond func() bool) error {
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
 	for !cond() {
 		select {
 		case _, ok := <-wake:
 			if !ok {
-				if cond() {
-					return nil
+				if !cond() {
+					t.Fatalf("still not %s when its notifications ended", what)
 				}
-				return fmt.Errorf("still not %s when its notifications ended", what)
+				return
 			}
 		case <-deadline.C:
-			if cond() {
-				return nil
+			if !cond() {
+				t.Fatalf("still not %s after %v", what, d)
 			}
-			return fmt.Errorf("still not %s after %v", what, d)
+			return
 		}
 	}
-	return nil
 }
 
 // Receive returns the next value from ch (a goroutine's result, an exit,
