@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
 	"go/ast"
@@ -86,7 +87,7 @@ func findAll(root string, mode parser.Mode, skip func(rel string) bool, find fun
 	if err != nil {
 		return nil, err
 	}
-	sortFindings(out)
+	slices.SortFunc(out, func(a, b Finding) int { return cmp.Or(strings.Compare(a.File, b.File), a.Line-b.Line) }) // by file, then line
 	return out, nil
 }
 
@@ -117,16 +118,6 @@ func walkModule(root string, visit func(p, rel string) error) error {
 			return nil
 		}
 		return visit(p, rel)
-	})
-}
-
-// sortFindings sorts fs by file, then line.
-func sortFindings(fs []Finding) {
-	slices.SortFunc(fs, func(a, b Finding) int {
-		if c := strings.Compare(a.File, b.File); c != 0 {
-			return c
-		}
-		return a.Line - b.Line
 	})
 }
 
