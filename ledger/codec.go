@@ -61,14 +61,7 @@ func cutHead(b []byte) (boot string, rest []byte, ok bool) {
 
 // printable reports whether b has no control characters (which
 // appendString escapes).
-func printable(b []byte) bool {
-	for _, c := range b {
-		if c < 0x20 {
-			return false
-		}
-	}
-	return true
-}
+func printable(b []byte) bool { return !bytes.ContainsFunc(b, func(r rune) bool { return r < 0x20 }) }
 
 // fileBoot is the boot id written in the head of new files: this boot's.
 func fileBoot() string {

@@ -146,17 +146,7 @@ func ownerDir(name string) bool {
 	return ok && digits(p) && digits(st)
 }
 
-func digits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
+func digits(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }
 
 // Strays lists the live processes, outside e's own process group, that
 // carry e's spawn key and this ledger's state directory in their
