@@ -71,16 +71,7 @@ func ParseFields(raw string) map[string]string {
 }
 
 func validKey(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '_' {
-			return false
-		}
-	}
-	return true
+	return k != "" && strings.Trim(k, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == ""
 }
 
 // maxDatagram bounds a message; systemd itself accepts at most 4 KiB, so
