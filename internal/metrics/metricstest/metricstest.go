@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -37,14 +38,7 @@ next:
 			continue
 		}
 		for i := 0; i+1 < len(labels); i += 2 {
-			found := false
-			for _, l := range m.Label {
-				if l.GetName() == labels[i] && l.GetValue() == labels[i+1] {
-					found = true
-					break
-				}
-			}
-			if !found {
+			if !slices.ContainsFunc(m.Label, func(l *dto.LabelPair) bool { return l.GetName() == labels[i] && l.GetValue() == labels[i+1] }) {
 				continue next
 			}
 		}
