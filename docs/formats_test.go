@@ -2,12 +2,8 @@ package docs
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 )
 
@@ -24,24 +20,7 @@ const maxFormat = 200
 // programs are not shipped, and make bench's long formats are the
 // report's account of how a number was measured, which nobody acts on.
 func TestFormatLength(t *testing.T) {
-	fset := token.NewFileSet()
-	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path != ".." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || path == filepath.Join("..", "tools")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
+	eachSource(t, func(dir string) bool { return dir == "tools" }, func(fset *token.FileSet, _ string, f *ast.File) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
 			if !ok || len(call.Args) == 0 || !isFmt(call.Fun, "Errorf", "Sprintf") {
@@ -52,11 +31,7 @@ func TestFormatLength(t *testing.T) {
 			}
 			return true
 		})
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // isFmt says whether fun is fmt.<one of names>.

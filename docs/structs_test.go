@@ -2,11 +2,8 @@ package docs
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -32,45 +29,21 @@ var declarations = map[string]string{
 // but for the declarations. A declaration listed that is no longer over the
 // limit, or no longer there, fails too, so that the list stays short.
 func TestStructFields(t *testing.T) {
-	fset := token.NewFileSet()
 	over := map[string]int{}
-	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); path != ".." && (name == "testdata" || name == "node_modules" || strings.HasPrefix(name, ".")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		pkg, _ := filepath.Rel("..", filepath.Dir(path))
+	eachSource(t, func(dir string) bool { return strings.HasSuffix(dir, "node_modules") }, func(_ *token.FileSet, dir string, f *ast.File) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			ts, ok := n.(*ast.TypeSpec)
 			if !ok {
 				return true
 			}
-			st, ok := ts.Type.(*ast.StructType)
-			if !ok {
-				return true
-			}
-			if n := countFields(st); n > maxFields {
-				over[filepath.ToSlash(pkg)+"."+ts.Name.Name] = n
+			if st, ok := ts.Type.(*ast.StructType); ok {
+				if n := countFields(st); n > maxFields {
+					over[dir+"."+ts.Name.Name] = n
+				}
 			}
 			return true
 		})
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, name := range slices.Sorted(maps.Keys(over)) {
 		if _, ok := declarations[name]; !ok {
 			t.Errorf("struct %s has %d fields, more than %d: split it by phase (what exists only while a unit runs, stops, is adopted) or by what guards it, as architecture.md says", name, over[name], maxFields)
