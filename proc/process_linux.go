@@ -2,6 +2,9 @@ package proc
 
 import (
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -36,3 +39,29 @@ func DescriptorFile(pid, fd int) (dev, ino uint64, err error) {
 // OwnDescriptors lists the descriptors the calling process has open
 // (/proc/self/fd), the listing's own included.
 func OwnDescriptors() ([]int, error) { return numbers(Root + "/self/fd") }
+
+// Children lists the children of pid: those each of its threads forked,
+// and the orphans re-parented to it (/proc/PID/task/TID/children). A
+// child being re-parented at that moment may be in neither its old
+// parent's list nor its new one's; a caller that walks a tree reads the
+// subreaper's list again after the walk. pid gone is ErrGone.
+func Children(pid int) ([]int, error) {
+	dir := fmt.Sprintf("%s/%d/task", Root, pid)
+	tids, err := numbers(dir)
+	if err != nil {
+		return nil, gone(pid, err)
+	}
+	var out []int
+	for _, tid := range tids {
+		b, err := os.ReadFile(dir + "/" + strconv.Itoa(tid) + "/children")
+		if err != nil {
+			continue // the thread ended
+		}
+		for f := range strings.FieldsSeq(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out, nil
+}

@@ -19,3 +19,9 @@ func DescriptorFile(int, int) (dev, ino uint64, err error) {
 // (/dev/fd: on FreeBSD it lists them all only where fdescfs is mounted),
 // the listing's own included.
 func OwnDescriptors() ([]int, error) { return numbers("/dev/fd") }
+
+// Children is unsupported: a process's children are read from
+// /proc/PID/task/TID/children, which only Linux has.
+func Children(int) ([]int, error) {
+	return nil, &UnsupportedError{What: "a process's children", Why: "they are read from /proc/PID/task/TID/children"}
+}

@@ -63,34 +63,85 @@ import (
 // registrations is what the previous scans registered. Scans that ran at
 // once from the same view each registered a new escapee again, and each
 // read the whole process table.
-func (o *Owner) scan() { o.scanAfter(time.Now()) }
+func (o *Owner) scan() { o.scanAfter(time.Now(), nil) }
+
+// scanOf is a scan for regs (see narrowLocked): it looks only where
+// their escapees, and the owner's orphans, can be.
+func (o *Owner) scanOf(regs ...*reg) { o.scanAfter(time.Now(), regs) }
 
 // scanAfter returns once a scan that began after t has ended: the one that
-// runs, if it began after t, or else the next (see scan).
-func (o *Owner) scanAfter(t time.Time) {
+// runs, if it began after t and read the whole table, or else the next
+// (see scan). With regs, the next is narrowed to them where it can be
+// (see narrowLocked); a scan of the whole table answers it all the same.
+// It returns when the scan that answered began.
+func (o *Owner) scanAfter(t time.Time, regs []*reg) time.Time {
 	o.scanMu.Lock()
 	defer o.scanMu.Unlock()
 	o.mu.Lock()
-	fresh := o.scanDone.After(t)
-	o.mu.Unlock()
-	if !fresh {
-		o.scanNow()
+	done := o.scanDone
+	if !o.narrowLocked(regs) {
+		regs = nil
 	}
+	o.mu.Unlock()
+	if done.After(t) {
+		return done
+	}
+	return o.scanNow(regs)
 }
 
-// scanNow is one scan (see scan); scanMu is held.
-func (o *Owner) scanNow() {
+// narrowLocked reports whether a scan for regs may read only what
+// descends from the owner, past the leaders of the other spawns
+// (ownedTable), instead of the whole process table. It may when the owner
+// is the child subreaper, on Linux (the children of a process are read
+// from /proc), and each of regs is a registered spawn that leads a
+// session of its own. Then every process of such a spawn descends from
+// its leader, or from one of the owner's orphans: an orphan of its tree
+// is re-parented to the owner (or to a subreaper within it), and no
+// process outside its session can join one of its groups. Escapees of
+// other spawns are found by the timed scans, which read the whole table,
+// as before. A batch of more than a quarter of the registrations (and
+// more than one) reads the whole table too: it would read most of it, one
+// file at a time more.
+func (o *Owner) narrowLocked(regs []*reg) bool {
+	if len(regs) == 0 || !o.reaping.Load() || o.portable || len(regs) > max(len(o.regs)/4, 1) {
+		return false
+	}
+	for _, r := range regs {
+		if o.regs[r.id] != r || r.key == "" || r.session <= 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// scanNow is one scan (see scan); scanMu is held. With of, it reads only
+// what ownedTable reads for them: it is not a scan of the whole table, so
+// it neither counts for the timed scans nor answers those who want one.
+// It returns when it began.
+func (o *Owner) scanNow(of []*reg) time.Time {
 	o.mu.Lock()
-	o.scanned = time.Now()
-	began := o.scanned
+	began := time.Now()
+	if of == nil {
+		o.scanned = began
+	}
 	sn := o.snapshotLocked()
 	o.mu.Unlock()
 	if h := o.hooks; h != nil && h.scanViewed != nil {
 		h.scanViewed()
 	}
-	stats, live, err := processTable()
+	var stats []proc.Stat
+	var live map[int]proc.Stat
+	var err error
+	if of == nil {
+		stats, live, err = processTable()
+	} else {
+		stats, live, err = o.ownedTable(sn, of)
+		if h := o.hooks; h != nil {
+			h.narrowScans.Add(1)
+		}
+	}
 	if err != nil {
-		return
+		return began
 	}
 	if !o.reaping.Load() {
 		sn.adrift = adrift(live, o.self.PID)
@@ -114,18 +165,88 @@ func (o *Owner) scanNow() {
 			owner[st.PID] = r
 		}
 	}
-	// What this scan attributed, for the next one.
+	// What this scan attributed, for the next one; a narrow scan keeps
+	// what the last ones saw of the processes it did not read.
 	next := make(map[int]lineEntry, len(owner))
+	if of != nil {
+		o.mu.Lock()
+		for pid, l := range o.lineage {
+			if _, read := live[pid]; !read && !slices.Contains(of, l.r) {
+				next[pid] = l
+			}
+		}
+		o.mu.Unlock()
+	}
 	for pid, r := range owner {
 		next[pid] = lineEntry{start: live[pid].StartTime, r: r}
 	}
 	o.mu.Lock()
 	o.lineage = next
-	if began.After(o.scanDone) {
-		o.scanDone = began
+	if of == nil {
+		if began.After(o.scanDone) {
+			o.scanDone = began
+		}
+		o.scanTook = time.Since(began)
 	}
-	o.scanTook = time.Since(began)
 	o.mu.Unlock()
+	return began
+}
+
+// ownedTable reads what a scan for regs looks at (see narrowLocked): the
+// owner's children other than the leaders of other spawns and the
+// supervisors', and all that descends from them, found by the children
+// each process's threads forked. The owner's children are read again
+// after the walk: a process re-parented to the owner while the walk ran
+// may have left its old parent's list before that list was read, and is
+// in the owner's by the second reading.
+func (o *Owner) ownedTable(sn *scanView, regs []*reg) ([]proc.Stat, map[int]proc.Stat, error) {
+	mine := make(map[int]bool, len(regs))
+	for _, r := range regs {
+		mine[r.g.Leader.PID] = true
+	}
+	var stats []proc.Stat
+	live := map[int]proc.Stat{}
+	seen := map[int]bool{o.self.PID: true}
+	var queue []int
+	roots := func() error {
+		kids, err := proc.Children(o.self.PID)
+		for _, pid := range kids {
+			if !seen[pid] && !sn.helpers[pid] && (!sn.leaders[pid] || mine[pid]) {
+				seen[pid] = true
+				queue = append(queue, pid)
+			}
+		}
+		return err
+	}
+	walk := func() {
+		for len(queue) > 0 {
+			pid := queue[0]
+			queue = queue[1:]
+			st, err := proc.ReadStat(pid)
+			if err != nil {
+				continue
+			}
+			stats = append(stats, st)
+			if st.Zombie() {
+				continue
+			}
+			live[pid] = st
+			kids, _ := proc.Children(pid)
+			for _, k := range kids {
+				if !seen[k] {
+					seen[k] = true
+					queue = append(queue, k)
+				}
+			}
+		}
+	}
+	for pass := range 2 {
+		if err := roots(); err != nil && pass == 0 {
+			return nil, nil, err
+		}
+		walk()
+	}
+	return stats, live, nil
 }
 
 // scanState is what the scans keep from one to the next (pgroup mode).
@@ -147,8 +268,10 @@ type scanState struct {
 // answers it, so the groups of a batch that empty together share one
 // reading of the process table instead of one each.
 type lateScans struct {
-	mu sync.Mutex
-	o  *Owner
+	mu   sync.Mutex
+	o    *Owner
+	done time.Time // guarded by mu: when the last scan that answered began
+	regs []*reg    // the batch's groups: what its scans are narrowed to
 
 	// The batch's groups that ask (see gather), set by batch before the
 	// first ask; guarded by amu.
@@ -158,9 +281,10 @@ type lateScans struct {
 	all   chan struct{} // closed once left is 0; nil: no batch to gather
 }
 
-// batch makes l gather the late scans of n groups (see gather).
-func (l *lateScans) batch(n int) {
-	l.left, l.asked, l.all = n, map[*reg]bool{}, make(chan struct{})
+// batch makes l gather the late scans of regs (see gather).
+func (l *lateScans) batch(regs []*reg) {
+	l.regs = regs
+	l.left, l.asked, l.all = len(regs), map[*reg]bool{}, make(chan struct{})
 }
 
 // ask records that r, a group of the batch, looked empty and is about to
@@ -186,7 +310,10 @@ func (l *lateScans) after(t time.Time) {
 	l.gather()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.o.scanAfter(t)
+	if l.done.After(t) {
+		return // a scan of the batch's began after t
+	}
+	l.done = l.o.scanAfter(t, l.regs)
 }
 
 // gather waits, before a group's late scan is asked for, until every

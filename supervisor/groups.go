@@ -303,17 +303,17 @@ func (o *Owner) StopAll(ctx context.Context, orders []StopOrder, signalled func(
 		}
 	}
 	if late != nil {
-		n := 0
+		var spawns []*reg
 		for i, r := range regs {
 			if errs[i] == nil && r.key != "" {
-				n++
+				spawns = append(spawns, r)
 			}
 		}
-		late.batch(n)
+		late.batch(spawns)
 	}
 	defer o.release(regs)
 	if late != nil {
-		o.scan()
+		o.scanOf(late.regs...)
 	}
 	sent := make([]bool, len(orders)) // the leader's signal, sent first (see signalLeader)
 	for i, s := range orders {
@@ -470,7 +470,7 @@ func (o *Owner) Empty(g Group) bool {
 	if o.mode != ModePGroup || r.key == "" {
 		return true
 	}
-	o.scan()
+	o.scanOf(r)
 	o.awaitEscapees(r)
 	return o.regEmpty(r)
 }

@@ -34,7 +34,7 @@ func (o *Owner) Members(g Group) []proc.Identity {
 	// missed: an empty answer is checked by a second scan.
 	for try := 0; ; try++ {
 		if scan {
-			o.scan()
+			o.scanOf(r)
 			o.awaitEscapees(r)
 		}
 		if out := o.list(r); len(out) > 0 || !scan || try == 1 {

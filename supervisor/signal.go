@@ -30,7 +30,7 @@ func (o *Owner) Signal(g Group, sig syscall.Signal) error {
 	scan := o.mode == ModePGroup && r.key != ""
 	o.mu.Unlock()
 	if scan {
-		o.scan()
+		o.scanOf(r)
 		o.awaitEscapees(r)
 	}
 	o.signal(r, sig)

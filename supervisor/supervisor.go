@@ -287,6 +287,7 @@ type ownerHooks struct {
 	emptyPoll   time.Duration // replaces waitEmpty's emptyPollEvery: what does not depend on polling
 	gather      time.Duration // replaces the last scan's length as lateScans' bound on gather
 	passes      atomic.Int64  // janitor wake-ups: an idle owner has none
+	narrowScans atomic.Int64  // scans that read only what descends from the owner (ownedTable)
 }
 
 // New makes an owner. It starts nothing: the supervisor starts lazily at the
