@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,7 +27,11 @@ import (
 // its tags is found by them and listed among the unit's members; the one
 // whose environment was erased (env -i) cannot be told from any other
 // orphan of the machine, and is not taken: nothing weaker than the tags or
-// an earlier scan attributes a process that is not below the owner.
+// an earlier scan attributes a process that is not below the owner. No
+// scan runs until both are re-parented (the test holds the scans' lock):
+// on a loaded machine a scan that came while a daemon's middle process
+// still lived saw it below the unit, and that earlier scan is evidence
+// that names the unit.
 func TestPortableOrphans(t *testing.T) {
 	// The subreaper is the process's: an earlier test's native owner in
 	// this test binary made it one. Undone for this test (no parallel
@@ -44,6 +49,9 @@ func TestPortableOrphans(t *testing.T) {
 	if o.Mode() != ModePGroup || o.Backend() != BackendPortable {
 		t.Fatalf("mode %s backend %s, want pgroup portable", o.Mode(), o.Backend())
 	}
+	o.scanMu.Lock()
+	scans := sync.OnceFunc(o.scanMu.Unlock)
+	defer scans()
 	dir := t.TempDir()
 	tagged, erased := dir+"/tagged", dir+"/erased"
 	sh := `(setsid sleep 1001 & echo $! >"$1.tmp"; mv "$1.tmp" "$1") &
@@ -77,6 +85,7 @@ wait; exec sleep 1000`
 			t.Fatalf("daemon %d was re-parented to the owner: the portable backend made it a subreaper", pid)
 		}
 	}
+	scans()
 	var pids []int
 	testkit.Eventually(t, 10*time.Second, "the tagged orphan among web's members", func() bool {
 		pids = pids[:0]
