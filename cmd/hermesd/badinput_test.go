@@ -27,11 +27,13 @@ import (
 // test runs hermesd as a real process.
 
 // waitUnit polls hermesd's status (a unit's state changes with no event the
-// test can wait on) until ok holds for unit, or fails after 15 s.
+// test can wait on) until ok holds for unit, or fails after 60 s: a wait
+// for a condition, as long as a machine loaded beyond two busy loops may
+// need (a unit writing 32 MiB through its log took more than 15 s there).
 func (d *hermesd) waitUnit(name string, what string, ok func(control.Unit) bool) control.Unit {
 	d.t.Helper()
 	var u control.Unit
-	testkit.EventuallyOK(d.t, 15*time.Second, func() error {
+	testkit.EventuallyOK(d.t, 60*time.Second, func() error {
 		if u = d.status()[name]; ok(u) {
 			return nil
 		}
