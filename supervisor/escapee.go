@@ -73,6 +73,8 @@ func (o *Owner) scanOf(regs ...*reg) { o.scanAfter(time.Now(), regs) }
 // runs, if it began after t and read the whole table, or else the next
 // (see scan). With regs, the next is narrowed to them where it can be
 // (see narrowLocked); a scan of the whole table answers it all the same.
+// regs nil asks for the whole table; empty (not nil), for the owner's
+// orphans alone, where that can be narrowed.
 // It returns when the scan that answered began.
 func (o *Owner) scanAfter(t time.Time, regs []*reg) time.Time {
 	o.scanMu.Lock()
@@ -103,7 +105,7 @@ func (o *Owner) scanAfter(t time.Time, regs []*reg) time.Time {
 // more than one) reads the whole table too: it would read most of it, one
 // file at a time more.
 func (o *Owner) narrowLocked(regs []*reg) bool {
-	if len(regs) == 0 || !o.reaping.Load() || o.portable || len(regs) > max(len(o.regs)/4, 1) {
+	if regs == nil || !o.reaping.Load() || o.portable || len(regs) > max(len(o.regs)/4, 1) {
 		return false
 	}
 	for _, r := range regs {

@@ -312,12 +312,15 @@ func (o *Owner) StopAll(ctx context.Context, orders []StopOrder, signalled func(
 		late.batch(spawns)
 	}
 	defer o.release(regs)
+	// The leader's signal, sent first (see signalLeader), or in pgroup
+	// mode the whole group's, before the scan (see signalAlone).
+	sent := make([]bool, len(orders))
 	if late != nil {
+		o.signalAlone(orders, regs, errs, sent)
 		o.scanOf(late.regs...)
 	}
-	sent := make([]bool, len(orders)) // the leader's signal, sent first (see signalLeader)
 	for i, s := range orders {
-		if errs[i] == nil && s.Main.IsZero() {
+		if errs[i] == nil && s.Main.IsZero() && !sent[i] {
 			sent[i] = o.signalLeader(regs[i], s.Signal)
 		}
 	}
@@ -592,10 +595,67 @@ func (o *Owner) signalRest(r *reg, sig syscall.Signal, leaderSent bool) {
 			}
 			continue
 		}
-		if g.PGID <= 1 || groupEmpty(g) {
+		if g.PGID <= 1 || (i == 0 && leaderSent) || groupEmpty(g) {
+			continue // leaderSent: signalAlone gave r's group sig already
+		}
+		o.signalHook(g.PGID)
+		syscall.Kill(-g.PGID, sig)
+	}
+}
+
+// signalAlone gives (pgroup mode) each spawn's group of a StopAll whose
+// leader is alone in it its signal before the batch's scan, and marks it
+// in sent. The scan comes before the first signal so that the parent
+// links of what left a group are read before a signal ends the parents;
+// a group that is its leader alone has no such link to lose, and need not
+// wait for the scan (at 100 idle units, the scan of the whole table came
+// before every TERM). Alone means: the leader is an unreaped spawn of
+// ours with no child, no escapee of it is registered, and no orphan of the
+// owner is in its session. Any other member of its group would descend
+// from the leader, or have been re-parented to the owner (the subreaper)
+// keeping the session the unit leads. A child forked after this look, on
+// the signal, is the late scan's (finishStop).
+func (o *Owner) signalAlone(orders []StopOrder, regs []*reg, errs []error, sent []bool) {
+	kids, err := proc.Children(o.self.PID)
+	if err != nil || !o.reaping.Load() {
+		return
+	}
+	o.mu.Lock()
+	var orphans []int
+	for _, pid := range kids {
+		if !o.leaders[pid] && !o.supPids[pid] {
+			orphans = append(orphans, pid)
+		}
+	}
+	o.mu.Unlock()
+	taken := map[int]bool{} // the sessions of the owner's orphans
+	for _, pid := range orphans {
+		if st, err := proc.ReadStat(pid); err == nil {
+			taken[st.SID] = true
+		}
+	}
+	for i, s := range orders {
+		r := regs[i]
+		if errs[i] != nil || !s.Main.IsZero() {
 			continue
 		}
-		syscall.Kill(-g.PGID, sig)
+		o.mu.Lock()
+		g, waited, alone := r.g, r.waited, r.key != "" && len(r.esc) == 0 && r.session > 1 && !taken[r.session]
+		o.mu.Unlock()
+		if !alone || g.Cgroup != "" || waited == nil || g.PGID != g.Leader.PID {
+			continue
+		}
+		if c, err := proc.Children(g.Leader.PID); err != nil || len(c) > 0 {
+			continue
+		}
+		select {
+		case <-waited:
+			continue // reaped: its pid, the group's id, may be another's now
+		default:
+		}
+		o.signalHook(g.PGID)
+		syscall.Kill(-g.PGID, s.Signal)
+		sent[i] = true
 	}
 }
 
@@ -760,9 +820,12 @@ func (o *Owner) dropAll(ctx context.Context, regs []*reg) error {
 
 // tidy drops the groups whose leader exited (or that asked for it) once
 // they are empty. In pgroup mode it first looks for escapees (and reaps
-// zombies, see scan) when asked (scan: SIGCHLD) or when groups wait to be
-// dropped: an escapee keeps its spawn registered.
-func (o *Owner) tidy(scan bool) {
+// zombies, see scan) when asked (scan) or when groups wait to be dropped:
+// an escapee keeps its spawn registered. A timed scan reads the whole
+// table; otherwise the scan is narrowed to the groups waiting to be
+// dropped and the owner's orphans, where it can be (see narrowLocked):
+// the zombies a scan reaps are the owner's children.
+func (o *Owner) tidy(scan scanKind) {
 	o.mu.Lock()
 	var pending []*reg
 	spawned := false
@@ -773,9 +836,13 @@ func (o *Owner) tidy(scan bool) {
 		spawned = spawned || r.key != ""
 	}
 	o.mu.Unlock()
-	scanned := o.mode == ModePGroup && (scan || len(pending) > 0) && spawned
+	scanned := o.mode == ModePGroup && (scan != noScan || len(pending) > 0) && spawned
+	of := append([]*reg{}, pending...) // not nil: narrowed where it can be
+	if scan == tableScan {
+		of = nil
+	}
 	if scanned {
-		o.scan() // before dropping: an escapee keeps its spawn's registration
+		o.scanAfter(time.Now(), of) // before dropping: an escapee keeps its spawn's registration
 	}
 	if h := o.hooks; h != nil && h.tidyScanned != nil && len(pending) > 0 {
 		h.tidyScanned()
@@ -790,7 +857,7 @@ func (o *Owner) tidy(scan bool) {
 	// the look that found the group empty was outside it at that look: a
 	// scan after the look finds it, and its spawn stays registered.
 	if scanned && len(empty) > 0 {
-		o.scan()
+		o.scanAfter(time.Now(), of)
 		empty = slices.DeleteFunc(empty, func(r *reg) bool { return !o.regEmpty(r) })
 	}
 	if err := o.dropAll(o.ctx, empty); err != nil {

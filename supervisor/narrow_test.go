@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"slices"
 	"syscall"
 	"testing"
@@ -117,6 +118,44 @@ func TestStopOneOfManyNarrow(t *testing.T) {
 	for _, pid := range bystanders {
 		if st, err := proc.ReadStat(pid); err != nil || st.Zombie() {
 			t.Errorf("bystander %d did not outlive another spawn's Stop", pid)
+		}
+	}
+}
+
+// TestSIGCHLDScanNarrow (pgroup mode): the scan a SIGCHLD asks for reads
+// the owner's orphans, not the whole process table, and a zombie the
+// owner inherited (a double fork's grandchild, re-parented to the owner,
+// that exited) is still reaped. A pass that comes when a timed scan is
+// due reads the whole table instead: such a try proves nothing and is
+// made again.
+func TestSIGCHLDScanNarrow(t *testing.T) {
+	o, g, _, _, _, orphan := narrowFamily(t, 8)
+	o.mu.Lock()
+	r := o.findLocked(g)
+	o.mu.Unlock()
+	testkit.Eventually(t, 10*time.Second, "the re-parented grandchild registered as an escapee", func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return len(r.esc) > 0 && o.escPids[orphan]
+	})
+	if err := syscall.Kill(orphan, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 10*time.Second, "the grandchild reaped", func() bool {
+		_, err := proc.ReadStat(orphan)
+		return err != nil
+	})
+	for try := 0; ; try++ {
+		n, passes := o.hooks.narrowScans.Load(), o.hooks.passes.Load()
+		if err := exec.Command("true").Run(); err != nil { // a child of the owner's process exits: a SIGCHLD
+			t.Fatal(err)
+		}
+		testkit.Eventually(t, hangBound, "a janitor pass after a SIGCHLD", func() bool { return o.hooks.passes.Load() > passes })
+		if testkit.Within(2*time.Second, func() bool { return o.hooks.narrowScans.Load() > n }) {
+			break
+		}
+		if try == 4 {
+			t.Fatal("5 SIGCHLDs, no narrow scan: the SIGCHLD's scan reads the whole table")
 		}
 	}
 }

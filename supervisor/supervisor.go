@@ -283,7 +283,7 @@ type ownerHooks struct {
 	afterSpawn  func(pid int) // between a child's start and its registration
 	tidyScanned func()        // in tidy, between the scan and the look at the groups to drop
 	scanViewed  func()        // in a scan, between its view of the registrations and its read of the process table
-	signalled   func(pid int) // a process of a cgroup is about to get a signal (signalLeader, signalRest)
+	signalled   func(pid int) // a process of a cgroup, or a process group (by its id), is about to get a signal (signalLeader, signalRest, signalAlone)
 	emptyPoll   time.Duration // replaces waitEmpty's emptyPollEvery: what does not depend on polling
 	gather      time.Duration // replaces the last scan's length as lateScans' bound on gather
 	passes      atomic.Int64  // janitor wake-ups: an idle owner has none
@@ -642,7 +642,7 @@ func (o *Owner) run() {
 			t.Reset(max(time.Until(due), 0))
 			fire = t.C
 		}
-		scan := false
+		sigchld := false
 		select {
 		case <-o.stop:
 			t.Stop()
@@ -651,7 +651,7 @@ func (o *Owner) run() {
 			o.supervisorExited(p)
 		case <-o.wake:
 		case <-o.sigchld:
-			scan = true
+			sigchld = true
 		case <-fire:
 		}
 		t.Stop()
@@ -660,37 +660,53 @@ func (o *Owner) run() {
 		}
 		last = time.Now()
 		o.mu.Lock()
-		scan = o.scanAskedLocked(scan, last, rest)
+		scan := o.scanAskedLocked(sigchld, last, rest)
 		o.mu.Unlock()
 		o.tidy(scan)
-		if scan {
+		if scan != noScan {
 			rest = scanRested(last, time.Now())
 		}
 		o.timers()
 	}
 }
 
-// scanAskedLocked reports whether the janitor's pass at now scans: when a
-// timed scan is due (nextScan after rest), or for a SIGCHLD (sigchld),
-// or for one whose scan a StopAll owed it. A SIGCHLD while a StopAll runs
+// scanKind is what a janitor's pass scans: nothing, what a SIGCHLD may
+// have changed (the owner's orphans, and the groups waiting to be
+// dropped: a scan narrowed to them where it can be, see narrowLocked), or
+// the whole process table (a timed scan).
+type scanKind int
+
+const (
+	noScan scanKind = iota
+	childScan
+	tableScan
+)
+
+// scanAskedLocked reports what the janitor's pass at now scans: the
+// whole table when a timed scan is due (nextScan after rest); for a
+// SIGCHLD (sigchld), or for one whose scan a StopAll owed it, what the
+// SIGCHLD may have changed (childScan). A SIGCHLD while a StopAll runs
 // is owed, not scanned: the batch's leaders exiting send one each, and a
 // scan for each (a read of the whole process table) came between the
 // batch's own scans (lateScans), which find the escapees of its groups
 // and reap the orphans a scan may reap, and delayed them. The StopAll's
 // end wakes the janitor for the scan it owes (release), so that every
 // SIGCHLD is still followed by a scan that began after it.
-func (o *Owner) scanAskedLocked(sigchld bool, now, rest time.Time) bool {
+func (o *Owner) scanAskedLocked(sigchld bool, now, rest time.Time) scanKind {
 	if o.scanDueLocked() && !now.Before(nextScan(o.scanned, rest)) {
 		o.scanOwed = false
-		return true
+		return tableScan
 	}
 	if o.stopAlls > 0 {
 		o.scanOwed = o.scanOwed || sigchld
-		return false
+		return noScan
 	}
 	owed := o.scanOwed
 	o.scanOwed = false
-	return sigchld || owed
+	if sigchld || owed {
+		return childScan
+	}
+	return noScan
 }
 
 // dueLocked returns when the janitor must look next without an event: the
