@@ -374,7 +374,7 @@ func (r *Reconciler) Adopt(ctx context.Context, req control.AdoptRequest) (contr
 // use, then registers it (Own re-validates the leader's identity) and adds
 // it as an adopted unit whose leader's exit is watched.
 func (r *Reconciler) take(ctx context.Context, ad Adopter, g supervisor.Group, name string, gd guards) (control.Adopted, error) {
-	if r.shutting {
+	if r.shut != nil {
 		return control.Adopted{}, ErrStopped
 	}
 	if err := gd.check(g.PGID); err != nil {

@@ -13,7 +13,8 @@ import (
 
 // The reconciler reports what changed as events (Options.Publish) the way
 // it acts: level-based. After every step of Run, publishChanges compares
-// each unit with what it last published and reports the difference: its
+// each unit (during hermesd's clean stop, each the step touched: see
+// shutdown.go) with what it last published and reports the difference: its
 // state word, readiness, a restart, adoption; and released groups and
 // config errors that appeared. So no state change is missed whichever code
 // path made it, and the events of one step come in dependency order. A
@@ -47,9 +48,10 @@ func (r *Reconciler) publish(e events.Event) {
 	}
 }
 
-// publishChanges reports the differences since its last call (Run's
-// goroutine, after each step).
-func (r *Reconciler) publishChanges() {
+// publishChanges reports the differences since its last call of the
+// units us, in their order (Run's goroutine, after each step: the units
+// the step may have changed, see passed).
+func (r *Reconciler) publishChanges(us []*unit) {
 	if r.opt.Publish == nil {
 		return
 	}
@@ -60,7 +62,7 @@ func (r *Reconciler) publishChanges() {
 	r.publishConfigErrors(p)
 	r.publishReleased(p)
 	now := time.Now()
-	for _, u := range r.order() {
+	for _, u := range us {
 		r.publishUnit(u, now)
 	}
 }

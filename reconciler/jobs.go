@@ -245,6 +245,10 @@ func (jr *jobRun) unregister() {
 // appears or changes gets its next fire from now.
 func (r *Reconciler) schedule() {
 	s := &r.jobs
+	if r.shut != nil {
+		s.disarm() // no job runs once hermesd stops
+		return
+	}
 	if s.m == nil {
 		s.m = map[string]*job{}
 	}
@@ -276,9 +280,6 @@ func (r *Reconciler) schedule() {
 		if j.sched != nil && !j.next.IsZero() && (first.IsZero() || j.next.Before(first)) {
 			first = j.next
 		}
-	}
-	if r.shutting {
-		first = time.Time{}
 	}
 	if first.Equal(s.at) && (s.timer != nil) == !first.IsZero() {
 		return
@@ -419,7 +420,7 @@ func (r *Reconciler) onJob(ev jobEvent) {
 // a reported step would have done.
 func (r *Reconciler) onFire() {
 	r.jobs.timer, r.jobs.at = nil, time.Time{} // it fired; schedule re-arms
-	if r.shutting {
+	if r.shut != nil {
 		return
 	}
 	now := r.wallNow()

@@ -71,7 +71,7 @@ func (r *Reconciler) reload(ctx context.Context, load func(context.Context) (Loa
 
 // applyLoaded is reload's part on Run's goroutine.
 func (r *Reconciler) applyLoaded(ctx context.Context, l Loaded, dryRun, asked bool, began time.Time) (control.Plan, error) {
-	if r.shutting {
+	if r.shut != nil {
 		return control.Plan{}, ErrStopped
 	}
 	p, n := r.plan(&l, dryRun || asked) // the order is for a caller

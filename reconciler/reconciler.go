@@ -228,16 +228,16 @@ type Reconciler struct {
 		// running: the first load declares them stopped.
 		held map[string]bool
 	}
-	seq      uint64
-	shutting bool
-	batch    []pendingStop   // stops begun by this pass, for dispatchStops (stop.go)
-	base     context.Context // runs' parent; ends after Run's shutdown
-	wg       sync.WaitGroup  // goroutines started by Run's goroutine
-	jobs     scheduler       // jobs.go
-	pace     pace            // the start budget's state across passes (pace.go)
-	reloads  uint64          // plans applied so far (the first load is 1); see unit.epoch
-	ordered  []*unit         // order's cache; nil when stale (reorder)
-	pub      publisher       // what was published (events.go)
+	seq     uint64
+	shut    *shutdown       // hermesd's clean stop; nil before it (shutdown.go)
+	batch   []pendingStop   // stops begun by this pass, for dispatchStops (stop.go)
+	base    context.Context // runs' parent; ends after Run's shutdown
+	wg      sync.WaitGroup  // goroutines started by Run's goroutine
+	jobs    scheduler       // jobs.go
+	pace    pace            // the start budget's state across passes (pace.go)
+	reloads uint64          // plans applied so far (the first load is 1); see unit.epoch
+	ordered []*unit         // order's cache; nil when stale (reorder)
+	pub     publisher       // what was published (events.go)
 
 	// disabled, masked and stops are the units kept stopped, by name
 	// (holds.go, mask.go).
@@ -386,14 +386,14 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	r.apply(ctx, p, loaded, n)
 	r.reconcile(ctx)
 	r.dispatchStops()
-	r.publishChanges()
+	r.publishChanges(r.order())
 	r.served.snaps.step.Add(1)
 	r.load.mu.Unlock()
 	r.wg.Go(func() { r.followChanges(base) })
 
 	shut := ctx.Done()
 	for {
-		if r.shutting && r.settled() {
+		if r.settled() {
 			r.finishShutdown()
 			return nil
 		}
@@ -403,7 +403,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		began := time.Now()
 		r.reconcile(ctx)
 		r.dispatchStops() // before publishing: the signals first
-		r.publishChanges()
+		r.publishChanges(r.passed())
 		r.pace.lap(time.Since(began))
 		r.served.snaps.step.Add(1)
 		r.publishStatus()
@@ -466,10 +466,11 @@ func (r *Reconciler) step(ctx context.Context, shut *<-chan struct{}, wait bool)
 }
 
 // drainEvents handles the events already waiting, up to the queue's
-// capacity, so that one pass follows them all. Every pass looks at every
-// unit: a pass per event made a stop of n units (an exit, a stop's end
-// and an empty group each) cost n passes of n units each. Control calls
-// are not taken here: a caller sees the state a pass left.
+// capacity, so that one pass follows them all. Every pass but those of
+// hermesd's clean stop (shutdown.go) looks at every unit: a pass per
+// event made a stop of n units (an exit, a stop's end and an empty group
+// each) cost n passes of n units each. Control calls are not taken here:
+// a caller sees the state a pass left.
 func (r *Reconciler) drainEvents(ctx context.Context) {
 	for range cap(r.events) {
 		select {
@@ -485,6 +486,7 @@ func (r *Reconciler) nextGen() uint64 { r.seq++; return r.seq }
 
 // handle applies one event. Stale events (another gen) are dropped.
 func (r *Reconciler) handle(ctx context.Context, ev any) {
+	r.shut.touch(ev)
 	switch ev := ev.(type) {
 	case request:
 		ev.fn(ctx)
@@ -645,36 +647,6 @@ func (r *Reconciler) onNotify(ev notifyEvent) {
 // to Run, as NotifyOn does for a unit's own: the sender's group is
 // resolved at once, since systemd-notify exits right after sending.
 func (r *Reconciler) Notify(pid int, fields map[string]string) { r.NotifyOn("", pid, fields) }
-
-// settled reports whether shutdown is complete: no unit that must stop has a
-// group left.
-func (r *Reconciler) settled() bool {
-	for _, u := range r.units {
-		if u.state.active() && !(keeps(r.opt.Role, u.spec.Ownership) && u.state != Stopping) {
-			return false
-		}
-	}
-	return true
-}
-
-func (r *Reconciler) beginShutdown() {
-	r.log.Info("stopping: owned units in reverse dependency order; survivors keep running")
-	r.shutting = true
-	for _, u := range r.units {
-		u.stopTimer(timerBackoff)
-		if u.state == BackingOff || u.state == Waiting {
-			u.state = Inactive
-		}
-	}
-}
-
-func (r *Reconciler) finishShutdown() {
-	for _, u := range r.units {
-		u.run.end()
-		u.stopTimer(timerBackoff)
-		u.stop.reply(ErrStopped)
-	}
-}
 
 // ask runs fn on Run's goroutine and returns what it returns, or do's
 // error (ErrStopped, ctx's) when fn did not run to its end.
@@ -907,16 +879,17 @@ func afterWait(dep *unit) string {
 	return "waiting for " + d + " to be ready"
 }
 
-// reconcile walks the units in dependency order and acts on each.
+// reconcile walks the units in dependency order and acts on each; during
+// hermesd's clean stop, it stops those shutdownPass looks at.
 func (r *Reconciler) reconcile(ctx context.Context) {
 	r.pace.passes++
 	r.pace.starting = 0
 	r.schedule()
-	order := r.order()
-	if r.shutting {
-		r.shutdownPass(order)
+	if r.shut != nil {
+		r.shutdownPass()
 		return
 	}
+	order := r.order()
 	r.pace.more = false
 	pass := r.pace.pass()
 	stops := r.inFlight()
@@ -932,45 +905,6 @@ func (r *Reconciler) reconcile(ctx context.Context) {
 	}
 	r.pace.starting = pass.starting
 	r.reportReady()
-}
-
-// shutdownPass stops, in reverse dependency order, every active unit that
-// this role does not keep: a unit stops once nothing active depends on it.
-func (r *Reconciler) shutdownPass(order []*unit) {
-	held := r.dependedOn()
-	for i := len(order) - 1; i >= 0; i-- {
-		u := order[i]
-		if !u.state.active() || u.state == Stopping || keeps(r.opt.Role, u.spec.Ownership) {
-			continue
-		}
-		if held[u.spec.Name] {
-			continue
-		}
-		r.stop(u, stopShutdown, nil)
-	}
-}
-
-// dependedOn names the units that an active unit this role does not keep
-// names in after: or requires: (a unit naming itself aside): those a
-// shutdown pass leaves running for now. Built once per pass, in one look
-// at each unit and dependency (a look at every unit for each one took a
-// pass n² looks); a stop the pass begins leaves its unit active
-// (Stopping), so it changes nothing here.
-func (r *Reconciler) dependedOn() map[string]bool {
-	on := map[string]bool{}
-	for _, c := range r.units {
-		if !c.state.active() || keeps(r.opt.Role, c.spec.Ownership) {
-			continue
-		}
-		for _, deps := range [][]string{c.spec.After, c.spec.Requires} {
-			for _, d := range deps {
-				if d != c.spec.Name {
-					on[d] = true
-				}
-			}
-		}
-	}
-	return on
 }
 
 // startOrWait starts an inactive or waiting unit, or leaves it inactive

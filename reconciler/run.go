@@ -67,7 +67,7 @@ func (r *Reconciler) start(ctx context.Context, u *unit) {
 		r.unwatchLog(u) // its file moved (log.path changed)
 	}
 	u.logPath = logPath
-	if r.opt.Logs != nil && !r.shutting {
+	if r.opt.Logs != nil && r.shut == nil {
 		r.opt.Logs.Add(logPath, logLimits(*u.spec)) // its file exists now: watch it (no max_size: out of the set)
 	}
 	if err != nil {
@@ -359,6 +359,9 @@ func (r *Reconciler) afterRun(u *unit, ran time.Duration, cause error) {
 // same pass (dispatchStops, stop.go). What follows depends on why (see
 // stopped).
 func (r *Reconciler) stop(u *unit, why stopReason, cause error) {
+	if r.shut != nil {
+		r.shut.touched[u.spec.Name] = true
+	}
 	if u.state == Stopping {
 		u.stop.why = why
 		return
@@ -621,7 +624,7 @@ func (r *Reconciler) openLog(path string) (*os.File, error) {
 // among thousands of units costs Logs one file, not the set. A start adds
 // its unit's file (start).
 func (r *Reconciler) watchLogs(p control.Plan, n news) {
-	if r.opt.Logs == nil || r.shutting {
+	if r.opt.Logs == nil || r.shut != nil {
 		return
 	}
 	if r.reloads == 1 {
@@ -664,7 +667,7 @@ func (r *Reconciler) watchLog(u *unit) {
 // unwatchLog takes u's log file out of Logs' set: u is being removed or
 // leaves r.units.
 func (r *Reconciler) unwatchLog(u *unit) {
-	if r.opt.Logs != nil && !r.shutting {
+	if r.opt.Logs != nil && r.shut == nil {
 		r.opt.Logs.Add(r.logOf(u), logfile.Limits{})
 	}
 }

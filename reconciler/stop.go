@@ -147,7 +147,7 @@ type emptiedEvent struct {
 // lists a group's members (Daemons). Run's goroutine.
 func (r *Reconciler) awaitEmptied(name string, gen uint64, g supervisor.Group, p Process, main proc.Identity, returned <-chan struct{}) {
 	d, ok := r.opt.Spawner.(Daemons)
-	if !ok || p == nil || !main.IsZero() || r.shutting {
+	if !ok || p == nil || !main.IsZero() || r.shut != nil {
 		return
 	}
 	r.wg.Go(func() {
@@ -166,7 +166,7 @@ func (r *Reconciler) awaitEmptied(name string, gen uint64, g supervisor.Group, p
 // returned already, or hermesd is stopping.
 func (r *Reconciler) onEmptied(ctx context.Context, ev emptiedEvent) {
 	u := r.units[ev.name]
-	if u == nil || u.gen != ev.gen || u.state != Stopping || r.shutting {
+	if u == nil || u.gen != ev.gen || u.state != Stopping || r.shut != nil {
 		return
 	}
 	r.stopped(ctx, u, nil)
