@@ -360,7 +360,10 @@ func (o *Owner) StopAll(ctx context.Context, orders []StopOrder, signalled func(
 			empty = append(empty, r)
 		}
 	}
-	return o.dropAll(ctx, empty)
+	// Their cgroups are gone: each finishStop that saw its group empty
+	// removed it. Another rmdir each, failing, cost a stop of 5000 units
+	// 30 ms before StopAll could return.
+	return o.dropAll(ctx, empty, false)
 }
 
 // release ends StopAll's hold on regs: those it did not drop (their stop
@@ -781,14 +784,18 @@ func (o *Owner) waitEmptyOn(ctx context.Context, r *reg, d time.Duration, ev *la
 // drop unregisters r, removes its ledger entry, and its cgroup if hermes
 // made it (its own subtree's, or a kept one re-adopted with Own).
 func (o *Owner) drop(ctx context.Context, r *reg) error {
-	return o.dropAll(ctx, []*reg{r})
+	return o.dropAll(ctx, []*reg{r}, true)
 }
 
 // dropAll drops regs as drop does, with one ledger change for them all
 // (queued after the spawns' records, if those still trail: a record
-// removed before it was written is never written afterwards). A reg no
-// longer registered (dropped by another) is skipped.
-func (o *Owner) dropAll(ctx context.Context, regs []*reg) error {
+// removed before it was written is never written afterwards), which looks
+// each entry up among the groups dropped (a look at each of them for each
+// entry took a clean stop of 5000 units 25 million steps, 27 ms on the
+// ledger's writer before hermesd could exit). A reg no longer registered
+// (dropped by another) is skipped. With rmdir false, the cgroups are not
+// removed: the caller removed them.
+func (o *Owner) dropAll(ctx context.Context, regs []*reg, rmdir bool) error {
 	var gone []Group
 	var drop []*reg
 	o.mu.Lock()
@@ -802,18 +809,20 @@ func (o *Owner) dropAll(ctx context.Context, regs []*reg) error {
 	o.unregisterAllLocked(drop)
 	o.mu.Unlock()
 	for _, g := range gone {
-		if o.tree.leaf(g.Cgroup) {
+		if rmdir && o.tree.leaf(g.Cgroup) {
 			removeEmpty(g.Cgroup)
 		}
 	}
 	if o.jr == nil || len(gone) == 0 {
 		return nil
 	}
+	keys := make(map[groupKey]bool, len(gone))
+	for _, g := range gone {
+		keys[groupKeyOf(g)] = true
+	}
 	return o.jr.do(ctx, func(es []ledger.Entry) []ledger.Entry {
 		return slices.DeleteFunc(es, func(e ledger.Entry) bool {
-			return slices.ContainsFunc(gone, func(g Group) bool {
-				return e.Leader.PID == g.Leader.PID && e.Leader.StartTime == g.Leader.StartTime && e.PGID == g.PGID
-			})
+			return keys[groupKey{e.PGID, e.Leader.PID, e.Leader.StartTime}]
 		})
 	})
 }
@@ -860,7 +869,7 @@ func (o *Owner) tidy(scan scanKind) {
 		o.scanAfter(time.Now(), of)
 		empty = slices.DeleteFunc(empty, func(r *reg) bool { return !o.regEmpty(r) })
 	}
-	if err := o.dropAll(o.ctx, empty); err != nil {
+	if err := o.dropAll(o.ctx, empty, true); err != nil {
 		o.opts.Logf("supervisor: release of %d groups: %v", len(empty), err)
 	}
 }
