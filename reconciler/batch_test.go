@@ -132,3 +132,66 @@ func TestCleanStopWarnsNothing(t *testing.T) {
 		}
 	})
 }
+
+// heldLines is a slog handler that holds every record with message msg
+// until release is closed.
+type heldLines struct {
+	msg     string
+	release <-chan struct{}
+}
+
+func (h heldLines) Enabled(context.Context, slog.Level) bool { return true }
+func (h heldLines) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		<-h.release
+	}
+	return nil
+}
+func (h heldLines) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h heldLines) WithGroup(string) slog.Handler      { return h }
+
+// returnsBatcher is a batchSpawner that says when its StopAll returned.
+type returnsBatcher struct {
+	*batchSpawner
+	returned chan struct{}
+}
+
+func (b returnsBatcher) StopAll(ctx context.Context, orders []supervisor.StopOrder, signalled func(), done func(i int, err error)) error {
+	err := b.batchSpawner.StopAll(ctx, orders, signalled, done)
+	close(b.returned)
+	return err
+}
+
+// TestStopWaitsNotHeldByLines: what a batch's stops do once their
+// signals are sent, their log lines and the end of their runs' contexts,
+// does not hold the waits for the groups' ends: with the "stopping unit"
+// lines held, every group of hermesd's clean stop is still waited for and
+// its stop done; Run returns once the lines are written.
+func TestStopWaitsNotHeldByLines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, spec("web"), spec("db"))
+		bs := returnsBatcher{&batchSpawner{fakeSpawner: h.fs}, make(chan struct{})}
+		release := make(chan struct{})
+		o := fakeOptions(t, bs, h.load)
+		o.Logger = slog.New(heldLines{"stopping unit", release})
+		h.run(New(o))
+		synctest.Wait()
+		stopped := make(chan error, 1)
+		go func() { stopped <- h.shutdown() }()
+		synctest.Wait()
+		select {
+		case <-bs.returned:
+		default:
+			t.Error("StopAll had not returned while the stops' log lines were held: the waits waited for them")
+		}
+		select {
+		case err := <-stopped:
+			t.Fatalf("Run returned (%v) before the stops' log lines were written", err)
+		default:
+		}
+		close(release)
+		if err := <-stopped; err != nil {
+			t.Fatalf("Run after shutdown: %v", err)
+		}
+	})
+}
