@@ -224,19 +224,25 @@ func forkingRun(t *testing.T, mode string, n int) (took, wrong, orphaned int) {
 
 // ownDaemon is the pid of fu's own daemon: the one its pid file names, or
 // the one process running its command line; else (an nginx that wrote no
-// pid yet) the holder of its port that leads a session.
+// pid yet) the holder of its port that leads a session. The command line
+// is waited for: hermesd may find a daemon before it runs it (an env -i
+// daemon is env until it execs sleep).
 func ownDaemon(t *testing.T, fu forkingUnit, status int) int {
 	t.Helper()
 	if fu.pidFile != "" {
 		return pidInFile(t, fu.pidFile, status)
 	}
-	pids, _ := proc.Find(func(st proc.Stat) bool { return !st.Zombie() })
 	var found []int
-	for _, pid := range pids {
-		if argv, err := proc.Cmdline(pid); err == nil && strings.Join(argv, " ") == fu.argv {
-			found = append(found, pid)
+	testkit.Within(10*time.Second, func() bool {
+		found = found[:0]
+		pids, _ := proc.Find(func(st proc.Stat) bool { return !st.Zombie() })
+		for _, pid := range pids {
+			if argv, err := proc.Cmdline(pid); err == nil && strings.Join(argv, " ") == fu.argv {
+				found = append(found, pid)
+			}
 		}
-	}
+		return len(found) == 1
+	})
 	if len(found) != 1 {
 		t.Errorf("%s: %d processes run %q, want one: %v", fu.name, len(found), fu.argv, found)
 		return 0
