@@ -31,22 +31,32 @@ func watch(ctx context.Context, stepped func()) error {
 	if err != nil {
 		return fmt.Errorf("watch the wall clock: %w", err)
 	}
-	arm := func() error {
-		var serr error
-		if err := raw.Control(func(fd uintptr) {
-			at := unix.NsecToTimespec(time.Now().AddDate(10, 0, 0).UnixNano())
-			serr = unix.TimerfdSettime(int(fd), unix.TFD_TIMER_ABSTIME|unix.TFD_TIMER_CANCEL_ON_SET,
-				&unix.ItimerSpec{Value: at}, nil)
-		}); err != nil {
-			return err
+	// arm arms the timer. The kernel refuses to arm it (ECANCELED) when
+	// the clock was set since the last arm, or while this one ran: that
+	// is a step too, so arm says so and tries again.
+	arm := func() (steppedMeanwhile bool, err error) {
+		for {
+			var serr error
+			if err := raw.Control(func(fd uintptr) {
+				at := unix.NsecToTimespec(time.Now().AddDate(10, 0, 0).UnixNano())
+				serr = unix.TimerfdSettime(int(fd), unix.TFD_TIMER_ABSTIME|unix.TFD_TIMER_CANCEL_ON_SET,
+					&unix.ItimerSpec{Value: at}, nil)
+			}); err != nil {
+				return steppedMeanwhile, err
+			}
+			if !errors.Is(serr, unix.ECANCELED) {
+				return steppedMeanwhile, serr
+			}
+			steppedMeanwhile = true
 		}
-		return serr
 	}
 	stop := context.AfterFunc(ctx, func() { f.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
 	var buf [8]byte
-	if err := arm(); err != nil {
+	if again, err := arm(); err != nil {
 		return fmt.Errorf("watch the wall clock: timerfd_settime: %w", err)
+	} else if again {
+		stepped()
 	}
 	for {
 		_, err := f.Read(buf[:])
@@ -57,14 +67,18 @@ func watch(ctx context.Context, stepped func()) error {
 			// The clock was set. Armed again before reporting, and not
 			// after: arming clears a cancellation, so a step during
 			// stepped would be lost.
-			if err := arm(); err != nil {
+			if _, err := arm(); err != nil {
 				return fmt.Errorf("watch the wall clock: timerfd_settime: %w", err)
 			}
 			stepped()
 		case err == nil:
 			// Ten years passed: arm again.
-			if err := arm(); err != nil {
+			again, err := arm()
+			if err != nil {
 				return fmt.Errorf("watch the wall clock: timerfd_settime: %w", err)
+			}
+			if again {
+				stepped()
 			}
 		default:
 			return fmt.Errorf("watch the wall clock: read timerfd: %w", err)

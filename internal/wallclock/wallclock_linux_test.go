@@ -69,6 +69,8 @@ func TestWatchSeesRealSteps(t *testing.T) {
 			case <-steps:
 				got = true
 			case <-time.After(100 * time.Millisecond): // not armed yet: step again
+			case err := <-done:
+				t.Fatalf("Watch returned before a step was reported: %v", err)
 			case <-deadline:
 				t.Fatalf("no step reported within 10s of stepping by %v", d)
 			}
