@@ -496,6 +496,30 @@ func (o *Owner) regEmpty(r *reg) bool {
 	return true
 }
 
+// removedIfEmpty is regEmpty for a registration whose cgroup is removed
+// once empty, and removes it when it is: rmdir(2) of an empty cgroup is the look
+// and the removal in one system call, where reading cgroup.events took
+// three before the rmdir. The kernel refuses it (EBUSY) while a process
+// is left, and also while a cgroup the unit made is below: then
+// cgroup.events answers, as for any group.
+func (o *Owner) removedIfEmpty(r *reg) bool {
+	o.mu.Lock()
+	dir, alone := r.g.Cgroup, len(r.esc) == 0
+	o.mu.Unlock()
+	if alone && dir != "" {
+		if err := syscall.Rmdir(dir); err == nil || errors.Is(err, syscall.ENOENT) {
+			return true
+		}
+	}
+	if !o.regEmpty(r) {
+		return false
+	}
+	if dir != "" {
+		removeEmpty(dir) // the last process left since the rmdir, or a cgroup below is left
+	}
+	return true
+}
+
 // groupEmpty: a cgroup is empty when unpopulated; a process group when it
 // has no live member, or when its id now belongs to a stranger (a live
 // process with pid == pgid and another start time than the leader's).
@@ -696,7 +720,7 @@ const (
 // waitEmpty waits until r is empty (true), or for d (d < 0: until ctx
 // ends), as waitEmptyOn does without cgroup events.
 func (o *Owner) waitEmpty(ctx context.Context, r *reg, d time.Duration) bool {
-	return o.waitEmptyOn(ctx, r, d, nil)
+	return o.waitEmptyOn(ctx, r, d, nil, false)
 }
 
 // waitEmptyOn waits until r is empty (true), or for d (d < 0: until ctx
@@ -713,7 +737,14 @@ func (o *Owner) waitEmpty(ctx context.Context, r *reg, d time.Duration) bool {
 // escapees) gives no event, so it is polled: every emptyPollEvery once the
 // leader is reaped. Before, a look every slowPollEvery is the safety net
 // of a group its leader left (setpgid).
-func (o *Owner) waitEmptyOn(ctx context.Context, r *reg, d time.Duration, ev *lazyEvents) bool {
+//
+// With remove, r's cgroup is removed once it is empty, and the removal is
+// the look (see removedIfEmpty).
+func (o *Owner) waitEmptyOn(ctx context.Context, r *reg, d time.Duration, ev *lazyEvents, remove bool) bool {
+	empty := o.regEmpty
+	if remove {
+		empty = o.removedIfEmpty
+	}
 	var deadline <-chan time.Time
 	if d >= 0 {
 		t := time.NewTimer(d)
@@ -734,7 +765,7 @@ func (o *Owner) waitEmptyOn(ctx context.Context, r *reg, d time.Duration, ev *la
 	}()
 	for {
 		if waited == nil {
-			if o.regEmpty(r) {
+			if empty(r) {
 				return true
 			}
 			if !watched && ev != nil && g.Cgroup != "" {
@@ -769,12 +800,12 @@ func (o *Owner) waitEmptyOn(ctx context.Context, r *reg, d time.Duration, ev *la
 		case <-ctx.Done():
 			return false
 		case <-deadline:
-			return o.regEmpty(r)
+			return empty(r)
 		case <-waited:
 			waited = nil // once: a closed channel is always ready
 		case <-changed:
 		case <-tick:
-			if waited != nil && o.regEmpty(r) {
+			if waited != nil && empty(r) {
 				return true
 			}
 		}

@@ -135,12 +135,20 @@ func signalIdentity(id proc.Identity, sig syscall.Signal) { _ = SignalProcess(id
 // grace is over, and is waited for as the group was.
 func (o *Owner) finishStop(ctx context.Context, r *reg, s StopOrder, ev *lazyEvents, late *lateScans) error {
 	sig, end := s.Signal, time.Now().Add(s.Grace)
+	// The one who sees it empty removes it, at that look: a survivor's
+	// kept cgroup (or a released group's) has no registration to drop,
+	// and a registered group's is dropped only once the whole batch is
+	// done (its dropAll then finds it gone). A batch's removals are
+	// spread over its groups' ends, while the others still exit,
+	// instead of all of them waiting for the last (a hundred took 30 ms
+	// and more between hermesd's last unit exit and its own).
+	remove := o.tree.leaf(r.g.Cgroup)
 	for {
 		wait := time.Duration(-1)
 		if sig != syscall.SIGKILL && s.Grace >= 0 {
 			wait = max(time.Until(end), 0)
 		}
-		if !o.waitEmptyOn(ctx, r, wait, ev) {
+		if !o.waitEmptyOn(ctx, r, wait, ev, remove) {
 			if sig == syscall.SIGKILL {
 				return fmt.Errorf("stop group %d of %s: %w", s.Group.PGID, s.Group.Unit, ctx.Err())
 			}
@@ -160,16 +168,6 @@ func (o *Owner) finishStop(ctx context.Context, r *reg, s StopOrder, ev *lazyEve
 			break
 		}
 		o.signal(r, sig)
-	}
-	if o.tree.leaf(r.g.Cgroup) {
-		// The one who saw it empty removes it, now: a survivor's kept
-		// cgroup (or a released group's) has no registration to drop, and
-		// a registered group's is dropped only once the whole batch is
-		// done (its dropAll then finds it gone). A batch's removals are
-		// spread over its groups' ends, while the others still exit,
-		// instead of all of them waiting for the last (a hundred took 30
-		// ms and more between hermesd's last unit exit and its own).
-		removeEmpty(r.g.Cgroup)
 	}
 	return nil
 }

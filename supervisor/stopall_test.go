@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -276,6 +277,63 @@ func TestStopAllRemovesEachCgroupAtItsEnd(t *testing.T) {
 	for _, g := range []Group{quick.Group, deaf.Group} {
 		if _, err := os.Stat(g.Cgroup); !os.IsNotExist(err) {
 			t.Errorf("cgroup of %s after StopAll: got %v, want it removed", g.Unit, err)
+		}
+	}
+}
+
+// TestStopAllCgroupBelowUnit (cgroup mode): a unit that made a cgroup
+// below its own (a delegated subtree, as a container runtime makes) is
+// empty once its processes are gone, though its cgroup cannot be removed
+// while the one below is there (rmdir fails with EBUSY, as it does while
+// a process is left). The stop ends at once, without waiting out its
+// grace or a KILL, and the other group of the batch is removed as usual.
+func TestStopAllCgroupBelowUnit(t *testing.T) {
+	if ok, why := cgroupAvailable(); !ok {
+		t.Skipf("cgroup mode not available: %s", why)
+	}
+	o := newTestOwner(t, Options{Mode: ModeCgroup})
+	defer o.Close()
+	env := []string{"PATH=" + os.Getenv("PATH")}
+	nested, err := o.SpawnOwned(t.Context(), Spec{Unit: "nested", Argv: []string{"sleep", "100000"}, Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := o.SpawnOwned(t.Context(), Spec{Unit: "plain", Argv: []string{"sleep", "100000"}, Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nested.Group.Cgroup == "" || plain.Group.Cgroup == "" {
+		t.Fatalf("cgroups: got %q and %q, want one each", nested.Group.Cgroup, plain.Group.Cgroup)
+	}
+	below := filepath.Join(nested.Group.Cgroup, "below")
+	if err := os.Mkdir(below, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Rmdir(below)
+		syscall.Rmdir(nested.Group.Cgroup)
+	})
+	orders := []StopOrder{{Group: nested.Group, Signal: syscall.SIGTERM, Grace: time.Hour}, {Group: plain.Group, Signal: syscall.SIGTERM, Grace: time.Hour}}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := o.StopAll(ctx, orders, nil, func(i int, err error) {
+		if err != nil {
+			t.Errorf("stop of %s: %v", orders[i].Group.Unit, err)
+		}
+	}); err != nil {
+		t.Fatalf("StopAll: got %v, want nil (ended by the test's minute: %v)", err, ctx.Err())
+	}
+	if _, err := os.Stat(below); err != nil {
+		t.Errorf("the unit's own cgroup below: got %v, want it left for its maker", err)
+	}
+	if _, err := os.Stat(plain.Group.Cgroup); !os.IsNotExist(err) {
+		t.Errorf("cgroup of %s after StopAll: got %v, want it removed", plain.Group.Unit, err)
+	}
+	for _, c := range []*Child{nested, plain} {
+		select {
+		case <-c.Done():
+		default:
+			t.Errorf("%s: leader not reaped after StopAll", c.Group.Unit)
 		}
 	}
 }
