@@ -119,10 +119,9 @@ func (s *scanProbe) stat(pid int) (proc.Stat, error) {
 	return st, nil
 }
 
-// prune returns the entries that are alive, and the lines of those (lines is
-// nil or has one line per entry), in new slices. Entries sharing a leader, pgid and cgroup
-// are judged once.
-func prune(entries []*Entry, lines []string) ([]*Entry, []string) {
+// prune keeps the entries that are alive, in place. Entries sharing a
+// leader, pgid and cgroup are judged once.
+func prune(entries []Entry) []Entry {
 	type key struct {
 		leader proc.Identity
 		pgid   int
@@ -130,15 +129,10 @@ func prune(entries []*Entry, lines []string) ([]*Entry, []string) {
 	}
 	seen := map[key]bool{}
 	p := &scanProbe{}
-	// New slices: entries and lines may be a Ledger's cached snapshot.
-	out := make([]*Entry, 0, len(entries))
-	var outLines []string
-	if lines != nil {
-		outLines = make([]string, 0, len(lines))
-	}
+	out := entries[:0]
 	var last key
 	lastAlive, haveLast := false, false
-	for i, e := range entries {
+	for _, e := range entries {
 		k := key{e.Leader, e.PGID, e.Cgroup}
 		alive := lastAlive
 		if !haveLast || k != last { // neighbours often share a leader
@@ -151,12 +145,9 @@ func prune(entries []*Entry, lines []string) ([]*Entry, []string) {
 		}
 		if alive {
 			out = append(out, e)
-			if lines != nil {
-				outLines = append(outLines, lines[i])
-			}
 		}
 	}
-	return out, outLines
+	return out
 }
 
 // cgroupPopulated reports whether the cgroup directory holds a process, in

@@ -572,7 +572,7 @@ func TestAlive(t *testing.T) {
 			if got := tc.e.Alive(); got != tc.want {
 				t.Errorf("Alive() = %v, want %v", got, tc.want)
 			}
-			if got, _ := prune([]*Entry{&tc.e}, nil); (len(got) == 1) != tc.want {
+			if got := prune([]Entry{tc.e}); (len(got) == 1) != tc.want {
 				t.Errorf("prune kept %d, want alive=%v", len(got), tc.want)
 			}
 		})
@@ -728,5 +728,49 @@ func TestPruneSpread(t *testing.T) {
 	}
 	if writes < 2 {
 		t.Errorf("a %d-entry file was pruned by the first write after the death: every write reads /proc for every entry", 301)
+	}
+}
+
+// TestUpdateSeesWhatItDrops: fn gets the entries as the file has them,
+// those of groups gone since included, and the prune looks at what fn
+// left: an entry fn moves from a dead group to a live one (a forking
+// unit's record rebased onto its daemon once the launcher exited) is
+// kept, and a dead entry fn leaves alone is dropped by the same write.
+func TestUpdateSeesWhatItDrops(t *testing.T) {
+	l := openTemp(t)
+	ctx := t.Context()
+	moved, movedID := group(t)
+	left, leftID := group(t)
+	self := testkit.Identity(t, os.Getpid())
+	if err := l.Add(ctx,
+		Entry{Unit: "moved", Leader: movedID, PGID: movedID.PID, Owner: self, Ownership: "owned"},
+		Entry{Unit: "left", Leader: leftID, PGID: leftID.PID, Owner: self, Ownership: "owned"},
+	); err != nil {
+		t.Fatal(err)
+	}
+	moved.stop()
+	left.stop()
+	live := selfEntry(t, "live")
+	var given []string
+	if err := l.Update(ctx, func(es []Entry) ([]Entry, error) {
+		given = unitNames(es)
+		for i := range es {
+			if es[i].Unit == "moved" {
+				es[i].Leader, es[i].PGID = live.Leader, live.PGID
+			}
+		}
+		return es, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(given, []string{"moved", "left"}) {
+		t.Errorf("fn was given %v, want the file's entries [moved left]", given)
+	}
+	es, err := l.Entries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := unitNames(es); !slices.Equal(got, []string{"moved"}) {
+		t.Errorf("after the write: %v, want [moved] (moved to a live group, kept; left, dead, dropped)", got)
 	}
 }
