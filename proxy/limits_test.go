@@ -138,8 +138,15 @@ func TestStrangersDoNotStarveOwner(t *testing.T) {
 	if served != owner {
 		t.Errorf("served %d of the owner's %d requests while a stranger held every slot it could, want all", served, owner)
 	}
-	if u := h.proxy.Usage(); u.Conns > max/4 {
-		t.Errorf("usage %+v: the stranger holds %d connections, want at most a quarter of the cap (%d)", u, u.Conns, max/4)
+	// The stranger's connections are those that never presented the
+	// token. Usage counts the owner's too, and the owner's last one may
+	// not be given back yet: its client closed it, and the proxy sees
+	// the close a moment later.
+	h.proxy.conns.mu.Lock()
+	pre := h.proxy.conns.pre.Len()
+	h.proxy.conns.mu.Unlock()
+	if pre > max/4 {
+		t.Errorf("the stranger holds %d connections, want at most a quarter of the cap (%d); usage %+v", pre, max/4, h.proxy.Usage())
 	}
 	// Unauthenticated connections are closed after the (shortened) idle
 	// time, the latest one included.
