@@ -119,8 +119,9 @@ func (s *scanProbe) stat(pid int) (proc.Stat, error) {
 	return st, nil
 }
 
-// prune keeps the entries that are alive, in place. Entries sharing a
-// leader, pgid and cgroup are judged once.
+// prune returns the entries that are alive, in a new slice: entries is
+// what an Update's fn returned, which may be the caller's own. Entries
+// sharing a leader, pgid and cgroup are judged once.
 func prune(entries []Entry) []Entry {
 	type key struct {
 		leader proc.Identity
@@ -129,7 +130,7 @@ func prune(entries []Entry) []Entry {
 	}
 	seen := map[key]bool{}
 	p := &scanProbe{}
-	out := entries[:0]
+	out := make([]Entry, 0, len(entries))
 	var last key
 	lastAlive, haveLast := false, false
 	for _, e := range entries {

@@ -506,10 +506,8 @@ func (o *Owner) removedIfEmpty(r *reg) bool {
 	o.mu.Lock()
 	dir, alone := r.g.Cgroup, len(r.esc) == 0
 	o.mu.Unlock()
-	if alone && dir != "" {
-		if err := syscall.Rmdir(dir); err == nil || errors.Is(err, syscall.ENOENT) {
-			return true
-		}
+	if alone && dir != "" && removeEmpty(dir) {
+		return true
 	}
 	if !o.regEmpty(r) {
 		return false
