@@ -136,8 +136,8 @@ func TestCloseEndsSupervisorWithoutEOF(t *testing.T) {
 							p.Close()
 						}
 					})
-					launch := func(grace time.Duration, pgid int, base, own, table string) (deathPipe, error) {
-						p, err := startShell(grace, pgid, base, own, table)
+					launch := func(grace time.Duration, pgid int, base, own, table string, replay [][]byte, reply func(int, error)) (deathPipe, error) {
+						p, err := launchShell(grace, pgid, base, own, table, replay, reply)
 						if err != nil {
 							return nil, err
 						}

@@ -34,6 +34,7 @@ const (
 	envRelease  = "SUPERVISOR_TEST_RELEASE" // release the groups after spawning
 	envOwn      = "SUPERVISOR_TEST_OWN"     // pid of an external group leader to adopt
 	envPause    = "SUPERVISOR_TEST_PAUSE"   // stop between spawn and registration
+	envHold     = "SUPERVISOR_TEST_HOLD"    // stop once a restarted supervisor is launched
 	envGraceMS  = "SUPERVISOR_TEST_GRACE_MS"
 	envBackend  = "SUPERVISOR_TEST_BACKEND"
 	envScript   = "SUPERVISOR_TEST_SCRIPT" // kind script: the sh script the child runs
@@ -145,8 +146,16 @@ func playOwner() int {
 			forever()
 		}}
 	}
+	if os.Getenv(envHold) != "" {
+		launches := 0
+		hooks = &ownerHooks{launched: func(int) {
+			if launches++; launches > 1 { // a restart: the owner does nothing more
+				forever()
+			}
+		}}
+	}
 	o, err := newOwner(Options{StateDir: os.Getenv(envState), Role: "worker", Mode: Mode(os.Getenv(envMode)),
-		Backend: Backend(os.Getenv(envBackend)), Grace: time.Duration(graceMS) * time.Millisecond}, startShell, hooks)
+		Backend: Backend(os.Getenv(envBackend)), Grace: time.Duration(graceMS) * time.Millisecond}, launchShell, hooks)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "owner:", err)
 		return 3

@@ -25,7 +25,7 @@ func TestLateScanSharesRunningScan(t *testing.T) {
 		scans.Add(1)
 		first.Do(func() { close(viewed); <-resume })
 	}}
-	o, err := newOwner(Options{Mode: ModePGroup, Grace: testGrace}, startShell, hooks)
+	o, err := newOwner(Options{Mode: ModePGroup, Grace: testGrace}, launchShell, hooks)
 	if err != nil {
 		t.Fatal(err)
 	}

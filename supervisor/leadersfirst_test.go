@@ -30,7 +30,7 @@ func TestStopAllSignalsLeadersFirst(t *testing.T) {
 		order = append(order, pid)
 		mu.Unlock()
 	}}
-	o, err := newOwner(Options{Mode: ModeCgroup, Grace: testGrace}, startShell, hooks)
+	o, err := newOwner(Options{Mode: ModeCgroup, Grace: testGrace}, launchShell, hooks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestStopAllSignalsLoneGroupsBeforeScan(t *testing.T) {
 		signalled:  func(pid int) { mu.Lock(); order = append(order, pid); mu.Unlock() },
 		scanViewed: func() { mu.Lock(); order = append(order, -1); mu.Unlock() },
 	}
-	o, err := newOwner(Options{Mode: ModePGroup, Grace: testGrace}, startShell, hooks)
+	o, err := newOwner(Options{Mode: ModePGroup, Grace: testGrace}, launchShell, hooks)
 	if err != nil {
 		t.Fatal(err)
 	}

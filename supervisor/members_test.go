@@ -100,7 +100,7 @@ func TestEscapeeLeavingAsTheGroupEmpties(t *testing.T) {
 			left <- false
 		})
 	}}
-	o, err := newOwner(Options{Mode: ModePGroup, Grace: testGrace}, startShell, hooks)
+	o, err := newOwner(Options{Mode: ModePGroup, Grace: testGrace}, launchShell, hooks)
 	if err != nil {
 		t.Fatal(err)
 	}

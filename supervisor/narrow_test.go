@@ -24,7 +24,7 @@ import (
 // the unit's leader, its setsid child and the re-parented grandchild.
 func narrowFamily(t *testing.T, n int) (o *Owner, g Group, bystanders []int, leader, child, orphan int) {
 	t.Helper()
-	o, err := newOwner(Options{Mode: ModePGroup, Grace: testGrace}, startShell, &ownerHooks{})
+	o, err := newOwner(Options{Mode: ModePGroup, Grace: testGrace}, launchShell, &ownerHooks{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,7 @@ func TestAttributeSpawnedDuringTheScan(t *testing.T) {
 		default:
 		}
 	}}
-	o, err := newOwner(Options{Mode: ModePGroup, Grace: testGrace}, startShell, hooks)
+	o, err := newOwner(Options{Mode: ModePGroup, Grace: testGrace}, launchShell, hooks)
 	if err != nil {
 		t.Fatal(err)
 	}

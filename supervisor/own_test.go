@@ -62,7 +62,7 @@ func TestOwnAllOrNone(t *testing.T) {
 	t.Run("the supervisor refuses one", func(t *testing.T) {
 		first, _ := sleepGroup(t, "first")
 		second, _ := sleepGroup(t, "second")
-		launch := func(time.Duration, int, string, string, string) (deathPipe, error) {
+		launch := func(time.Duration, int, string, string, string, [][]byte, func(int, error)) (deathPipe, error) {
 			return &refusingPipe{&fakePipe{pid: 100001, exited: make(chan struct{})}, second.PGID}, nil
 		}
 		o, err := newOwner(Options{Mode: ModePGroup}, launch, nil)

@@ -66,11 +66,14 @@ type fakeLauncher struct {
 	pipes []*fakePipe
 }
 
-func (l *fakeLauncher) launch(time.Duration, int, string, string, string) (deathPipe, error) {
+func (l *fakeLauncher) launch(_ time.Duration, _ int, _, _, _ string, replay [][]byte, reply func(int, error)) (deathPipe, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	p := &fakePipe{pid: 100000 + len(l.pipes), exited: make(chan struct{})}
 	l.pipes = append(l.pipes, p)
+	l.mu.Unlock()
+	if len(replay) > 0 {
+		p.Send(replay, reply)
+	}
 	return p, nil
 }
 

@@ -150,9 +150,10 @@ type deathPipe interface {
 }
 
 // launcher starts a supervisor whose script reads the process table from
-// table ("proc", "ps"; "" for the script's choice: /proc where mounted).
-// The real one is startShell; tests of the owner's timing logic use a fake.
-type launcher func(grace time.Duration, ownerPGID int, cgBase, cgOwn, table string) (deathPipe, error)
+// table ("proc", "ps"; "" for the script's choice: /proc where mounted),
+// with replay sent first, as Send sends it. The real one is launchShell;
+// tests of the owner's timing logic use a fake.
+type launcher func(grace time.Duration, ownerPGID int, cgBase, cgOwn, table string, replay [][]byte, reply func(i int, err error)) (deathPipe, error)
 
 // shellPipe is a supervisor run by /bin/sh.
 type shellPipe struct {
@@ -179,13 +180,24 @@ type waiter struct {
 	reply func(error) // nil: nobody waits
 }
 
-// startShell starts the supervisor script in its own session with the read
+// startShell is launchShell with nothing to replay.
+func startShell(grace time.Duration, ownerPGID int, cgBase, cgOwn, table string) (deathPipe, error) {
+	return launchShell(grace, ownerPGID, cgBase, cgOwn, table, nil, nil)
+}
+
+// launchShell starts the supervisor script in its own session with the read
 // end of a fresh death pipe on its stdin and the write end of a reply pipe
 // on its stdout. The death pipe's write end stays in the owner only:
 // os.Pipe opens both ends close-on-exec, and the script receives the read
 // end alone, so no child ever holds a write end and EOF comes exactly when
 // the owner's last write end closes, by any death.
-func startShell(grace time.Duration, ownerPGID int, cgBase, cgOwn, table string) (deathPipe, error) {
+//
+// The replay (a restarted supervisor's registrations) is in the death pipe
+// before the script starts, as much of it as the pipe holds (grown to hold
+// it where the system allows): an owner killed the moment the new
+// supervisor exists, before any goroutine of it runs again, leaves a
+// supervisor that reads those lines, then EOF, and kills their groups.
+func launchShell(grace time.Duration, ownerPGID int, cgBase, cgOwn, table string, replay [][]byte, reply func(i int, err error)) (deathPipe, error) {
 	if cgBase == "" {
 		cgBase, cgOwn = "-", "-"
 	}
@@ -210,6 +222,12 @@ func startShell(grace time.Duration, ownerPGID int, cgBase, cgOwn, table string)
 	// detached-spawn: ok — the death supervisor runs in its own session so
 	// that terminal signals aimed at the owner's group never reach it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	p := &shellPipe{w: w, r: rr, cmd: cmd, exited: make(chan struct{}),
+		kick: make(chan struct{}, 1), wdone: make(chan struct{}), rdone: make(chan struct{})}
+	if len(replay) > 0 {
+		p.Send(replay, reply)
+		p.prefill()
+	}
 	err = cmd.Start()
 	r.Close()
 	rw.Close()
@@ -218,8 +236,6 @@ func startShell(grace time.Duration, ownerPGID int, cgBase, cgOwn, table string)
 		rr.Close()
 		return nil, fmt.Errorf("start supervisor %s: %w", Shell, err)
 	}
-	p := &shellPipe{w: w, r: rr, cmd: cmd, exited: make(chan struct{}),
-		kick: make(chan struct{}, 1), wdone: make(chan struct{}), rdone: make(chan struct{})}
 	go p.writer() // ends once closing and written, or when the write end breaks
 	go p.reader() // ends at EOF of the reply pipe: the script exited
 	go func() {   // joined by whoever waits on Exited
@@ -262,6 +278,33 @@ func (p *shellPipe) goneLocked() error {
 		return &lostError{fmt.Sprintf("supervisor %d: pipe closed", p.PID())}
 	}
 	return nil
+}
+
+// prefill writes, before the script starts, as much of the queued lines
+// as the death pipe takes without blocking; the writer writes the rest.
+func (p *shellPipe) prefill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	growPipe(p.w, len(p.unsent))
+	rc, err := p.w.SyscallConn()
+	if err != nil {
+		return
+	}
+	for len(p.unsent) > 0 {
+		n := 0
+		rc.Write(func(fd uintptr) bool {
+			if fl, ferr := unix.FcntlInt(fd, unix.F_GETFL, 0); ferr != nil || fl&unix.O_NONBLOCK == 0 {
+				err = errors.ErrUnsupported // a write could block: no reader runs yet
+				return true
+			}
+			n, err = unix.Write(int(fd), p.unsent)
+			return true // one try: a full pipe is the writer's to wait on
+		})
+		if n <= 0 || err != nil {
+			return
+		}
+		p.unsent = p.unsent[n:]
+	}
 }
 
 // writer writes the queued lines in order. A write may block for as long

@@ -30,11 +30,14 @@ func TestCgroupSpawnRegistersOnce(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var pipes []*fakePipe
-	launch := func(time.Duration, int, string, string, string) (deathPipe, error) {
+	launch := func(_ time.Duration, _ int, _, _, _ string, replay [][]byte, reply func(int, error)) (deathPipe, error) {
 		mu.Lock()
-		defer mu.Unlock()
 		p := &fakePipe{pid: 200000 + len(pipes), exited: make(chan struct{})}
 		pipes = append(pipes, p)
+		mu.Unlock()
+		if len(replay) > 0 {
+			p.Send(replay, reply)
+		}
 		return killedPipe{p}, nil
 	}
 	pipe := func(i int) *fakePipe {

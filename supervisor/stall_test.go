@@ -160,8 +160,8 @@ func TestRegistrationRefused(t *testing.T) {
 		}
 		marker := newMarker(t, "refused-cg")
 		elsewhere := t.TempDir()
-		bogus := func(grace time.Duration, pgid int, _, own, table string) (deathPipe, error) {
-			return startShell(grace, pgid, elsewhere, own, table)
+		bogus := func(grace time.Duration, pgid int, _, own, table string, replay [][]byte, reply func(int, error)) (deathPipe, error) {
+			return launchShell(grace, pgid, elsewhere, own, table, replay, reply)
 		}
 		o, err := newOwner(Options{Mode: ModeCgroup, Grace: testGrace}, bogus, nil)
 		if err != nil {
@@ -185,8 +185,8 @@ func TestRegistrationRefused(t *testing.T) {
 	})
 	t.Run("unsafe group", func(t *testing.T) {
 		victim := externalGroup(t)
-		unsafe := func(grace time.Duration, _ int, base, own, table string) (deathPipe, error) {
-			return startShell(grace, victim.PGID, base, own, table)
+		unsafe := func(grace time.Duration, _ int, base, own, table string, replay [][]byte, reply func(int, error)) (deathPipe, error) {
+			return launchShell(grace, victim.PGID, base, own, table, replay, reply)
 		}
 		o, err := newOwner(Options{Mode: ModePGroup, Grace: testGrace}, unsafe, nil)
 		if err != nil {

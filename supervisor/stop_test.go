@@ -38,7 +38,7 @@ func TestStopAfterJanitorRelease(t *testing.T) {
 func TestStopEndsOnLeaderExit(t *testing.T) {
 	for _, mode := range []Mode{ModePGroup, ModeCgroup} {
 		t.Run(string(mode), func(t *testing.T) {
-			o, err := newOwner(Options{Mode: mode}, startShell, &ownerHooks{emptyPoll: time.Hour})
+			o, err := newOwner(Options{Mode: mode}, launchShell, &ownerHooks{emptyPoll: time.Hour})
 			if err != nil {
 				if mode == ModeCgroup {
 					t.Skipf("no cgroup mode here (%v); the pgroup case ran", err)

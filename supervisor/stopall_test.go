@@ -143,7 +143,7 @@ func TestStopEndsOnCgroupEvents(t *testing.T) {
 	if ok, why := cgroupAvailable(); !ok {
 		t.Skip(why)
 	}
-	o, err := newOwner(Options{Mode: ModeCgroup}, startShell, &ownerHooks{emptyPoll: time.Hour})
+	o, err := newOwner(Options{Mode: ModeCgroup}, launchShell, &ownerHooks{emptyPoll: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ import (
 func TestStopAllOwesSIGCHLDScans(t *testing.T) {
 	var scans atomic.Int64
 	hooks := &ownerHooks{scanViewed: func() { scans.Add(1) }}
-	o, err := newOwner(Options{Mode: ModePGroup, Grace: testGrace}, startShell, hooks)
+	o, err := newOwner(Options{Mode: ModePGroup, Grace: testGrace}, launchShell, hooks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestLateScansGatherTheBatch(t *testing.T) {
 			janitor.Add(1)
 		}
 	}, gather: hangBound}
-	o, err := newOwner(Options{Mode: ModePGroup, Grace: testGrace}, startShell, hooks)
+	o, err := newOwner(Options{Mode: ModePGroup, Grace: testGrace}, launchShell, hooks)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -281,6 +281,7 @@ type ownerState struct {
 // wake-ups: given to newOwner, never changed after; nil in production.
 type ownerHooks struct {
 	afterSpawn  func(pid int) // between a child's start and its registration
+	launched    func(pid int) // a supervisor started, its replay sent; called with mu held
 	tidyScanned func()        // in tidy, between the scan and the look at the groups to drop
 	scanViewed  func()        // in a scan, between its view of the registrations and its read of the process table
 	signalled   func(pid int) // a process of a cgroup, or a process group (by its id), is about to get a signal (signalLeader, signalRest, signalAlone)
@@ -296,7 +297,7 @@ type ownerHooks struct {
 // cgroup is not the hierarchy's root, and removes the empty cgroups that
 // owners that are gone left behind. Call Close at a clean exit.
 func New(opts Options) (*Owner, error) {
-	return newOwner(opts, startShell, nil)
+	return newOwner(opts, launchShell, nil)
 }
 
 func newOwner(opts Options, launch launcher, hooks *ownerHooks) (*Owner, error) {
@@ -341,8 +342,8 @@ func newOwner(opts Options, launch launcher, hooks *ownerHooks) (*Owner, error) 
 	// Every supervisor is remembered (called with mu held, by startLocked):
 	// its helpers (sleep, grep) run in its session, and when it is killed
 	// they are re-parented to the owner; they are never escapees.
-	o.launch = func(grace time.Duration, pgid int, base, own, table string) (deathPipe, error) {
-		p, err := launch(grace, pgid, base, own, table)
+	o.launch = func(grace time.Duration, pgid int, base, own, table string, replay [][]byte, reply func(int, error)) (deathPipe, error) {
+		p, err := launch(grace, pgid, base, own, table, replay, reply)
 		if err == nil {
 			if len(o.supPids) >= 64 {
 				clear(o.supPids)
@@ -892,13 +893,6 @@ func (o *Owner) startLocked() error {
 	if o.portable {
 		table = "ps" // as on darwin, which has no /proc
 	}
-	p, err := o.launch(o.opts.Grace, o.pgid, cgBase, cgOwn, table)
-	if err != nil {
-		o.health = fmt.Sprintf("failing: %v", err)
-		return fmt.Errorf("%w: %v", ErrSupervisor, err)
-	}
-	o.pipe, o.started = p, time.Now()
-	o.poke()
 	var lines [][]byte
 	var names []string
 	for _, r := range o.regs {
@@ -911,12 +905,22 @@ func (o *Owner) startLocked() error {
 			names = append(names, fmt.Sprintf("group %d of %s", x.g.PGID, x.g.Unit))
 		}
 	}
-	if len(lines) > 0 {
-		p.Send(lines, func(i int, err error) {
-			if err != nil && !errors.As(err, new(*lostError)) {
-				o.warn(fmt.Sprintf("replay of %s: %v", names[i], err))
-			}
-		})
+	// The replay goes with the launch: it is in the death pipe before the
+	// supervisor exists, so that the owner's death at any moment after
+	// finds it there.
+	p, err := o.launch(o.opts.Grace, o.pgid, cgBase, cgOwn, table, lines, func(i int, err error) {
+		if err != nil && !errors.As(err, new(*lostError)) {
+			o.warn(fmt.Sprintf("replay of %s: %v", names[i], err))
+		}
+	})
+	if err != nil {
+		o.health = fmt.Sprintf("failing: %v", err)
+		return fmt.Errorf("%w: %v", ErrSupervisor, err)
+	}
+	o.pipe, o.started = p, time.Now()
+	o.poke()
+	if o.hooks != nil && o.hooks.launched != nil {
+		o.hooks.launched(p.PID())
 	}
 	return nil
 }

@@ -32,6 +32,7 @@ type family struct {
 	release  bool
 	own      bool // the owner adopts an external group started by the test
 	killSup  bool // kill the supervisor first, let the owner restart it
+	hold     bool // killSup: the owner stops once the new supervisor is launched
 	pause    bool // kill the owner between spawn and registration
 	killer   bool // the unit's script kills its owner (see escapePrologue)
 	hermesct bool // the owner is "hermesctl run"
@@ -58,6 +59,7 @@ var families = []family{
 	{name: "adopted external group (Own)", kind: "simple", lines: 1, n: 1, owners: 1, control: 2, own: true},
 	{name: "released group (Release)", kind: "simple", lines: 1, n: 1, owners: 1, expect: 1, control: 1, release: true},
 	{name: "supervisor killed, then owner", kind: "tree", lines: 3, n: 1, owners: 1, control: 3, killSup: true},
+	{name: "owner killed as it restarts its supervisor", kind: "tree", lines: 3, n: 1, owners: 1, control: 3, killSup: true, hold: true},
 	{name: "killed between spawn and registration", kind: "simple", lines: 0, n: 1, owners: 1, control: 1, pause: true},
 	{name: "3 owners x 15 children", kind: "simple", lines: 1, n: 15, owners: 3, control: 15, ledger: 45},
 	{name: "owner's cgroup path with a space", kind: "tree", lines: 3, n: 1, owners: 1, control: 3, cgroup: "my units/with space"},
@@ -170,6 +172,9 @@ func startOwner(t *testing.T, f family, su setup, marker, state string, external
 		}
 		if f.pause {
 			cmd.Env = append(cmd.Env, envPause+"=1")
+		}
+		if f.hold {
+			cmd.Env = append(cmd.Env, envHold+"=1")
 		}
 		if f.killer {
 			cmd.Env = append(cmd.Env, envKiller+"=1")
@@ -297,7 +302,7 @@ func runRow(t *testing.T, f family, su setup, marker string) (found, control, da
 		ctlExt, vExt = external(t, ctl), external(t, victim)
 	}
 	cf := f
-	cf.pause, cf.owners = false, 1
+	cf.pause, cf.hold, cf.owners = false, false, 1
 	if f.pause {
 		cf.lines = 1
 	}
