@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"sync"
 	"testing"
@@ -89,4 +90,32 @@ func probeStranger(t *testing.T, port int, stop func(), probe string) {
 	l.waitFor("web no longer told of a port held", func(m map[string]control.Unit) bool {
 		return m["web"].Error == "" && m["web"].State == control.StateStarting && !m["web"].Ready
 	})
+}
+
+// TestListenerJoinsTheUnit: a stranger's verdict is not kept once its
+// holder is among the unit's members, though the same socket listens: a
+// forking unit's daemon found by a scan after the first verdict (its
+// setsid raced the listing) makes the probe count.
+func TestListenerJoinsTheUnit(t *testing.T) {
+	port, _ := stranger(t)
+	var members []int
+	var told []*ListenerError
+	c := &listenerCheck{members: func() []int { return members }, note: func(e *ListenerError) { told = append(told, e) }}
+	to := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))
+	if c.reached(to) {
+		t.Fatal("a listener held by no member counts")
+	}
+	if c.last == nil || c.last.PID != os.Getpid() {
+		t.Fatalf("verdict %v, want the holder %d", c.last, os.Getpid())
+	}
+	if c.reached(to) {
+		t.Fatal("the same stranger counts at the second look")
+	}
+	members = []int{os.Getpid()}
+	if !c.reached(to) {
+		t.Fatalf("the listener counts not once its holder is a member: verdict %v", c.last)
+	}
+	if len(told) != 2 || told[1] != nil {
+		t.Errorf("verdicts told: %v, want the stranger then none", told)
+	}
 }

@@ -191,8 +191,10 @@ func (c *listenerCheck) tell(v *ListenerError) {
 
 // judge is the verdict on the listeners a connection to to reaches: nil
 // unless a process seen to be outside the unit holds them. A stranger's
-// verdict is kept while the same sockets listen (no scan of every
-// process's descriptors at each poll).
+// verdict is kept while the same sockets listen and their holder is still
+// not among the members (no scan of every process's descriptors at each
+// poll): a daemon whose setsid came between a scan and the listing is
+// found by a later scan, and is then the unit's.
 func (c *listenerCheck) judge(to netip.AddrPort) *ListenerError {
 	ls, err := proc.Listeners()
 	if err != nil {
@@ -206,11 +208,11 @@ func (c *listenerCheck) judge(to netip.AddrPort) *ListenerError {
 	if len(inodes) == 0 {
 		return nil
 	}
-	if c.last != nil && slices.Equal(inodes, c.inodes) {
+	members := c.members()
+	if c.last != nil && slices.Equal(inodes, c.inodes) && !slices.Contains(members, c.last.PID) {
 		return c.last
 	}
 	c.inodes = inodes
-	members := c.members()
 	for _, pid := range members {
 		held, err := proc.SocketInodes(pid)
 		if errors.Is(err, os.ErrPermission) {
