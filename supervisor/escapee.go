@@ -101,11 +101,20 @@ func (o *Owner) scanAfter(t time.Time, regs []*reg) time.Time {
 // is re-parented to the owner (or to a subreaper within it), and no
 // process outside its session can join one of its groups. Escapees of
 // other spawns are found by the timed scans, which read the whole table,
-// as before. A batch of more than a quarter of the registrations (and
-// more than one) reads the whole table too: it would read most of it, one
-// file at a time more.
+// as before.
+//
+// A batch of a quarter of the registrations or fewer reads less that way.
+// A larger one reads most of the owner's tree: about four reads a process
+// (its stat, its threads, their children), against one a process on the
+// machine for the whole table. So it reads the tree only while the
+// owner's groups are under a quarter of the processes the last scan of
+// the whole table read: a stop of 10 units among a machine's hundreds of
+// processes, not one of 5000.
 func (o *Owner) narrowLocked(regs []*reg) bool {
-	if regs == nil || !o.reaping.Load() || o.portable || len(regs) > max(len(o.regs)/4, 1) {
+	if regs == nil || !o.reaping.Load() || o.portable {
+		return false
+	}
+	if len(regs) > max(len(o.regs)/4, 1) && 4*len(o.regs) >= o.tableSize {
 		return false
 	}
 	for _, r := range regs {
@@ -171,9 +180,13 @@ func (o *Owner) scanNow(of []*reg) time.Time {
 	// what the last ones saw of the processes it did not read.
 	next := make(map[int]lineEntry, len(owner))
 	if of != nil {
+		in := make(map[*reg]bool, len(of))
+		for _, r := range of {
+			in[r] = true
+		}
 		o.mu.Lock()
 		for pid, l := range o.lineage {
-			if _, read := live[pid]; !read && !slices.Contains(of, l.r) {
+			if _, read := live[pid]; !read && !in[l.r] {
 				next[pid] = l
 			}
 		}
@@ -189,6 +202,7 @@ func (o *Owner) scanNow(of []*reg) time.Time {
 			o.scanDone = began
 		}
 		o.scanTook = time.Since(began)
+		o.tableSize = len(stats)
 	}
 	o.mu.Unlock()
 	return began
@@ -263,6 +277,9 @@ type scanState struct {
 	scanDone time.Time         // guarded by Owner.mu; when the latest of the scans that ended began
 	scanTook time.Duration     // guarded by Owner.mu; how long the last scan that ended took
 	escPids  map[int]bool      // guarded by Owner.mu; escapee pids identified, reaped by the scan
+	// tableSize is how many processes the last scan of the whole table
+	// read (narrowLocked); guarded by Owner.mu.
+	tableSize int
 }
 
 // lateScans coalesces the scans a StopAll's groups ask for once each

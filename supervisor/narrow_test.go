@@ -159,3 +159,44 @@ func TestSIGCHLDScanNarrow(t *testing.T) {
 		}
 	}
 }
+
+// TestStopAllNarrowAmongMany: a StopAll of every spawn, while they are a
+// small part of the machine's processes (as the last scan of the whole
+// table counted them), reads the owner's tree rather than the whole
+// table, and still ends what left the groups (a setsid child, a
+// grandchild re-parented to the owner).
+func TestStopAllNarrowAmongMany(t *testing.T) {
+	o, g, bystanders, leader, child, orphan := narrowFamily(t, 2)
+	o.scanAfter(time.Now(), nil) // a whole-table scan: it counts the table
+	o.mu.Lock()
+	size, regs := o.tableSize, len(o.regs)
+	o.mu.Unlock()
+	if 4*regs >= size {
+		t.Skipf("the machine runs %d processes, too few beside the test's %d spawns for a narrow stop of them all", size, regs)
+	}
+	orders := []StopOrder{{Group: g, Signal: syscall.SIGTERM, Grace: testGrace}}
+	for _, pid := range bystanders {
+		orders = append(orders, StopOrder{Group: Group{Unit: "bystander", PGID: pid, Leader: testkit.Identity(t, pid)}, Signal: syscall.SIGTERM, Grace: testGrace})
+	}
+	before := o.hooks.narrowScans.Load()
+	if err := o.StopAll(t.Context(), orders, nil, func(i int, err error) {
+		if err != nil {
+			t.Errorf("stop of %s: %v", orders[i].Group.Unit, err)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if o.hooks.narrowScans.Load() == before {
+		t.Errorf("a StopAll of %d spawns among %d processes read the whole process table: no narrow scan", regs, size)
+	}
+	for what, pid := range map[string]int{"leader": leader, "setsid child": child, "re-parented grandchild": orphan} {
+		if st, err := proc.ReadStat(pid); err == nil && !st.Zombie() {
+			t.Errorf("the unit's %s %d outlived the StopAll", what, pid)
+		}
+	}
+	for _, pid := range bystanders {
+		if st, err := proc.ReadStat(pid); err == nil && !st.Zombie() {
+			t.Errorf("bystander %d outlived the StopAll", pid)
+		}
+	}
+}
