@@ -44,9 +44,10 @@ type Listener struct {
 	id     fileID            // guarded by mu: the device and inode of ln's file
 	closed bool              // guarded by mu
 
-	stop chan struct{} // closed by Close: the watch goroutine ends
-	done chan struct{} // closed when the watch goroutine has ended
-	w    *fsnotify.Watcher
+	unwatch sync.Once
+	stop    chan struct{} // closed by Unwatch: the watch goroutine ends
+	done    chan struct{} // closed when the watch goroutine has ended
+	w       *fsnotify.Watcher
 }
 
 type fileID struct{ dev, ino uint64 }
@@ -185,8 +186,7 @@ func (l *Listener) Close() error {
 	l.closed = true
 	ln, id := l.ln, l.id
 	l.mu.Unlock()
-	close(l.stop)
-	<-l.done
+	l.Unwatch()
 	err := ln.Close()
 	// A successor could bind between this check and the unlink only if it
 	// found the path free or stale, which it is not while ours is there.
@@ -198,8 +198,18 @@ func (l *Listener) Close() error {
 	return err
 }
 
+// Unwatch ends the watch that binds the socket again when its name goes
+// away; the socket keeps serving until Close, which calls Unwatch. It
+// returns once the watch is torn down. The kernel takes a grace period,
+// often 10 to 20 ms, to tear down the inotify instance: hermesd unwatches
+// as its clean stop begins, so that this passes beside the units' stop.
+func (l *Listener) Unwatch() {
+	l.unwatch.Do(func() { close(l.stop) })
+	<-l.done
+}
+
 // watch re-creates the socket when its name goes away, and the directory
-// with it, until Close.
+// with it, until Unwatch.
 func (l *Listener) watch() {
 	defer close(l.done)
 	defer l.w.Close()

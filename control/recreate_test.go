@@ -144,3 +144,50 @@ func TestSocketPathTooLong(t *testing.T) {
 		}
 	}
 }
+
+// inotifyCount counts this process's inotify instances.
+func inotifyCount(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd to count inotify instances in: %v", err)
+	}
+	n := 0
+	for _, e := range ents {
+		if l, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && l == "anon_inode:inotify" {
+			n++
+		}
+	}
+	return n
+}
+
+// TestUnwatchKeepsServing: Unwatch tears down the watch of the socket's
+// directory (its inotify instance is closed when it returns) and the
+// socket goes on answering until Close, which still removes it; a second
+// Unwatch, and Close after it, are fine.
+func TestUnwatchKeepsServing(t *testing.T) {
+	path := filepath.Join(privateDir(t), "hermesd.sock")
+	before := inotifyCount(t)
+	ln, err := Listen(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveEcho(t, ln)
+	if got := inotifyCount(t); got != before+1 {
+		t.Fatalf("inotify instances once listening: %d, want %d", got, before+1)
+	}
+	ln.Unwatch()
+	if got := inotifyCount(t); got != before {
+		t.Errorf("inotify instances after Unwatch: %d, want %d", got, before)
+	}
+	if err := answers(path); err != nil {
+		t.Errorf("the socket does not answer after Unwatch: %v", err)
+	}
+	ln.Unwatch()
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("socket still there after Close: %v", err)
+	}
+}

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hermes-units/hermes/internal/testkit"
 )
@@ -41,5 +44,48 @@ func TestCleanStopLogsNoWarning(t *testing.T) {
 			continue
 		}
 		t.Errorf("a clean stop logged: %s", line)
+	}
+}
+
+// inotifyFDs counts pid's inotify instances.
+func inotifyFDs(pid int) int {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, _ := os.ReadDir(dir)
+	n := 0
+	for _, e := range ents {
+		if l, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && l == "anon_inode:inotify" {
+			n++
+		}
+	}
+	return n
+}
+
+// TestCleanStopEndsWatchesFirst: hermesd's units watcher and log rotation
+// end as its clean stop begins, not after it: tearing down an inotify
+// instance that watched anything waits for a kernel grace period (often
+// 10 to 20 ms), which then passes beside the units' stop rather than after
+// it. Seen by hermesd's inotify descriptors, all closed while a unit that
+// ignores TERM still runs.
+func TestCleanStopEndsWatchesFirst(t *testing.T) {
+	needsProcesses(t, "hermesd and unit processes")
+	dir := t.TempDir()
+	testkit.WriteUnits(t, filepath.Join(dir, "units"), map[string]string{
+		"deaf.yaml": "command: [sh, -c, \"trap '' TERM; while :; do sleep 0.05; done\"]\ntimeouts: {stop: 60s}\n",
+	})
+	d := startDaemon(t, dir, "gateway")
+	u := d.waitStatus("deaf running", runningAll("deaf"))
+	pid := d.cmd.Process.Pid
+	if n := inotifyFDs(pid); n == 0 {
+		t.Fatal("hermesd holds no inotify instance while it runs: nothing to see")
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	closed := testkit.Within(20*time.Second, func() bool { return inotifyFDs(pid) == 0 })
+	alive := syscall.Kill(u["deaf"].PID, 0) == nil
+	syscall.Kill(-u["deaf"].PGID, syscall.SIGKILL) // the stop may end now
+	if err := <-d.done; err != nil {
+		t.Errorf("hermesd's clean stop: %v", err)
+	}
+	if !closed || !alive {
+		t.Errorf("hermesd's inotify instances closed while its unit still stopped: %v (the unit alive then: %v)", closed, alive)
 	}
 }

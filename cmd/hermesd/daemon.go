@@ -461,7 +461,14 @@ func (d *instance) run(ctx context.Context) error {
 	// control API keeps answering status during it.
 	helpers, stopHelpers := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	d.startHelpers(helpers, &wg)
+	d.startHelpers(helpers, ctx, &wg)
+	wg.Go(func() { // see startHelpers: the socket serves on, unwatched
+		select {
+		case <-ctx.Done():
+		case <-helpers.Done():
+		}
+		d.ln.Unwatch()
+	})
 
 	err := d.rec.Run(ctx)
 	sdNotify(d.log, "STOPPING=1")
@@ -499,10 +506,15 @@ func (d *instance) run(ctx context.Context) error {
 }
 
 // startHelpers starts, in wg, the goroutines that serve the reconciler
-// until ctx ends: the control API, the notify socket, the units watcher,
-// the systemd watchdog, log rotation, the proxy, the metrics, and the return
-// of the start burst's memory. Each logs its own failure.
-func (d *instance) startHelpers(ctx context.Context, wg *sync.WaitGroup) {
+// until ctx ends: the control API, the notify socket, the systemd
+// watchdog, the proxy, the metrics, and the return of the start burst's
+// memory. The units watcher and log rotation end sooner, when stopping
+// does (the clean stop begins), and so does the watch of the control
+// socket's directory (run): the kernel takes a grace period, often 10 to
+// 20 ms, to tear down an inotify instance that watched anything, and
+// that teardown then runs beside the units' stop instead of after it.
+// Each logs its own failure.
+func (d *instance) startHelpers(ctx, stopping context.Context, wg *sync.WaitGroup) {
 	log, rec := d.log, d.rec
 	wg.Go(func() {
 		if err := control.NewServer(keptBackend{backend{rec, d.px, d.cfg.State}, newKeeper(ctx, d.owner, log, d.supervisorPID)}, control.Options{Logf: d.controlLogf, Events: d.obs.bus, Version: buildVersion(), Paths: controlPaths(d.cfg.Paths)}).Serve(ctx, d.fds.reserve.Listener(d.ln, "control", controlLimits, d.controlLogf)); err != nil {
@@ -524,14 +536,14 @@ func (d *instance) startHelpers(ctx context.Context, wg *sync.WaitGroup) {
 		})
 	}
 	wg.Go(func() {
-		if err := d.w.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		if err := d.w.Run(stopping); err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("watching units stopped; hot reload is off", "err", err)
 		}
 	})
 	wg.Go(func() { watchdog(ctx, log) })
 	wg.Go(func() { returnMemory(ctx, d.started) })
 	wg.Go(func() {
-		if err := d.logs.Run(ctx); err != nil {
+		if err := d.logs.Run(stopping); err != nil {
 			log.Error("log rotation stopped", "err", err)
 		}
 	})
