@@ -180,7 +180,11 @@ func (r *Reconciler) passed() []*unit {
 		}
 	}
 	s.all = false
-	clear(s.touched)
+	// A new map, not clear: a Go map keeps the room it once needed, and
+	// ranging over it costs that room. The first pass touches every unit,
+	// so a cleared map made each later pass's few names cost a walk of
+	// thousands of empty slots, several times over.
+	s.touched = map[string]bool{}
 	return look
 }
 
