@@ -350,3 +350,8 @@ func newTestOwner(t testing.TB, opts Options) *Owner {
 	}
 	return o
 }
+
+// startShell is launchShell with nothing to replay.
+func startShell(grace time.Duration, ownerPGID int, cgBase, cgOwn, table string) (deathPipe, error) {
+	return launchShell(grace, ownerPGID, cgBase, cgOwn, table, nil, nil)
+}

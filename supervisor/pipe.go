@@ -180,11 +180,6 @@ type waiter struct {
 	reply func(error) // nil: nobody waits
 }
 
-// startShell is launchShell with nothing to replay.
-func startShell(grace time.Duration, ownerPGID int, cgBase, cgOwn, table string) (deathPipe, error) {
-	return launchShell(grace, ownerPGID, cgBase, cgOwn, table, nil, nil)
-}
-
 // launchShell starts the supervisor script in its own session with the read
 // end of a fresh death pipe on its stdin and the write end of a reply pipe
 // on its stdout. The death pipe's write end stays in the owner only:
@@ -281,7 +276,8 @@ func (p *shellPipe) goneLocked() error {
 }
 
 // prefill writes, before the script starts, as much of the queued lines
-// as the death pipe takes without blocking; the writer writes the rest.
+// as the death pipe takes without blocking (one write: a pipe with room
+// takes it all); the writer writes the rest.
 func (p *shellPipe) prefill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -290,21 +286,15 @@ func (p *shellPipe) prefill() {
 	if err != nil {
 		return
 	}
-	for len(p.unsent) > 0 {
-		n := 0
-		rc.Write(func(fd uintptr) bool {
-			if fl, ferr := unix.FcntlInt(fd, unix.F_GETFL, 0); ferr != nil || fl&unix.O_NONBLOCK == 0 {
-				err = errors.ErrUnsupported // a write could block: no reader runs yet
-				return true
+	rc.Write(func(fd uintptr) bool {
+		// A blocking descriptor could wait forever: no reader runs yet.
+		if fl, err := unix.FcntlInt(fd, unix.F_GETFL, 0); err == nil && fl&unix.O_NONBLOCK != 0 {
+			if n, err := unix.Write(int(fd), p.unsent); err == nil && n > 0 {
+				p.unsent = p.unsent[n:]
 			}
-			n, err = unix.Write(int(fd), p.unsent)
-			return true // one try: a full pipe is the writer's to wait on
-		})
-		if n <= 0 || err != nil {
-			return
 		}
-		p.unsent = p.unsent[n:]
-	}
+		return true // one try: a full pipe is the writer's to wait on
+	})
 }
 
 // writer writes the queued lines in order. A write may block for as long

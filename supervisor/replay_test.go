@@ -1,7 +1,10 @@
 package supervisor
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -57,5 +60,41 @@ func TestReplayLargerThanPipe(t *testing.T) {
 	testkit.Receive(t, 20*time.Second, p.Exited(), "supervisor did not exit after EOF")
 	if !killed() {
 		t.Error("the group of the replay's last line survived EOF")
+	}
+}
+
+// TestPrefillBeforeStart: the replay is in the death pipe as soon as
+// prefill returns, before any script or writer runs, in order, and on
+// Linux all of it (the pipe grown to hold it); elsewhere what does not fit
+// stays queued for the writer.
+func TestPrefillBeforeStart(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	var replay [][]byte
+	var all []byte
+	for i := range 3000 {
+		l := fmt.Appendf(nil, "R %s%d %d %d 0 - -\n", strings.Repeat("p", 150), i, 1<<23+i, 1<<23+i)
+		replay, all = append(replay, l), append(all, l...)
+	}
+	p := &shellPipe{w: w, kick: make(chan struct{}, 1)}
+	p.Send(replay, nil)
+	p.prefill()
+	written := len(all) - len(p.unsent)
+	if _, grown := pipeSize(t, w); grown && written != len(all) {
+		t.Fatalf("prefill wrote %d of the replay's %d bytes", written, len(all))
+	}
+	if written == 0 {
+		t.Fatal("prefill wrote nothing")
+	}
+	got := make([]byte, written)
+	if _, err := io.ReadFull(r, got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, all[:written]) || !bytes.Equal(p.unsent, all[written:]) {
+		t.Error("the pipe and the queue do not hold the replay in order")
 	}
 }
