@@ -743,7 +743,7 @@ func (o *Owner) adoptOrphan(st proc.Stat) *reg {
 	if o.closed || o.safeLocked(e.g) != nil {
 		return nil
 	}
-	o.regs[e.id] = e
+	o.addRegLocked(e)
 	o.escPids[st.PID] = true
 	o.sendEscapeeLocked(e, fmt.Sprintf("orphan %d (group %d, session %d)", st.PID, st.PGID, st.SID),
 		"was re-parented to the owner and no evidence names its unit (it is no unit's: it dies with the owner)")
@@ -783,7 +783,7 @@ func (o *Owner) Claim(g Group, pid int, why string) bool {
 	if e == nil {
 		return false
 	}
-	delete(o.regs, e.id)
+	o.deleteRegLocked(e)
 	e.orphan, e.key, e.g.Unit = false, r.key, r.g.Unit
 	r.esc = append(r.esc, e)
 	for p, l := range o.lineage {

@@ -232,7 +232,7 @@ func (o *Owner) ReleaseOnceEmpty(ctx context.Context, g Group) error {
 		o.mu.Unlock()
 		return fmt.Errorf("release group %d of %s: %w", g.PGID, g.Unit, ErrUnknown)
 	}
-	r.onceEmpty = true
+	o.pendLocked(r, false)
 	o.mu.Unlock()
 	if o.regEmpty(r) {
 		return o.drop(ctx, r)
@@ -374,7 +374,7 @@ func (o *Owner) release(regs []*reg) {
 	defer o.mu.Unlock()
 	for _, r := range regs {
 		if r != nil {
-			r.stopping = false
+			o.holdLocked(r, false)
 		}
 	}
 	o.stopAlls--
@@ -422,7 +422,7 @@ func (o *Owner) stopping(orders []StopOrder) ([]*reg, []error) {
 		g := s.Group
 		r := x[groupKeyOf(g)]
 		if r != nil {
-			r.stopping = true
+			o.holdLocked(r, true)
 		} else {
 			r = &reg{g: o.foreignCgroupLocked(g)}
 			if err := o.safeLocked(g); err != nil {
@@ -865,15 +865,15 @@ func (o *Owner) dropAll(ctx context.Context, regs []*reg, rmdir bool) error {
 // the zombies a scan reaps are the owner's children.
 func (o *Owner) tidy(scan scanKind) {
 	o.mu.Lock()
-	var pending []*reg
-	spawned := false
-	for _, r := range o.regs {
-		if (r.leaderGone || r.onceEmpty) && !r.stopping {
-			pending = append(pending, r)
-		}
-		spawned = spawned || r.key != ""
+	pending := make([]*reg, 0, len(o.pending))
+	for r := range o.pending {
+		pending = append(pending, r)
 	}
+	spawned, looked := o.keyed > 0, len(o.pending)
 	o.mu.Unlock()
+	if h := o.hooks; h != nil && h.tidyLooked != nil {
+		h.tidyLooked(looked)
+	}
 	scanned := o.mode == ModePGroup && (scan != noScan || len(pending) > 0) && spawned
 	of := append([]*reg{}, pending...) // not nil: narrowed where it can be
 	if scan == tableScan {

@@ -508,7 +508,7 @@ func (sp *spawning) onExit() func() {
 	case !sp.spec.Survive:
 		return func() {
 			o.mu.Lock()
-			r.leaderGone = true
+			o.pendLocked(r, true)
 			o.mu.Unlock()
 			o.poke()
 		}

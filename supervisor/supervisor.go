@@ -258,18 +258,27 @@ type ownerConfig struct {
 // ownerState is what an Owner's registrations and supervisor are now:
 // every field is guarded by Owner.mu.
 type ownerState struct {
-	regs      map[string]*reg // by id
-	pipe      deathPipe       // nil when no supervisor runs
-	retired   []deathPipe     // closed pipes whose supervisor may still run
-	started   time.Time       // when pipe started
-	idleSince time.Time       // when regs last became empty
-	failures  int             // consecutive quick exits
-	retryAt   time.Time       // next automatic restart, zero for none
-	health    string          // "" = ok
-	seq       uint64          // the last number given (nextLocked)
-	closed    bool            // Close was called
-	leaders   map[int]bool    // pids of our exec.Cmd children (never reaped by the scan)
-	supPids   map[int]bool    // the supervisors started (the latest 64 at least)
+	regs map[string]*reg // by id; changed only by addRegLocked and deleteRegLocked
+	// pending are the regs the janitor looks at (tidy): their leader is
+	// gone or they are to be released once empty, and no StopAll holds
+	// them (stopping). keyed counts the regs with a spawn key. Both are
+	// kept with regs (addRegLocked, deleteRegLocked, pendLocked,
+	// holdLocked), so that a janitor's pass costs what waits for it, not
+	// every group the owner holds: a stop of thousands of units wakes it
+	// at each leader's exit.
+	pending   map[*reg]bool
+	keyed     int
+	pipe      deathPipe    // nil when no supervisor runs
+	retired   []deathPipe  // closed pipes whose supervisor may still run
+	started   time.Time    // when pipe started
+	idleSince time.Time    // when regs last became empty
+	failures  int          // consecutive quick exits
+	retryAt   time.Time    // next automatic restart, zero for none
+	health    string       // "" = ok
+	seq       uint64       // the last number given (nextLocked)
+	closed    bool         // Close was called
+	leaders   map[int]bool // pids of our exec.Cmd children (never reaped by the scan)
+	supPids   map[int]bool // the supervisors started (the latest 64 at least)
 	// stopAlls counts the StopAlls that run; while one does, the
 	// janitor's scan for a SIGCHLD is owed (scanOwed) rather than run
 	// (see scanAskedLocked).
@@ -283,6 +292,7 @@ type ownerHooks struct {
 	afterSpawn  func(pid int) // between a child's start and its registration
 	launched    func(pid int) // a supervisor started, its replay sent; called with mu held
 	tidyScanned func()        // in tidy, between the scan and the look at the groups to drop
+	tidyLooked  func(n int)   // in tidy: the registrations its pass looked at
 	scanViewed  func()        // in a scan, between its view of the registrations and its read of the process table
 	signalled   func(pid int) // a process of a cgroup, or a process group (by its id), is about to get a signal (signalLeader, signalRest, signalAlone)
 	emptyPoll   time.Duration // replaces waitEmpty's emptyPollEvery: what does not depend on polling
@@ -333,7 +343,7 @@ func newOwner(opts Options, launch launcher, hooks *ownerHooks) (*Owner, error) 
 	}
 	o := &Owner{
 		ownerConfig: ownerConfig{opts: opts, self: self, pgid: syscall.Getpgrp(), name: fmt.Sprintf("%d_%d", self.PID, self.StartTime)},
-		ownerState:  ownerState{regs: map[string]*reg{}, leaders: map[int]bool{}, supPids: map[int]bool{}},
+		ownerState:  ownerState{regs: map[string]*reg{}, pending: map[*reg]bool{}, leaders: map[int]bool{}, supPids: map[int]bool{}},
 		scanState:   scanState{escPids: map[int]bool{}},
 		wake:        make(chan struct{}, 1), sigchld: make(chan os.Signal, 1),
 		stop: make(chan struct{}), done: make(chan struct{}), hooks: hooks,
@@ -726,11 +736,8 @@ func (o *Owner) dueLocked(last, rest time.Time) time.Time {
 	if o.closed {
 		return due
 	}
-	for _, r := range o.regs {
-		if r.leaderGone || r.onceEmpty {
-			at(last.Add(poll))
-			break
-		}
+	if len(o.pending) > 0 {
+		at(last.Add(poll))
 	}
 	switch {
 	case o.pipe == nil && !o.retryAt.IsZero():
@@ -788,15 +795,7 @@ const escapeeScan = time.Second
 // scanDueLocked reports whether escapees are looked for on a timer: pgroup
 // mode, with a spawn registered.
 func (o *Owner) scanDueLocked() bool {
-	if o.mode != ModePGroup {
-		return false
-	}
-	for _, r := range o.regs {
-		if r.key != "" {
-			return true
-		}
-	}
-	return false
+	return o.mode == ModePGroup && o.keyed > 0
 }
 
 // supervisorExited handles the exit of p, the supervisor that ran.
@@ -966,7 +965,7 @@ func (o *Owner) registerLocked(r *reg) (sent, error) {
 			return sent{}, err
 		}
 	}
-	o.regs[r.id] = r
+	o.addRegLocked(r)
 	ack := make(chan error, 1)
 	o.pipe.Send([][]byte{l}, func(_ int, err error) { ack <- err })
 	return sent{ack, o.pipe}, nil
@@ -1063,7 +1062,7 @@ func (o *Owner) unregisterAllLocked(regs []*reg) (ack <-chan error, n int) {
 		if o.regs[r.id] != r {
 			continue
 		}
-		delete(o.regs, r.id)
+		o.deleteRegLocked(r)
 		ids = append(ids, r.id)
 		for _, e := range r.esc {
 			delete(o.escPids, e.g.Leader.PID)
@@ -1093,3 +1092,45 @@ func (o *Owner) unregisterAllLocked(regs []*reg) (ack <-chan error, n int) {
 }
 
 func (o *Owner) nextLocked() uint64 { o.seq++; return o.seq }
+
+// addRegLocked adds r to the registrations, and to the janitor's pending
+// ones when its leader is gone or it is to be released once empty.
+func (o *Owner) addRegLocked(r *reg) {
+	o.regs[r.id] = r
+	if r.key != "" {
+		o.keyed++
+	}
+	o.holdLocked(r, r.stopping)
+}
+
+// deleteRegLocked takes r out of the registrations (it must be there).
+func (o *Owner) deleteRegLocked(r *reg) {
+	delete(o.regs, r.id)
+	delete(o.pending, r)
+	if r.key != "" {
+		o.keyed--
+	}
+}
+
+// pendLocked sets r's leaderGone (gone) or onceEmpty, and has the janitor
+// look at it while it is registered.
+func (o *Owner) pendLocked(r *reg, gone bool) {
+	if gone {
+		r.leaderGone = true
+	} else {
+		r.onceEmpty = true
+	}
+	o.holdLocked(r, r.stopping)
+}
+
+// holdLocked sets r's stopping: a StopAll holds it (stopping) or lets it
+// go. A registered group the janitor is to look at is pending while no
+// StopAll holds it.
+func (o *Owner) holdLocked(r *reg, stopping bool) {
+	r.stopping = stopping
+	if o.regs[r.id] == r && (r.leaderGone || r.onceEmpty) && !stopping {
+		o.pending[r] = true
+	} else {
+		delete(o.pending, r)
+	}
+}
