@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/testkit"
 )
 
@@ -70,10 +71,14 @@ func TestCleanStopEndsWatchesFirst(t *testing.T) {
 	needsProcesses(t, "hermesd and unit processes")
 	dir := t.TempDir()
 	testkit.WriteUnits(t, filepath.Join(dir, "units"), map[string]string{
-		"deaf.yaml": "command: [sh, -c, \"trap '' TERM; while :; do sleep 0.05; done\"]\ntimeouts: {stop: 60s}\n",
+		// Ready once its trap is set: a TERM before that would end it.
+		"deaf.yaml": "command: [sh, -c, \"trap '' TERM; echo trapped; while :; do sleep 0.05; done\"]\nready: {log: '^trapped$'}\ntimeouts: {stop: 60s}\n",
 	})
 	d := startDaemon(t, dir, "gateway")
-	u := d.waitStatus("deaf running", runningAll("deaf"))
+	u := d.waitStatus("deaf ready, its trap set", func(_ control.Status, u map[string]control.Unit) bool {
+		x, ok := u["deaf"]
+		return running(x, ok) && x.Ready
+	})
 	pid := d.cmd.Process.Pid
 	if n := inotifyFDs(pid); n == 0 {
 		t.Fatal("hermesd holds no inotify instance while it runs: nothing to see")
