@@ -316,6 +316,11 @@ func escapeRun(t *testing.T, su setup, c escapeCase, late bool) (found, ctlLost 
 		}
 	}()
 	ctl := owner(cTok, cPort, cDir, false)
+	// The control's unit lives before the owner under test starts: an
+	// early row kills that owner as soon as its own unit's escapees are
+	// born, which on a loaded machine came before the control's unit had
+	// any process, and left nothing to compare.
+	testkit.Eventually(t, 10*time.Second, "the control owner's unit to have a live process", func() bool { return len(alive(cTok, cPort)) > 0 })
 	v := owner(vTok, vPort, vDir, !late)
 	sup := v.sup // early: printed before the spawn; the unit kills v
 	if !late && sup == 0 {
