@@ -1094,7 +1094,8 @@ func (o *Owner) unregisterAllLocked(regs []*reg) (ack <-chan error, n int) {
 func (o *Owner) nextLocked() uint64 { o.seq++; return o.seq }
 
 // addRegLocked adds r to the registrations, and to the janitor's pending
-// ones when its leader is gone or it is to be released once empty.
+// ones when its leader is gone or it is to be released once empty and no
+// StopAll holds it.
 func (o *Owner) addRegLocked(r *reg) {
 	o.regs[r.id] = r
 	if r.key != "" {
