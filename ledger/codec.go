@@ -350,12 +350,27 @@ func matchLine(line []byte, lines []string, from int) int {
 // leaves room to append extra more without a copy. The Argv copies share one
 // allocation, each capped so that an append to one cannot reach the next.
 func cloneEntries(es []*Entry, extra int) []Entry {
+	out, _ := cloneInto(nil, nil, es, extra)
+	return out
+}
+
+// cloneInto is cloneEntries into the memory of dst and argv, a previous
+// copy that nothing uses any more, where it is large enough; it returns
+// the copy and the memory of its Argv, for the next.
+func cloneInto(dst []Entry, argv []string, es []*Entry, extra int) ([]Entry, []string) {
 	n := 0
 	for _, e := range es {
 		n += len(e.Argv)
 	}
-	argv := make([]string, 0, n)
-	out := make([]Entry, len(es), len(es)+extra)
+	if cap(argv) < n {
+		argv = make([]string, 0, n+n/8)
+	}
+	if cap(dst) < len(es)+extra {
+		dst = make([]Entry, 0, len(es)+len(es)/8+extra)
+	}
+	clear(dst[len(es):cap(dst)]) // what an earlier copy left there is not kept alive
+	clear(argv[n:cap(argv)])
+	out, argv := dst[:len(es)], argv[:0]
 	for i, e := range es {
 		out[i] = *e
 		if e.Argv != nil {
@@ -364,5 +379,5 @@ func cloneEntries(es []*Entry, extra int) []Entry {
 			out[i].Argv = argv[start:len(argv):len(argv)]
 		}
 	}
-	return out
+	return out, argv
 }

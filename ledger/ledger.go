@@ -82,6 +82,13 @@ type Ledger struct {
 	turn chan struct{}
 	rbuf []byte // guarded by turn; the file as last read
 	wbuf []byte // guarded by turn; the file as last encoded
+	// given and argv are the memory of the copy of the entries an Update
+	// hands to its fn, reused by the next Update (fn keeps nothing of
+	// it): a copy of thousands of entries at each write was most of what
+	// an owner of thousands of units allocated, and so most of its
+	// garbage collections. Guarded by turn.
+	given []Entry
+	argv  []string
 	// swept is when this Ledger last removed stale temporary files. Guarded
 	// by turn.
 	swept time.Time
@@ -139,8 +146,11 @@ func (l *Ledger) LastLockWait() time.Duration {
 // the entries no longer alive (see the package doc for when a write
 // looks), atomically. fn may be given entries whose group is gone since
 // the last write. fn runs with the lock held: it
-// must be quick and must not call back into the ledger. An error from fn
-// leaves the file untouched and is returned as is.
+// must be quick and must not call back into the ledger. It may change
+// what it is given, but must not keep it once it returns (the slice, or
+// an entry's Argv): the next Update reuses that memory; copy what is to
+// be kept. An error from fn leaves the file untouched and is returned as
+// is.
 //
 // It fails with an error wrapping ErrLocked when the lock is not acquired
 // within LockTimeout, and with ctx's error when ctx ends first.
@@ -215,8 +225,8 @@ func (l *Ledger) modifyLocked(fn func([]Entry) ([]Entry, error)) ([]byte, error)
 	// fn may change what it is given, even inside Argv: it gets a deep copy,
 	// and entries keeps what the lines encode. Room for a few more entries
 	// spares an Add the copy of the whole slice.
-	given := cloneEntries(entries, 8)
-	out, err := fn(given)
+	l.given, l.argv = cloneInto(l.given, l.argv, entries, 8)
+	out, err := fn(l.given)
 	if err != nil {
 		return nil, err
 	}
@@ -340,7 +350,7 @@ func (l *Ledger) Entries(ctx context.Context) ([]Entry, error) {
 	}
 	var snap []Entry
 	err = l.Update(ctx, func(cur []Entry) ([]Entry, error) {
-		snap = append([]Entry(nil), cur...)
+		snap = cloneEntries(pointers(cur), 0)
 		return cur, nil
 	})
 	return snap, err
