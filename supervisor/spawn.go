@@ -403,7 +403,7 @@ func (sp *spawning) commit(ctx context.Context) (*Child, error) {
 	// Under mu: in cgroup mode r is registered already, and a supervisor
 	// restart replays it (startLocked) from another goroutine.
 	o.mu.Lock()
-	r.g.PGID, r.g.Leader = pid, id
+	o.setGroupLocked(r, pid, id)
 	if sp.attr.Setsid {
 		r.session = pid // it leads its session: see reserve
 	}

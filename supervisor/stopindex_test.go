@@ -8,15 +8,15 @@ import (
 )
 
 // TestStoppingIndex: StopAll finds each group of its batch among the
-// registrations through one index of them (indexLocked), as findLocked
-// finds one: by process group, leader pid and leader start; a group
-// registered with another leader start, or not at all, is not found, and
-// gets a registration of its own for the stop.
+// registrations through their index (byGroup), as findLocked finds one:
+// by process group, leader pid and leader start; a group registered with
+// another leader start, or not at all, is not found, and gets a
+// registration of its own for the stop.
 func TestStoppingIndex(t *testing.T) {
-	o := &Owner{ownerState: ownerState{regs: map[string]*reg{}}}
+	o := &Owner{ownerState: ownerState{regs: map[string]*reg{}, pending: map[*reg]bool{}, byGroup: map[groupKey][]*reg{}}}
 	for i := range 3000 {
 		g := Group{Unit: "u", PGID: 2_000_000 + i, Leader: proc.Identity{PID: 2_000_000 + i, StartTime: uint64(7 + i)}}
-		o.regs["s"+strconv.Itoa(i)] = &reg{id: "s" + strconv.Itoa(i), g: g}
+		o.addRegLocked(&reg{id: "s" + strconv.Itoa(i), g: g})
 	}
 	var orders []StopOrder
 	for i := 0; i < 3000; i += 7 {
@@ -39,5 +39,42 @@ func TestStoppingIndex(t *testing.T) {
 		if want == nil || regs[i] != want || !want.stopping {
 			t.Errorf("group %d: got %p, want the registration findLocked finds (%p), marked stopping", s.Group.PGID, regs[i], want)
 		}
+	}
+}
+
+// TestGroupIndex: findLocked finds a registration by its group from the
+// moment it is registered to the moment it is dropped, through a spawn's
+// group set once its leader runs (setGroupLocked), and two registrations
+// of one group (an orphan's, then a spawn's) are each found until each is
+// dropped; nothing is left in the index once every registration is gone.
+func TestGroupIndex(t *testing.T) {
+	o := &Owner{ownerState: ownerState{regs: map[string]*reg{}, pending: map[*reg]bool{}, byGroup: map[groupKey][]*reg{}}}
+	g := Group{Unit: "web", PGID: 3_000_001, Leader: proc.Identity{PID: 3_000_001, StartTime: 42}}
+	spawn := &reg{id: "s1", g: Group{Unit: "web"}} // registered before its leader runs (cgroup mode)
+	o.addRegLocked(spawn)
+	if r := o.findLocked(g); r != nil {
+		t.Fatalf("a spawn whose leader is not started yet was found by its future group: %+v", r)
+	}
+	o.setGroupLocked(spawn, g.PGID, g.Leader)
+	if r := o.findLocked(g); r != spawn {
+		t.Fatalf("after its leader started, findLocked = %p, want the spawn's registration %p", r, spawn)
+	}
+	if r := o.findLocked(Group{PGID: g.PGID, Leader: proc.Identity{PID: g.Leader.PID, StartTime: 41}}); r != nil {
+		t.Errorf("a group of the same pid with another leader start was found: %+v", r)
+	}
+	orphan := &reg{id: "x2", g: g, orphan: true}
+	o.addRegLocked(orphan)
+	o.deleteRegLocked(spawn)
+	if r := o.findLocked(g); r != orphan {
+		t.Errorf("with the spawn dropped, findLocked = %p, want the other registration of the group %p", r, orphan)
+	}
+	o.deleteRegLocked(orphan)
+	if r := o.findLocked(g); r != nil || len(o.byGroup) != 0 {
+		t.Errorf("with every registration dropped, findLocked = %p and the index holds %d groups, want nil and 0", r, len(o.byGroup))
+	}
+	unregistered := &reg{id: "s3"}
+	o.setGroupLocked(unregistered, g.PGID, g.Leader)
+	if r := o.findLocked(g); r != nil {
+		t.Errorf("a registration not added was found once its group was set: %+v", r)
 	}
 }

@@ -266,8 +266,14 @@ type ownerState struct {
 	// holdLocked), so that a janitor's pass costs what waits for it, not
 	// every group the owner holds: a stop of thousands of units wakes it
 	// at each leader's exit.
-	pending   map[*reg]bool
-	keyed     int
+	pending map[*reg]bool
+	keyed   int
+	// byGroup are the regs by their group (process group, leader pid and
+	// start: groupKeyOf), as findLocked finds them; kept with regs (and
+	// with a spawn's group once it is known: setGroupLocked), so that a
+	// lookup, made at each unit's stop, signal and exit, does not walk
+	// every registration.
+	byGroup   map[groupKey][]*reg
 	pipe      deathPipe    // nil when no supervisor runs
 	retired   []deathPipe  // closed pipes whose supervisor may still run
 	started   time.Time    // when pipe started
@@ -343,7 +349,7 @@ func newOwner(opts Options, launch launcher, hooks *ownerHooks) (*Owner, error) 
 	}
 	o := &Owner{
 		ownerConfig: ownerConfig{opts: opts, self: self, pgid: syscall.Getpgrp(), name: fmt.Sprintf("%d_%d", self.PID, self.StartTime)},
-		ownerState:  ownerState{regs: map[string]*reg{}, pending: map[*reg]bool{}, leaders: map[int]bool{}, supPids: map[int]bool{}},
+		ownerState:  ownerState{regs: map[string]*reg{}, pending: map[*reg]bool{}, byGroup: map[groupKey][]*reg{}, leaders: map[int]bool{}, supPids: map[int]bool{}},
 		scanState:   scanState{escPids: map[int]bool{}},
 		wake:        make(chan struct{}, 1), sigchld: make(chan os.Signal, 1),
 		stop: make(chan struct{}), done: make(chan struct{}), hooks: hooks,
@@ -1098,6 +1104,7 @@ func (o *Owner) nextLocked() uint64 { o.seq++; return o.seq }
 // StopAll holds it.
 func (o *Owner) addRegLocked(r *reg) {
 	o.regs[r.id] = r
+	o.byGroup[groupKeyOf(r.g)] = append(o.byGroup[groupKeyOf(r.g)], r)
 	if r.key != "" {
 		o.keyed++
 	}
@@ -1107,9 +1114,33 @@ func (o *Owner) addRegLocked(r *reg) {
 // deleteRegLocked takes r out of the registrations (it must be there).
 func (o *Owner) deleteRegLocked(r *reg) {
 	delete(o.regs, r.id)
+	o.unindexLocked(r)
 	delete(o.pending, r)
 	if r.key != "" {
 		o.keyed--
+	}
+}
+
+// unindexLocked takes r out of byGroup.
+func (o *Owner) unindexLocked(r *reg) {
+	k := groupKeyOf(r.g)
+	if rs := slices.DeleteFunc(o.byGroup[k], func(x *reg) bool { return x == r }); len(rs) > 0 {
+		o.byGroup[k] = rs
+	} else {
+		delete(o.byGroup, k)
+	}
+}
+
+// setGroupLocked sets the process group and leader of r, a spawn's
+// registration, once its leader is started.
+func (o *Owner) setGroupLocked(r *reg, pgid int, leader proc.Identity) {
+	registered := o.regs[r.id] == r
+	if registered {
+		o.unindexLocked(r)
+	}
+	r.g.PGID, r.g.Leader = pgid, leader
+	if registered {
+		o.byGroup[groupKeyOf(r.g)] = append(o.byGroup[groupKeyOf(r.g)], r)
 	}
 }
 
