@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hermes-units/hermes/control"
@@ -315,7 +316,9 @@ type copying struct {
 	stopped [2]bool // copier i returned at its pipe's end (or a read error), not handed over
 }
 
-// start starts the copiers of the streams not yet at their end.
+// start starts the copiers of the streams not yet at their end. The
+// last of them to return closes (the closer's work, finish): no goroutine
+// waits for them, as thousands of units would have thousands waiting.
 func (c *copying) start() {
 	// Not below r.base: hermesd's stop drains the pipes, it hands nothing over.
 	c.handing, c.hand = context.WithCancel(context.WithoutCancel(c.r.base))
@@ -324,25 +327,12 @@ func (c *copying) start() {
 	ctx, handing, r := c.r.base, c.handing, c.r
 	var handed [2]bool
 	var stopped [2]bool
-	fin := make(chan struct{}, 2)
-	for i, pr := range c.reads {
-		if c.stopped[i] {
-			stopped[i] = true
-			fin <- struct{}{}
-			continue
+	var running atomic.Int32
+	running.Store(2)
+	finish := func() { // by the last copier to return, or by start when none runs
+		if running.Add(-1) > 0 {
+			return
 		}
-		r.wg.Go(func() {
-			defer func() { fin <- struct{}{} }()
-			h, err := logfile.CopyUntil(ctx, handing, c.dst, pr, streams[i], nil)
-			handed[i], stopped[i] = h, !h
-			if err != nil && !errors.As(err, new(reportedError)) {
-				r.log.Warn("unit output lost: its pipe could not be read", "unit", c.unit, "stream", streams[i], "err", err)
-			}
-		})
-	}
-	r.wg.Go(func() {
-		<-fin
-		<-fin
 		c.stopped = stopped
 		if handed[0] || handed[1] {
 			c.left = true
@@ -350,7 +340,22 @@ func (c *copying) start() {
 			c.closeFiles()
 		}
 		close(c.done)
-	})
+	}
+	for i, pr := range c.reads {
+		if c.stopped[i] {
+			stopped[i] = true
+			finish()
+			continue
+		}
+		r.wg.Go(func() {
+			defer finish()
+			h, err := logfile.CopyUntil(ctx, handing, c.dst, pr, streams[i], nil)
+			handed[i], stopped[i] = h, !h
+			if err != nil && !errors.As(err, new(reportedError)) {
+				r.log.Warn("unit output lost: its pipe could not be read", "unit", c.unit, "stream", streams[i], "err", err)
+			}
+		})
+	}
 }
 
 func (c *copying) closeFiles() {
