@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -223,19 +224,58 @@ func (r *Reconciler) watchExit(u *unit, p Process) {
 	simple := u.spec.Type != units.Oneshot && u.spec.Type != units.Forking
 	runCtx, g := u.run.ctx, u.run.group
 	name, gen := u.spec.Name, u.gen
-	r.wg.Go(func() {
-		select {
-		case <-p.Done():
-			ev := exitEvent{name: name, gen: gen, err: p.Err()}
-			// A run whose stop has begun is not asked what it left: its
-			// exit is the stop's (and Run drops the event).
-			if daemons != nil && simple && ev.err == nil && runCtx.Err() == nil {
-				ev.left = daemons.Members(g) // off Run's goroutine: a /proc scan in pgroup mode
+	exited := func() {
+		ev := exitEvent{name: name, gen: gen, err: p.Err()}
+		// A run whose stop has begun is not asked what it left: its
+		// exit is the stop's (and Run drops the event).
+		if daemons != nil && simple && ev.err == nil && runCtx.Err() == nil {
+			ev.left = daemons.Members(g) // off Run's goroutine: a /proc scan in pgroup mode
+		}
+		r.post(ev)
+	}
+	ae, ok := p.(afterExiter)
+	if !ok {
+		r.wg.Go(func() {
+			select {
+			case <-p.Done():
+				exited()
+			case <-runCtx.Done():
 			}
-			r.post(ev)
-		case <-runCtx.Done():
+		})
+		return
+	}
+	// No goroutine waits while the unit runs: the first of the two funcs
+	// to run ends the other's arrangement (mu: both are set before
+	// either reads the other's); wg counts the one to come.
+	r.wg.Add(1)
+	var mu sync.Mutex
+	var stopRun, stopExit func() bool
+	mu.Lock()
+	defer mu.Unlock()
+	stopRun = context.AfterFunc(runCtx, func() {
+		mu.Lock()
+		stop := stopExit
+		mu.Unlock()
+		if stop() {
+			r.wg.Done()
 		}
 	})
+	stopExit = ae.AfterExit(func() {
+		defer r.wg.Done()
+		mu.Lock()
+		stop := stopRun
+		mu.Unlock()
+		stop()
+		if runCtx.Err() == nil {
+			exited()
+		}
+	})
+}
+
+// afterExiter is a Process that runs a func once its leader has exited
+// (supervisor.Child.AfterExit), so that no goroutine need wait for it.
+type afterExiter interface {
+	AfterExit(f func()) (stop func() bool)
 }
 
 // armRun arms u's runtime_max and watchdog timers, then its readiness: at

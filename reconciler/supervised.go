@@ -26,6 +26,8 @@ func (c child) Group() supervisor.Group { return c.c.Group }
 func (c child) Done() <-chan struct{}   { return c.c.Done() }
 func (c child) Err() error              { return c.c.Err() }
 
+func (c child) AfterExit(f func()) func() bool { return c.c.AfterExit(f) }
+
 func (s ownerSpawner) Spawn(ctx context.Context, sp supervisor.Spec) (Process, error) {
 	c, err := s.o.SpawnOwned(ctx, sp)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"log"
 	"os"
 	"os/exec"
+	"slices"
 	"syscall"
 	"time"
 
@@ -55,6 +56,31 @@ func ExampleOwner_SpawnOwned() {
 	fmt.Println("exit error:", errors.As(c.Err(), &ee))
 	// Output:
 	// exit error: true
+}
+
+// An owner of many children runs a func at each exit with AfterExit,
+// rather than a goroutine waiting on each Done.
+func ExampleChild_AfterExit() {
+	o, err := supervisor.New(supervisor.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer o.Close()
+	exits := make(chan string)
+	for _, code := range []string{"0", "4"} {
+		c, err := o.SpawnOwned(context.Background(), supervisor.Spec{Unit: "job" + code, Argv: []string{"sh", "-c", "exit " + code}, Env: os.Environ()})
+		if err != nil {
+			log.Fatal(err)
+		}
+		c.AfterExit(func() { exits <- fmt.Sprintf("%s: %v", c.Unit, c.Err()) })
+	}
+	got := []string{<-exits, <-exits}
+	slices.Sort(got)
+	fmt.Println(got[0])
+	fmt.Println(got[1])
+	// Output:
+	// job0: <nil>
+	// job4: exit status 4
 }
 
 // Own makes a group that something else started die with the owner, as a

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -52,6 +53,53 @@ type Child struct {
 	Key  string // spawn key (the EnvSpawn tag of its processes)
 	done chan struct{}
 	err  error // set before done is closed
+
+	amu    sync.Mutex
+	after  []*afterExit // guarded by amu; the funcs of AfterExit not run or stopped yet
+	exited bool         // guarded by amu; the leader is reaped: AfterExit runs f at once
+}
+
+type afterExit struct{ f func() }
+
+// AfterExit arranges for f to run in its own goroutine once the leader
+// has exited and been reaped (as Done is closed), at once if it has. stop
+// ends the arrangement; it reports whether it kept f from running (false
+// once f was started, or stop called before). It is Done without a
+// goroutine waiting on it: an owner of thousands of children that waits
+// for each exit this way holds no goroutine per child (see
+// context.AfterFunc, which it follows).
+func (c *Child) AfterExit(f func()) (stop func() bool) {
+	a := &afterExit{f}
+	c.amu.Lock()
+	if c.exited {
+		c.amu.Unlock()
+		go f()
+		return func() bool { return false }
+	}
+	c.after = append(c.after, a)
+	c.amu.Unlock()
+	return func() bool {
+		c.amu.Lock()
+		defer c.amu.Unlock()
+		i := slices.Index(c.after, a)
+		if i < 0 {
+			return false
+		}
+		c.after = slices.Delete(c.after, i, i+1)
+		return true
+	}
+}
+
+// exit closes done and starts the funcs of AfterExit.
+func (c *Child) exit() {
+	close(c.done)
+	c.amu.Lock()
+	after := c.after
+	c.after, c.exited = nil, true
+	c.amu.Unlock()
+	for _, a := range after {
+		go a.f()
+	}
 }
 
 // Done is closed when the leader has exited and been reaped; Err then holds
@@ -584,7 +632,7 @@ func (o *Owner) wait(cmd *exec.Cmd, c *Child, onExit func()) {
 	if onExit != nil {
 		onExit()
 	}
-	close(c.done)
+	c.exit()
 }
 
 // tag returns the child's environment: spec.Env without inherited tags,
