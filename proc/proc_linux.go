@@ -77,10 +77,20 @@ func parseStat(pid int, b []byte) (Stat, error) {
 		return Stat{}, fmt.Errorf("pid %d: malformed stat", pid)
 	}
 	s := Stat{PID: pid, Comm: string(b[open+1 : end])}
-	f := strings.Fields(string(b[end+1:]))
-	// f[0] is field 3 (state); field N is f[N-3].
-	if len(f) < 20 {
-		return Stat{}, fmt.Errorf("pid %d: short stat (%d fields)", pid, len(f)+2)
+	// f[0] is field 3 (state); field N is f[N-3]. Only the first 22 are
+	// read, into an array: a scan of the whole process table parses
+	// thousands of these, and a slice of every field was most of what it
+	// allocated.
+	var f [22]string
+	n := 0
+	for x := range strings.FieldsSeq(string(b[end+1:])) {
+		if n < len(f) {
+			f[n] = x
+		}
+		n++
+	}
+	if n < 20 {
+		return Stat{}, fmt.Errorf("pid %d: short stat (%d fields)", pid, n+2)
 	}
 	s.State = f[0][0]
 	var err error
@@ -102,7 +112,7 @@ func parseStat(pid int, b []byte) (Stat, error) {
 		return Stat{}, fmt.Errorf("pid %d: utime, stime: %w", pid, err)
 	}
 	s.CPU = utime + stime
-	if len(f) >= 22 { // a stat line of a kernel older than 2.6 stops short of them
+	if n >= 22 { // a stat line of a kernel older than 2.6 stops short of them
 		cutime, err1 := strconv.ParseUint(f[13], 10, 64)
 		cstime, err2 := strconv.ParseUint(f[14], 10, 64)
 		pages, err3 := strconv.ParseInt(f[21], 10, 64)

@@ -303,3 +303,17 @@ func TestSplitNUL(t *testing.T) {
 		})
 	}
 }
+
+// TestParseStatAllocs: parsing a stat line allocates its command name
+// and one copy of the line's rest, not a slice of its 50 fields: a scan of
+// the whole process table parses one line a process.
+func TestParseStatAllocs(t *testing.T) {
+	line := []byte("42 (sleep) S 1 100 100 0 -1 4194560 100 0 0 0 1 2 3 4 20 0 1 0 123456 1000 10 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0")
+	if allocs := testing.AllocsPerRun(100, func() {
+		if _, err := parseStat(42, line); err != nil {
+			t.Fatal(err)
+		}
+	}); allocs > 2 {
+		t.Errorf("parseStat allocated %.0f times a line, want 2 (the name, the rest of the line)", allocs)
+	}
+}
