@@ -69,6 +69,7 @@ func unknownUnit(name string) error { return fmt.Errorf("unit %s: %w", name, con
 func (r *Reconciler) status() (st control.Status, rel []supervisor.Group) {
 	st = r.statusHeader()
 	fileErr := r.fileErrors()
+	st.Units = make([]control.Unit, 0, len(r.units)+len(r.released)) // a row a unit (and error rows, rarely)
 	for _, u := range r.order() {
 		st.Units = append(st.Units, r.unitStatus(u, fileErr[u.spec.Name]))
 	}
