@@ -57,10 +57,20 @@ func (r *records) has(substr ...string) bool {
 // notifySocketOf is the NOTIFY_SOCKET pid started with ("" without one).
 func notifySocketOf(t *testing.T, pid int) string {
 	t.Helper()
-	env, err := proc.Environ(pid)
-	if err != nil {
-		t.Fatalf("environment of %d: %v", pid, err)
-	}
+	// A process whose exec the kernel has reported (the spawn returned)
+	// may not have its new environment set up yet: its environ reads
+	// empty for that moment. Every unit here has one.
+	var env []string
+	testkit.EventuallyOK(t, 15*time.Second, func() error {
+		var err error
+		if env, err = proc.Environ(pid); err != nil {
+			t.Fatalf("environment of %d: %v", pid, err)
+		}
+		if len(env) == 0 {
+			return fmt.Errorf("the environment of %d reads empty", pid)
+		}
+		return nil
+	})
 	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "NOTIFY_SOCKET="); ok {
 			return v
