@@ -398,7 +398,10 @@ func adrift(live map[int]proc.Stat, me int) map[int]bool {
 }
 
 func (o *Owner) snapshotLocked() *scanView {
-	sn := &scanView{known: map[int]*reg{}, keys: map[string]*reg{}, marks: map[uint64]*reg{}, sessions: map[int]*reg{},
+	// Sized up front: each scan builds these anew from every
+	// registration, and growing them was half of that work.
+	sn := &scanView{known: make(map[int]*reg, len(o.regs)), keys: make(map[string]*reg, o.keyed), marks: make(map[uint64]*reg, o.keyed),
+		sessions: make(map[int]*reg, o.keyed), spawns: make([]*reg, 0, o.keyed),
 		leaders: make(map[int]bool, len(o.leaders)), escPids: make(map[int]bool, len(o.escPids)), helpers: map[int]bool{}, prev: o.lineage}
 	for pid := range o.leaders {
 		sn.leaders[pid] = true

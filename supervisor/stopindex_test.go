@@ -78,3 +78,25 @@ func TestGroupIndex(t *testing.T) {
 		t.Errorf("a registration not added was found once its group was set: %+v", r)
 	}
 }
+
+// TestScanViewSized: the view a scan takes of the registrations is built
+// into maps sized for them, not grown one registration at a time: a
+// scan in pgroup mode takes one, several at each unit's stop.
+func TestScanViewSized(t *testing.T) {
+	o := &Owner{ownerState: ownerState{regs: map[string]*reg{}, pending: map[*reg]bool{}, byGroup: map[groupKey][]*reg{}}}
+	for i := range 3000 {
+		g := Group{Unit: "u", PGID: 2_000_000 + i, Leader: proc.Identity{PID: 2_000_000 + i, StartTime: uint64(7 + i)}}
+		o.addRegLocked(&reg{id: "s" + strconv.Itoa(i), key: "k" + strconv.Itoa(i), mark: uint64(1 + i), session: 2_000_000 + i, g: g})
+	}
+	var sn *scanView
+	allocs := testing.AllocsPerRun(5, func() { sn = o.snapshotLocked() })
+	if len(sn.known) != 3000 || len(sn.keys) != 3000 || len(sn.marks) != 3000 || len(sn.sessions) != 3000 || len(sn.spawns) != 3000 {
+		t.Fatalf("the view holds %d groups, %d keys, %d marks, %d sessions, %d spawns; want 3000 of each", len(sn.known), len(sn.keys), len(sn.marks), len(sn.sessions), len(sn.spawns))
+	}
+	// A map sized for its 3000 entries is allocated once (its groups);
+	// one grown to them again at each doubling.
+	if allocs > 90 {
+		t.Errorf("a view of 3000 registrations took %.0f allocations, want under 90 (45 sized, 143 grown, here): its maps grow as they fill", allocs)
+	}
+	t.Logf("%.0f allocations", allocs)
+}
