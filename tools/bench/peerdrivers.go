@@ -92,6 +92,21 @@ func (m *childManager) Owner() (int, error) {
 	return m.c.cmd.Process.Pid, nil
 }
 
+// gone is the exit of a manager that exited while it should run (it
+// crashed), as its process status says; nil while it runs.
+func (m *childManager) gone() error {
+	if m.c == nil {
+		return nil
+	}
+	select {
+	case err := <-m.c.done:
+		m.c.done <- err // close waits for it too
+		return fmt.Errorf("exited (%v)", err)
+	default:
+		return nil
+	}
+}
+
 func (m *childManager) Stop(context.Context) error { return m.c.cmd.Process.Signal(syscall.SIGTERM) }
 
 func (m *childManager) Close() error { return m.c.close(m.out) }

@@ -16,9 +16,15 @@ import (
 func peerRows(peers []peer, figs []*peerFigures) []Row {
 	var rows []Row
 	refs := ratioRefs(peers, figs)
+	for i, p := range peers {
+		if err := figs[i].failed; err != nil {
+			rows = append(rows, Row{Figure: fmt.Sprintf("%d units: every row, %s", peerUnits, p.Name()), Value: "failed: " + oneLineOf(err),
+				Method: "a trial of this manager failed at this size; its other trials here were not played, and hermesd's rows have no ratio to it"})
+		}
+	}
 	for _, op := range peerOps {
 		for i, p := range peers {
-			if !plays(p, op) {
+			if !plays(p, op) || figs[i].failed != nil {
 				continue
 			}
 			rows = append(rows, Row{
@@ -41,7 +47,7 @@ type ratioRef struct {
 func ratioRefs(peers []peer, figs []*peerFigures) []ratioRef {
 	var refs []ratioRef
 	for i, p := range peers {
-		if n := p.Name(); n == "process-compose" || n == "floor" {
+		if n := p.Name(); (n == "process-compose" || n == "floor") && figs[i].failed == nil {
 			refs = append(refs, ratioRef{n, figs[i]})
 		}
 	}
@@ -103,13 +109,13 @@ func memoryRows(peers []peer, figs []*peerFigures) []Row {
 	var rows []Row
 	var pcRSS int
 	for i, p := range peers {
-		if p.Name() == "process-compose" && len(figs[i].rssKB) > 0 {
+		if p.Name() == "process-compose" && len(figs[i].rssKB) > 0 && figs[i].failed == nil {
 			pcRSS = medianInt(figs[i].rssKB)
 		}
 	}
 	for i, p := range peers {
 		f := figs[i]
-		if len(f.rssKB) == 0 {
+		if len(f.rssKB) == 0 || f.failed != nil {
 			continue
 		}
 		rss := medianInt(f.rssKB)
@@ -149,4 +155,14 @@ func peerMethod(op string, p peer) string {
 		return fmt.Sprintf("%s; clock to the new process's line on a FIFO, %d per round", p.Describe().edit, peerEditN)
 	}
 	return fmt.Sprintf("kill(2) SIGKILL of %s (%s); clock to the exit of the last of the %d units (pidfds), given up after %v", p.Name(), p.Describe().owner, peerUnits, peerKilled)
+}
+
+// oneLineOf is err's text on one line, cut to its first 300 bytes: a
+// crashed manager's error carries its whole output.
+func oneLineOf(err error) string {
+	t := strings.Join(strings.Fields(err.Error()), " ")
+	if len(t) > 300 {
+		t = t[:300] + "…"
+	}
+	return t
 }

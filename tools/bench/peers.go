@@ -166,8 +166,9 @@ func (t *peerTrial) running() map[string]int {
 }
 
 // waitRunning scans /proc every peerPoll until every unit runs, and
-// returns their pids.
-func (t *peerTrial) waitRunning(ctx context.Context) ([]int, error) {
+// returns their pids. A manager p that is gone meanwhile (crashed) ends
+// the wait at once.
+func (t *peerTrial) waitRunning(ctx context.Context, p peer) ([]int, error) {
 	deadline := time.Now().Add(peerWait)
 	for {
 		if r := t.running(); len(r) == len(t.tags) {
@@ -178,6 +179,10 @@ func (t *peerTrial) waitRunning(ctx context.Context) ([]int, error) {
 			return pids, nil
 		} else if time.Now().After(deadline) {
 			return nil, fmt.Errorf("%d of %d units running after %v", len(r), len(t.tags), peerWait)
+		} else if c, ok := p.(interface{ gone() error }); ok {
+			if err := c.gone(); err != nil {
+				return nil, fmt.Errorf("%d of %d units running when %s %w", len(r), len(t.tags), p.Name(), err)
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -289,6 +294,11 @@ type peerFigures struct {
 	start, stop, exit, status, edit, kill []time.Duration
 	survivors                             []int // units still running peerKilled after each SIGKILL of their owner
 	rssKB, supPssKB                       []int // the manager's RSS, its supervisor's PSS, with every unit running
+	// failed is the error of a peer's trial at this size (a peer that
+	// crashed, or did not run every unit): its rows are that, and its
+	// other trials at this size are not played. hermesd's failures end
+	// the bench instead.
+	failed error
 }
 
 // peerOps name the timed rows, in the table's order.
@@ -403,8 +413,15 @@ func comparePeers(ctx context.Context, root, defSizes string, all bool) ([]Row, 
 		for r := range roundsAt(n) {
 			for k := range peers {
 				i := (k + r) % len(peers)
+				if figs[i].failed != nil {
+					continue
+				}
 				if err := peerRound(ctx, root, peers[i], figs[i]); err != nil {
-					return rows, fmt.Errorf("%s, %d units, round %d: %w", peers[i].Name(), n, r+1, err)
+					err = fmt.Errorf("%s, %d units, round %d: %w", peers[i].Name(), n, r+1, err)
+					if isHermes(peers[i]) || ctx.Err() != nil {
+						return rows, err
+					}
+					figs[i].failed = err
 				}
 			}
 		}
@@ -464,7 +481,7 @@ func startMeasured(ctx context.Context, t *peerTrial, p peer, f *peerFigures) ([
 	if err := p.Start(ctx, t); err != nil {
 		return nil, err
 	}
-	pids, err := t.waitRunning(ctx)
+	pids, err := t.waitRunning(ctx, p)
 	if err == nil {
 		f.start = append(f.start, time.Since(t0))
 	}
@@ -506,7 +523,7 @@ func peerLife(ctx context.Context, t *peerTrial, p peer, f *peerFigures) error {
 // stopMeasured asks p for a clean stop and records the time until the
 // last unit exited, and until the manager itself exited.
 func stopMeasured(ctx context.Context, t *peerTrial, p peer, f *peerFigures) error {
-	ex, err := exitsOf(t.waitRunning(ctx))
+	ex, err := exitsOf(t.waitRunning(ctx, p))
 	if err != nil {
 		return err
 	}
