@@ -85,6 +85,15 @@ wait; exec sleep 1000`
 			t.Fatalf("daemon %d was re-parented to the owner: the portable backend made it a subreaper", pid)
 		}
 	}
+	// Re-parented is not yet the daemon: the erased one runs setsid, then
+	// env -i, then sleep, and until that last exec it carries the unit's
+	// tags (a scan then rightly takes it). On a loaded machine the
+	// subshell exits before that.
+	testkit.Eventually(t, 10*time.Second, "daemon "+strconv.Itoa(ep)+" running sleep, its environment erased", func() bool {
+		st, err := proc.ReadStat(ep)
+		env, eerr := proc.Environ(ep)
+		return err == nil && st.Comm == "sleep" && eerr == nil && len(env) == 0
+	})
 	scans()
 	var pids []int
 	testkit.Eventually(t, 10*time.Second, "the tagged orphan among web's members", func() bool {
