@@ -2,10 +2,8 @@ package reconciler
 
 import (
 	"fmt"
-	"runtime"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/hermes-units/hermes/control"
 	"github.com/hermes-units/hermes/internal/testkit"
@@ -41,7 +39,7 @@ func testGoroutinesPerUnit(t *testing.T, mode supervisor.Mode) {
 	}
 	l := startLiveWith(t, liveOptions{mode: mode, stamp: true}, files) // output copied through pipes, as hermesd does
 	l.waitFor("the first units running", running(names(0, first)...))
-	before := settledGoroutines()
+	before := testkit.SettledGoroutines()
 	added := map[string]string{}
 	for _, n := range names(first, first+more) {
 		added[n+".yaml"] = "command: [sleep, '1000']\n"
@@ -52,7 +50,7 @@ func testGoroutinesPerUnit(t *testing.T, mode supervisor.Mode) {
 		t.Fatal(err)
 	}
 	l.waitFor("the added units running", running(append(names(first, first+more), "brief")...))
-	after := settledGoroutines()
+	after := testkit.SettledGoroutines()
 	t.Logf("%d goroutines before, %d after %d units more", before, after, more+1)
 	if per := float64(after-before) / (more + 1); per > 3.5 {
 		t.Errorf("%d units more took %d goroutines more (%d to %d): %.1f a unit, want 3 (a copier for each pipe, the exit's wait)", more+1, after-before, before, after, per)
@@ -67,19 +65,4 @@ func testGoroutinesPerUnit(t *testing.T, mode supervisor.Mode) {
 		u := m["brief"]
 		return u.State != control.StateRunning && u.State != control.StateStarting
 	})
-}
-
-// settledGoroutines is the number of goroutines once it has held still
-// for a moment (a reload's and a start's own goroutines end after them).
-func settledGoroutines() int {
-	last, still := runtime.NumGoroutine(), 0
-	for end := time.Now().Add(10 * time.Second); still < 5 && time.Now().Before(end); {
-		time.Sleep(20 * time.Millisecond)
-		if n := runtime.NumGoroutine(); n == last {
-			still++
-		} else {
-			last, still = n, 0
-		}
-	}
-	return last
 }

@@ -2,10 +2,11 @@ package supervisor
 
 import (
 	"os"
-	"runtime"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hermes-units/hermes/internal/testkit"
 )
 
 // TestAfterExit: a func given to AfterExit runs once the leader is reaped
@@ -33,7 +34,7 @@ func TestAfterExit(t *testing.T) {
 				}
 				cs = append(cs, c)
 			}
-			before := settled()
+			before := testkit.SettledGoroutines()
 			ran := make(chan *Child, 2*n)
 			stops := make([]func() bool, n)
 			for i, c := range cs {
@@ -47,7 +48,7 @@ func TestAfterExit(t *testing.T) {
 				})
 				stops[i] = c.AfterExit(func() { t.Errorf("child %d: a stopped func ran", i) })
 			}
-			if after := settled(); after > before {
+			if after := testkit.SettledGoroutines(); after > before {
 				t.Errorf("arranging %d funcs on %d children took %d goroutines more (%d to %d), want none", 2*n, n, after-before, before, after)
 			}
 			for i, stop := range stops {
@@ -89,19 +90,4 @@ func TestAfterExit(t *testing.T) {
 			}
 		})
 	}
-}
-
-// settled is the number of goroutines once it has held still for a
-// moment.
-func settled() int {
-	last, still := runtime.NumGoroutine(), 0
-	for end := time.Now().Add(10 * time.Second); still < 5 && time.Now().Before(end); {
-		time.Sleep(20 * time.Millisecond)
-		if n := runtime.NumGoroutine(); n == last {
-			still++
-		} else {
-			last, still = n, 0
-		}
-	}
-	return last
 }

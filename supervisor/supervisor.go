@@ -1104,7 +1104,7 @@ func (o *Owner) nextLocked() uint64 { o.seq++; return o.seq }
 // StopAll holds it.
 func (o *Owner) addRegLocked(r *reg) {
 	o.regs[r.id] = r
-	o.byGroup[groupKeyOf(r.g)] = append(o.byGroup[groupKeyOf(r.g)], r)
+	o.indexRegLocked(r)
 	if r.key != "" {
 		o.keyed++
 	}
@@ -1119,6 +1119,12 @@ func (o *Owner) deleteRegLocked(r *reg) {
 	if r.key != "" {
 		o.keyed--
 	}
+}
+
+// indexRegLocked puts r in byGroup, under its group as it is now.
+func (o *Owner) indexRegLocked(r *reg) {
+	k := groupKeyOf(r.g)
+	o.byGroup[k] = append(o.byGroup[k], r)
 }
 
 // unindexLocked takes r out of byGroup.
@@ -1140,7 +1146,7 @@ func (o *Owner) setGroupLocked(r *reg, pgid int, leader proc.Identity) {
 	}
 	r.g.PGID, r.g.Leader = pgid, leader
 	if registered {
-		o.byGroup[groupKeyOf(r.g)] = append(o.byGroup[groupKeyOf(r.g)], r)
+		o.indexRegLocked(r)
 	}
 }
 

@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"runtime"
 	"testing"
 	"time"
 )
@@ -104,4 +105,20 @@ func Ready[T any](ch <-chan T) (T, bool) {
 		var zero T
 		return zero, false
 	}
+}
+
+// SettledGoroutines is the number of goroutines once it has held still
+// for five Polls in a row (the goroutines of what just happened end after
+// it), or what it is after 10 s.
+func SettledGoroutines() int {
+	last, still := runtime.NumGoroutine(), 0
+	for end := time.Now().Add(10 * time.Second); still < 5 && time.Now().Before(end); {
+		time.Sleep(Poll)
+		if n := runtime.NumGoroutine(); n == last {
+			still++
+		} else {
+			last, still = n, 0
+		}
+	}
+	return last
 }
