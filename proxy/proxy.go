@@ -233,11 +233,14 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 			return ctx
 		},
 	}
+	// The listing of the providers' models begins before the first
+	// request can come: one that came before it found no listing and
+	// answered the configured models alone.
+	p.startCatalog(base)
+	defer p.stopCatalog()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(capListener{Listener: ln, c: &p.conns}) }()
 	defer p.transport.CloseIdleConnections()
-	p.startCatalog(base)
-	defer p.stopCatalog()
 	defer p.stream.closeIdle()
 	defer p.endDrains()
 	select {
